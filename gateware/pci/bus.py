@@ -1,0 +1,224 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The PCI bus as the design sees it: the signal signature, the sampled-bus layout and the
+protocol enums (commands, terminations, DEVSEL timing).
+
+Polarity convention (DESIGN.md, "Active-low at the pads only"): inside the design every
+control line is active-high (``frame`` = 1 means FRAME# is asserted, i.e. low on the pin).
+:data:`ACTIVE_LOW` names the lines the pads invert. Two groups are carried exactly as on the
+pins and are *not* inverted:
+
+- ``ad``/``ad_hi`` and ``par``/``par64``: data, not assertions;
+- ``cbe``/``cbe_hi``: C/BE# as on the pins, because the command codes of the specification
+  (and of :class:`Command`) are pin levels. Byte enables are therefore active-low
+  (``cbe == 0b0000`` enables all four bytes); use :func:`byte_enables` for active-high.
+
+This module is imported by the gateware, the simulated bus models and the host (for the
+enum names), so it holds no state machine.
+"""
+
+from amaranth.hdl import Shape
+from amaranth.lib import data, enum, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = [
+    "Command", "Termination", "DevselSpeed",
+    "COMMAND_MNEMONICS", "TERMINATION_NAMES",
+    "ACTIVE_LOW", "OPEN_DRAIN", "SUSTAINED_TRISTATE",
+    "bus_lines", "TriStateSignature", "PCIBusSignature", "BusState",
+    "parity", "byte_enables",
+]
+
+
+class Command(enum.Enum, shape=4):
+    """The bus command, as driven on C/BE#[3:0] in the address phase (pin levels)."""
+    INTERRUPT_ACK        = 0b0000
+    SPECIAL_CYCLE        = 0b0001
+    IO_READ              = 0b0010
+    IO_WRITE             = 0b0011
+    RESERVED_4           = 0b0100
+    RESERVED_5           = 0b0101
+    MEM_READ             = 0b0110
+    MEM_WRITE            = 0b0111
+    RESERVED_8           = 0b1000
+    RESERVED_9           = 0b1001
+    CONFIG_READ          = 0b1010
+    CONFIG_WRITE         = 0b1011
+    MEM_READ_MULTIPLE    = 0b1100
+    DUAL_ADDRESS         = 0b1101
+    MEM_READ_LINE        = 0b1110
+    MEM_WRITE_INVALIDATE = 0b1111
+
+    # Python-side classification; gateware decodes the code bits itself.
+    @property
+    def is_reserved(self):
+        return self.name.startswith("RESERVED")
+
+    @property
+    def is_memory(self):
+        return self in (Command.MEM_READ, Command.MEM_WRITE, Command.MEM_READ_MULTIPLE,
+                        Command.MEM_READ_LINE, Command.MEM_WRITE_INVALIDATE)
+
+    @property
+    def is_io(self):
+        return self in (Command.IO_READ, Command.IO_WRITE)
+
+    @property
+    def is_config(self):
+        return self in (Command.CONFIG_READ, Command.CONFIG_WRITE)
+
+    @property
+    def is_read(self):
+        """Data flows from target to initiator (bit 0 of the code is 0, except the specials)."""
+        return self in (Command.INTERRUPT_ACK, Command.IO_READ, Command.MEM_READ,
+                        Command.CONFIG_READ, Command.MEM_READ_MULTIPLE, Command.MEM_READ_LINE)
+
+    @property
+    def mnemonic(self):
+        return COMMAND_MNEMONICS[self]
+
+
+#: Short names used in tables, CSV exports and on the command line.
+COMMAND_MNEMONICS = {
+    Command.INTERRUPT_ACK:        "IACK",
+    Command.SPECIAL_CYCLE:        "SPC",
+    Command.IO_READ:              "IOR",
+    Command.IO_WRITE:             "IOW",
+    Command.RESERVED_4:           "RSV4",
+    Command.RESERVED_5:           "RSV5",
+    Command.MEM_READ:             "MR",
+    Command.MEM_WRITE:            "MW",
+    Command.RESERVED_8:           "RSV8",
+    Command.RESERVED_9:           "RSV9",
+    Command.CONFIG_READ:          "CFGR",
+    Command.CONFIG_WRITE:         "CFGW",
+    Command.MEM_READ_MULTIPLE:    "MRM",
+    Command.DUAL_ADDRESS:         "DAC",
+    Command.MEM_READ_LINE:        "MRL",
+    Command.MEM_WRITE_INVALIDATE: "MWI",
+}
+
+
+class Termination(enum.Enum, shape=3):
+    """How a transaction ended (who ended it, and whether the last phase moved data)."""
+    COMPLETION        = 0  # master completion: the initiator ended it normally
+    MASTER_ABORT      = 1  # no DEVSEL# in time
+    RETRY             = 2  # STOP# without TRDY# on the first data phase
+    DISCONNECT_DATA   = 3  # STOP# with TRDY#: one last word moved
+    DISCONNECT_NODATA = 4  # STOP# without TRDY# after data moved
+    TARGET_ABORT      = 5  # STOP# with DEVSEL# deasserted
+    LATENCY_TIMER     = 6  # the initiator's latency timer expired with GNT# removed
+
+    @property
+    def label(self):
+        return TERMINATION_NAMES[self]
+
+
+#: Names used in CSV/JSON exports (lower case, as in the CSV column ``term``).
+TERMINATION_NAMES = {
+    Termination.COMPLETION:        "completion",
+    Termination.MASTER_ABORT:      "master_abort",
+    Termination.RETRY:             "retry",
+    Termination.DISCONNECT_DATA:   "disconnect_data",
+    Termination.DISCONNECT_NODATA: "disconnect_nodata",
+    Termination.TARGET_ABORT:      "target_abort",
+    Termination.LATENCY_TIMER:     "latency_timer",
+}
+
+
+class DevselSpeed(enum.Enum, shape=2):
+    """DEVSEL# timing, counting the address phase as clock 1 (fast = clock 2)."""
+    FAST        = 0
+    MEDIUM      = 1
+    SLOW        = 2
+    SUBTRACTIVE = 3
+
+
+#: Lines that are active-low on the pins and active-high inside the design.
+ACTIVE_LOW = frozenset({
+    "frame", "irdy", "trdy", "stop", "devsel", "lock", "perr", "serr",
+    "req", "gnt", "inta", "intb", "intc", "intd", "rst", "req64", "ack64",
+})
+
+#: Open-drain lines: any number of agents may pull them low (wired-AND on the pins).
+OPEN_DRAIN = frozenset({"serr", "inta", "intb", "intc", "intd"})
+
+#: Sustained tri-state lines: the owner drives them deasserted for one clock before releasing.
+SUSTAINED_TRISTATE = frozenset({
+    "frame", "irdy", "trdy", "stop", "devsel", "lock", "perr", "req64", "ack64",
+})
+
+
+def bus_lines(width=32):
+    """The lines of a PCI slot as ``{name: bits}``, in a fixed order.
+
+    ``req``/``gnt``/``idsel`` are this slot's point-to-point lines; ``rst`` is RST#.
+    A 64-bit bus adds ``ad_hi`` (AD[63:32]), ``cbe_hi`` (C/BE#[7:4]), ``par64``, ``req64``
+    and ``ack64``.
+    """
+    if width not in (32, 64):
+        raise ValueError(f"PCI bus width must be 32 or 64, not {width!r}")
+    lines = {
+        "ad": 32, "cbe": 4, "par": 1,
+        "frame": 1, "irdy": 1, "trdy": 1, "stop": 1, "devsel": 1,
+        "idsel": 1, "lock": 1, "perr": 1, "serr": 1,
+        "req": 1, "gnt": 1,
+        "inta": 1, "intb": 1, "intc": 1, "intd": 1,
+        "rst": 1,
+    }
+    if width == 64:
+        lines.update({"ad_hi": 32, "cbe_hi": 4, "par64": 1, "req64": 1, "ack64": 1})
+    return lines
+
+
+class TriStateSignature(wiring.Signature):
+    """One bus line (or group) as seen by a driver: ``o`` value, ``oe`` enable, ``i`` sampled.
+
+    ``oe`` is one bit for the whole group: a group is always driven as a unit.
+    """
+    def __init__(self, width=1):
+        self.width = width
+        super().__init__({
+            "o":  Out(width),
+            "oe": Out(1),
+            "i":  In(width),
+        })
+
+
+class PCIBusSignature(wiring.Signature):
+    """The PCI bus seen from an agent: every line of :func:`bus_lines` as an o/oe/i triple.
+
+    Lines the agent never drives (RST#, GNT#, IDSEL) are still triples; it keeps ``oe`` low.
+    Values are inside-level (see the module docstring for polarity).
+    """
+    def __init__(self, width=32):
+        self.width = width
+        super().__init__({name: Out(TriStateSignature(bits))
+                          for name, bits in bus_lines(width).items()})
+
+
+class BusState(data.StructLayout):
+    """Every line of the bus in one clock, inside-level: what a monitor samples.
+
+    ``masters`` widens ``req``/``gnt`` to one bit per master when a monitor sees several
+    (the simulated system's checker does; a board in a slot sees only its own).
+    """
+    def __init__(self, width=32, masters=1):
+        self.width = width
+        self.masters = masters
+        fields = dict(bus_lines(width))
+        fields["req"] = masters
+        fields["gnt"] = masters
+        super().__init__(fields)
+
+
+def parity(*values):
+    """Even parity bit over the given integers (PAR: count of ones including PAR is even)."""
+    ones = 0
+    for value in values:
+        ones += bin(value).count("1")
+    return ones & 1
+
+
+def byte_enables(cbe):
+    """Active-high byte-enable mask from a C/BE# pin value (Python ints or Amaranth values)."""
+    return ~cbe & 0xF if isinstance(cbe, int) else ~cbe
