@@ -1,0 +1,171 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The register map of BAR0: one declaration used by the gateware, the host and the docs.
+
+Every register and field is declared here once (name, offset, width, access, reset, doc).
+From :data:`REGISTER_MAP` come the CSR decoder of the board, the host driver's accessors
+(``board.read("dma.status")``), ``pcispy regs --header`` (a C header) and
+docs/registers.md. Nothing else in the project may hold a copy of an offset.
+
+Registers are 32 bits wide, at 4-byte aligned offsets inside BAR0. Each block owns a
+contiguous range starting at ``base`` (a multiple of 0x40), so blocks can grow without
+moving others. Wider quantities (64-bit counters and
+addresses) are pairs of registers ``name_lo``/``name_hi``; reading ``_lo`` latches ``_hi``
+where the field doc says so (atomic 64-bit reads).
+"""
+
+from dataclasses import dataclass, field as dc_field
+import enum
+
+__all__ = ["Access", "Field", "Register", "reg32", "Block", "RegisterMap", "REGISTER_MAP",
+           "IDENTITY_MAGIC", "BAR0_SIZE"]
+
+#: Size of BAR0 in bytes.
+BAR0_SIZE = 4096
+
+#: Value of ``id.magic``: ASCII "PCIS" (0x50434953), how tools recognise a pcispy board.
+IDENTITY_MAGIC = 0x5043_4953
+
+
+class Access(enum.Enum):
+    """How software may access a field."""
+    RW  = "rw"   # read/write
+    RO  = "ro"   # read-only (hardware sets it)
+    W1C = "w1c"  # read; writing 1 clears (sticky status / error bits)
+    WO  = "wo"   # write-only strobe: reads as 0, a write of 1 triggers an action
+    RC  = "rc"   # read-only, cleared (or popped) by the read
+
+
+@dataclass(frozen=True)
+class Field:
+    """A field of a register: bits ``[lsb, lsb + width)``."""
+    name: str
+    lsb: int
+    width: int
+    access: Access
+    reset: int = 0
+    doc: str = ""
+    #: Optional mapping of value -> name, for decoding in ``pcispy regs``.
+    values: dict = dc_field(default_factory=dict)
+
+    def __post_init__(self):
+        if not (0 <= self.lsb and self.lsb + self.width <= 32 and self.width > 0):
+            raise ValueError(f"field {self.name}: bits {self.lsb}+{self.width} outside 32")
+        if not 0 <= self.reset < (1 << self.width):
+            raise ValueError(f"field {self.name}: reset {self.reset:#x} does not fit")
+
+    @property
+    def mask(self):
+        return ((1 << self.width) - 1) << self.lsb
+
+
+@dataclass(frozen=True)
+class Register:
+    """A 32-bit register at ``offset`` bytes from its block's base."""
+    name: str
+    offset: int
+    fields: tuple
+    doc: str = ""
+
+    def __post_init__(self):
+        if self.offset % 4:
+            raise ValueError(f"register {self.name}: offset {self.offset:#x} not aligned")
+        used = 0
+        for f in self.fields:
+            if used & f.mask:
+                raise ValueError(f"register {self.name}: field {f.name} overlaps another")
+            used |= f.mask
+
+    @property
+    def reset(self):
+        value = 0
+        for f in self.fields:
+            value |= f.reset << f.lsb
+        return value
+
+    def field(self, name):
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(f"register {self.name} has no field {name!r}")
+
+    def decode(self, value):
+        """``{field name: value}`` of a register value."""
+        return {f.name: (value >> f.lsb) & ((1 << f.width) - 1) for f in self.fields}
+
+
+def reg32(name, offset, access, doc, reset=0):
+    """A register holding one 32-bit field of the same name."""
+    return Register(name, offset, (Field(name, 0, 32, access, reset, doc),), doc)
+
+
+@dataclass(frozen=True)
+class Block:
+    """The registers of one part of the board, from ``base`` (bytes into BAR0)."""
+    name: str
+    base: int
+    registers: tuple
+    doc: str = ""
+
+    def __post_init__(self):
+        offsets = [r.offset for r in self.registers]
+        if len(set(offsets)) != len(offsets):
+            raise ValueError(f"block {self.name}: two registers share an offset")
+
+    @property
+    def size(self):
+        return max((r.offset for r in self.registers), default=-4) + 4
+
+
+class RegisterMap:
+    """All blocks of BAR0. ``map["dma.status"]`` -> ``(address, Register)``."""
+
+    def __init__(self, blocks):
+        self.blocks = tuple(blocks)
+        self._by_name = {}
+        spans = []
+        for block in self.blocks:
+            spans.append((block.base, block.base + block.size, block.name))
+            for reg in block.registers:
+                self._by_name[f"{block.name}.{reg.name}"] = (block.base + reg.offset, reg)
+        spans.sort()
+        for (a0, a1, n0), (b0, b1, n1) in zip(spans, spans[1:]):
+            if b0 < a1:
+                raise ValueError(f"register blocks {n0} and {n1} overlap")
+        if spans and spans[-1][1] > BAR0_SIZE:
+            raise ValueError(f"register block {spans[-1][2]} ends beyond BAR0")
+
+    def __getitem__(self, name):
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"no register named {name!r}") from None
+
+    def __iter__(self):
+        """``(qualified name, address, Register)`` in address order."""
+        for name, (address, reg) in sorted(self._by_name.items(), key=lambda kv: kv[1][0]):
+            yield name, address, reg
+
+    def names(self):
+        return [name for name, _, _ in self]
+
+
+# --- The blocks ---------------------------------------------------------------------
+# Each part of the board declares its block below, in base order. Bases are multiples of
+# 0x40 bytes; leave room to grow.
+
+IDENTITY = Block("id", 0x000, (
+    reg32("magic", 0x00, Access.RO, "ASCII 'PCIS': this is a pcispy board", IDENTITY_MAGIC),
+    Register("version", 0x04, (
+        Field("minor", 0, 8, Access.RO, 1, "gateware minor version"),
+        Field("major", 8, 8, Access.RO, 0, "gateware major version"),
+        Field("format", 16, 8, Access.RO, 1, "trace record format version"),
+    ), "gateware and trace-format versions"),
+    Register("config", 0x08, (
+        Field("bus_width", 0, 1, Access.RO, 0, "0: 32-bit bus, 1: 64-bit bus",
+              {0: "32", 1: "64"}),
+        Field("passive", 1, 1, Access.RO, 0, "built without PCI output drivers"),
+        Field("clock_mhz", 8, 8, Access.RO, 33, "nominal PCI clock in MHz"),
+    ), "build-time configuration of this board"),
+), "who the board is")
+
+REGISTER_MAP = RegisterMap([IDENTITY])
