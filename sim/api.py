@@ -1,0 +1,215 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The cocotb side of the simulated PCI system.
+
+:class:`SimSystem` starts the clock, resets the bus, and offers the operations a test or a
+feature needs: enumeration, configuration/I/O/memory reads and writes by the host bridge
+(blocking and non-blocking), the host-memory backdoor, interrupts, and the protocol
+checker's report with :meth:`SimSystem.assert_clean`.
+
+Python never runs on every PCI clock while traffic flows: every operation writes a command
+into an agent's control registers and sleeps until the agent's ``event`` line rises.
+
+Benches receive their parameters through the environment (see :func:`bench_env` and
+:func:`run_bench`), so one cached model serves every test.
+"""
+
+import json
+import os
+
+__all__ = ["CocotbControl", "SimSystem", "run_bench", "bench_env", "SEED_ENV", "PROFILE_ENV"]
+
+SEED_ENV = "PCISPY_SEED"
+PROFILE_ENV = "PCISPY_PROFILE"
+CONFIG_ENV = "PCISPY_SYSTEM"
+
+#: Bus clock period in ns for each supported frequency.
+CLOCK_PERIOD_NS = {33: 30, 66: 15}
+
+
+class CocotbControl:
+    """A control accessor for one agent of the system, from cocotb.
+
+    Same methods as :class:`pcispy.sim.control.PysimControl` (``write``, ``read``,
+    ``wait_event``, ``clocks``), so agent drivers run unchanged in both. ``backdoor`` is
+    the cocotb handle of the agent's instance, for direct memory access.
+    """
+    def __init__(self, system, agent):
+        self.system = system
+        self.agent = int(agent)
+        self.backdoor = getattr(system.dut, agent.name.lower(), None)
+
+    async def write(self, addr, value):
+        from cocotb.triggers import FallingEdge
+        dut = self.system.dut
+        async with self.system.ctl_lock:
+            await FallingEdge(dut.pci_clk)
+            dut.ctl_sel.value = self.agent
+            dut.ctl_addr.value = addr
+            dut.ctl_wdata.value = value & 0xFFFF_FFFF
+            dut.ctl_we.value = 1
+            await FallingEdge(dut.pci_clk)
+            dut.ctl_we.value = 0
+
+    async def read(self, addr):
+        from cocotb.triggers import FallingEdge
+        dut = self.system.dut
+        async with self.system.ctl_lock:
+            await FallingEdge(dut.pci_clk)
+            dut.ctl_sel.value = self.agent
+            dut.ctl_addr.value = addr
+            dut.ctl_re.value = 1
+            await FallingEdge(dut.pci_clk)
+            dut.ctl_re.value = 0
+            return int(dut.ctl_rdata.value)
+
+    async def wait_event(self, timeout=10_000_000):
+        """Sleep until the agent's ``event`` is high (``timeout`` in clocks)."""
+        from cocotb.triggers import ValueChange, Timer, First
+        dut = self.system.dut
+        deadline = Timer(timeout * self.system.period_ns, unit="ns")
+        while not (int(dut.events.value) >> self.agent) & 1:
+            fired = await First(ValueChange(dut.events), deadline)
+            if fired is deadline:
+                raise TimeoutError(f"agent {self.agent}: no event within {timeout} clocks")
+
+    async def clocks(self, count):
+        from cocotb.triggers import ClockCycles
+        await ClockCycles(self.system.dut.pci_clk, count)
+
+
+class SimSystem:
+    """The simulated system as seen from a cocotb bench (``dut`` is the model's top)."""
+
+    def __init__(self, dut, *, profile=None, seed=None, clock_mhz=33):
+        from cocotb.triggers import Lock
+        from pcispy.sim.system import Agent, SystemConfig
+        self.dut = dut
+        self.config = SystemConfig(**json.loads(os.environ.get(CONFIG_ENV, "{}")))
+        self.profile_name = profile or os.environ.get(PROFILE_ENV, "ideal")
+        self.seed = int(seed if seed is not None else os.environ.get(SEED_ENV, "1"))
+        self.period_ns = CLOCK_PERIOD_NS[clock_mhz]
+        self.clock_mhz = clock_mhz
+        self.ctl_lock = Lock()
+        self.ctl = {agent: CocotbControl(self, agent) for agent in Agent}
+        self._build_drivers()
+
+    def _build_drivers(self):
+        from pcispy.sim.system import Agent
+        from pcispy.sim.bfm.initiator import InitiatorDriver
+        from pcispy.sim.bfm.target import TargetDriver
+        from pcispy.sim.bfm.arbiter import ArbiterDriver
+        self.host = InitiatorDriver(self.ctl[Agent.HOST_INITIATOR])
+        self.host_memory = TargetDriver(self.ctl[Agent.HOST_MEMORY])
+        self.arbiter = ArbiterDriver(self.ctl[Agent.ARBITER])
+        if self.config.test_device:
+            self.test_initiator = InitiatorDriver(self.ctl[Agent.TEST_INITIATOR])
+            self.test_target = TargetDriver(self.ctl[Agent.TEST_TARGET])
+
+    async def start(self):
+        """Start the bus clock, hold RST# for 8 clocks, apply the profile."""
+        import cocotb
+        from cocotb.clock import Clock
+        from cocotb.triggers import ClockCycles, FallingEdge
+        dut = self.dut
+        dut.ctl_we.value = 0
+        dut.ctl_re.value = 0
+        dut.ctl_sel.value = 0
+        dut.ctl_addr.value = 0
+        dut.ctl_wdata.value = 0
+        cocotb.start_soon(Clock(dut.pci_clk, self.period_ns, unit="ns").start())
+        dut.pci_rst.value = 1
+        await ClockCycles(dut.pci_clk, 8)
+        await FallingEdge(dut.pci_clk)
+        dut.pci_rst.value = 0
+        await self.apply_profile(self.profile_name)
+        return self
+
+    async def apply_profile(self, name):
+        from pcispy.sim.bfm.profiles import PROFILES
+        try:
+            profile = PROFILES[name]
+        except KeyError:
+            raise ValueError(f"unknown simulation profile {name!r}; "
+                             f"known: {', '.join(sorted(PROFILES))}") from None
+        self.profile = profile
+        await self.host_memory.apply_profile(profile, seed=self.seed)
+
+    # --- status ------------------------------------------------------------------
+
+    async def cycle(self):
+        """Clocks since reset (64-bit, read atomically)."""
+        from pcispy.sim.system import Agent, SystemReg
+        ctl = self.ctl[Agent.SYSTEM]
+        lo = await ctl.read(SystemReg.CYCLE_LO)
+        hi = await ctl.read(SystemReg.CYCLE_HI)
+        return hi << 32 | lo
+
+    async def checker_report(self):
+        """``{"violations": {rule name: count}, "first": {...} or None, "contention": [...]}``."""
+        from pcispy.sim.system import Agent, SystemReg
+        from pcispy.sim.bfm.resolver import shared_lines
+        ctl = self.ctl[Agent.SYSTEM]
+        report = {"violations": {}, "first": None, "contention": []}
+        if self.config.checker:
+            from pcispy.gateware.spy.checker import RULES
+            if await ctl.read(SystemReg.CHECK_ANY):
+                for rule in RULES:
+                    await ctl.write(SystemReg.CHECK_INDEX, rule.id)
+                    count = await ctl.read(SystemReg.CHECK_COUNT)
+                    if count:
+                        report["violations"][rule.name] = count
+                first = await ctl.read(SystemReg.CHECK_FIRST_RULE)
+                report["first"] = {"rule": RULES[first].name,
+                                   "cycle": await ctl.read(SystemReg.CHECK_FIRST_CYCLE)}
+        flags = await ctl.read(SystemReg.CONTENTION)
+        names = list(shared_lines(self.config.width))
+        report["contention"] = [names[i] for i in range(len(names)) if flags >> i & 1]
+        if flags:
+            report["contention_first"] = {
+                "line": names[await ctl.read(SystemReg.CONTENTION_LINE)],
+                "cycle": await ctl.read(SystemReg.CONTENTION_CYCLE)}
+        return report
+
+    async def clear_checker(self):
+        from pcispy.sim.system import Agent, SystemReg
+        await self.ctl[Agent.SYSTEM].write(SystemReg.CLEAR, 1)
+
+    async def set_rule_enable(self, mask):
+        from pcispy.sim.system import Agent, SystemReg
+        ctl = self.ctl[Agent.SYSTEM]
+        await ctl.write(SystemReg.CHECK_ENABLE_LO, mask & 0xFFFF_FFFF)
+        await ctl.write(SystemReg.CHECK_ENABLE_HI, mask >> 32)
+
+    async def assert_clean(self):
+        """Fail unless no checker rule fired and no line saw two drivers."""
+        report = await self.checker_report()
+        assert not report["violations"] and not report["contention"], \
+            f"bus not clean: {report}"
+
+
+def bench_env(config=None, *, profile="ideal", seed=1, **extra):
+    """Environment variables that hand a bench its system, profile, seed and parameters."""
+    from dataclasses import asdict
+    from pcispy.sim.system import SystemConfig
+    env = {CONFIG_ENV: json.dumps(asdict(config or SystemConfig())),
+           PROFILE_ENV: profile, SEED_ENV: str(seed)}
+    env.update({f"PCISPY_{k.upper()}": (v if isinstance(v, str) else json.dumps(v))
+                for k, v in extra.items()})
+    return env
+
+
+def run_bench(test_module, testcase=None, config=None, *, profile="ideal", seed=1, **extra):
+    """Build (or reuse) the system model and run cocotb tests of ``test_module`` on it.
+
+    Raises :class:`pcispy.sim.verilate.SimulationFailed` naming failed tests (the seed is
+    in the log and in the exception).
+    """
+    from pcispy.sim.system import SystemConfig, build_system
+    from pcispy.sim.verilate import SimulationFailed
+    config = config or SystemConfig()
+    model = build_system(config)
+    try:
+        return model.run(test_module, testcase,
+                         env=bench_env(config, profile=profile, seed=seed, **extra))
+    except SimulationFailed as failure:
+        raise SimulationFailed(f"{failure} [profile={profile} seed={seed}]") from None

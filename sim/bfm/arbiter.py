@@ -1,0 +1,150 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The central arbiter of the simulated bus: REQ#/GNT# for up to four masters.
+
+Written from the PCI arbitration rules: arbitration is hidden (it may move GNT# while
+another master's transaction is under way); a master that sees its GNT# with the bus idle
+may start; when nobody requests, GNT# is parked on one master so that it can start
+without waiting. Fairness is round-robin: once the current owner has started a
+transaction and someone else is requesting, the grant moves on to the next requester in
+turn, and the owner finishes what its latency timer allows.
+
+To exercise latency timers the arbiter can take GNT# away from an owner a programmable
+number of clocks after its FRAME# was asserted, even when no one else requests. To
+provoke the checker's "more than one GNT#" rule it can, on request, grant two masters.
+"""
+
+from amaranth import Module, Signal, Mux
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from pcispy.sim.control import ControlSignature
+
+__all__ = ["Arbiter", "ArbiterDriver", "ArbiterReg"]
+
+
+class ArbiterReg:
+    """Control-port register indices of :class:`Arbiter`."""
+    PARK = 0          # master that GNT# rests on when nobody requests (0..masters-1)
+    REMOVE_AFTER = 1  # remove GNT# this many clocks after the owner's FRAME# (0 = never)
+    DOUBLE_GRANT = 2  # bit 0: grant the next master as well (breaks the one-GNT# rule)
+    GRANTS = 3        # read: number of grant changes since reset
+    REMOVALS = 4      # read: number of forced removals since reset
+
+
+class Arbiter(wiring.Component):
+    """Round-robin PCI arbiter with bus parking.
+
+    Ports:
+        req (In, masters): REQ# of each master, inside-level (1 = requesting).
+        gnt (Out, masters): GNT# to each master, inside-level (1 = granted).
+        frame (In, 1), irdy (In, 1): the resolved bus, to know idle and ownership.
+        ctl (In, ControlSignature): parking, forced removal, double grant (ArbiterReg).
+
+    Parameters:
+        masters: number of masters (1..4).
+    """
+    def __init__(self, masters=3):
+        if not 1 <= masters <= 4:
+            raise ValueError("the arbiter serves 1 to 4 masters")
+        self.masters = masters
+        super().__init__({
+            "req": In(masters), "gnt": Out(masters),
+            "frame": In(1), "irdy": In(1),
+            "ctl": In(ControlSignature()),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        n = self.masters
+        owner = Signal(range(n))       # the master GNT# is on
+        park = Signal(range(n))
+        remove_after = Signal(16)
+        double_grant = Signal()
+        grants = Signal(32)
+        removals = Signal(32)
+        frame_clocks = Signal(16)      # clocks since the owner's FRAME# was asserted
+        withheld = Signal()            # GNT# taken away from the owner until it drops REQ#
+        started = Signal()             # the owner has started a transaction under this grant
+
+        bus_idle = ~self.frame & ~self.irdy
+        prev_frame = Signal()
+        m.d.sync += prev_frame.eq(self.frame)
+        m.d.sync += frame_clocks.eq(Mux(self.frame, frame_clocks + 1, 0))
+        with m.If(self.frame & ~prev_frame):
+            m.d.sync += started.eq(1)
+
+        # Next requester after the owner, in turn; the owner itself when no one else asks.
+        next_master = Signal(range(n))
+        someone_else = Signal()
+        m.d.comb += [next_master.eq(owner), someone_else.eq(0)]
+        for step in reversed(range(1, n)):
+            candidate = Signal(range(n), name=f"candidate_{step}")
+            m.d.comb += candidate.eq(Mux(owner + step >= n, owner + step - n, owner + step))
+            with m.If(self.req.bit_select(candidate, 1)):
+                m.d.comb += [next_master.eq(candidate), someone_else.eq(1)]
+
+        def move_to(master):
+            m.d.sync += [owner.eq(master), started.eq(0), withheld.eq(0),
+                         grants.eq(grants + 1)]
+
+        owner_requests = self.req.bit_select(owner, 1)
+        with m.If(someone_else & (started | ~owner_requests | withheld)):
+            move_to(next_master)
+        with m.Elif(~owner_requests & ~self.req.any() & (owner != park) & bus_idle):
+            move_to(park)
+        with m.Elif((remove_after != 0) & self.frame & (frame_clocks + 1 == remove_after)
+                    & ~withheld):
+            m.d.sync += [withheld.eq(1), removals.eq(removals + 1)]
+        with m.Elif(withheld & ~owner_requests):
+            m.d.sync += withheld.eq(0)
+
+        owner_gnt = Signal(n)
+        m.d.comb += owner_gnt.eq(Mux(withheld, 0, 1 << owner))
+        second = Signal(range(n))
+        m.d.comb += second.eq(Mux(owner + 1 >= n, 0, owner + 1))
+        m.d.comb += self.gnt.eq(owner_gnt | Mux(double_grant, 1 << second, 0))
+
+        # Control port.
+        with m.If(self.ctl.w_en):
+            with m.Switch(self.ctl.addr):
+                with m.Case(ArbiterReg.PARK):
+                    m.d.sync += park.eq(self.ctl.w_data)
+                with m.Case(ArbiterReg.REMOVE_AFTER):
+                    m.d.sync += remove_after.eq(self.ctl.w_data)
+                with m.Case(ArbiterReg.DOUBLE_GRANT):
+                    m.d.sync += double_grant.eq(self.ctl.w_data[0])
+        with m.Switch(self.ctl.addr):
+            with m.Case(ArbiterReg.PARK):
+                m.d.sync += self.ctl.r_data.eq(park)
+            with m.Case(ArbiterReg.REMOVE_AFTER):
+                m.d.sync += self.ctl.r_data.eq(remove_after)
+            with m.Case(ArbiterReg.DOUBLE_GRANT):
+                m.d.sync += self.ctl.r_data.eq(double_grant)
+            with m.Case(ArbiterReg.GRANTS):
+                m.d.sync += self.ctl.r_data.eq(grants)
+            with m.Case(ArbiterReg.REMOVALS):
+                m.d.sync += self.ctl.r_data.eq(removals)
+            with m.Default():
+                m.d.sync += self.ctl.r_data.eq(0)
+        return m
+
+
+class ArbiterDriver:
+    """Python side of :class:`Arbiter`, over a control accessor (``read``/``write``)."""
+
+    def __init__(self, ctl):
+        self.ctl = ctl
+
+    async def park_on(self, master):
+        await self.ctl.write(ArbiterReg.PARK, master)
+
+    async def remove_gnt_after(self, clocks):
+        """Take GNT# away ``clocks`` clocks after an owner's FRAME# (0: never)."""
+        await self.ctl.write(ArbiterReg.REMOVE_AFTER, clocks)
+
+    async def double_grant(self, enable=True):
+        await self.ctl.write(ArbiterReg.DOUBLE_GRANT, int(enable))
+
+    async def counters(self):
+        return {"grants": await self.ctl.read(ArbiterReg.GRANTS),
+                "removals": await self.ctl.read(ArbiterReg.REMOVALS)}

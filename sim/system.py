@@ -1,0 +1,313 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The simulated PCI system: the board and the behavioural agents on one bus.
+
+Everything here is Amaranth RTL compiled into one Verilator model: the board under test
+(with its real pads, so the I/O flip-flops and their one-clock delays are simulated as they
+will be placed), the host bridge (an initiator, the host-memory target and the interrupt
+responder), the arbiter, a test device (target + initiator), a legacy ISA-bridge device,
+the bus resolver and the protocol checker.
+
+Slots and masters::
+
+    slot 0: the board (IDSEL = AD[16])        master 0: the host bridge
+    slot 1: the test device (IDSEL = AD[17])  master 1: the board
+                                               master 2: the test device
+
+Python reaches every agent through one multiplexed control port (:class:`Agent` picks
+which); the model's top-level ports are only the clock, the reset and that port. See
+:mod:`pcispy.sim.control` for the access timing and :mod:`pcispy.sim.api` for the cocotb
+side.
+"""
+
+import enum
+from dataclasses import dataclass
+
+from amaranth import Cat, Module, Signal, ResetSignal, DomainRenamer, Mux
+from amaranth.back import verilog
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from pcispy.gateware.pci.bus import ACTIVE_LOW, BusState, bus_lines
+from pcispy.sim.control import CONTROL_ADDR_BITS
+from pcispy.sim.bfm.arbiter import Arbiter
+from pcispy.sim.bfm.resolver import BusResolver, shared_lines
+from pcispy.sim.bfm import backdoor_ram
+
+__all__ = ["Agent", "SystemConfig", "PCISystem", "build_system", "SystemReg",
+           "BOARD_SLOT", "TEST_DEVICE_SLOT", "IDSEL_AD_BIT", "MASTERS"]
+
+#: IDSEL of slot k is AD[IDSEL_AD_BIT + k].
+IDSEL_AD_BIT = 16
+BOARD_SLOT = 0
+TEST_DEVICE_SLOT = 1
+#: Master numbers on the arbiter.
+MASTERS = {"host": 0, "board": 1, "test_device": 2}
+
+
+class Agent(enum.IntEnum):
+    """Control-port select values (``ctl_sel``) of the agents."""
+    HOST_INITIATOR = 0
+    HOST_MEMORY = 1
+    IRQ_RESPONDER = 2
+    TEST_INITIATOR = 3
+    TEST_TARGET = 4
+    LEGACY = 5
+    ARBITER = 6
+    SYSTEM = 7
+
+
+class SystemReg:
+    """Registers of the system's own control port (:attr:`Agent.SYSTEM`)."""
+    CYCLE_LO = 0         # cycles since reset; reading LO latches HI
+    CYCLE_HI = 1
+    CONTENTION = 2       # sticky flags, one per shared line (shared_lines order)
+    CONTENTION_LINE = 3  # index of the line of the first contention
+    CONTENTION_CYCLE = 4
+    CLEAR = 5            # write 1: clear contention and checker evidence
+    CHECK_ANY = 8        # 1 when any checker rule fired
+    CHECK_FIRST_RULE = 9
+    CHECK_FIRST_CYCLE = 10
+    CHECK_INDEX = 11     # write a rule index, then read CHECK_COUNT
+    CHECK_COUNT = 12
+    CHECK_ENABLE_LO = 13  # rule enable mask, bits 0..31
+    CHECK_ENABLE_HI = 14  # rule enable mask, bits 32..63
+
+
+@dataclass(frozen=True)
+class SystemConfig:
+    """What the simulated system contains. Part of the model's identity (cache key)."""
+    width: int = 32
+    board: bool = True
+    test_device: bool = True
+    legacy: bool = True
+    checker: bool = True
+    host_memory_addr_bits: int = 20     # words of host memory (2**20 x 4 bytes = 4 MiB)
+    test_memory_addr_bits: int = 12
+
+    @property
+    def name(self):
+        parts = [f"pcisys{self.width}"]
+        if not self.board:
+            parts.append("noboard")
+        return "_".join(parts)
+
+
+class PCISystem(wiring.Component):
+    """The whole simulated bus as one component (top of the Verilator model).
+
+    Ports:
+        ctl_sel (In, 4): which agent the control access is for (:class:`Agent`).
+        ctl_addr (In, 10), ctl_wdata (In, 32), ctl_we (In, 1), ctl_re (In, 1):
+            the access (see :mod:`pcispy.sim.control`).
+        ctl_rdata (Out, 32): read data of the selected agent, one clock after ctl_addr.
+        events (Out, 8): each agent's ``event`` line, bit = :class:`Agent` value.
+    Clock domain ``pci`` comes from the model's ``pci_clk``/``pci_rst`` ports; the bus
+    RST# follows ``pci_rst``.
+
+    Parameters:
+        config: a :class:`SystemConfig`.
+    """
+    def __init__(self, config=SystemConfig()):
+        self.config = config
+        super().__init__({
+            "ctl_sel": In(4), "ctl_addr": In(CONTROL_ADDR_BITS), "ctl_wdata": In(32),
+            "ctl_we": In(1), "ctl_re": In(1), "ctl_rdata": Out(32),
+            "events": Out(8),
+        })
+
+    def _agents(self):
+        """``{Agent: (component, master number or None, slot or None)}`` (renamed to pci)."""
+        from pcispy.sim.bfm.initiator import BehaviouralInitiator
+        from pcispy.sim.bfm.target import BehaviouralTarget
+        from pcispy.sim.bfm.irq_responder import InterruptResponder
+        cfg = self.config
+        agents = {}
+        host_initiator = BehaviouralInitiator(width=cfg.width)
+        agents[Agent.HOST_INITIATOR] = (host_initiator, MASTERS["host"], None)
+        agents[Agent.HOST_MEMORY] = (
+            BehaviouralTarget(width=cfg.width, mem_addr_bits=cfg.host_memory_addr_bits),
+            None, None)
+        agents[Agent.IRQ_RESPONDER] = (InterruptResponder(host_initiator), None, None)
+        if cfg.test_device:
+            agents[Agent.TEST_INITIATOR] = (BehaviouralInitiator(width=cfg.width),
+                                            MASTERS["test_device"], None)
+            agents[Agent.TEST_TARGET] = (
+                BehaviouralTarget(width=cfg.width, mem_addr_bits=cfg.test_memory_addr_bits),
+                None, TEST_DEVICE_SLOT)
+        if cfg.legacy:
+            from pcispy.sim.bfm.legacy import LegacyDevice
+            agents[Agent.LEGACY] = (LegacyDevice(), None, None)
+        return agents
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.config
+        lines = shared_lines(cfg.width)
+        agents = self._agents()
+        for agent, (component, _, _) in agents.items():
+            m.submodules[agent.name.lower()] = DomainRenamer({"sync": "pci"})(component)
+
+        # Every driver of the bus, at inside level: (o/oe/i accessor per line, master, slot).
+        drivers = []
+        for agent, (component, master, slot) in agents.items():
+            drivers.append((component.bus, master, slot))
+        if cfg.board:
+            from pcispy.gateware.top import PCIBoard
+            board = PCIBoard(width=cfg.width)
+            m.submodules.board = board
+            drivers.append((_PinAdaptor(m, board.ports, cfg.width), MASTERS["board"],
+                            BOARD_SLOT))
+
+        # The resolver combines the shared lines.
+        m.submodules.resolver = resolver = DomainRenamer({"sync": "pci"})(
+            BusResolver(len(drivers), cfg.width))
+        for name, bits in lines.items():
+            m.d.comb += [
+                getattr(resolver, f"{name}_o").eq(
+                    Cat(getattr(bus, name).o for bus, _, _ in drivers)),
+                getattr(resolver, f"{name}_oe").eq(
+                    Cat(getattr(bus, name).oe for bus, _, _ in drivers)),
+            ]
+            for bus, _, _ in drivers:
+                m.d.comb += getattr(bus, name).i.eq(getattr(resolver, name))
+
+        # Point-to-point lines: REQ#/GNT# through the arbiter, IDSEL from AD, RST#.
+        masters = len(MASTERS)
+        m.submodules.arbiter = arbiter = DomainRenamer({"sync": "pci"})(Arbiter(masters))
+        m.d.comb += [arbiter.frame.eq(resolver.frame), arbiter.irdy.eq(resolver.irdy)]
+        for bus, master, slot in drivers:
+            m.d.comb += bus.rst.i.eq(ResetSignal("pci"))
+            if master is not None:
+                m.d.comb += [
+                    arbiter.req[master].eq(bus.req.o & bus.req.oe),
+                    bus.gnt.i.eq(arbiter.gnt[master]),
+                ]
+            if slot is not None:
+                m.d.comb += bus.idsel.i.eq(resolver.ad[IDSEL_AD_BIT + slot])
+
+        # The protocol checker watches the resolved bus with every master's REQ#/GNT#.
+        state = Signal(BusState(cfg.width, masters))
+        for name in bus_lines(cfg.width):
+            if name in lines:
+                m.d.comb += getattr(state, name).eq(getattr(resolver, name))
+        m.d.comb += [state.req.eq(arbiter.req), state.gnt.eq(arbiter.gnt),
+                     state.rst.eq(ResetSignal("pci"))]
+        checker = None
+        if cfg.checker:
+            from pcispy.gateware.spy.checker import ProtocolChecker
+            m.submodules.checker = checker = DomainRenamer({"sync": "pci"})(
+                ProtocolChecker(width=cfg.width, masters=masters))
+            m.d.comb += checker.bus.eq(state)
+
+        # Control port multiplexing.
+        controls = {agent: component.ctl for agent, (component, _, _) in agents.items()}
+        controls[Agent.ARBITER] = arbiter.ctl
+        system_ctl = _SystemRegisters(resolver, checker, len(lines))
+        m.submodules.system_registers = DomainRenamer({"sync": "pci"})(system_ctl)
+        controls[Agent.SYSTEM] = system_ctl.ctl
+        rdata = 0
+        for agent, ctl in controls.items():
+            selected = self.ctl_sel == agent
+            m.d.comb += [
+                ctl.addr.eq(self.ctl_addr), ctl.w_data.eq(self.ctl_wdata),
+                ctl.w_en.eq(self.ctl_we & selected), ctl.r_en.eq(self.ctl_re & selected),
+                self.events[agent].eq(ctl.event),
+            ]
+            rdata = Mux(selected, ctl.r_data, rdata)
+        m.d.comb += self.ctl_rdata.eq(rdata)
+        return m
+
+
+class _PinAdaptor:
+    """The board's pin-level simulation ports seen as inside-level o/oe/i triples.
+
+    The board's pads drive pin levels (active-low lines low when asserted); the resolver
+    works at inside level. This inverts the active-low lines on the way in and out.
+    """
+    def __init__(self, m, ports, width):
+        for name, bits in bus_lines(width).items():
+            port = ports[name]
+            o, oe, i = Signal(bits, name=f"board_{name}_o"), Signal(name=f"board_{name}_oe"), \
+                Signal(bits, name=f"board_{name}_i")
+            invert = name in ACTIVE_LOW
+            m.d.comb += [
+                o.eq(~port.o if invert else port.o),
+                oe.eq(port.oe.any()),
+                port.i.eq(~i if invert else i),
+            ]
+            setattr(self, name, _Triple(o, oe, i))
+
+
+@dataclass
+class _Triple:
+    o: Signal
+    oe: Signal
+    i: Signal
+
+
+class _SystemRegisters(wiring.Component):
+    """The system's own control port: cycle counter, contention and checker evidence."""
+
+    def __init__(self, resolver, checker, lines):
+        from pcispy.sim.control import ControlSignature
+        self._resolver = resolver
+        self._checker = checker
+        super().__init__({"ctl": In(ControlSignature())})
+
+    def elaborate(self, platform):
+        m = Module()
+        ctl = self.ctl
+        cycle = Signal(64)
+        cycle_hi = Signal(32)
+        m.d.sync += cycle.eq(cycle + 1)
+        clear = Signal()
+        m.d.comb += clear.eq(ctl.w_en & (ctl.addr == SystemReg.CLEAR) & ctl.w_data[0])
+        m.d.comb += self._resolver.clear.eq(clear)
+        checker = self._checker
+        values = {
+            SystemReg.CYCLE_LO: cycle[:32],
+            SystemReg.CYCLE_HI: cycle_hi,
+            SystemReg.CONTENTION: self._resolver.contention,
+            SystemReg.CONTENTION_LINE: self._resolver.first_line,
+            SystemReg.CONTENTION_CYCLE: self._resolver.first_cycle,
+        }
+        if checker is not None:
+            index = Signal(8)
+            enable = Signal(64, init=(1 << 64) - 1)
+            m.d.comb += [checker.clear.eq(clear), checker.count_index.eq(index),
+                         checker.rule_enable.eq(enable[:len(checker.rule_enable)])]
+            with m.If(ctl.w_en):
+                with m.Switch(ctl.addr):
+                    with m.Case(SystemReg.CHECK_INDEX):
+                        m.d.sync += index.eq(ctl.w_data)
+                    with m.Case(SystemReg.CHECK_ENABLE_LO):
+                        m.d.sync += enable[:32].eq(ctl.w_data)
+                    with m.Case(SystemReg.CHECK_ENABLE_HI):
+                        m.d.sync += enable[32:].eq(ctl.w_data)
+            values.update({
+                SystemReg.CHECK_ANY: checker.any,
+                SystemReg.CHECK_FIRST_RULE: checker.first_rule,
+                SystemReg.CHECK_FIRST_CYCLE: checker.first_cycle,
+                SystemReg.CHECK_INDEX: index,
+                SystemReg.CHECK_COUNT: checker.count,
+                SystemReg.CHECK_ENABLE_LO: enable[:32],
+                SystemReg.CHECK_ENABLE_HI: enable[32:],
+            })
+        with m.If(ctl.r_en & (ctl.addr == SystemReg.CYCLE_LO)):
+            m.d.sync += cycle_hi.eq(cycle[32:])
+        with m.Switch(ctl.addr):
+            for address, value in values.items():
+                with m.Case(address):
+                    m.d.sync += ctl.r_data.eq(value)
+            with m.Default():
+                m.d.sync += ctl.r_data.eq(0)
+        return m
+
+
+def build_system(config=SystemConfig()):
+    """Build (or reuse from the cache) the Verilator model of the system ``config``."""
+    from pcispy.sim.verilate import build_model
+    system = PCISystem(config)
+    text = verilog.convert(system, name="pcisystem", emit_src=False)
+    return build_model(text, "pcisystem", public=[("*", "bd_*")],
+                       sources=[backdoor_ram.VERILOG_SOURCE], name=config.name)
