@@ -64,10 +64,11 @@ class Model:
         self.toplevel = toplevel
 
     def run(self, test_module, testcase=None, *, env=None, seed=None, test_dir=None,
-            waves=False):
+            waves=False, log_file=None):
         """Run the cocotb tests of ``test_module`` (a dotted module name) on this model.
 
         ``env`` adds environment variables (benches read their parameters from there).
+        ``log_file`` sends the simulator's output to that file instead of stdout.
         Raises :class:`SimulationFailed` naming the failed tests. Returns the number of
         tests that passed.
         """
@@ -83,7 +84,7 @@ class Model:
                 test_module=test_module, hdl_toplevel=self.toplevel, hdl_toplevel_lang="verilog",
                 testcase=testcase, seed=seed, build_dir=self.build_dir, test_dir=test_dir,
                 extra_env={k: str(v) for k, v in (env or {}).items()},
-                results_xml=str(results), waves=waves,
+                results_xml=str(results), waves=waves, log_file=log_file,
             )
         finally:
             os.environ.clear()

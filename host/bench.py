@@ -1,0 +1,54 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""``make bench``: measure the project's speed and size figures into build/bench.json.
+
+Each figure comes from a measurement function below, keyed by its dotted name (the names
+the issues use, e.g. ``sim.empty_cycles_per_s``). A measurement that fails is recorded as
+``{"error": ...}`` and makes the run exit non-zero, so a missing figure is never silent.
+"""
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+
+__all__ = ["MEASUREMENTS", "main"]
+
+
+def _sim_empty():
+    from pcispy.sim.speed import measure_empty_cycles_per_s
+    return {"sim.empty_cycles_per_s": round(measure_empty_cycles_per_s())}
+
+
+#: Measurement functions; each returns ``{figure name: value}``.
+MEASUREMENTS = [_sim_empty]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="pcispy-bench", description=__doc__.splitlines()[0])
+    parser.add_argument("-o", "--output", default="build/bench.json")
+    parser.add_argument("--only", help="run only measurements whose name contains this")
+    args = parser.parse_args(argv)
+    figures, failed = {}, []
+    for measure in MEASUREMENTS:
+        name = measure.__name__.lstrip("_")
+        if args.only and args.only not in name:
+            continue
+        start = time.perf_counter()
+        try:
+            figures.update(measure())
+        except Exception as error:   # recorded, reported, and fails the run
+            traceback.print_exc()
+            figures[f"{name}.error"] = f"{type(error).__name__}: {error}"
+            failed.append(name)
+        print(f"bench: {name} took {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
+    print(json.dumps(figures, indent=2, sort_keys=True))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

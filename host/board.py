@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Register-level driver of one pcispy board, over any transport.
+
+Registers are named as in gateware/regs.py (``"dma.status"``); this module holds no
+offsets of its own. Every method is ``async`` and awaits only the transport.
+"""
+
+from pcispy.gateware.regs import IDENTITY_MAGIC, REGISTER_MAP, Access
+from pcispy.host.errors import TransportError
+
+__all__ = ["Board", "REGS_BAR", "c_header"]
+
+#: The BAR that holds the registers.
+REGS_BAR = 0
+
+
+class Board:
+    """One board reached through ``transport``."""
+
+    def __init__(self, transport, register_map=REGISTER_MAP):
+        self.transport = transport
+        self.map = register_map
+
+    async def read(self, name):
+        """The 32-bit value of register ``name``."""
+        address, _ = self.map[name]
+        return await self.transport.read32(REGS_BAR, address)
+
+    async def write(self, name, value=None, **fields):
+        """Write register ``name``: a whole ``value``, or named ``fields`` (others 0)."""
+        address, reg = self.map[name]
+        if value is None:
+            value = 0
+            for field_name, field_value in fields.items():
+                field = reg.field(field_name)
+                if not 0 <= field_value < (1 << field.width):
+                    raise ValueError(f"{name}.{field_name}: {field_value} does not fit "
+                                     f"in {field.width} bits")
+                value |= field_value << field.lsb
+        elif fields:
+            raise TypeError("give either a whole value or fields, not both")
+        await self.transport.write32(REGS_BAR, address, value)
+
+    async def fields(self, name):
+        """``{field: value}`` of register ``name``."""
+        _, reg = self.map[name]
+        return reg.decode(await self.read(name))
+
+    async def read64(self, name):
+        """A 64-bit quantity held in ``name_lo``/``name_hi`` (reading lo latches hi)."""
+        lo = await self.read(f"{name}_lo")
+        hi = await self.read(f"{name}_hi")
+        return hi << 32 | lo
+
+    async def identify(self):
+        """Check the magic; return the identity fields. Raises TransportError if not ours."""
+        magic = await self.read("id.magic")
+        if magic != IDENTITY_MAGIC:
+            raise TransportError(
+                f"the device answers {magic:#010x} at id.magic, not {IDENTITY_MAGIC:#010x}: "
+                "it is not a pcispy board (or its BAR0 is not mapped)")
+        identity = {"magic": magic}
+        identity.update({f"version.{k}": v for k, v in (await self.fields("id.version")).items()})
+        identity.update({f"config.{k}": v for k, v in (await self.fields("id.config")).items()})
+        return identity
+
+    async def dump(self):
+        """Every readable register: ``[(name, address, value, {field: value})]``."""
+        rows = []
+        for name, address, reg in self.map:
+            if all(f.access in (Access.WO,) for f in reg.fields) or \
+                    any(f.access is Access.RC for f in reg.fields):
+                value = None      # reading would do nothing useful or pop a FIFO
+            else:
+                value = await self.transport.read32(REGS_BAR, address)
+            rows.append((name, address, value, reg.decode(value) if value is not None else {}))
+        return rows
+
+
+def c_header(register_map=REGISTER_MAP, prefix="PCISPY"):
+    """The register map as a C header (``pcispy regs --header``)."""
+    lines = [
+        "/* Generated from gateware/regs.py by `pcispy regs --header`. Do not edit. */",
+        f"#ifndef {prefix}_REGS_H",
+        f"#define {prefix}_REGS_H",
+        "",
+    ]
+    for name, address, reg in register_map:
+        macro = f"{prefix}_{name.replace('.', '_').upper()}"
+        lines.append(f"/* {reg.doc} */" if reg.doc else f"/* {name} */")
+        lines.append(f"#define {macro} 0x{address:03x}u")
+        for field in reg.fields:
+            if len(reg.fields) == 1 and field.width == 32:
+                continue
+            fmacro = f"{macro}_{field.name.upper()}"
+            lines.append(f"#define {fmacro}_SHIFT {field.lsb}u")
+            lines.append(f"#define {fmacro}_MASK 0x{field.mask:08x}u  /* {field.access.value}: {field.doc} */")
+        lines.append("")
+    lines.append(f"#endif /* {prefix}_REGS_H */")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,147 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The ``pcispy`` command line.
+
+Global options pick the transport and the output: ``--sim[=PROFILE]`` (the simulated
+system; the default when no other transport is given), ``--sysfs BDF``, ``--uart DEV``;
+``--seed N`` for every randomised behaviour; ``--json`` prints one JSON object on stdout;
+``--verbose`` shows details (and the traceback of an unexpected failure).
+
+Each command is a small class: its arguments, and either a *local* action (needs no
+board: ``check --list-rules``, ``regs --header``, ``decode``) or a *feature*: an
+``async def feature(transport, **arguments) -> dict`` that runs against a board. With
+``--sim`` the feature runs inside the simulator's Python (cocotb) against the cached
+Verilator model, and its result comes back here to be printed (DESIGN.md, "Host").
+
+Expected failures end with one line ``pcispy: error: ...`` and exit status 2.
+"""
+
+import argparse
+import json
+import sys
+
+from pcispy.host.errors import EXIT_ERROR, PcispyError
+
+__all__ = ["main", "build_parser", "COMMANDS"]
+
+
+class Command:
+    """One subcommand. Subclasses set ``name``, ``help``, ``examples`` and implement
+    ``add_arguments`` and ``run``."""
+    name = ""
+    help = ""
+    examples = ()
+
+    def add_arguments(self, parser):
+        pass
+
+    def run(self, args, out):
+        """Do the command; return a JSON-able result (printed with ``--json``) or None."""
+        raise PcispyError(f"{self.name}: not available")
+
+
+class CheckCommand(Command):
+    name = "check"
+    help = "the protocol checker: list its rules, or read its report from the board"
+    examples = ("pcispy check --list-rules", "pcispy check --list-rules --json")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--list-rules", action="store_true",
+                            help="print every rule the checker enforces")
+
+    def run(self, args, out):
+        if not args.list_rules:
+            raise PcispyError("check: give --list-rules (reading a live report needs a board "
+                              "feature that is not built yet)")
+        from pcispy.gateware.spy.checker import RULES
+        result = {"rules": [{"id": r.id, "name": r.name, "description": r.description,
+                             "reference": r.reference} for r in RULES]}
+        if not args.json:
+            for r in RULES:
+                out.write(f"{r.id:3d}  {r.name:32s} {r.description}\n")
+        return result
+
+
+class RegsCommand(Command):
+    name = "regs"
+    help = "the board's registers: names, addresses, fields (--header: as a C header)"
+    examples = ("pcispy regs --header > pcispy_regs.h", "pcispy regs --map --json")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--header", action="store_true",
+                            help="print the register map as a C header")
+        parser.add_argument("--map", action="store_true",
+                            help="print the register map (no board needed)")
+
+    def run(self, args, out):
+        from pcispy.gateware.regs import REGISTER_MAP
+        if args.header:
+            from pcispy.host.board import c_header
+            out.write(c_header())
+            return None
+        if not args.map:
+            raise PcispyError("regs: reading live values needs a board feature that is not "
+                              "built yet; use --map or --header")
+        rows = [{"name": name, "address": address, "doc": reg.doc,
+                 "fields": [{"name": f.name, "lsb": f.lsb, "width": f.width,
+                             "access": f.access.value, "reset": f.reset, "doc": f.doc}
+                            for f in reg.fields]}
+                for name, address, reg in REGISTER_MAP]
+        if not args.json:
+            for row in rows:
+                out.write(f"0x{row['address']:03x}  {row['name']:28s} {row['doc']}\n")
+        return {"registers": rows}
+
+
+COMMANDS = [CheckCommand(), RegsCommand()]
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="pcispy",
+        description="Parallel-PCI exerciser and bus spy. Without a transport option the "
+                    "simulated system is used (--sim=ideal).",
+        epilog="Examples:\n  pcispy check --list-rules\n  pcispy --json regs --map",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    transport = parser.add_mutually_exclusive_group()
+    transport.add_argument("--sim", nargs="?", const="ideal", metavar="PROFILE",
+                           help="use the simulated PCI system with this host-bridge "
+                                "profile or scenario (default: ideal)")
+    transport.add_argument("--sysfs", metavar="BDF",
+                           help="a board in a PCI slot of this Linux machine, e.g. 0000:03:00.0")
+    transport.add_argument("--uart", metavar="DEV",
+                           help="the board's UART side channel, e.g. /dev/ttyUSB0")
+    parser.add_argument("--seed", type=int, default=1,
+                        help="seed of every randomised behaviour (default: 1)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object on stdout instead of tables")
+    parser.add_argument("--verbose", "-v", action="store_true", help="show details")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in COMMANDS:
+        epilog = "Examples:\n" + "\n".join(f"  {e}" for e in command.examples)
+        p = sub.add_parser(command.name, help=command.help, description=command.help,
+                           epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+        command.add_arguments(p)
+        p.set_defaults(handler=command)
+    return parser
+
+
+def main(argv=None, out=None):
+    """Run the CLI; return the exit status."""
+    out = out or sys.stdout
+    parser = build_parser()
+    args = parser.parse_args(argv)       # exits 2 with a usage line on bad arguments
+    try:
+        result = args.handler.run(args, out)
+    except PcispyError as error:
+        print(f"pcispy: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("pcispy: interrupted", file=sys.stderr)
+        return 130
+    if args.json and result is not None:
+        out.write(json.dumps(result, indent=None) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The errors the host tool expects, and how they reach the user.
+
+Anything that can go wrong for a user (a missing device, a damaged trace file, a refused
+register setting, an interrupted run) is raised as a :class:`PcispyError` subclass with a
+message that says what happened and what to do; the CLI prints it as one line and exits
+with status 2. Any other exception is a bug in pcispy.
+"""
+
+__all__ = ["PcispyError", "TransportError", "TraceFormatError", "RefusedSetting",
+           "EXIT_ERROR"]
+
+#: Exit status for an expected failure (same as argparse's usage errors).
+EXIT_ERROR = 2
+
+
+class PcispyError(Exception):
+    """An expected failure, reported to the user as one line."""
+
+
+class TransportError(PcispyError):
+    """The board cannot be reached (no device, no permission, wrong identity, ...)."""
+
+
+class TraceFormatError(PcispyError):
+    """A trace file is damaged or of an unknown format; the message names the offset."""
+
+
+class RefusedSetting(PcispyError):
+    """The board refused a register setting (its status register says why)."""

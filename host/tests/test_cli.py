@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The pcispy command line: options, error handling, local commands."""
+
+import io
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pcispy.gateware.regs import REGISTER_MAP
+from pcispy.host.cli import main
+
+pytestmark = pytest.mark.host
+
+
+def _run(*argv):
+    out = io.StringIO()
+    status = main(list(argv), out=out)
+    return status, out.getvalue()
+
+
+def test_regs_header_defines_every_register_at_its_address():
+    status, text = _run("regs", "--header")
+    assert status == 0
+    for name, address, _ in REGISTER_MAP:
+        macro = "PCISPY_" + name.replace(".", "_").upper()
+        assert f"#define {macro} 0x{address:03x}u" in text
+    assert text.rstrip().endswith("#endif /* PCISPY_REGS_H */")
+
+
+def test_regs_map_json_is_one_object():
+    status, text = _run("--json", "regs", "--map")
+    assert status == 0
+    data = json.loads(text)
+    assert [r["name"] for r in data["registers"]] == REGISTER_MAP.names()
+
+
+def test_bad_arguments_exit_2_with_a_usage_line():
+    result = subprocess.run([sys.executable, "-m", "pcispy.host.cli", "--no-such-option"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: pcispy")
+    assert "Traceback" not in result.stderr
+
+
+def test_expected_failure_is_one_line_and_exit_2(capsys):
+    status, _ = _run("regs")
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1 and err.startswith("pcispy: error: regs:")
