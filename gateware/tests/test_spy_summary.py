@@ -1,0 +1,201 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The transaction summariser: exact records for every termination, waits, 64-bit, DAC,
+fast back-to-back, parity errors and master identity."""
+
+import pytest
+
+from pcispy.gateware.pci.bus import Command, Termination, DevselSpeed
+from pcispy.gateware.spy.summary import Summariser
+
+try:
+    from .test_spy_waves import idle, transaction, run_wave
+except ImportError:
+    from test_spy_waves import idle, transaction, run_wave
+
+pytestmark = pytest.mark.spy
+
+FIELDS = ["timestamp", "address", "command", "first_be", "first_data", "data_phases",
+          "latency", "initiator_wait", "target_wait", "duration", "termination", "devsel",
+          "is64", "dac", "parity_error", "master"]
+
+
+def summarise(clocks, width=32, masters=1, latency_timer=0):
+    dut = Summariser(width, masters)
+    records = []
+    addresses = []
+
+    async def before(ctx):
+        ctx.set(dut.latency_timer, latency_timer)
+
+    async def on_clock(ctx, index):
+        if ctx.get(dut.summary_valid):
+            rec = ctx.get(dut.summary)
+            records.append({name: getattr(rec, name) for name in FIELDS})
+        if ctx.get(dut.address_valid):
+            addresses.append((index, ctx.get(dut.address), ctx.get(dut.command)))
+    run_wave(dut, idle(2) + clocks, dut.bus, before=before, on_clock=on_clock, width=width)
+    return records, addresses
+
+
+def expect(**fields):
+    base = dict(first_be=0, first_data=0, initiator_wait=0, target_wait=0, is64=0, dac=0,
+                parity_error=0, master=0, devsel=DevselSpeed.MEDIUM,
+                termination=Termination.COMPLETION)
+    base.update(fields)
+    return base
+
+
+def check(record, **fields):
+    want = expect(**fields)
+    got = {name: record[name] for name in want}
+    assert got == want
+
+
+def test_single_write_medium_devsel():
+    # address @2, data phase @3 (frame low, irdy), devsel+trdy @4: latency 2, duration 3.
+    recs, addrs = summarise(transaction(Command.MEM_WRITE, 0x1234_5678, [0xCAFEF00D], be=0x3))
+    assert len(recs) == 1
+    check(recs[0], timestamp=2, address=0x1234_5678, command=Command.MEM_WRITE,
+          first_be=0x3, first_data=0xCAFEF00D, data_phases=1, latency=2, duration=3,
+          target_wait=1)
+    assert addrs == [(2, 0x1234_5678, Command.MEM_WRITE)]
+
+
+def test_burst_read_with_waits():
+    # Read: turnaround, TRDY# at clock 4 (slow DEVSEL at 3), 4 words; target waits 2 before
+    # phase 2, initiator waits 1 before phase 3.
+    clocks = transaction(Command.MEM_READ_LINE, 0x8000, [1, 2, 3, 4], devsel=3, latency=4,
+                         target_waits=[0, 0, 2], initiator_waits=[0, 0, 0, 1])
+    recs, _ = summarise(clocks)
+    # clocks: 0 addr, 1..3 target wait (irdy, no trdy), 4 d0, 5 d1, 6-7 twait, 8 d2,
+    # 9 iwait, 10 d3 -> duration 11
+    check(recs[0], timestamp=2, address=0x8000, command=Command.MEM_READ_LINE,
+          first_data=1, data_phases=4, latency=4, duration=11, target_wait=5,
+          initiator_wait=1, devsel=DevselSpeed.SLOW)
+
+
+def test_retry_has_no_data():
+    recs, _ = summarise(transaction(Command.IO_WRITE, 0x70, [0x55], ending="retry",
+                                    devsel=2))
+    check(recs[0], timestamp=2, address=0x70, command=Command.IO_WRITE, data_phases=0,
+          latency=2, duration=3, target_wait=1, termination=Termination.RETRY)
+
+
+def test_retry_of_a_burst_releases_frame_after_stop():
+    recs, _ = summarise(transaction(Command.MEM_WRITE, 0x100, [1, 2, 3], ending="retry",
+                                    devsel=1, latency=3))
+    # 0 addr, 1-2 twait, 3 stop (frame still high), 4 frame low+irdy+stop: duration 5
+    check(recs[0], timestamp=2, address=0x100, command=Command.MEM_WRITE, data_phases=0,
+          latency=3, duration=5, target_wait=2, termination=Termination.RETRY,
+          devsel=DevselSpeed.FAST)
+
+
+def test_disconnect_with_data():
+    recs, _ = summarise(transaction(Command.MEM_WRITE, 0x40, [9, 8, 7, 6],
+                                    ending="disconnect_data", stop_phase=1))
+    # 0 addr, 1 twait, 2 d0, 3 d1+stop, 4 frame low irdy stop (no trdy): duration 5
+    check(recs[0], timestamp=2, address=0x40, command=Command.MEM_WRITE, first_data=9,
+          data_phases=2, latency=2, duration=5, target_wait=1,
+          termination=Termination.DISCONNECT_DATA)
+
+
+def test_disconnect_without_data():
+    recs, _ = summarise(transaction(Command.MEM_WRITE, 0x40, [9, 8, 7, 6],
+                                    ending="disconnect_nodata", stop_phase=2))
+    # 0 addr, 1 twait, 2 d0, 3 d1, 4 stop, 5 frame low: duration 6
+    check(recs[0], timestamp=2, address=0x40, command=Command.MEM_WRITE, first_data=9,
+          data_phases=2, latency=2, duration=6, target_wait=1,
+          termination=Termination.DISCONNECT_NODATA)
+
+
+def test_target_abort():
+    recs, _ = summarise(transaction(Command.MEM_READ, 0x40, [1, 2], ending="target_abort",
+                                    latency=3))
+    # 0 addr, 1-2 wait, 3 stop + devsel gone, 4 frame low: duration 5
+    check(recs[0], timestamp=2, address=0x40, command=Command.MEM_READ, data_phases=0,
+          latency=3, duration=5, target_wait=2, termination=Termination.TARGET_ABORT)
+
+
+def test_master_abort():
+    recs, _ = summarise(transaction(Command.MEM_READ, 0xFFF0, [0], ending="master_abort"))
+    # 0 addr, 1-5 irdy and nothing: duration 6, no latency, devsel field 0
+    check(recs[0], timestamp=2, address=0xFFF0, command=Command.MEM_READ, data_phases=0,
+          latency=0, duration=6, target_wait=5, termination=Termination.MASTER_ABORT,
+          devsel=DevselSpeed.FAST)
+
+
+def test_latency_timer_end():
+    # The master (GNT# removed) drops FRAME# at phase 1 of 4; latency timer 2.
+    clocks = transaction(Command.MEM_WRITE, 0x40, [1, 2, 3, 4], devsel=1, gnt=0,
+                         drop_frame_at=1)
+    recs, _ = summarise(idle(1, gnt=1) + clocks, latency_timer=2)
+    check(recs[0], timestamp=3, address=0x40, command=Command.MEM_WRITE, first_data=1,
+          data_phases=2, latency=1, duration=3, devsel=DevselSpeed.FAST, master=1,
+          termination=Termination.LATENCY_TIMER)
+    # The same end with GNT# still asserted is a completion.
+    clocks = transaction(Command.MEM_WRITE, 0x40, [1, 2, 3, 4], devsel=1, gnt=1,
+                         drop_frame_at=1)
+    recs, _ = summarise(idle(1, gnt=1) + clocks, latency_timer=2)
+    assert recs[0]["termination"] == Termination.COMPLETION
+
+
+def test_fast_back_to_back_are_two_transactions():
+    first = transaction(Command.MEM_WRITE, 0x100, [1, 2], devsel=1)
+    second = transaction(Command.MEM_WRITE, 0x200, [3], devsel=1)
+    recs, addrs = summarise(first + second)
+    assert len(recs) == 2
+    check(recs[0], timestamp=2, address=0x100, command=Command.MEM_WRITE, first_data=1,
+          data_phases=2, latency=1, duration=3, devsel=DevselSpeed.FAST)
+    check(recs[1], timestamp=5, address=0x200, command=Command.MEM_WRITE, first_data=3,
+          data_phases=1, latency=1, duration=2, devsel=DevselSpeed.FAST)
+    assert [a[0] for a in addrs] == [2, 5]
+
+
+def test_dual_address_cycle():
+    recs, addrs = summarise(transaction(Command.MEM_READ, 0x1_2345_6780, [0xAB], dac=True,
+                                        devsel=2))
+    # 0 DAC, 1 addr hi, 2 turnaround, 3 devsel + trdy: latency 3, duration 4, medium decode
+    check(recs[0], timestamp=2, address=0x1_2345_6780, command=Command.MEM_READ, dac=1,
+          first_data=0xAB, data_phases=1, latency=3, duration=4, target_wait=1)
+    assert addrs == [(3, 0x1_2345_6780, Command.MEM_READ)]
+
+
+def test_64bit_transfer_and_be():
+    clocks = transaction(Command.MEM_WRITE, 0x1000, [1, 2], req64=True, devsel=1, be=0x0)
+    for clock in clocks:
+        if clock["devsel"]:
+            clock["ack64"] = 1
+        clock["cbe_hi"] = 0x0 if clock["frame"] is not None else 0xF
+    clocks[0]["cbe_hi"] = 0xF
+    recs, _ = summarise(clocks, width=64)
+    check(recs[0], timestamp=2, address=0x1000, command=Command.MEM_WRITE, first_be=0x00,
+          first_data=1, data_phases=2, latency=1, duration=3, is64=1,
+          devsel=DevselSpeed.FAST)
+    # Without ACK64# it is a 32-bit transfer.
+    recs, _ = summarise(transaction(Command.MEM_WRITE, 0x1000, [1], req64=True, devsel=1),
+                        width=64)
+    assert recs[0]["is64"] == 0
+
+
+def test_parity_error_flags():
+    clean, _ = summarise(transaction(Command.MEM_WRITE, 0x10, [0x1]))
+    assert clean[0]["parity_error"] == 0
+    # PERR# seen during the transaction
+    recs, _ = summarise(transaction(Command.MEM_WRITE, 0x10, [0x1, 2], parity_error_at=2))
+    assert recs[0]["parity_error"] == 1
+    # A wrong PAR one clock after the data phase (the clock after the transaction ends)
+    clocks = transaction(Command.MEM_WRITE, 0x10, [0x1]) + idle(1)
+    last = len(clocks) - 1
+    from pcispy.gateware.pci.bus import parity
+    clocks[last]["par"] = 1 ^ parity(clocks[last - 1]["ad"], clocks[last - 1]["cbe"])
+    recs, _ = summarise(clocks)
+    assert recs[0]["parity_error"] == 1
+
+
+def test_legacy_rtc_read_latency_39():
+    # Pamette Figure 3: a read of 0x71 whose first data comes 39 clocks after the address.
+    recs, _ = summarise(transaction(Command.IO_READ, 0x71, [0x12], be=0xD, devsel=4,
+                                    latency=39))
+    check(recs[0], timestamp=2, address=0x71, command=Command.IO_READ, first_be=0xD,
+          first_data=0x12, data_phases=1, latency=39, duration=40, target_wait=38,
+          devsel=DevselSpeed.SUBTRACTIVE)
