@@ -26,9 +26,10 @@ class CycleCounter(wiring.Component):
 
     Parameters:
         width: counter width in bits (default 64: 17 000 years at 33 MHz).
+        init: value after reset (default 0; tests start near a carry with it).
     """
-    def __init__(self, width=64):
-        super().__init__({"now": Out(width)})
+    def __init__(self, width=64, init=0):
+        super().__init__({"now": Out(width, init=init)})
 
     def elaborate(self, platform):
         m = Module()
