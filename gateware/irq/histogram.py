@@ -61,9 +61,9 @@ def bin_edges(nbins=DEFAULT_BINS):
 class LatencyHistogram(wiring.Component):
     """Counts latencies into :func:`bin_of` bins held in block RAM.
 
-    One sample per clock is accepted; each passes a three-stage pipeline (bin, read,
-    write back). The read-modify-write port is transparent, so back-to-back samples of
-    one bin both count.
+    One sample per clock is accepted; each passes a four-stage pipeline (register, bin,
+    read, write back) and shows in :attr:`count` from the fifth clock after it. The
+    read-modify-write port is transparent, so back-to-back samples of one bin all count.
 
     Ports:
         sample (In, 1): count :attr:`latency` in this clock.
@@ -97,23 +97,32 @@ class LatencyHistogram(wiring.Component):
         update_r = bins.read_port(transparent_for=(update_w,))
         host_r = bins.read_port()
 
+        # Stage 0: register the sample (the latency usually comes straight from a 64-bit
+        # subtractor; the bin logic below is deep enough on its own).
+        latency_valid = Signal()
+        latency = Signal(64)
+        m.d.sync += [
+            latency_valid.eq(self.sample & ~self.clear & ~self.busy),
+            latency.eq(self.latency),
+        ]
+
         # Stage 1: the bin index of the sample, computed from SUB_BITS as bin_of() does.
         octave = Signal(range(64))
         for bit in range(64):                      # the last assignment wins: top set bit
-            with m.If(self.latency[bit]):
+            with m.If(latency[bit]):
                 m.d.comb += octave.eq(bit)
         shift = Signal(range(64))
         m.d.comb += shift.eq(octave - SUB_BITS)
-        mantissa = (self.latency >> shift)[:SUB_BITS]
+        mantissa = (latency >> shift)[:SUB_BITS]
         log_index = Signal(range(64 * BINS_PER_OCTAVE))
         m.d.comb += log_index.eq(BINS_PER_OCTAVE * (octave - (SUB_BITS - 1)) + mantissa)
-        small = self.latency < BINS_PER_OCTAVE
+        small = latency < BINS_PER_OCTAVE
         too_big = ~small & (log_index >= self.nbins - 1)
 
         bin_valid = Signal()
         bin_index = Signal(abits)
-        m.d.sync += bin_valid.eq(self.sample & ~self.clear & ~self.busy)
-        m.d.sync += bin_index.eq(Mux(small, self.latency[:abits],
+        m.d.sync += bin_valid.eq(latency_valid & ~self.clear & ~self.busy)
+        m.d.sync += bin_index.eq(Mux(small, latency[:abits],
                                      Mux(too_big, self.nbins - 1, log_index[:abits])))
 
         # Stage 2: read the bin (transparent to the write in this clock); stage 3: write +1.

@@ -63,7 +63,7 @@ def run_histogram(dut, latencies, extra=None):
             ctx.set(dut.latency, latency)
             await ctx.tick()
         ctx.set(dut.sample, 0)
-        await ctx.tick().repeat(3)
+        await ctx.tick().repeat(5)
         if extra:
             await extra(ctx)
         for index in range(256):
@@ -103,7 +103,7 @@ def test_clear_takes_nbins_clocks_and_zeroes_every_bin():
             busy_clocks.append(ctx.get(dut.busy))
             await ctx.tick()
         ctx.set(dut.sample, 0)
-        await ctx.tick().repeat(3)
+        await ctx.tick().repeat(5)
 
     counts = run_histogram(dut, [3, 3, 100, 7], clear)
     assert busy_clocks[:32] == [1] * 32

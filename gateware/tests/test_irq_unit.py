@@ -338,7 +338,7 @@ def test_randomised_handler_histogram_and_counters_are_exact(seed):
                 raise_ts = ack_at = None
             await d.step(**pulses)
         await d.step(stop=1)
-        await d.idle(3)
+        await d.idle(5)
         result["counters"] = d.counters()
         result["pending"] = d.status("pending")
         result["histogram"] = await d.histogram()
