@@ -12,7 +12,7 @@ declaration of the bins: the host labels bins with them, and the gateware comput
 same index in hardware from :data:`SUB_BITS` (tests check the two agree).
 """
 
-from amaranth.hdl import Module, Signal, Const, Mux
+from amaranth.hdl import Module, Signal, Mux
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 

@@ -8,7 +8,7 @@ it can mark ISR entry and exit, deferred work and the wake-up of the user thread
 host drains the FIFO later, entry by entry.
 """
 
-from amaranth.hdl import Module, Signal, ResetInserter
+from amaranth.hdl import Module, ResetInserter
 from amaranth.lib import data, fifo, wiring
 from amaranth.lib.wiring import In, Out
 
