@@ -1,0 +1,563 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The PCI master: turns transfer descriptors into bus transactions.
+
+The initiator takes one :class:`Descriptor` at a time (command, 64-bit address, number of
+DWORDs, 64-bit wish) and runs as many bus transactions as the target lets it need: a retry
+repeats the same transaction, a disconnect or a latency-timer exit continues at the next
+address, a target or master abort ends the descriptor with an error. It reports every
+address phase, data phase and termination as one-clock events (:class:`InitiatorEvents`)
+so a DMA engine can count them without knowing the protocol.
+
+Timing model (DESIGN.md, "I/O timing"). Every output of this component is the *D input* of
+the pads' output flip-flop: what the component drives in clock ``k`` is on the pins in
+clock ``k + 1``. The component keeps a copy of what is on the pins (the ``pin_*``
+registers). The handshake lines it must react to within one clock (GNT#, FRAME#, IRDY#,
+TRDY#, STOP#, DEVSEL#, ACK64#, and PAR/PAR64 for the two-clock PERR# rule) come through
+the ``now`` port: the unregistered pin value of the current clock, feeding output
+flip-flops through a few gates. Read data comes through the registered ``bus.ad.i`` one
+clock after the data phase. Lines the pads treat as sustained tri-state (FRAME#, IRDY#,
+REQ64#, PERR#) are *owned* through ``oe``: when ``oe`` drops, the pads drive the line
+deasserted for one more clock and then float it, so the component simply stops owning a
+line in the clock it wants it deasserted and released.
+
+Write data is read from a *window* of the next four DWORDs of the data stream
+(``wdata``); the initiator reports with ``wdata_take`` how many of them moved in this
+clock (0, 1 or 2). Nothing is consumed by a phase that did not complete, so a retried or
+disconnected phase is simply presented again. Read data leaves as up to two DWORDs per
+clock (``rdata``), one clock after their data phase.
+"""
+
+from amaranth import Module, Signal, Mux, Cat, Const
+from amaranth.lib import data, enum, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .bus import Command, Termination, PCIBusSignature
+
+__all__ = ["Descriptor", "Handshake", "ReadWords", "DescriptorResult", "InitiatorEvents",
+           "InitiatorStatus", "Initiator", "MASTER_ABORT_CLOCK", "is_write_command",
+           "is_memory_command"]
+
+#: Counting the address phase as clock 1, DEVSEL# is due by clock 5 (subtractive decode);
+#: with none sampled at the end of clock 5 (4 clocks after the address phase) the master
+#: aborts.
+MASTER_ABORT_CLOCK = 4
+
+
+def is_write_command(cmd):
+    """Data flows from the initiator: bit 0 of every write command (and Special Cycle)."""
+    return cmd.as_value()[0]
+
+
+def is_memory_command(cmd):
+    """Memory commands: the only ones that may use 64-bit data phases."""
+    return cmd.as_value().matches(Command.MEM_READ, Command.MEM_WRITE, Command.MEM_READ_MULTIPLE,
+                       Command.MEM_READ_LINE, Command.MEM_WRITE_INVALIDATE)
+
+
+class Descriptor(data.Struct):
+    """One transfer: ``dwords`` DWORDs from byte address ``addr`` (bits 1:0 must be 0).
+
+    ``wide`` asks for 64-bit data phases (used where the address is QWORD aligned and the
+    target answers ACK64#). ``more`` says another descriptor follows at once, so REQ# stays
+    asserted through this one.
+    """
+    cmd: Command
+    addr: 64
+    dwords: 32
+    wide: 1
+    more: 1
+
+
+class Handshake(data.Struct):
+    """Unregistered pin values of the current clock, inside-level (the same-clock paths)."""
+    frame: 1
+    irdy: 1
+    trdy: 1
+    stop: 1
+    devsel: 1
+    gnt: 1
+    ack64: 1
+    par: 1
+    par64: 1
+
+
+class ReadWords(data.Struct):
+    """Read data: ``count`` (0..2) DWORDs in ``dw[0]``, ``dw[1]``, in address order."""
+    dw: data.ArrayLayout(32, 2)
+    count: 2
+
+
+class DescriptorResult(enum.Enum, shape=2):
+    OK           = 0
+    MASTER_ABORT = 1
+    TARGET_ABORT = 2
+    STOPPED      = 3
+
+
+class InitiatorEvents(data.Struct):
+    """One-clock events, each about the pins of the current clock unless noted."""
+    start: 1          # the first address phase of a transaction is on the pins next clock
+    gnt_wait: 16      # with start: clocks the initiator had work but waited for GNT#/idle
+    owning: 1         # we assert FRAME# or IRDY# on the pins (the bus is ours)
+    phase: 1          # a data phase completed (IRDY# and TRDY# sampled asserted)
+    dwords: 2         # with phase: DWORDs it moved (1, or 2 for a 64-bit phase)
+    first: 1          # with phase: the first data phase of this transaction
+    latency: 16       # with first: clocks from the address phase to this data phase
+    end: 1            # the transaction ends with this clock (its last phase is on the pins)
+    term: Termination  # with end: how it ended
+    done: 1           # with end (or when stopped while idle): the descriptor is finished
+    result: DescriptorResult  # with done
+
+
+class InitiatorStatus(data.Struct):
+    """One-clock pulses for the configuration Status register."""
+    received_master_abort: 1   # Status bit 13
+    received_target_abort: 1   # Status bit 12
+    master_data_parity: 1      # Status bit 8 (PERR# asserted or seen while master)
+    detected_parity: 1         # Status bit 15 (bad read-data parity detected)
+
+
+class _Phase(enum.Enum, shape=2):
+    """What the initiator has on the pins in the current clock."""
+    IDLE = 0   # not in a transaction (the pads may still be releasing our lines)
+    DAC  = 1   # first address phase of a Dual Address Cycle
+    ADDR = 2   # the address phase carrying the command
+    DATA = 3   # a data phase (including the read turnaround and wait states)
+
+
+class Initiator(wiring.Component):
+    """PCI bus master.
+
+    Ports:
+        bus (Out, PCIBusSignature(width)): o/oe toward the pads' output flip-flops; ``i``
+            are the registered samples (only ``ad``/``ad_hi`` and ``perr`` are used).
+        now (In, Handshake): unregistered handshake pins of this clock.
+        desc (In, stream of Descriptor): the next transfer; taken when the initiator is
+            free.
+        wdata (In, ArrayLayout(32, 4)): the next four DWORDs of the write data stream.
+        wdata_take (Out, 2): DWORDs of ``wdata`` moved on the bus this clock.
+        rdata (Out, ReadWords): read DWORDs, one clock after their data phase.
+        latency_timer (In, 8): configuration Latency Timer, in clocks.
+        cache_line (In, 8): configuration Cache Line Size, in DWORDs (power of two; 0 = none).
+        parity_response (In, 1): configuration Command bit 6 (drive PERR#).
+        irdy_wait (In, 3): IRDY# wait states before each data phase (0 = none).
+        stop (In, 1): end the current descriptor as soon as the protocol allows.
+        events (Out, InitiatorEvents): what happened this clock, for counters.
+        status (Out, InitiatorStatus): pulses for the configuration Status register.
+        busy (Out, 1): a descriptor is held or a transaction is on the bus.
+
+    Parameters:
+        width: bus width, 32 or 64.
+    """
+    def __init__(self, width=32):
+        if width not in (32, 64):
+            raise ValueError(f"PCI bus width must be 32 or 64, not {width!r}")
+        self.width = width
+        super().__init__({
+            "bus": Out(PCIBusSignature(width)),
+            "now": In(Handshake),
+            "desc": In(stream.Signature(Descriptor)),
+            "wdata": In(data.ArrayLayout(32, 4)),
+            "wdata_take": Out(2),
+            "rdata": Out(ReadWords),
+            "latency_timer": In(8),
+            "cache_line": In(8),
+            "parity_response": In(1),
+            "irdy_wait": In(3),
+            "stop": In(1),
+            "events": Out(InitiatorEvents),
+            "status": Out(InitiatorStatus),
+            "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        bus, now, ev = self.bus, self.now, self.events
+        wide_bus = self.width == 64
+
+        # --- what is on the pins now (our own outputs, one clock later) -----------------
+        pin_frame = Signal()
+        pin_irdy = Signal()
+        pin_ad = Signal(32)
+        pin_ad_oe = Signal()
+        pin_cbe = Signal(4)
+        pin_ad_hi = Signal(32)
+        pin_ad_hi_oe = Signal()
+        pin_cbe_hi = Signal(4)
+        m.d.sync += [
+            pin_frame.eq(bus.frame.oe & bus.frame.o),
+            pin_irdy.eq(bus.irdy.oe & bus.irdy.o),
+            pin_ad.eq(bus.ad.o), pin_ad_oe.eq(bus.ad.oe), pin_cbe.eq(bus.cbe.o),
+        ]
+        if wide_bus:
+            m.d.sync += [
+                pin_ad_hi.eq(bus.ad_hi.o), pin_ad_hi_oe.eq(bus.ad_hi.oe),
+                pin_cbe_hi.eq(bus.cbe_hi.o),
+            ]
+
+        # PAR (PAR64) follows the AD (AD[63:32]) value we drove one clock earlier.
+        m.d.comb += [
+            bus.par.o.eq(Cat(pin_ad, pin_cbe).xor()),
+            bus.par.oe.eq(pin_ad_oe),
+        ]
+        if wide_bus:
+            m.d.comb += [
+                bus.par64.o.eq(Cat(pin_ad_hi, pin_cbe_hi).xor()),
+                bus.par64.oe.eq(pin_ad_hi_oe),
+            ]
+
+        # --- the descriptor being worked on ---------------------------------------------
+        held = Signal()                 # a descriptor is held in the registers below
+        cmd = Signal(Command)
+        addr = Signal(64)               # byte address of the next data phase to move
+        dwords_left = Signal(32)
+        want_wide = Signal()
+        more = Signal()
+        # Effective descriptor: the held one, or the one offered now (so a new descriptor
+        # can start in the very clock it arrives: no wasted clock between transfers).
+        e_cmd = Signal(Command)
+        e_addr = Signal(64)
+        e_left = Signal(32)
+        e_wide = Signal()
+        e_more = Signal()
+        m.d.comb += [
+            e_cmd.eq(Mux(held, cmd, self.desc.payload.cmd)),
+            e_addr.eq(Mux(held, addr, self.desc.payload.addr)),
+            e_left.eq(Mux(held, dwords_left, self.desc.payload.dwords)),
+            e_wide.eq(Mux(held, want_wide, self.desc.payload.wide)),
+            e_more.eq(Mux(held, more, self.desc.payload.more)),
+            self.desc.ready.eq(~held),
+        ]
+        with m.If(self.desc.valid & ~held):
+            m.d.sync += [
+                held.eq(1),
+                cmd.eq(self.desc.payload.cmd), addr.eq(self.desc.payload.addr),
+                dwords_left.eq(self.desc.payload.dwords),
+                want_wide.eq(self.desc.payload.wide), more.eq(self.desc.payload.more),
+            ]
+
+        # --- the transaction on the bus ----------------------------------------------------
+        phase = Signal(_Phase)
+        txn_cmd = Signal(Command)       # command of this transaction (MWI may become MW)
+        txn_left = Signal(32)           # DWORDs this transaction may still move
+        txn_write = Signal()
+        txn_wide = Signal()             # REQ64# asserted with this transaction's FRAME#
+        narrow = Signal()               # REQ64# asked but the target answered without ACK64#
+        devsel_seen = Signal()
+        moved = Signal()                # data moved in this transaction
+        ending = Signal()               # the phase on the pins is a forced last one (STOP#, abort)
+        term = Signal(Termination)      # why this transaction is ending
+        since_addr = Signal(16)         # clocks since the (last) address phase, saturating
+        wait_left = Signal(3)           # IRDY# wait states still to insert
+        req_off = Signal(2)             # REQ# must stay deasserted this many more clocks
+        gnt_wait = Signal(16)
+        stopping = Signal()             # a stop was requested; finish and drop the descriptor
+
+        with m.If(self.stop & held):
+            m.d.sync += stopping.eq(1)
+
+        m.d.comb += self.busy.eq(held | (phase != _Phase.IDLE))
+
+        # The DWORD index of the address inside a cache line (line size is a power of two).
+        line_mask = Signal(8)
+        m.d.comb += line_mask.eq(self.cache_line - 1)
+
+        # Sizes of the data phase on the pins now and of the next one, in DWORDs.
+        cur_wide = Signal()
+        next_wide = Signal()
+        m.d.comb += [
+            cur_wide.eq(txn_wide & now.ack64),
+            next_wide.eq(txn_wide & ~narrow & ~(now.devsel & ~now.ack64)),
+        ]
+        cur_size = Mux(cur_wide, 2, 1)
+        next_size = Mux(next_wide, 2, 1)
+
+        in_data = phase == _Phase.DATA
+        xfer = Signal()
+        m.d.comb += xfer.eq(in_data & pin_irdy & now.trdy & now.devsel & ~ending)
+        moved_now = Signal(2)
+        m.d.comb += moved_now.eq(Mux(xfer, cur_size, 0))
+        left_after = Signal(32)
+        txn_left_after = Signal(32)
+        m.d.comb += [
+            left_after.eq(dwords_left - moved_now),
+            txn_left_after.eq(txn_left - moved_now),
+        ]
+        m.d.comb += self.wdata_take.eq(Mux(txn_write, moved_now, 0))
+
+        # Target terminations and aborts, seen on the pins this clock.
+        target_stop = in_data & now.stop & ~ending
+        target_abort = target_stop & ~now.devsel & devsel_seen
+        master_abort = Signal()
+        m.d.comb += master_abort.eq(in_data & ~ending & ~now.devsel & ~devsel_seen &
+                                    (since_addr >= MASTER_ABORT_CLOCK))
+        forced_end = target_stop | master_abort
+        final_phase = in_data & ~pin_frame     # FRAME# already deasserted: last phase
+        txn_over = Signal()                    # the phase on the pins is the last one
+        m.d.comb += txn_over.eq(final_phase & (xfer | forced_end | ending))
+
+        # The master may end the burst on its own: latency timer expired with GNT#
+        # removed, or a stop request. MWI ends only at a cache-line boundary.
+        lt_expired = since_addr >= self.latency_timer
+        next_addr_dw = Signal(30)
+        m.d.comb += next_addr_dw.eq(addr[2:32] + moved_now)
+        at_line_end = ((next_addr_dw + next_size) & line_mask) == 0
+        voluntary_end = Signal()
+        m.d.comb += voluntary_end.eq(((lt_expired & ~now.gnt) | stopping) &
+                                     ((txn_cmd != Command.MEM_WRITE_INVALIDATE) | at_line_end))
+
+        # IRDY# for the next clock: hold it through a phase, else insert the wait states.
+        irdy_next = Signal()
+        with m.If(pin_irdy & ~xfer & ~forced_end):
+            m.d.comb += irdy_next.eq(1)
+        with m.Elif(forced_end):
+            m.d.comb += irdy_next.eq(1)     # FRAME# may drop only with IRDY# asserted
+        with m.Else():
+            m.d.comb += irdy_next.eq(Mux(xfer, self.irdy_wait == 0, wait_left == 0))
+
+        # --- outputs: defaults keep the bus released ---------------------------------------
+        m.d.comb += [
+            bus.req.oe.eq(1),
+            bus.req.o.eq((held | self.desc.valid) & (req_off == 0) &
+                         ((phase == _Phase.IDLE) | e_more)),
+        ]
+        with m.If(req_off != 0):
+            m.d.sync += req_off.eq(req_off - 1)
+
+        write_word_lo = self.wdata[moved_now]
+        write_word_hi = self.wdata[moved_now + 1]
+        hold_data = pin_irdy & ~xfer      # AD must stay stable through a wait-stated phase
+
+        def drive_data_phase(want_last):
+            """Outputs of a data phase of this transaction for the next clock.
+
+            FRAME# is deasserted for the last phase, but only together with IRDY#.
+            """
+            frame_next = ~(want_last & irdy_next)
+            m.d.comb += [
+                bus.frame.oe.eq(1), bus.frame.o.eq(frame_next),
+                bus.irdy.oe.eq(1), bus.irdy.o.eq(irdy_next),
+                bus.cbe.oe.eq(1), bus.cbe.o.eq(0),         # every byte enabled
+                bus.ad.oe.eq(txn_write),
+                bus.ad.o.eq(Mux(hold_data, pin_ad, write_word_lo)),
+            ]
+            if wide_bus:
+                wide_on = txn_wide & ~narrow & ~(now.devsel & ~now.ack64)
+                m.d.comb += [
+                    bus.req64.oe.eq(txn_wide), bus.req64.o.eq(frame_next),
+                    bus.cbe_hi.oe.eq(wide_on), bus.cbe_hi.o.eq(0),
+                    bus.ad_hi.oe.eq(wide_on & txn_write),
+                    bus.ad_hi.o.eq(Mux(hold_data, pin_ad_hi, write_word_hi)),
+                ]
+
+        # --- the phase machine -----------------------------------------------------------
+        bus_idle = ~now.frame & ~now.irdy
+        dac = e_addr[32:] != 0
+        use_wide = Signal()
+        m.d.comb += use_wide.eq(e_wide & (e_addr[2] == 0) & (e_left >= 2) &
+                                is_memory_command(e_cmd))
+        if not wide_bus:
+            m.d.comb += use_wide.eq(0)
+        # MWI only for whole cache lines: otherwise write up to the next line as MW.
+        mwi_partial = Signal()
+        dw_in_line = Signal(8)
+        m.d.comb += [
+            dw_in_line.eq(e_addr[2:10] & line_mask),
+            mwi_partial.eq((e_cmd == Command.MEM_WRITE_INVALIDATE) &
+                           ((self.cache_line == 0) | (dw_in_line != 0) |
+                            (e_left < self.cache_line))),
+        ]
+        to_line_end = Signal(32)
+        m.d.comb += to_line_end.eq(Mux(self.cache_line == 0, e_left,
+                                       self.cache_line - dw_in_line))
+        start_txn_left = Mux(mwi_partial & (to_line_end < e_left), to_line_end, e_left)
+        start_cmd = Mux(mwi_partial, Command.MEM_WRITE, e_cmd)
+
+        first_size = Mux(txn_wide, 2, 1)
+
+        m.d.comb += [
+            ev.owning.eq(pin_frame | pin_irdy),
+            ev.gnt_wait.eq(gnt_wait),
+            ev.latency.eq(since_addr),
+        ]
+
+        with m.Switch(phase):
+            with m.Case(_Phase.IDLE):
+                pending = held | self.desc.valid
+                with m.If(stopping):
+                    # Stopped between transactions: drop the descriptor.
+                    m.d.sync += [held.eq(0), stopping.eq(0)]
+                    m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.STOPPED)]
+                with m.Elif(pending & now.gnt & bus_idle):
+                    m.d.comb += [
+                        ev.start.eq(1),
+                        bus.frame.oe.eq(1), bus.frame.o.eq(1),
+                        bus.irdy.oe.eq(1), bus.irdy.o.eq(0),
+                        bus.ad.oe.eq(1), bus.cbe.oe.eq(1),
+                        bus.ad.o.eq(e_addr[:32]),
+                        bus.cbe.o.eq(Mux(dac, Command.DUAL_ADDRESS, start_cmd)),
+                    ]
+                    if wide_bus:
+                        m.d.comb += [
+                            bus.req64.oe.eq(use_wide), bus.req64.o.eq(1),
+                            bus.ad_hi.oe.eq(use_wide), bus.cbe_hi.oe.eq(use_wide),
+                            bus.ad_hi.o.eq(e_addr[32:]), bus.cbe_hi.o.eq(start_cmd),
+                        ]
+                    m.d.sync += [
+                        phase.eq(Mux(dac, _Phase.DAC, _Phase.ADDR)),
+                        txn_cmd.eq(start_cmd), txn_left.eq(start_txn_left),
+                        txn_write.eq(is_write_command(e_cmd)), txn_wide.eq(use_wide),
+                        narrow.eq(0), devsel_seen.eq(0), moved.eq(0), ending.eq(0),
+                        term.eq(Termination.COMPLETION),
+                        since_addr.eq(0), gnt_wait.eq(0),
+                    ]
+                with m.Elif(pending):
+                    m.d.sync += gnt_wait.eq(gnt_wait + (gnt_wait != 0xFFFF))
+
+            with m.Case(_Phase.DAC):
+                # Second address phase: upper address and the real command.
+                m.d.comb += [
+                    bus.frame.oe.eq(1), bus.frame.o.eq(1),
+                    bus.irdy.oe.eq(1), bus.irdy.o.eq(0),
+                    bus.ad.oe.eq(1), bus.cbe.oe.eq(1),
+                    bus.ad.o.eq(addr[32:]), bus.cbe.o.eq(txn_cmd),
+                ]
+                if wide_bus:
+                    m.d.comb += [
+                        bus.req64.oe.eq(txn_wide), bus.req64.o.eq(1),
+                        bus.ad_hi.oe.eq(txn_wide), bus.cbe_hi.oe.eq(txn_wide),
+                        bus.ad_hi.o.eq(addr[32:]), bus.cbe_hi.o.eq(txn_cmd),
+                    ]
+                m.d.sync += [phase.eq(_Phase.ADDR), since_addr.eq(0)]
+
+            with m.Case(_Phase.ADDR):
+                last = txn_left <= first_size
+                m.d.comb += irdy_next.eq(self.irdy_wait == 0)
+                drive_data_phase(last)
+                m.d.sync += [phase.eq(_Phase.DATA), since_addr.eq(1),
+                             wait_left.eq(Mux(self.irdy_wait == 0, 0, self.irdy_wait - 1))]
+
+            with m.Case(_Phase.DATA):
+                m.d.sync += since_addr.eq(since_addr + (since_addr != 0xFFFF))
+                with m.If(now.devsel):
+                    m.d.sync += devsel_seen.eq(1)
+                    with m.If(txn_wide & ~now.ack64):
+                        m.d.sync += narrow.eq(1)
+                with m.If(~pin_irdy & (wait_left != 0)):
+                    m.d.sync += wait_left.eq(wait_left - 1)
+                with m.If(xfer):
+                    m.d.sync += [
+                        moved.eq(1), addr.eq(addr + (moved_now << 2)),
+                        dwords_left.eq(left_after), txn_left.eq(txn_left_after),
+                        wait_left.eq(Mux(self.irdy_wait == 0, 0, self.irdy_wait - 1)),
+                    ]
+                    m.d.comb += [ev.phase.eq(1), ev.dwords.eq(moved_now), ev.first.eq(~moved)]
+
+                # Why the transaction ends, decided in the clock it is seen.
+                seen_term = Signal(Termination)
+                with m.If(target_abort):
+                    m.d.comb += seen_term.eq(Termination.TARGET_ABORT)
+                with m.Elif(target_stop & xfer):
+                    m.d.comb += seen_term.eq(Termination.DISCONNECT_DATA)
+                with m.Elif(target_stop & moved):
+                    m.d.comb += seen_term.eq(Termination.DISCONNECT_NODATA)
+                with m.Elif(target_stop):
+                    m.d.comb += seen_term.eq(Termination.RETRY)
+                with m.Else():
+                    m.d.comb += seen_term.eq(Termination.MASTER_ABORT)
+                with m.If(forced_end):
+                    m.d.sync += term.eq(seen_term)
+                with m.Elif(pin_frame & voluntary_end & irdy_next & ~stopping &
+                            (txn_left_after > next_size)):
+                    m.d.sync += term.eq(Termination.LATENCY_TIMER)
+
+                with m.If(target_stop):
+                    # A target termination: REQ# off for the idle clock and the one
+                    # next to it, so other masters get their turn.
+                    m.d.sync += req_off.eq(2)
+                    m.d.comb += bus.req.o.eq(0)
+
+                with m.If(txn_over):
+                    # The phase on the pins is the last: release the bus next clock.
+                    m.d.sync += phase.eq(_Phase.IDLE)
+                    m.d.comb += ev.end.eq(1)
+                    end_term = Signal(Termination)
+                    m.d.comb += end_term.eq(Mux(forced_end, seen_term, term))
+                    m.d.comb += ev.term.eq(end_term)
+
+                    aborted = end_term.as_value().matches(Termination.MASTER_ABORT,
+                                               Termination.TARGET_ABORT)
+                    # Special Cycles are broadcast: no DEVSEL# is the normal ending.
+                    special = txn_cmd == Command.SPECIAL_CYCLE
+                    with m.If(special & (end_term == Termination.MASTER_ABORT)):
+                        m.d.comb += ev.term.eq(Termination.COMPLETION)
+                        m.d.sync += [dwords_left.eq(dwords_left - 1), addr.eq(addr + 4)]
+                        with m.If(dwords_left == 1):
+                            m.d.sync += held.eq(0)
+                            m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.OK)]
+                    with m.Elif(aborted):
+                        m.d.sync += [held.eq(0), stopping.eq(0)]
+                        m.d.comb += [
+                            ev.done.eq(1),
+                            ev.result.eq(Mux(end_term == Termination.MASTER_ABORT,
+                                             DescriptorResult.MASTER_ABORT,
+                                             DescriptorResult.TARGET_ABORT)),
+                            self.status.received_master_abort.eq(
+                                end_term == Termination.MASTER_ABORT),
+                            self.status.received_target_abort.eq(
+                                end_term == Termination.TARGET_ABORT),
+                        ]
+                    with m.Elif(left_after == 0):
+                        m.d.sync += [held.eq(0), stopping.eq(0)]
+                        m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.OK)]
+                    with m.Elif(stopping):
+                        m.d.sync += [held.eq(0), stopping.eq(0)]
+                        m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.STOPPED)]
+                with m.Elif(forced_end):
+                    # STOP#/abort while FRAME# is asserted: one more phase with FRAME#
+                    # deasserted and IRDY# asserted, in which nothing moves.
+                    m.d.sync += ending.eq(1)
+                    drive_data_phase(1)
+                with m.Else():
+                    drive_data_phase(~pin_frame | (txn_left_after <= next_size) |
+                                     voluntary_end)
+
+        # --- read data and its parity ------------------------------------------------------
+        rd_count = Signal(2)
+        rd_cbe = Signal(4)
+        rd_cbe_hi = Signal(4)
+        m.d.sync += [
+            rd_count.eq(Mux(txn_write, 0, moved_now)),
+            rd_cbe.eq(pin_cbe), rd_cbe_hi.eq(pin_cbe_hi),
+        ]
+        m.d.comb += [
+            self.rdata.count.eq(rd_count),
+            self.rdata.dw[0].eq(bus.ad.i),
+        ]
+        if wide_bus:
+            m.d.comb += self.rdata.dw[1].eq(bus.ad_hi.i)
+        # Data moved at the end of clock k; its PAR is on the pins in clock k + 1 (now.par);
+        # PERR# must be on the pins in clock k + 2: drive it from this clock's comparison.
+        bad_parity = Signal()
+        bad_lo = Cat(bus.ad.i, rd_cbe).xor() != now.par
+        if wide_bus:
+            bad_hi = (Cat(bus.ad_hi.i, rd_cbe_hi).xor() != now.par64) & (rd_count == 2)
+        else:
+            bad_hi = 0
+        m.d.comb += bad_parity.eq((rd_count != 0) & (bad_lo | bad_hi))
+        m.d.comb += [
+            bus.perr.oe.eq(bad_parity & self.parity_response),
+            bus.perr.o.eq(1),
+            self.status.detected_parity.eq(bad_parity),
+        ]
+        # Master Data Parity Error: we asserted PERR# on a read, or the target did on a
+        # write of ours (sampled in the registered PERR# input, two clocks after data).
+        write_window = Signal(3)
+        with m.If(txn_write & (phase == _Phase.DATA)):
+            m.d.sync += write_window.eq(3)
+        with m.Elif(write_window != 0):
+            m.d.sync += write_window.eq(write_window - 1)
+        m.d.comb += self.status.master_data_parity.eq(
+            self.parity_response &
+            ((bad_parity) | (bus.perr.i & ((write_window != 0) | (txn_write & in_data)))))
+        return m
