@@ -1,0 +1,180 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The PCI pads: I/O flip-flops, polarity, sustained tri-state release and parity.
+
+Everything the board puts on the bus leaves through an output flip-flop, so what a core
+presents on ``bus.NAME.o``/``oe`` at a clock edge is on the pin during the *following*
+clock. Every input is sampled by an input flip-flop: ``bus.NAME.i`` is the pin value at the
+previous edge. The pads also:
+
+- invert the :data:`~pcispy.gateware.pci.bus.ACTIVE_LOW` lines, so cores are active-high;
+- release sustained tri-state lines the PCI way: when a core stops owning FRAME#, TRDY#,
+  ... (``oe`` falls) the pad drives the line deasserted for one more clock, then floats it;
+- drive open-drain lines (SERR#, INTx#) low only while asserted, never high;
+- generate PAR (and PAR64) for every clock in which the board drove AD: PAR is even parity
+  over the AD value the board drove and the C/BE# on the pins in that clock, driven one
+  clock later. Cores therefore never drive PAR; ``corrupt_par`` inverts it on demand;
+- check received parity: ``par_error`` says that PAR on the pins now disagrees with the AD
+  and C/BE# sampled at the previous edge.
+
+The same-clock paths (DESIGN.md, "I/O timing") are the only uses of unregistered inputs:
+
+- ``live.frame/irdy/trdy/stop/devsel/gnt``: the handshake lines as on the pins now, for a
+  core deciding at this edge what to drive next (advance read data only when IRDY# is
+  asserted, end the transaction as FRAME# rises, ...);
+- C/BE# into PAR generation (one XOR level: the initiator's byte enables of a read data
+  phase are only known in that clock);
+- PAR into ``par_error`` (one XOR level: PERR#/SERR# must be driven the clock after PAR).
+
+Lines with a live path use an ``io.Buffer`` with the I/O flip-flops written out here
+(``*_out_ff``/``*_oe_ff``/``*_in_ff``); every other line uses ``io.FFBuffer``.
+"""
+
+from amaranth import Module, Signal, Cat
+from amaranth.lib import io, wiring
+from amaranth.lib.wiring import In, Out
+
+from .bus import ACTIVE_LOW, OPEN_DRAIN, SUSTAINED_TRISTATE, PCIBusSignature, bus_lines
+
+__all__ = ["LIVE_LINES", "INPUT_ONLY_LINES", "simulation_ports", "PCIPads"]
+
+#: Handshake lines offered unregistered (``pads.live.NAME``) for the same-clock paths.
+LIVE_LINES = ("frame", "irdy", "trdy", "stop", "devsel", "gnt")
+
+#: Lines the board only ever samples.
+INPUT_ONLY_LINES = frozenset({"rst", "gnt", "idsel"})
+
+# Lines read unregistered inside the pads, for parity generation and checking.
+_PARITY_LIVE_LINES = frozenset({"cbe", "par", "cbe_hi", "par64"})
+
+
+def simulation_ports(width=32):
+    """``{line: io.SimulationPort}`` for every line of :func:`bus_lines`, pin-level.
+
+    Each port is named after its line, so a converted design exposes ``frame__o``,
+    ``frame__oe`` and ``frame__i`` (low = asserted for the active-low lines).
+    """
+    return {name: io.SimulationPort("i" if name in INPUT_ONLY_LINES else "io", bits, name=name)
+            for name, bits in bus_lines(width).items()}
+
+
+class PCIPads(wiring.Component):
+    """The I/O cells of one PCI slot, in clock domain ``pci``.
+
+    Ports:
+        bus (In, PCIBusSignature(width)): the inside of the pads. For each line the cores
+            present ``o`` (inside-level, active-high) and ``oe`` ("own this line"), taken
+            at the clock edge and on the pin during the next clock; ``i`` is the pin value
+            sampled at the previous edge. ``par``/``par64`` ``o``/``oe`` are ignored (the
+            pads generate parity); input-only lines ignore ``o``/``oe``.
+        live (Out): ``frame``, ``irdy``, ``trdy``, ``stop``, ``devsel``, ``gnt``:
+            unregistered, inside-level, for the same-clock paths only.
+        par_error (Out, 1): PAR on the pins now is not the even parity of AD[31:0] and
+            C/BE#[3:0] sampled at the previous edge (live; meaningful only when the
+            previous clock was an address or write data phase).
+        par64_error (Out, 1): the same for PAR64, AD[63:32], C/BE#[7:4] (64-bit only).
+        corrupt_par (In, 1): invert the PAR that will cover the AD value presented on
+            ``bus.ad.o`` at this edge.
+        corrupt_par64 (In, 1): the same for PAR64 (64-bit only).
+
+    Parameters:
+        width: 32 or 64.
+        ports: ``{line name: io port}`` for every line of ``bus_lines(width)``, at pin
+            level (from ``platform.request`` or :func:`simulation_ports`).
+    """
+    def __init__(self, width, ports):
+        lines = bus_lines(width)
+        missing = set(lines) - set(ports)
+        if missing:
+            raise ValueError(f"PCI pads need a port for every line; missing {sorted(missing)}")
+        self.width = width
+        self.ports = ports
+        members = {
+            "bus": In(PCIBusSignature(width)),
+            "live": Out(wiring.Signature({name: Out(1) for name in LIVE_LINES})),
+            "par_error": Out(1),
+            "corrupt_par": In(1),
+        }
+        if width == 64:
+            members["par64_error"] = Out(1)
+            members["corrupt_par64"] = In(1)
+        super().__init__(members)
+
+    def _next_drive(self, m, name, line):
+        """(value, enable) the pin must show during the next clock, inside-level."""
+        if name in OPEN_DRAIN:
+            # Pull low while asserted; never drive the line high.
+            return 1, line.oe & line.o
+        if name in SUSTAINED_TRISTATE:
+            owned = Signal(name=f"{name}_owned")
+            m.d.pci += owned.eq(line.oe)
+            # Released this edge: drive deasserted for one clock (owned), then float.
+            return line.o & line.oe, line.oe | owned
+        return line.o, line.oe
+
+    def elaborate(self, platform):
+        m = Module()
+        bus = self.bus
+        live_values = {}
+        ad_driven = {}       # AD group name -> (its output-enable flip-flop)
+        ad_parity = {}       # AD group name -> parity flip-flop of the driven AD value
+        sampled = {}         # line name -> registered input
+
+        for name in bus_lines(self.width):
+            line = getattr(bus, name)
+            port = self.ports[name]
+            if name in ACTIVE_LOW:
+                port = ~port
+            direction = "i" if name in INPUT_ONLY_LINES else "io"
+            if name in LIVE_LINES or name in _PARITY_LIVE_LINES:
+                buf = io.Buffer(direction, port)
+                m.submodules[f"{name}_buffer"] = buf
+                in_ff = Signal(len(line.i), name=f"{name}_in_ff")
+                m.d.pci += in_ff.eq(buf.i)
+                m.d.comb += line.i.eq(in_ff)
+                live_values[name] = buf.i
+                if direction == "io" and name not in ("par", "par64"):
+                    out_ff = Signal(len(line.o), name=f"{name}_out_ff")
+                    oe_ff = Signal(name=f"{name}_oe_ff")
+                    value, enable = self._next_drive(m, name, line)
+                    m.d.pci += [out_ff.eq(value), oe_ff.eq(enable)]
+                    m.d.comb += [buf.o.eq(out_ff), buf.oe.eq(oe_ff)]
+                if name in ("par", "par64"):
+                    sampled[name] = buf
+            else:
+                buf = io.FFBuffer(direction, port, i_domain="pci",
+                                  o_domain=None if direction == "i" else "pci")
+                m.submodules[f"{name}_buffer"] = buf
+                m.d.comb += line.i.eq(buf.i)
+                if direction == "io":
+                    value, enable = self._next_drive(m, name, line)
+                    m.d.comb += [buf.o.eq(value), buf.oe.eq(enable)]
+                if name in ("ad", "ad_hi"):
+                    # Shadow of the AD output flip-flops, for parity generation.
+                    driven = Signal(name=f"{name}_driven")
+                    par = Signal(name=f"{name}_parity")
+                    corrupt = self.corrupt_par if name == "ad" else self.corrupt_par64
+                    m.d.pci += [driven.eq(line.oe), par.eq(line.o.xor() ^ corrupt)]
+                    ad_driven[name] = driven
+                    ad_parity[name] = par
+
+        for name in LIVE_LINES:
+            m.d.comb += getattr(self.live, name).eq(live_values[name])
+
+        groups = [("ad", "cbe", "par", self.par_error)]
+        if self.width == 64:
+            groups.append(("ad_hi", "cbe_hi", "par64", self.par64_error))
+        for ad, cbe, par, error in groups:
+            par_buf = sampled[par]
+            # Generation: PAR in the next clock covers the AD we drive now and C/BE# now.
+            par_out_ff = Signal(name=f"{par}_out_ff")
+            par_oe_ff = Signal(name=f"{par}_oe_ff")
+            m.d.pci += [
+                par_out_ff.eq(ad_parity[ad] ^ live_values[cbe].xor()),
+                par_oe_ff.eq(ad_driven[ad]),
+            ]
+            m.d.comb += [par_buf.o.eq(par_out_ff), par_buf.oe.eq(par_oe_ff)]
+            # Checking: PAR now must cover AD and C/BE# sampled at the previous edge.
+            expected = Signal(name=f"{par}_expected")
+            m.d.comb += expected.eq(Cat(getattr(bus, ad).i, getattr(bus, cbe).i).xor())
+            m.d.comb += error.eq(expected ^ live_values[par])
+        return m

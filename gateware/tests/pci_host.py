@@ -1,0 +1,245 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""A small scripted PCI initiator for the board's unit tests (Amaranth Python simulator).
+
+Written from the bus rules (../shared/pci-notes.md), not from the board's gateware, and not
+a copy of the simulated host bridge: it drives the board's *pins* (its ``io.SimulationPort``s)
+through :class:`PinBus`, which resolves the board's drive against the script's (pull-ups,
+open drain, active-low) and remembers contention. :class:`ScriptedInitiator` runs one
+transaction at a time, clock by clock, and returns what happened on the bus in every clock
+(``clock 1`` is the address phase), so tests assert exact clocks.
+"""
+
+from dataclasses import dataclass, field
+
+from amaranth import Module, Signal
+from amaranth.lib import wiring
+
+from pcispy.gateware.pci.bus import (ACTIVE_LOW, OPEN_DRAIN, Command, Termination, bus_lines,
+                                     parity)
+from pcispy.gateware.pci.pads import INPUT_ONLY_LINES
+
+__all__ = ["PinBus", "ScriptedInitiator", "Result", "build_bench"]
+
+
+class PinBus:
+    """The board's pins and the script's drivers, resolved; inside-level for the script.
+
+    ``drive[line]``/``enable[line]`` are the script's value and enable; ``line(name)`` is
+    the resolved inside-level value; ``contention`` latches when both drove a t/s line.
+    """
+    def __init__(self, m, ports, width):
+        self.width = width
+        self.drive, self.enable, self.value = {}, {}, {}
+        self.contention = Signal()
+        clash = Signal()
+        clashes = []
+        for name, bits in bus_lines(width).items():
+            port = ports[name]
+            tb_o, tb_oe = Signal(bits, name=f"tb_{name}"), Signal(name=f"tb_{name}_oe")
+            resolved = Signal(bits, name=f"bus_{name}")
+            self.drive[name], self.enable[name], self.value[name] = tb_o, tb_oe, resolved
+            low = name in ACTIVE_LOW
+            if name in INPUT_ONLY_LINES:
+                board_oe, board_v = 0, 0
+            else:
+                board_oe = port.oe[0]
+                board_v = ~port.o if low else port.o
+            pull = 0 if low else (1 << bits) - 1
+            if name in OPEN_DRAIN:
+                m.d.comb += resolved.eq((board_v & board_oe) | (tb_o & tb_oe))
+            else:
+                with m.If(board_oe):
+                    m.d.comb += resolved.eq(board_v)
+                with m.Elif(tb_oe):
+                    m.d.comb += resolved.eq(tb_o)
+                with m.Else():
+                    m.d.comb += resolved.eq(pull)
+                if name not in INPUT_ONLY_LINES:
+                    clashes.append(board_oe & tb_oe)
+            m.d.comb += port.i.eq(~resolved if low else resolved)
+        m.d.comb += clash.eq(sum(clashes) != 0)
+        with m.If(clash):
+            m.d.pci += self.contention.eq(1)
+
+
+@dataclass
+class Result:
+    """What one transaction did on the bus."""
+    clocks: list = field(default_factory=list)   # per clock: dict of resolved lines
+    data: list = field(default_factory=list)     # words moved (reads: as received)
+    moved: int = 0
+    termination: Termination = Termination.COMPLETION
+    read_parity_errors: int = 0                  # board's PAR wrong on read data
+
+    def first(self, line):
+        """Clock number (address phase = 1) at which ``line`` was first asserted, or None."""
+        for k, c in enumerate(self.clocks, start=1):
+            if c[line]:
+                return k
+        return None
+
+    def data_clocks(self):
+        """Clock numbers at which a data phase completed (IRDY# and TRDY#)."""
+        return [k for k, c in enumerate(self.clocks, start=1) if c["irdy"] and c["trdy"]]
+
+
+class ScriptedInitiator:
+    """Runs transactions against the board from an async testbench ``ctx``."""
+    def __init__(self, ctx, pins):
+        self.ctx = ctx
+        self.pins = pins
+        self.wide = pins.width == 64
+        self.par_next = None      # (line, value) the script owes on PAR next clock
+        self.corrupt_next = False
+
+    def _set(self, name, value, enable=1):
+        if name not in self.pins.drive:      # a 64-bit line on a 32-bit bus
+            return
+        self.ctx.set(self.pins.drive[name], value)
+        self.ctx.set(self.pins.enable[name], enable)
+
+    def _sample(self):
+        return {name: self.ctx.get(sig) for name, sig in self.pins.value.items()}
+
+    async def idle(self, clocks=1):
+        for _ in range(clocks):
+            await self._clock(ad=None, cbe=None)
+
+    async def _clock(self, *, ad, cbe, ad_hi=None, cbe_hi=None, corrupt=False):
+        """One clock: drive AD/C/BE# (None = release), PAR owed from the previous clock."""
+        owed = self.par_next
+        if owed is None:
+            self._set("par", 0, 0)
+            if self.wide:
+                self._set("par64", 0, 0)
+        else:
+            self._set("par", owed[0])
+            if self.wide:
+                self._set("par64", owed[1], owed[1] is not None)
+        self.par_next = None
+        for name, value in (("ad", ad), ("cbe", cbe), ("ad_hi", ad_hi), ("cbe_hi", cbe_hi)):
+            if name.endswith("_hi") and not self.wide:
+                continue
+            self._set(name, value or 0, value is not None)
+        if ad is not None:
+            par = parity(ad, cbe) ^ corrupt
+            par64 = parity(ad_hi, cbe_hi) ^ corrupt if ad_hi is not None else None
+            self.par_next = (par, par64)
+        sample = self._sample()
+        await self.ctx.tick("pci")
+        return sample
+
+    async def transaction(self, cmd, addr, *, count=1, data=None, be=0x0, idsel=False,
+                          req64=False, corrupt_addr_par=False, corrupt_data_par=False,
+                          timeout=64):
+        """Run one transaction of up to ``count`` data phases (``data`` for writes).
+
+        ``be`` is C/BE# (pin level, 0 = all bytes); for 64-bit, bits 7:4 go on C/BE#[7:4].
+        Returns a :class:`Result`.
+        """
+        cmd = Command(cmd)
+        write = not cmd.is_read
+        if write:
+            count = len(data)
+        res = Result()
+        self._set("idsel", int(idsel))
+        self._set("req64", int(req64))
+        self._set("frame", 1)
+        self._set("irdy", 0)
+        res.clocks.append(await self._clock(ad=addr & 0xFFFF_FFFF, cbe=cmd.value,
+                                            ad_hi=0 if req64 else None,
+                                            cbe_hi=0 if req64 else None,
+                                            corrupt=corrupt_addr_par))
+        self._set("idsel", 0)
+        index, stop_seen, devsel_seen = 0, False, False
+        last_board_ad = None
+        for clock in range(2, timeout):
+            last = stop_seen or index == count - 1
+            self._set("frame", int(not last))
+            self._set("req64", int(req64 and not last))
+            self._set("irdy", 1)
+            if write:
+                word = data[min(index, count - 1)]
+                s = await self._clock(ad=word & 0xFFFF_FFFF, cbe=be & 0xF,
+                                      ad_hi=(word >> 32) if req64 else None,
+                                      cbe_hi=(be >> 4) & 0xF if req64 else None,
+                                      corrupt=corrupt_data_par)
+            else:
+                s = await self._clock(ad=None, cbe=be & 0xF,
+                                      cbe_hi=(be >> 4) & 0xF if req64 else None)
+            res.clocks.append(s)
+            # The board's PAR this clock covers the AD it drove in the previous clock.
+            if last_board_ad is not None and s["par"] != last_board_ad:
+                res.read_parity_errors += 1
+            last_board_ad = None
+            if not write and s["devsel"]:
+                last_board_ad = parity(s["ad"], s["cbe"])
+            devsel_seen |= bool(s["devsel"])
+            moved = s["irdy"] and s["trdy"]
+            if moved:
+                if write:
+                    res.data.append(data[index])
+                else:
+                    word = s["ad"]
+                    if req64 and s.get("ack64"):
+                        word |= s["ad_hi"] << 32
+                    res.data.append(word)
+                index += 1
+            if s["stop"] and not stop_seen:
+                stop_seen = True
+                if not devsel_seen or not s["devsel"]:
+                    res.termination = Termination.TARGET_ABORT
+                elif moved:
+                    res.termination = Termination.DISCONNECT_DATA
+                elif index == 0:
+                    res.termination = Termination.RETRY
+                else:
+                    res.termination = Termination.DISCONNECT_NODATA
+            if not devsel_seen and clock >= 5:
+                res.termination = Termination.MASTER_ABORT
+                stop_seen = True
+                if last:
+                    break
+                continue
+            if last and (moved or s["stop"]):
+                break
+        else:
+            raise TimeoutError(f"transaction {cmd.name} at {addr:#x} did not end")
+        res.moved = index
+        # Turnaround: FRAME# and IRDY# deasserted for a clock, then released.
+        self._set("frame", 0)
+        self._set("irdy", 0)
+        self._set("req64", 0)
+        s = await self._clock(ad=None, cbe=None)
+        if last_board_ad is not None and s["par"] != last_board_ad:
+            res.read_parity_errors += 1
+        res.clocks.append(s)
+        for name in ("frame", "irdy", "req64"):
+            self._set(name, 0, 0)
+        return res
+
+    # Convenience forms.
+    async def config_read(self, reg):
+        r = await self.transaction(Command.CONFIG_READ, reg << 2, idsel=True)
+        assert r.moved == 1, r.termination
+        return r.data[0]
+
+    async def config_write(self, reg, value, be=0x0):
+        r = await self.transaction(Command.CONFIG_WRITE, reg << 2, data=[value], be=be,
+                                   idsel=True)
+        assert r.moved == 1, r.termination
+        return r
+
+    async def read(self, addr, count=1, cmd=Command.MEM_READ_MULTIPLE, **kw):
+        return await self.transaction(cmd, addr, count=count, **kw)
+
+    async def write(self, addr, data, cmd=Command.MEM_WRITE, **kw):
+        return await self.transaction(cmd, addr, data=list(data), **kw)
+
+
+def build_bench(board):
+    """``(top module, PinBus)`` wrapping ``board`` with the script's pins."""
+    m = Module()
+    m.submodules.board = board
+    pins = PinBus(m, board.ports, board.width)
+    return m, pins
