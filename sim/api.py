@@ -16,7 +16,8 @@ Benches receive their parameters through the environment (see :func:`bench_env` 
 import json
 import os
 
-__all__ = ["CocotbControl", "SimSystem", "run_bench", "bench_env", "SEED_ENV", "PROFILE_ENV"]
+__all__ = ["CocotbControl", "SimSystem", "run_bench", "run_feature", "bench_env",
+           "SEED_ENV", "PROFILE_ENV"]
 
 SEED_ENV = "PCISPY_SEED"
 PROFILE_ENV = "PCISPY_PROFILE"
@@ -98,12 +99,16 @@ class SimSystem:
         from pcispy.sim.bfm.initiator import InitiatorDriver
         from pcispy.sim.bfm.target import TargetDriver
         from pcispy.sim.bfm.arbiter import ArbiterDriver
-        self.host = InitiatorDriver(self.ctl[Agent.HOST_INITIATOR])
-        self.host_memory = TargetDriver(self.ctl[Agent.HOST_MEMORY])
+        width = self.config.width
+        self.host = InitiatorDriver(self.ctl[Agent.HOST_INITIATOR], width=width)
+        self.host_memory = TargetDriver(self.ctl[Agent.HOST_MEMORY], width=width)
         self.arbiter = ArbiterDriver(self.ctl[Agent.ARBITER])
         if self.config.test_device:
-            self.test_initiator = InitiatorDriver(self.ctl[Agent.TEST_INITIATOR])
-            self.test_target = TargetDriver(self.ctl[Agent.TEST_TARGET])
+            self.test_initiator = InitiatorDriver(self.ctl[Agent.TEST_INITIATOR], width=width)
+            self.test_target = TargetDriver(self.ctl[Agent.TEST_TARGET], width=width)
+        # Host memory answers from bus address 0; DMA buffers are carved from it.
+        self.host_memory_size = (1 << self.config.host_memory_addr_bits) * (width // 8)
+        self.dma_region = (0, self.host_memory_size)
 
     async def start(self):
         """Start the bus clock, hold RST# for 8 clocks, apply the profile."""
@@ -121,18 +126,54 @@ class SimSystem:
         await ClockCycles(dut.pci_clk, 8)
         await FallingEdge(dut.pci_clk)
         dut.pci_rst.value = 0
+        await self.host_memory.set_windows(mem=(0, self.host_memory_size))
         await self.apply_profile(self.profile_name)
         return self
 
     async def apply_profile(self, name):
+        """Program the host-memory target with the named behaviour profile."""
         from pcispy.sim.bfm.profiles import PROFILES
+        from pcispy.host.errors import PcispyError
         try:
             profile = PROFILES[name]
         except KeyError:
-            raise ValueError(f"unknown simulation profile {name!r}; "
-                             f"known: {', '.join(sorted(PROFILES))}") from None
+            raise PcispyError(f"unknown simulation profile {name!r}; "
+                              f"known: {', '.join(sorted(PROFILES))}") from None
         self.profile = profile
         await self.host_memory.apply_profile(profile, seed=self.seed)
+
+    async def enumerate(self):
+        """Enumerate the bus like firmware; return the per-slot description."""
+        from pcispy.sim.bfm.firmware import enumerate_bus
+        from pcispy.sim.system import BOARD_SLOT, TEST_DEVICE_SLOT
+        slots = [BOARD_SLOT] if self.config.board else []
+        if self.config.test_device:
+            slots.append(TEST_DEVICE_SLOT)
+        self.devices = await enumerate_bus(self.host, slots)
+        return self.devices
+
+    async def enumerate_board(self):
+        """Enumerate, then return the board's BARs as the sim transport wants them."""
+        from pcispy.host.errors import TransportError
+        from pcispy.sim.system import BOARD_SLOT
+        devices = await self.enumerate()
+        board = devices.get(BOARD_SLOT)
+        if not board:
+            raise TransportError("no device answers in the board's slot")
+        return {bar["index"]: {"kind": bar["kind"], "address": bar["address"],
+                               "size": bar["size"]}
+                for bar in board["bars"]}
+
+    async def wait_interrupt(self, timeout_s):
+        """Wait until INTA# is asserted on the bus (``timeout_s`` of simulated time);
+        False when it was not within that time."""
+        from pcispy.sim.system import Agent
+        clocks = max(1, int(timeout_s * self.clock_mhz * 1e6))
+        try:
+            await self.ctl[Agent.SYSTEM].wait_event(timeout=clocks)
+        except TimeoutError:
+            return False
+        return True
 
     # --- status ------------------------------------------------------------------
 
@@ -213,3 +254,42 @@ def run_bench(test_module, testcase=None, config=None, *, profile="ideal", seed=
                          env=bench_env(config, profile=profile, seed=seed, **extra))
     except SimulationFailed as failure:
         raise SimulationFailed(f"{failure} [profile={profile} seed={seed}]") from None
+
+
+def run_feature(feature, arguments=None, config=None, *, profile="ideal", seed=1,
+                verbose=False):
+    """Run a host feature (``"module:function"``) inside the simulator; return its result.
+
+    The simulator's own output goes to build/sim/.../feature.log unless ``verbose``. An
+    expected error inside the feature is raised here again as a
+    :class:`pcispy.host.errors.PcispyError` with the same message.
+    """
+    import sys
+    import tempfile
+    from pcispy.host.errors import PcispyError
+    from pcispy.sim.feature_bench import ARGS_ENV, FEATURE_ENV
+    from pcispy.sim.speed import RESULT_ENV
+    from pcispy.sim.system import SystemConfig, build_system
+    from pcispy.sim.verilate import SimulationFailed
+    config = config or SystemConfig()
+    if verbose:
+        print(f"pcispy: building or reusing the simulated system {config.name}",
+              file=sys.stderr)
+    model = build_system(config)
+    with tempfile.TemporaryDirectory() as tmp:
+        result_file = os.path.join(tmp, "result.json")
+        log = None if verbose else os.path.join(model.build_dir, "feature.log")
+        env = bench_env(config, profile=profile, seed=seed)
+        env.update({FEATURE_ENV: feature, ARGS_ENV: json.dumps(arguments or {}),
+                    RESULT_ENV: result_file})
+        try:
+            model.run("pcispy.sim.feature_bench", "run_feature", env=env, log_file=log)
+        except SimulationFailed as failure:
+            raise PcispyError(f"the simulation failed ({failure}); see {log or 'the log above'}"
+                              ) from None
+        with open(result_file) as f:
+            outcome = json.load(f)
+    if "error" in outcome:
+        raise PcispyError(outcome["error"])
+    outcome["result"].setdefault("checker", outcome["checker"])
+    return outcome["result"]

@@ -202,7 +202,7 @@ class PCISystem(wiring.Component):
         # Control port multiplexing.
         controls = {agent: component.ctl for agent, (component, _, _) in agents.items()}
         controls[Agent.ARBITER] = arbiter.ctl
-        system_ctl = _SystemRegisters(resolver, checker, len(lines))
+        system_ctl = _SystemRegisters(resolver, checker, resolver.inta)
         m.submodules.system_registers = DomainRenamer({"sync": "pci"})(system_ctl)
         controls[Agent.SYSTEM] = system_ctl.ctl
         rdata = 0
@@ -246,12 +246,14 @@ class _Triple:
 
 
 class _SystemRegisters(wiring.Component):
-    """The system's own control port: cycle counter, contention and checker evidence."""
+    """The system's own control port: cycle counter, contention and checker evidence.
+    Its ``event`` is INTA# on the bus, so host code can sleep until an interrupt."""
 
-    def __init__(self, resolver, checker, lines):
+    def __init__(self, resolver, checker, inta):
         from pcispy.sim.control import ControlSignature
         self._resolver = resolver
         self._checker = checker
+        self._inta = inta
         super().__init__({"ctl": In(ControlSignature())})
 
     def elaborate(self, platform):
@@ -260,6 +262,7 @@ class _SystemRegisters(wiring.Component):
         cycle = Signal(64)
         cycle_hi = Signal(32)
         m.d.sync += cycle.eq(cycle + 1)
+        m.d.comb += ctl.event.eq(self._inta)
         clear = Signal()
         m.d.comb += clear.eq(ctl.w_en & (ctl.addr == SystemReg.CLEAR) & ctl.w_data[0])
         m.d.comb += self._resolver.clear.eq(clear)

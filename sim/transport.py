@@ -1,0 +1,113 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The ``sim`` transport: the host tool's view of a board in the simulated system.
+
+Register and window accesses become PIO by the host bridge (the behavioural initiator) at
+the addresses enumeration assigned to the board's BARs; DMA buffers are carved from the
+host bridge's memory and read back through its backdoor. Nothing here knows a register:
+the board driver (pcispy.host.board) and the features run unchanged on top of it.
+"""
+
+from pcispy.gateware.pci.bus import Command
+from pcispy.host.errors import TransportError
+from pcispy.host.transports.base import DmaBuffer, Transport
+
+__all__ = ["SimTransport", "SimDmaBuffer"]
+
+
+class SimDmaBuffer(DmaBuffer):
+    """A slice of the simulated host memory, reached through its backdoor."""
+
+    def __init__(self, host_memory, bus_address, size):
+        super().__init__(bus_address, size)
+        self.host_memory = host_memory
+
+    async def read(self, offset, length):
+        self._check(offset, length)
+        return await self.host_memory.backdoor_read(self.bus_address + offset, length)
+
+    async def write(self, offset, data):
+        self._check(offset, len(data))
+        await self.host_memory.backdoor_write(self.bus_address + offset, data)
+
+    def _check(self, offset, length):
+        if offset < 0 or offset + length > self.size:
+            raise ValueError(f"DMA buffer access [{offset}, {offset + length}) outside "
+                             f"its {self.size} bytes")
+
+
+class SimTransport(Transport):
+    """PIO through the simulated host bridge to the board's BARs.
+
+    Parameters:
+        system: a started :class:`pcispy.sim.api.SimSystem`.
+        bars: ``{bar index: {"kind": "memory"|"io", "address": int, "size": int}}`` as
+            enumeration assigned them.
+    """
+    kind = "sim"
+
+    def __init__(self, system, bars):
+        self.system = system
+        self.bars = bars
+        self._next_dma = system.dma_region[0]
+
+    def _address(self, bar, offset, size):
+        try:
+            info = self.bars[bar]
+        except KeyError:
+            raise TransportError(f"the board has no BAR{bar}") from None
+        if not 0 <= offset and offset + size <= info["size"]:
+            raise TransportError(f"BAR{bar} access [{offset:#x}, {offset + size:#x}) outside "
+                                 f"its {info['size']:#x} bytes")
+        return info["kind"], info["address"] + offset
+
+    @staticmethod
+    def _check(result, what):
+        if not result.ok:
+            raise TransportError(f"{what}: the host bridge reports {result.status.name.lower()}")
+        return result
+
+    async def read32(self, bar, offset):
+        kind, address = self._address(bar, offset, 4)
+        if kind == "io":
+            return self._check(await self.system.host.io_read(address, 4),
+                               f"I/O read at {address:#x}").value
+        result = self._check(await self.system.host.mem_read(address, 4),
+                             f"memory read at {address:#x}")
+        return int.from_bytes(result.data, "little")
+
+    async def write32(self, bar, offset, value):
+        kind, address = self._address(bar, offset, 4)
+        if kind == "io":
+            self._check(await self.system.host.io_write(address, value, 4),
+                        f"I/O write at {address:#x}")
+        else:
+            self._check(await self.system.host.mem_write(address, value.to_bytes(4, "little")),
+                        f"memory write at {address:#x}")
+
+    async def read_block(self, bar, offset, count):
+        kind, address = self._address(bar, offset, 4 * count)
+        if kind == "io":
+            return await super().read_block(bar, offset, count)
+        result = self._check(await self.system.host.mem_read(
+            address, 4 * count, command=Command.MEM_READ_MULTIPLE),
+            f"memory read of {count} words at {address:#x}")
+        data = result.data
+        return [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data), 4)]
+
+    async def wait_irq(self, timeout_s):
+        return await self.system.wait_interrupt(timeout_s)
+
+    async def dma_buffer(self, size):
+        start, end = self.system.dma_region
+        address = (self._next_dma + 4095) & ~4095
+        if address + size > end:
+            raise TransportError(f"the simulated host memory has no room for a {size}-byte "
+                                 f"DMA buffer ({end - start} bytes in all)")
+        self._next_dma = address + size
+        return SimDmaBuffer(self.system.host_memory, address, size)
+
+    def describe(self):
+        return {"transport": "sim", "profile": self.system.profile_name,
+                "seed": self.system.seed, "clock_mhz": self.system.clock_mhz,
+                "bus_width": self.system.config.width,
+                "bars": {str(k): v for k, v in self.bars.items()}}
