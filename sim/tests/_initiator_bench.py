@@ -1,0 +1,266 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Test bench pieces for the behavioural initiator under Amaranth's Python simulator.
+
+- :class:`Harness`: the initiator, a pull-up resolver for its bus and the lines a scripted
+  target drives (plus GNT#, which the test holds).
+- :class:`ScriptedTarget`: a small PCI target written from the rules as a Python testbench
+  (one decision per clock, outputs registered), with scripted DEVSEL# timing, wait states,
+  retries, disconnects, target abort, ACK64# and bad read parity. It records every clock
+  of the resolved bus, so tests can assert waveforms line by line.
+"""
+
+from dataclasses import dataclass, field
+
+from amaranth import Elaboratable, Module, Mux, Signal
+from amaranth.sim import Simulator
+
+from pcispy.gateware.pci.bus import ACTIVE_LOW, bus_lines, parity
+from pcispy.sim.bfm.initiator import BehaviouralInitiator, InitiatorDriver
+from pcispy.sim.control import PysimControl
+
+__all__ = ["Harness", "TargetScript", "ScriptedTarget", "run_bench", "waves"]
+
+#: Lines the scripted target may drive.
+TARGET_LINES = ("ad", "ad_hi", "par", "par64", "trdy", "stop", "devsel", "ack64", "perr")
+
+
+class Harness(Elaboratable):
+    """The initiator on a bus with pull-ups; ``t[name]`` = (o, oe) of the target's lines."""
+
+    def __init__(self, width=32):
+        self.width = width
+        self.lines = bus_lines(width)
+        self.dut = BehaviouralInitiator(width=width, buffer_addr_bits=6, verilog_ram=False)
+        self.t = {name: (Signal(bits, name=f"t_{name}_o"), Signal(name=f"t_{name}_oe"))
+                  for name, bits in self.lines.items() if name in TARGET_LINES}
+        self.gnt = Signal(init=1)
+        self.bus = {name: Signal(bits, name=f"bus_{name}") for name, bits in self.lines.items()}
+        self.contention = Signal()
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = self.dut
+        clash = []
+        for name, bits in self.lines.items():
+            line = getattr(self.dut.bus, name)
+            value = 0 if name in ACTIVE_LOW else (1 << bits) - 1   # pull-ups, inside level
+            if name in self.t:
+                o, oe = self.t[name]
+                value = Mux(oe, o, value)
+                clash.append(oe & line.oe)
+            value = Mux(line.oe, line.o, value)
+            if name == "gnt":
+                value = self.gnt
+            m.d.comb += [self.bus[name].eq(value), line.i.eq(self.bus[name])]
+        m.d.comb += self.contention.eq(sum(clash) != 0)
+        return m
+
+
+@dataclass
+class TargetScript:
+    """What the scripted target does. Clocks count the address phase as clock 1."""
+    devsel_clock: int = 2        # 2 fast, 3 medium, 4 slow, 5 subtractive; None: never claims
+    initial_wait: int = 0        # TRDY# waits beyond the earliest possible first data phase
+    wait: int = 0                # TRDY# waits before each later data phase
+    retries: int = 0             # retry this many transactions first
+    disconnect_after: int = None # data phases before disconnecting
+    disconnect_with_data: bool = True
+    abort_at: int = None         # target abort on this data phase (0 = the first)
+    ack64: bool = False          # answer REQ64# with ACK64#
+    bad_parity_phase: int = None # read data phase (of each transaction) given a wrong PAR
+    memory: dict = field(default_factory=dict)   # DWORD address -> value
+
+
+def _default_word(dword_addr):
+    return (0xA500_0000 | dword_addr * 0x0101) & 0xFFFF_FFFF
+
+
+class ScriptedTarget:
+    """A PCI target testbench following :class:`TargetScript`; records the bus.
+
+    ``trace`` holds one dict per clock (inside-level values of every line and
+    ``contention``); ``transactions`` one dict per address phase seen.
+    """
+
+    def __init__(self, harness, script):
+        self.h = harness
+        self.s = script
+        self.trace = []
+        self.transactions = []
+        self.writes = []     # (dword address, value, C/BE#) of each write data phase
+
+    def _read_word(self, dword_addr):
+        return self.s.memory.get(dword_addr, _default_word(dword_addr))
+
+    def _store(self, dword_addr, value, cbe):
+        old = self._read_word(dword_addr)
+        mask = 0
+        for byte in range(4):
+            if not (cbe >> byte) & 1:
+                mask |= 0xFF << (8 * byte)
+        self.s.memory[dword_addr] = (old & ~mask) | (value & mask)
+        self.writes.append((dword_addr, value, cbe))
+
+    async def process(self, ctx):
+        h, s = self.h, self.s
+        wide = h.width == 64
+        out = {name: 0 for name in h.t}
+        oe = {name: 0 for name in h.t}
+        xfer = None            # the transaction being served
+        release = False        # drive s/t/s lines deasserted one clock, then float
+        par_next = None        # PAR/PAR64 covering what we drove on AD this clock
+        while True:
+            now = {name: ctx.get(sig) for name, sig in h.bus.items()}
+            now["contention"] = ctx.get(h.contention)
+            self.trace.append(now)
+            await ctx.tick()
+            drove_ad = oe["ad"]
+            par_cover = (parity(out["ad"], now["cbe"]),
+                         parity(out.get("ad_hi", 0), now.get("cbe_hi", 0)) if wide else 0)
+            for name in out:
+                out[name] = 0
+                oe[name] = 0
+            if release:
+                for name in ("trdy", "stop", "devsel") + (("ack64",) if wide else ()):
+                    oe[name] = 1
+                release = False
+
+            if xfer is None and now["frame"] and not self._busy_before():
+                xfer = {"clock": 1, "addr": now["ad"], "cmd": now["cbe"], "dac": now["cbe"] == 0b1101,
+                        "req64": now.get("req64", 0), "phases": 0, "stopping": None,
+                        "ready_at": None, "start": len(self.trace) - 1}
+                self.transactions.append(xfer)
+            elif xfer is not None:
+                xfer["clock"] += 1
+                if xfer["dac"] and xfer["clock"] == 2:
+                    xfer["addr"] |= now["ad"] << 32
+                    xfer["cmd"] = now["cbe"]
+                    xfer["dac_shift"] = 1
+                self._phase(xfer, now)
+                if xfer.get("done"):
+                    xfer = None
+                    release = True
+
+            if xfer is not None:
+                self._drive(xfer, out, oe)
+            # PAR one clock after the AD we drove (reads).
+            if drove_ad:
+                out["par"], oe["par"] = par_cover[0] ^ int(self._bad_par), 1
+                if wide and self._drove_hi:
+                    out["par64"], oe["par64"] = par_cover[1], 1
+            self._bad_par = False
+            self._drove_hi = oe.get("ad_hi", 0)
+            if xfer is not None and oe["ad"]:
+                self._bad_par = xfer.get("bad_par_now", False)
+            for name in h.t:
+                ctx.set(h.t[name][0], out[name])
+                ctx.set(h.t[name][1], oe[name])
+
+    _bad_par = False
+    _drove_hi = 0
+
+    def _busy_before(self):
+        return False
+
+    def _is_read(self, xfer):
+        return not xfer["cmd"] & 1
+
+    def _phase(self, xfer, now):
+        """Account for the clock just sampled (``now``) of transaction ``xfer``."""
+        s = self.s
+        if not xfer.get("claimed") or not now["irdy"]:
+            return
+        if not (now["trdy"] or now["stop"]):
+            return
+        if now["trdy"]:
+            width64 = xfer.get("ack") and xfer["req64"]
+            base = (xfer["addr"] >> 2) + xfer["data_dwords"]
+            if not self._is_read(xfer):
+                self._store(base, now["ad"], now["cbe"])
+                if width64:
+                    self._store(base + 1, now["ad_hi"], now["cbe_hi"])
+            xfer["data_dwords"] += 2 if width64 else 1
+            xfer["phases"] += 1
+            xfer["ready_at"] = xfer["clock"] + 1 + s.wait
+        if not now["frame"]:
+            xfer["done"] = True
+
+    def _drive(self, xfer, out, oe):
+        """Outputs for the next clock (``xfer['clock'] + 1``)."""
+        s = self.s
+        nxt = xfer["clock"] + 1
+        shift = xfer.get("dac_shift", 0)
+        if s.devsel_clock is None or nxt < s.devsel_clock + shift:
+            return
+        if not xfer.get("claimed"):
+            xfer["claimed"] = True
+            xfer["data_dwords"] = 0
+            xfer["ack"] = s.ack64 and xfer["req64"]
+            first = max(s.devsel_clock + shift, (3 + shift) if self._is_read(xfer) else 2 + shift)
+            xfer["ready_at"] = first + s.initial_wait
+            xfer["index"] = len(self.transactions) - 1
+        wide = self.h.width == 64
+        out["devsel"], oe["devsel"] = 1, 1
+        oe["trdy"] = oe["stop"] = 1
+        if wide:
+            out["ack64"], oe["ack64"] = int(xfer["ack"]), 1
+        if xfer["stopping"] is None and nxt >= xfer["ready_at"]:
+            phase = xfer["phases"]
+            if xfer["index"] < s.retries:
+                xfer["stopping"] = "retry"
+            elif s.abort_at is not None and phase == s.abort_at:
+                xfer["stopping"] = "abort"
+            elif s.disconnect_after is not None and s.disconnect_with_data \
+                    and phase == s.disconnect_after - 1:
+                xfer["stopping"] = "with_data"
+            elif s.disconnect_after is not None and not s.disconnect_with_data \
+                    and phase == s.disconnect_after:
+                xfer["stopping"] = "without_data"
+            if xfer["stopping"] == "with_data":
+                xfer["stop_phase"] = phase
+        stopping = xfer["stopping"]
+        if stopping in ("retry", "without_data"):
+            out["stop"] = 1
+        elif stopping == "abort":
+            out["stop"], out["devsel"] = 1, 0
+            if wide:
+                out["ack64"] = 0
+        elif stopping == "with_data":
+            out["stop"] = 1
+            out["trdy"] = int(xfer["phases"] == xfer["stop_phase"])
+        else:
+            out["trdy"] = int(nxt >= xfer["ready_at"])
+        if self._is_read(xfer) and nxt >= 3 + shift and stopping != "abort":
+            base = (xfer["addr"] >> 2) + xfer["data_dwords"]
+            out["ad"], oe["ad"] = self._read_word(base), 1
+            if wide and xfer["ack"]:
+                out["ad_hi"], oe["ad_hi"] = self._read_word(base + 1), 1
+            xfer["bad_par_now"] = out["trdy"] and xfer["phases"] == self.s.bad_parity_phase
+
+
+def run_bench(bench, script=None, *, width=32, gnt=None):
+    """Run ``bench(ctx, driver, target, harness)`` against a scripted target.
+
+    ``gnt``, when given, is ``async gnt(ctx, harness)`` run beside (e.g. to remove GNT#).
+    """
+    harness = Harness(width)
+    target = ScriptedTarget(harness, script or TargetScript())
+    sim = Simulator(harness)
+    sim.add_clock(30e-9)
+    sim.add_testbench(target.process, background=True)
+    if gnt is not None:
+        sim.add_testbench(lambda ctx: gnt(ctx, harness), background=True)
+
+    async def main(ctx):
+        driver = InitiatorDriver(PysimControl(ctx, harness.dut.ctl), width=width)
+        await bench(ctx, driver, target, harness)
+
+    sim.add_testbench(main)
+    sim.run()
+    return target
+
+
+def waves(trace, start, count, names):
+    """``{line: "0110..."}`` of ``count`` clocks from ``start`` (inside level, bit 0)."""
+    return {name: "".join(str(trace[i][name] & 1) for i in range(start, start + count))
+            for name in names}
