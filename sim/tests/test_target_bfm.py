@@ -1,0 +1,675 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Unit tests of the behavioural target and the legacy device, in Amaranth's simulator.
+
+A small scripted initiator lives in this file: it drives one transaction clock by clock
+from the PCI rules, resolves the bus (target drivers, its own, pull-ups) and records every
+clock, so each test can assert exact clocks of DEVSEL#/TRDY#/STOP#, exact bytes and exact
+waveforms of the error-injection knobs.
+"""
+
+from dataclasses import dataclass, field
+
+import pytest
+from amaranth.sim import Simulator
+
+from pcispy.gateware.pci.bus import Command, DevselSpeed, parity
+from pcispy.sim.control import PysimControl
+from pcispy.sim.bfm.profiles import DisconnectMode, RetryMode, PROFILES, RTC
+from pcispy.sim.bfm.target import (BehaviouralTarget, TargetDriver, Knob, Reg, Event,
+                                   TargetConfigError)
+from pcispy.sim.bfm.legacy import LegacyDevice, LegacyDriver
+
+pytestmark = pytest.mark.bfm
+
+_TARGET_LINES = ("trdy", "stop", "devsel", "perr", "serr", "ack64")
+
+
+@dataclass
+class Result:
+    """One transaction as the initiator saw it."""
+    clocks: list                      # per clock: dict of resolved lines, clock 1 first
+    data: list = field(default_factory=list)   # words read (or 64-bit values)
+    phases: int = 0
+    termination: str = ""
+
+    def first(self, line, value=1):
+        """Clock number (address phase = 1) where ``line`` first equals ``value``."""
+        for n, c in enumerate(self.clocks, 1):
+            if c[line] == value:
+                return n
+        return None
+
+    def clocks_where(self, **cond):
+        return [n for n, c in enumerate(self.clocks, 1)
+                if all(c[k] == v for k, v in cond.items())]
+
+
+class Bench:
+    """The target under test plus a scripted initiator, inside one testbench."""
+    def __init__(self, ctx, dut):
+        self.ctx, self.dut = ctx, dut
+        self.bus = dut.bus
+        self.wide = dut.width == 64
+        self.ctl = PysimControl(ctx, dut.ctl)
+        self.drv = (LegacyDriver if isinstance(dut, LegacyDevice) else TargetDriver)(
+            self.ctl, width=dut.width)
+        self.init = {}    # initiator-driven lines: name -> value (absent = not driving)
+        self.extra_devsel = False
+        self.resolve()
+
+    def resolve(self):
+        """Bus values for the current clock; returns the snapshot."""
+        ctx, bus = self.ctx, self.bus
+        snap = {}
+        lines = ["ad", "cbe", "par", "frame", "irdy", "trdy", "stop", "devsel", "perr", "serr",
+                 "idsel", "lock"]
+        if self.wide:
+            lines += ["ad_hi", "cbe_hi", "par64", "req64", "ack64"]
+        for name in lines:
+            port = getattr(bus, name)
+            t_oe = ctx.get(port.oe)
+            if t_oe and name in self.init and name not in ("serr",):
+                raise AssertionError(f"contention on {name}")
+            if t_oe:
+                value = ctx.get(port.o)
+            elif name in self.init:
+                value = self.init[name]
+            elif name in ("ad", "ad_hi"):
+                value = 0xFFFF_FFFF
+            elif name in ("cbe", "cbe_hi"):
+                value = 0xF
+            elif name in ("par", "par64"):
+                value = 1
+            else:
+                value = 0
+            if name == "devsel" and self.extra_devsel:
+                value = 1
+            ctx.set(port.i, value)
+            snap[name] = value
+            snap[name + "_t"] = int(t_oe)
+        return snap
+
+    async def tick(self):
+        await self.ctx.tick()
+        return self.resolve()
+
+    async def idle(self, n=1):
+        self.init = {}
+        snaps = []
+        for _ in range(n):
+            snaps.append(await self.tick())
+        return snaps
+
+    async def transaction(self, cmd, addr, *, data=None, count=1, be=0x0, req64=False,
+                          idsel=False, irdy_waits=None, bad_addr_par=False, bad_data_par=(),
+                          other_devsel=None, max_clocks=200):
+        """Run one transaction; ``data`` (list) for writes, ``count`` words for reads.
+
+        ``irdy_waits`` = {phase: clocks of IRDY# deasserted before that phase};
+        ``other_devsel`` = clock from which another agent asserts DEVSEL#.
+        """
+        cmd = Command(cmd)
+        write = not cmd.is_read
+        n = len(data) if write else count
+        waits = dict(irdy_waits or {})
+        res = Result(clocks=[])
+        ctx = self.ctx
+        self.init = {"frame": 1, "irdy": 0, "ad": addr, "cbe": cmd.value,
+                     "idsel": int(idsel)}
+        if self.wide:
+            self.init.update(req64=int(req64), ad_hi=0, cbe_hi=0xF if not req64 else 0)
+        prev_ad = None   # parity owed for the AD this initiator drove last clock
+        phase, wait_left = 0, waits.get(0, 0)
+        stopping = done = False
+        devsel_seen = False
+        wide_xfer = False
+        clock = 1
+        snap = self.resolve()
+        while not done:
+            if clock > max_clocks:
+                raise AssertionError(f"transaction did not end in {max_clocks} clocks")
+            res.clocks.append(snap)
+            # What the initiator sees at the end of this clock.
+            devsel_seen |= bool(snap["devsel"])
+            if self.wide and snap.get("ack64") and snap["devsel"]:
+                wide_xfer = True
+            moved = clock > 1 and snap["irdy"] and snap["trdy"]
+            last = clock > 1 and snap["irdy"] and not snap["frame"] and (snap["trdy"] or snap["stop"])
+            if moved:
+                if not write:
+                    word = snap["ad"]
+                    if wide_xfer and self.wide:
+                        word |= snap["ad_hi"] << 32
+                    res.data.append(word)
+                phase += 1
+                wait_left = waits.get(phase, 0)
+            if clock > 1 and snap["stop"] and not stopping:
+                stopping = True
+                res.termination = ("target_abort" if not snap["devsel"] and devsel_seen else
+                                   "retry" if phase == 0 and not snap["trdy"] else
+                                   "disconnect_data" if snap["trdy"] else "disconnect_nodata")
+            master_abort = clock >= 5 and not devsel_seen and not stopping
+            if last or (not snap["frame"] and not snap["irdy"] and clock > 1):
+                done = True
+                res.phases = phase
+                res.termination = res.termination or "completion"
+                if master_abort:
+                    res.termination = "master_abort"
+            # Next clock's initiator drivers.
+            drive = dict(self.init)
+            parity_due = prev_ad
+            if clock == 1:
+                parity_due = (addr, cmd.value)
+            if done:
+                drive = {}
+            else:
+                if write:
+                    if phase < n:
+                        drive["ad"] = data[phase] & 0xFFFF_FFFF
+                        if self.wide:
+                            drive["ad_hi"] = (data[phase] >> 32) if req64 else 0
+                else:
+                    drive.pop("ad", None)
+                    drive.pop("ad_hi", None)
+                drive["cbe"] = be & 0xF
+                if self.wide:
+                    drive["cbe_hi"] = (be >> 4) & 0xF if req64 else 0xF
+                if wait_left and not stopping and not master_abort:
+                    wait_left -= 1
+                    irdy = 0
+                else:
+                    irdy = 1
+                if master_abort and not snap["frame"]:
+                    irdy = 0
+                drive["irdy"] = irdy if (snap["frame"] or master_abort) else snap["irdy"]
+                final = (phase >= n - 1) or stopping or master_abort
+                drive["frame"] = 0 if (final and drive["irdy"]) else (
+                    snap["frame"] and not (stopping or master_abort))
+                if not snap["frame"] and clock > 1:
+                    drive["frame"] = 0
+                if self.wide and not snap["frame"] and clock > 1:
+                    drive["req64"] = 0
+                elif self.wide and clock > 1:
+                    drive["req64"] = int(req64) if drive["frame"] else 0
+            if parity_due is not None:
+                pad, pcbe = parity_due
+                p = parity(pad, pcbe)
+                if (clock == 1 and bad_addr_par) or (clock > 1 and (phase - 1) in bad_data_par
+                                                    and moved):
+                    p ^= 1
+                drive["par"] = p
+            else:
+                drive.pop("par", None)
+            if write and not done and "ad" in drive:
+                prev_ad = (drive["ad"], drive["cbe"])
+            else:
+                prev_ad = None
+            self.init = drive
+            self.extra_devsel = other_devsel is not None and clock + 1 >= other_devsel and not done
+            snap = await self.tick()
+            clock += 1
+        # Two more clocks: the initiator's parity tail and the target's release.
+        res.clocks.append(snap)
+        self.init = {k: v for k, v in self.init.items() if k == "par"}
+        self.extra_devsel = False
+        res.clocks.append(await self.tick())
+        self.init = {}
+        res.clocks.append(await self.tick())
+        return res
+
+
+def run(dut, body, *, width=None):
+    """Simulate ``body(bench)`` against ``dut``."""
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    outcome = {}
+
+    async def testbench(ctx):
+        bench = Bench(ctx, dut)
+        await bench.idle(2)
+        outcome["value"] = await body(bench)
+
+    sim.add_testbench(testbench)
+    sim.run()
+    return outcome.get("value")
+
+
+def target(width=32, **fields):
+    base = {"mem_base": 0x1000_0000, "mem_size": 0x1000}
+    base.update(fields)
+    return BehaviouralTarget(width=width, mem_addr_bits=10, verilog_ram=False, fields=base)
+
+
+MR, MW = Command.MEM_READ, Command.MEM_WRITE
+BASE = 0x1000_0000
+
+
+@pytest.mark.parametrize("speed,clock", [(DevselSpeed.FAST, 2), (DevselSpeed.MEDIUM, 3),
+                                         (DevselSpeed.SLOW, 4), (DevselSpeed.SUBTRACTIVE, 5)])
+def test_devsel_timing(speed, clock):
+    async def body(b):
+        w = await b.transaction(MW, BASE, data=[0x1234_5678])
+        r = await b.transaction(MR, BASE)
+        return w, r
+    w, r = run(target(devsel_speed=speed.value), body)
+    assert w.first("devsel") == clock
+    assert w.first("trdy") == clock               # zero latency: TRDY# with DEVSEL#
+    assert w.termination == "completion" and w.phases == 1
+    assert r.first("devsel") == clock
+    assert r.first("trdy") == max(clock, 3)       # reads: turnaround clock 2 first
+    assert r.data == [0x1234_5678]
+    # DEVSEL# released through one driven-deasserted clock (sustained tri-state).
+    end = r.clocks_where(trdy=1)[-1]
+    assert r.clocks[end]["devsel_t"] == 1 and r.clocks[end]["devsel"] == 0
+    assert r.clocks[end + 1]["devsel_t"] == 0
+
+
+def test_subtractive_declines_claimed_transaction():
+    async def body(b):
+        return await b.transaction(MW, BASE, data=[1], other_devsel=3)
+    res = run(target(devsel_speed=DevselSpeed.SUBTRACTIVE.value), body)
+    assert all(c["devsel_t"] == 0 and c["trdy_t"] == 0 for c in res.clocks)
+
+
+def test_subtractive_claim_all():
+    async def body(b):
+        w = await b.transaction(MW, 0x5000_0000, data=[0xAA])
+        n = await b.transaction(MW, 0x5000_0000, data=[0xBB], other_devsel=2)
+        return w, n
+    w, n = run(target(devsel_speed=DevselSpeed.SUBTRACTIVE.value, claim_all=1), body)
+    assert w.first("devsel") == 5 and w.termination == "completion"
+    assert n.clocks_where(devsel_t=1) == []
+
+
+@pytest.mark.parametrize("cmd,lat,first", [(MR, 10, 11), (MW, 10, 11), (MR, 0, 3),
+                                            (MW, 1, 2), (MR, 40, 41)])
+def test_initial_latency_fixed(cmd, lat, first):
+    async def body(b):
+        if cmd == MW:
+            return await b.transaction(cmd, BASE, data=[7])
+        return await b.transaction(cmd, BASE)
+    res = run(target(read_latency_min=lat, read_latency_max=lat,
+                     write_latency_min=lat, write_latency_max=lat), body)
+    assert res.first("trdy") == first
+
+
+@pytest.mark.parametrize("seed", [1, 7, 0xC0FFEE])
+def test_initial_latency_uniform_is_seeded(seed):
+    async def body(b):
+        lats = []
+        for _ in range(12):
+            res = await b.transaction(MR, BASE)
+            lats.append(res.first("trdy") - 1)
+        return lats
+    make = lambda: BehaviouralTarget(
+        width=32, mem_addr_bits=8, verilog_ram=False, seed=seed,
+        fields={"mem_base": BASE, "mem_size": 0x400, "read_latency_min": 20,
+                "read_latency_max": 27})
+    first, again = run(make(), body), run(make(), body)
+    assert first == again, f"seed {seed}: not reproducible"
+    assert all(20 <= v <= 27 for v in first), f"seed {seed}: {first}"
+    assert len(set(first)) >= 3, f"seed {seed}: {first}"
+
+
+def test_wait_pattern():
+    async def body(b):
+        await b.drv.backdoor_write(0, bytes(range(32)))
+        return await b.transaction(MR, BASE, count=8)
+    # Phases 2 and 6 (bit 2 of a period of 4) get two wait states each.
+    res = run(target(wait_mask=0b0100, wait_period=4, wait_clocks=2), body)
+    assert res.clocks_where(trdy=1, irdy=1) == [3, 4, 7, 8, 9, 10, 13, 14]
+    assert res.data == [int.from_bytes(bytes(range(i, i + 4)), "little") for i in range(0, 32, 4)]
+
+
+@pytest.mark.parametrize("mode,moved,term", [(DisconnectMode.WITH_DATA, 4, "disconnect_data"),
+                                             (DisconnectMode.WITHOUT_DATA, 4, "disconnect_nodata")])
+def test_disconnect_every_n(mode, moved, term):
+    async def body(b):
+        return await b.transaction(MW, BASE, data=list(range(10)))
+    res = run(target(disconnect_mode=mode.value, disconnect_every=4), body)
+    assert res.phases == moved and res.termination == term
+    stop_clock = res.first("stop")
+    assert stop_clock == (5 if mode == DisconnectMode.WITH_DATA else 6)
+    assert res.clocks[stop_clock - 1]["trdy"] == (mode == DisconnectMode.WITH_DATA)
+
+
+def test_disconnect_at_cache_line():
+    async def body(b):
+        return await b.transaction(MW, BASE + 4, data=list(range(10)))
+    res = run(target(disconnect_mode=DisconnectMode.CACHE_LINE.value, cache_line_size=4), body)
+    assert res.phases == 3 and res.termination == "disconnect_data"
+
+
+def test_reserved_burst_order_disconnects():
+    async def body(b):
+        return await b.transaction(MW, BASE | 1, data=[1, 2, 3])
+    res = run(target(), body)
+    assert res.phases == 1 and res.termination == "disconnect_data"
+
+
+def test_retry_first_k_then_every_n():
+    async def body(b):
+        first = [(await b.transaction(MW, BASE, data=[5])).termination for _ in range(4)]
+        stats = await b.drv.stats()
+        await b.drv.set_fields(retry_mode=RetryMode.EVERY.value, retry_count=3)
+        every = [(await b.transaction(MR, BASE)).termination for _ in range(6)]
+        return first, stats, every, await b.drv.stats()
+    first, stats, every, after = run(target(retry_mode=RetryMode.FIRST.value, retry_count=2), body)
+    assert first == ["retry", "retry", "completion", "completion"]
+    assert stats["retries"] == 2 and stats["transactions"] == 4 and stats["data_phases"] == 2
+    assert every == ["completion", "completion", "retry"] * 2
+    assert after["retries"] == 4
+
+
+def test_retry_stop_clock():
+    async def body(b):
+        return await b.transaction(MW, BASE, data=[5])
+    res = run(target(retry_mode=RetryMode.RANDOM.value, retry_probability=256,
+                     devsel_speed=DevselSpeed.MEDIUM.value, retry_latency=5), body)
+    assert res.termination == "retry" and res.first("stop") == 6 and res.first("trdy") is None
+
+
+def test_target_abort():
+    async def body(b):
+        res = await b.transaction(MW, BASE + 0x100, data=[1, 2])
+        ok = await b.transaction(MW, BASE + 0x200, data=[1])
+        return res, ok, await b.drv.status(), await b.drv.stats()
+    res, ok, status, stats = run(target(abort_base=BASE + 0x100, abort_size=0x100), body)
+    assert res.termination == "target_abort" and res.phases == 0
+    assert res.first("devsel") == 2 and res.first("stop") == 3
+    assert res.clocks[2]["devsel"] == 0
+    assert ok.termination == "completion"
+    assert status & (1 << 11) and stats["aborts"] == 1
+
+
+def test_64bit_ack64():
+    async def body(b):
+        w = await b.transaction(MW, BASE, data=[0x1111_2222_3333_4444, 0x5555_6666_7777_8888],
+                                req64=True)
+        r = await b.transaction(MR, BASE, count=2, req64=True)
+        n = await b.transaction(MR, BASE, count=2)
+        raw = await b.drv.backdoor_read(0, 16)
+        await b.drv.set_fields(ack64_capable=0)
+        x = await b.transaction(MR, BASE, count=2, req64=True)
+        return w, r, n, raw, x
+    w, r, n, raw, x = run(target(width=64, ack64_capable=1), body)
+    assert w.first("ack64") == w.first("devsel") == 2
+    assert raw == (0x1111_2222_3333_4444).to_bytes(8, "little") + \
+        (0x5555_6666_7777_8888).to_bytes(8, "little")
+    assert r.data == [0x1111_2222_3333_4444, 0x5555_6666_7777_8888]
+    # PAR64 one clock after each AD[63:32] the target drove, even parity.
+    for n_clk in r.clocks_where(trdy=1, irdy=1):
+        c, nxt = r.clocks[n_clk - 1], r.clocks[n_clk]
+        assert nxt["par64"] == parity(c["ad_hi"], c["cbe_hi"])
+    assert n.first("ack64") is None and n.data == [0x3333_4444, 0x1111_2222]
+    assert x.first("ack64") is None and x.data == [0x3333_4444, 0x1111_2222]
+
+
+def test_read_parity_and_injection():
+    async def body(b):
+        await b.drv.backdoor_write(0, bytes(range(16)))
+        return await b.transaction(MR, BASE, count=4)
+    res = run(target(bad_par_enable=1, bad_par_phase=1), body)
+    bad = []
+    for n_clk in res.clocks_where(trdy=1, irdy=1):
+        c, nxt = res.clocks[n_clk - 1], res.clocks[n_clk]
+        if nxt["par"] != parity(c["ad"], c["cbe"]):
+            bad.append(n_clk)
+    assert bad == [4]     # data phase 1 is clock 4 (clock 3 has phase 0)
+
+
+def test_byte_enable_writes():
+    async def body(b):
+        await b.drv.backdoor_write(0, bytes([0xEE] * 8))
+        await b.transaction(MW, BASE, data=[0x4433_2211, 0x8877_6655], be=0b1010)
+        return await b.drv.backdoor_read(0, 8)
+    assert run(target(), body) == bytes([0x11, 0xEE, 0x33, 0xEE, 0x55, 0xEE, 0x77, 0xEE])
+
+
+def test_write_parity_error_perr_and_address_parity_serr():
+    async def body(b):
+        d = await b.transaction(MW, BASE, data=[1, 2, 3], bad_data_par=(1,))
+        a = await b.transaction(MW, BASE, data=[1], bad_addr_par=True)
+        return d, a, await b.drv.stats(), await b.drv.status()
+    d, a, stats, status = run(target(serr_enable=1), body)
+    # Data phase 1 completes in clock 3; PAR in clock 4; PERR# in clock 5, then released.
+    assert d.clocks_where(perr=1) == [5]
+    assert d.clocks[5]["perr_t"] == 1 and d.clocks[6]["perr_t"] == 0
+    assert a.clocks_where(serr=1) == [3]
+    assert stats["parity_errors"] == 2
+    assert status & (1 << 15) and status & (1 << 14)
+
+
+def test_configuration_space_and_bar():
+    CR, CW = Command.CONFIG_READ, Command.CONFIG_WRITE
+
+    async def body(b):
+        ident = (await b.transaction(CR, 0x00, idsel=True)).data
+        no = await b.transaction(CR, 0x00)
+        await b.transaction(CW, 0x10, data=[0xFFFF_FFFF], idsel=True)
+        size = (await b.transaction(CR, 0x10, idsel=True)).data
+        await b.transaction(CW, 0x10, data=[0x2000_0000], idsel=True)
+        await b.transaction(CW, 0x0C, data=[0x0000_0010], be=0b1110, idsel=True)
+        cls = (await b.transaction(CR, 0x0C, idsel=True)).data
+        cmd = (await b.transaction(CR, 0x04, idsel=True)).data
+        w = await b.transaction(MW, 0x2000_0008, data=[0xCAFE])
+        raw = await b.drv.backdoor_read(8, 4)
+        return ident, no, size, cls, cmd, w, raw
+    ident, no, size, cls, cmd, w, raw = run(
+        target(config_enable=1, vendor_id=0x1172, device_id=0x5043,
+               devsel_speed=DevselSpeed.MEDIUM.value), body)
+    assert ident == [0x5043_1172]
+    assert no.termination == "master_abort"
+    assert size == [0xFFFF_F000]                   # 4 KiB memory BAR
+    assert cls == [0x10]
+    assert cmd[0] >> 16 & 0x600 == 0x200           # DEVSEL timing: medium
+    assert w.termination == "completion" and raw == (0xCAFE).to_bytes(4, "little")
+
+
+def test_refused_values_and_backdoor_registers():
+    async def body(b):
+        await b.ctl.write(Reg.LAT_READ, 0x0510)         # min 16 > max 5
+        err = await b.ctl.read(Reg.ERROR)
+        lat = await b.ctl.read(Reg.LAT_READ)
+        ev = await b.drv.events()
+        raised = None
+        try:
+            await b.drv.set_fields(mem_size=0x3000)
+        except TargetConfigError as e:
+            raised = str(e)
+        await b.drv.backdoor_write(5, b"\x01\x02\x03\x04\x05")
+        back = await b.drv.backdoor_read(4, 8)
+        return err, lat, ev, raised, back
+    err, lat, ev, raised, back = run(target(), body)
+    assert err == (1 | Reg.LAT_READ << 16) and lat == 0
+    assert ev & (1 << Event.REFUSED)
+    assert "power of two" in raised
+    assert back == b"\x00\x01\x02\x03\x04\x05\x00\x00"
+
+
+def test_profiles_apply():
+    async def body(b):
+        await b.drv.apply_profile("alphastation200", seed=3)
+        res = await b.transaction(MW, BASE, data=list(range(20)))
+        return res, await b.ctl.read(Reg.SEED)
+    res, seed = run(target(), body)
+    assert res.phases == 16 and res.termination == "disconnect_data" and seed == 3
+    assert res.first("devsel") == 3
+    for p in PROFILES.values():
+        BehaviouralTarget(width=64, mem_addr_bits=4, verilog_ram=False, profile=p)
+
+
+# --- error-injection knobs: each one's waveform ---------------------------------------------
+
+def knob_run(knob, txn, width=32, **fields):
+    async def body(b):
+        await b.drv.inject(knob, bad_par_phase=fields.pop("phase", None))
+        return await txn(b)
+    return run(target(width=width, **fields), body)
+
+
+def test_knob_a_trdy_without_devsel():
+    res = knob_run(Knob.TRDY_WITHOUT_DEVSEL, lambda b: b.transaction(MW, BASE, data=[1]))
+    assert res.first("trdy") == 2 and res.first("devsel") is None
+
+
+def test_knob_b_stop_without_claim():
+    res = knob_run(Knob.STOP_WITHOUT_CLAIM, lambda b: b.transaction(MW, BASE, data=[1]))
+    assert res.first("stop") == 2 and res.first("devsel") is None
+
+
+def test_knob_c_devsel_on_idle():
+    async def body(b):
+        await b.drv.inject(Knob.DEVSEL_ON_IDLE)
+        snaps = await b.idle(6)
+        return snaps, await b.ctl.read(Reg.INJECT)
+    snaps, inject = run(target(), body)
+    assert [s["devsel"] for s in snaps].count(1) == 1
+    assert all(not s["frame"] and not s["irdy"] for s in snaps)
+    assert inject == 0
+
+
+def test_knob_d_devsel_late():
+    res = knob_run(Knob.DEVSEL_LATE, lambda b: b.transaction(MW, BASE, data=[1]))
+    assert res.first("devsel") == 6
+
+
+def test_knob_e_devsel_drop():
+    res = knob_run(Knob.DEVSEL_DROP, lambda b: b.transaction(MW, BASE, data=[1, 2, 3]))
+    dev = [c["devsel"] for c in res.clocks[1:6]]
+    assert dev == [1, 0, 1, 1, 0] or dev[:3] == [1, 0, 1]
+    assert res.clocks_where(stop=1) == [] and res.phases == 3
+
+
+def test_knob_f_stop_early_release():
+    res = knob_run(Knob.STOP_EARLY_RELEASE, lambda b: b.transaction(MW, BASE, data=[1, 2, 3]),
+                   disconnect_mode=DisconnectMode.WITHOUT_DATA.value, disconnect_every=1)
+    s = res.first("stop")
+    assert res.clocks[s - 1]["frame"] == 1 and res.clocks[s]["stop"] == 0
+
+
+def test_knob_g_trdy_withdraw():
+    res = knob_run(Knob.TRDY_WITHDRAW,
+                   lambda b: b.transaction(MW, BASE, data=[1], irdy_waits={0: 2}))
+    assert [c["trdy"] for c in res.clocks[1:5]] == [1, 0, 1, 1]
+    assert res.clocks[1]["irdy"] == 0 and res.phases == 1
+
+
+def test_knob_h_trdy_in_turnaround():
+    res = knob_run(Knob.TRDY_IN_TURNAROUND, lambda b: b.transaction(MR, BASE, count=2))
+    assert res.first("trdy") == 2 and res.clocks[1]["ad_t"] == 0
+
+
+def test_knob_i_initial_latency():
+    res = knob_run(Knob.INITIAL_LATENCY_17, lambda b: b.transaction(MR, BASE))
+    assert res.first("trdy") == 18
+
+
+def test_knob_j_subsequent_latency():
+    res = knob_run(Knob.SUBSEQUENT_LATENCY_9, lambda b: b.transaction(MR, BASE, count=2))
+    assert res.clocks_where(trdy=1, irdy=1) == [3, 12]
+
+
+def test_knob_k_bad_par():
+    res = knob_run(Knob.BAD_PAR, lambda b: b.transaction(MR, BASE, count=3), phase=2)
+    c, nxt = res.clocks[4], res.clocks[5]           # phase 2 in clock 5
+    assert nxt["par"] != parity(c["ad"], c["cbe"])
+    c, nxt = res.clocks[3], res.clocks[4]
+    assert nxt["par"] == parity(c["ad"], c["cbe"])
+
+
+def test_knob_l_bad_par64():
+    res = knob_run(Knob.BAD_PAR64, lambda b: b.transaction(MR, BASE, count=1, req64=True),
+                   width=64, ack64_capable=1, phase=0)
+    c, nxt = res.clocks[2], res.clocks[3]
+    assert nxt["par64"] != parity(c["ad_hi"], c["cbe_hi"])
+    assert nxt["par"] == parity(c["ad"], c["cbe"])
+
+
+def test_knob_m_perr_wrong_time():
+    res = knob_run(Knob.PERR_WRONG_TIME, lambda b: b.transaction(MR, BASE))
+    assert res.clocks_where(perr=1) == [2]
+
+
+def test_knob_n_ack64_without_req64():
+    res = knob_run(Knob.ACK64_WITHOUT_REQ64, lambda b: b.transaction(MR, BASE),
+                   width=64, ack64_capable=1)
+    assert res.first("ack64") == 2 and res.clocks[0]["req64"] == 0
+
+
+def test_knob_o_ack64_late():
+    res = knob_run(Knob.ACK64_LATE, lambda b: b.transaction(MR, BASE, count=2, req64=True),
+                   width=64, ack64_capable=1)
+    assert res.first("devsel") == 2 and res.first("ack64") == 3
+
+
+def test_knob_p_ignore_burst_order():
+    res = knob_run(Knob.IGNORE_BURST_ORDER, lambda b: b.transaction(MW, BASE | 1, data=[1, 2, 3]))
+    assert res.phases == 3 and res.termination == "completion"
+
+
+def test_knob_q_read_data_change():
+    async def body(b):
+        await b.drv.backdoor_write(0, b"\x11\x22\x33\x44")
+        await b.drv.inject(Knob.READ_DATA_CHANGE)
+        return await b.transaction(MR, BASE, irdy_waits={0: 3})
+    res = run(target(), body)
+    waiting = res.clocks_where(trdy=1, irdy=0)
+    values = {res.clocks[n - 1]["ad"] for n in waiting}
+    assert len(waiting) >= 2 and len(values) == 2
+
+
+def test_knob_r_claim_special():
+    res = knob_run(Knob.CLAIM_SPECIAL,
+                   lambda b: b.transaction(Command.SPECIAL_CYCLE, 0, data=[0x1234]))
+    assert res.first("devsel") == 2
+
+
+def test_knobs_refused_on_32bit():
+    async def body(b):
+        try:
+            await b.drv.inject(Knob.ACK64_LATE)
+        except TargetConfigError as e:
+            return str(e)
+    assert "64-bit" in run(target(), body)
+
+
+# --- the legacy device -----------------------------------------------------------------------
+
+IOR, IOW = Command.IO_READ, Command.IO_WRITE
+
+
+def test_legacy_rtc_latencies_and_data():
+    async def body(b):
+        await b.drv.cmos_write(0x0E, b"\x5A")
+        writes, reads = [], []
+        for i in range(6):
+            w = await b.transaction(IOW, 0x70, data=[0x0E], be=0b1110)
+            r = await b.transaction(IOR, 0x71, be=0b1101)
+            writes.append((w.first("trdy") - 1, w.termination))
+            reads.append((r.first("trdy") - 1, (r.data[0] >> 8) & 0xFF, r.first("devsel")))
+        await b.transaction(IOW, 0x71, data=[0x7700], be=0b1101)
+        return writes, reads, await b.drv.cmos_read(0x0E, 1)
+    writes, reads, cmos = run(LegacyDevice(profile=RTC.but(retry=RetryMode.NONE)), body)
+    assert all(31 <= lat <= 34 and t == "completion" for lat, t in writes), writes
+    assert len({lat for lat, _ in writes}) > 1
+    assert reads == [(39, 0x5A, 5)] * 6
+    assert cmos == b"\x77"
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_legacy_retry_runs(seed):
+    async def body(b):
+        terms = []
+        for _ in range(3):
+            run_len = 0
+            while True:
+                w = await b.transaction(IOW, 0x70, data=[0x0A], be=0b1110)
+                if w.termination != "retry":
+                    break
+                assert w.first("stop") == 5 and w.clocks_where(trdy=1) == []
+                run_len += 1
+            terms.append(run_len)
+        return terms
+    runs = run(LegacyDevice(profile=RTC.but(retry_probability=256), seed=seed), body)
+    assert runs == [7, 7, 7], f"seed {seed}: {runs}"
