@@ -39,6 +39,64 @@ class Command:
         raise PcispyError(f"{self.name}: not available")
 
 
+def run_feature(args, feature, **arguments):
+    """Run ``feature`` ("module:function") against the transport the options select."""
+    if args.sysfs or args.uart:
+        kind = "sysfs" if args.sysfs else "uart"
+        raise PcispyError(f"the {kind} transport is not available in this version of pcispy; "
+                          "use --sim")
+    from pcispy.sim.api import run_feature as run_in_simulator
+    from pcispy.sim.system import SystemConfig
+    return run_in_simulator(feature, arguments, SystemConfig(width=args.bus_width),
+                            profile=args.sim or "ideal", seed=args.seed, verbose=args.verbose)
+
+
+class InfoCommand(Command):
+    name = "info"
+    help = "identify the board: IDs, gateware version, bus width, clock, transport, BARs"
+    examples = ("pcispy info", "pcispy --sim --bus-width 64 --json info")
+
+    def run(self, args, out):
+        result = run_feature(args, "pcispy.host.features.identity:info")
+        if not args.json:
+            out.write(f"pcispy board {result['vendor_id']:04x}:{result['device_id']:04x} "
+                      f"class {result['class_code']:06x} rev {result['revision']}\n"
+                      f"gateware {result['gateware_version']}, trace format "
+                      f"{result['trace_format']}, {result['bus_width']}-bit bus at "
+                      f"{result['clock_mhz']} MHz{', passive' if result['passive'] else ''}\n")
+            transport = result["transport"]
+            out.write(f"transport: {transport['transport']}" +
+                      (f" (profile {transport['profile']}, seed {transport['seed']})"
+                       if transport["transport"] == "sim" else "") + "\n")
+            for index, bar in sorted(transport.get("bars", {}).items()):
+                out.write(f"  BAR{index}: {bar['kind']:6s} at {bar['address']:#010x}, "
+                          f"{bar['size']} bytes\n")
+        return result
+
+
+class ConfigCommand(Command):
+    name = "config"
+    help = "the board's configuration space (--lspci: as lspci -xxx prints it)"
+    examples = ("pcispy config --lspci > board.lspci && lspci -F board.lspci -vv",)
+
+    def add_arguments(self, parser):
+        parser.add_argument("--lspci", action="store_true",
+                            help="print in the format of lspci -xxx (readable by lspci -F)")
+
+    def run(self, args, out):
+        from pcispy.host.features.identity import lspci_text
+        result = run_feature(args, "pcispy.host.features.identity:config_space")
+        if not args.json:
+            config = result["config"]
+            if args.lspci:
+                out.write(lspci_text(config))
+            else:
+                for row in range(0, len(config), 16):
+                    out.write(f"{row:02x}: " +
+                              " ".join(f"{b:02x}" for b in config[row:row + 16]) + "\n")
+        return result
+
+
 class CheckCommand(Command):
     name = "check"
     help = "the protocol checker: list its rules, or read its report from the board"
@@ -63,8 +121,9 @@ class CheckCommand(Command):
 
 class RegsCommand(Command):
     name = "regs"
-    help = "the board's registers: names, addresses, fields (--header: as a C header)"
-    examples = ("pcispy regs --header > pcispy_regs.h", "pcispy regs --map --json")
+    help = "the board's registers by name with decoded fields (--header: as a C header)"
+    examples = ("pcispy regs", "pcispy regs --header > pcispy_regs.h",
+                "pcispy --json regs --map")
 
     def add_arguments(self, parser):
         parser.add_argument("--header", action="store_true",
@@ -79,8 +138,14 @@ class RegsCommand(Command):
             out.write(c_header())
             return None
         if not args.map:
-            raise PcispyError("regs: reading live values needs a board feature that is not "
-                              "built yet; use --map or --header")
+            result = run_feature(args, "pcispy.host.features.identity:register_dump")
+            if not args.json:
+                for row in result["registers"]:
+                    value = "  (not read)" if row["value"] is None else f"{row['value']:#010x}"
+                    fields = " ".join(f"{k}={v}" for k, v in row["fields"].items()
+                                      if len(row["fields"]) > 1)
+                    out.write(f"0x{row['address']:03x} {row['name']:28s} {value} {fields}\n")
+            return result
         rows = [{"name": name, "address": address, "doc": reg.doc,
                  "fields": [{"name": f.name, "lsb": f.lsb, "width": f.width,
                              "access": f.access.value, "reset": f.reset, "doc": f.doc}
@@ -92,7 +157,7 @@ class RegsCommand(Command):
         return {"registers": rows}
 
 
-COMMANDS = [CheckCommand(), RegsCommand()]
+COMMANDS = [InfoCommand(), RegsCommand(), ConfigCommand(), CheckCommand()]
 
 
 def build_parser():
@@ -110,6 +175,8 @@ def build_parser():
                            help="a board in a PCI slot of this Linux machine, e.g. 0000:03:00.0")
     transport.add_argument("--uart", metavar="DEV",
                            help="the board's UART side channel, e.g. /dev/ttyUSB0")
+    parser.add_argument("--bus-width", type=int, choices=(32, 64), default=32,
+                        help="bus width of the simulated system (default: 32)")
     parser.add_argument("--seed", type=int, default=1,
                         help="seed of every randomised behaviour (default: 1)")
     parser.add_argument("--json", action="store_true",

@@ -45,7 +45,7 @@ def test_bad_arguments_exit_2_with_a_usage_line():
 
 
 def test_expected_failure_is_one_line_and_exit_2(capsys):
-    status, _ = _run("regs")
+    status, _ = _run("--sysfs", "0000:03:00.0", "info")
     err = capsys.readouterr().err
     assert status == 2
-    assert err.count("\n") == 1 and err.startswith("pcispy: error: regs:")
+    assert err.count("\n") == 1 and err.startswith("pcispy: error: the sysfs transport")

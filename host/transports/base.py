@@ -45,6 +45,10 @@ class Transport(ABC):
     async def write32(self, bar, offset, value):
         """Write the 32-bit word ``value`` at byte ``offset`` of BAR ``bar``."""
 
+    @abstractmethod
+    async def config_read(self, offset):
+        """Read the 32-bit word at byte ``offset`` (0..252) of the board's config space."""
+
     async def read_block(self, bar, offset, count):
         """Read ``count`` consecutive 32-bit words; transports override this with bursts."""
         return [await self.read32(bar, offset + 4 * i) for i in range(count)]
