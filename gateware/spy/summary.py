@@ -52,6 +52,8 @@ class Summariser(wiring.Component):
         summary_valid (Out, 1): pulse: ``summary`` holds a finished transaction.
         summary (Out, SummaryRecord): the record (``filters`` left 0 for the caller).
         busy (Out, 1): FRAME# or IRDY# asserted this clock.
+        transfer (Out, 1): a data phase completes this clock (IRDY# and TRDY#).
+        transfer_bytes (Out, 4): bytes it moves (enabled byte lanes; 8 lanes when 64-bit).
 
     Parameters:
         width: bus width, 32 or 64.
@@ -70,6 +72,8 @@ class Summariser(wiring.Component):
             "summary_valid": Out(1),
             "summary":       Out(SummaryRecord()),
             "busy":          Out(1),
+            "transfer":      Out(1),
+            "transfer_bytes": Out(4),
         })
 
     def elaborate(self, platform):
@@ -131,6 +135,11 @@ class Summariser(wiring.Component):
         m.d.comb += data_clock.eq(in_txn & ~start & ~dac_second)
         transfer = Signal()
         m.d.comb += transfer.eq(data_clock & b.irdy & b.trdy)
+        lanes = ~b.cbe
+        if wide:
+            lanes = Cat(lanes, Mux(req64 & b.ack64, ~b.cbe_hi, 0))
+        m.d.comb += [self.transfer.eq(transfer),
+                     self.transfer_bytes.eq(sum(lanes[i] for i in range(len(lanes))))]
 
         # --- this clock's parity check covers the previous clock's AD
         par_bad = Signal()

@@ -12,7 +12,7 @@ import pytest
 
 from amaranth.sim import Simulator
 
-from pcispy.gateware.pci.bus import Command, parity
+from pcispy.gateware.pci.bus import Command, parity, bus_lines
 
 __all__ = ["idle", "transaction", "finish", "run_wave", "IDLE"]
 
@@ -135,8 +135,13 @@ def finish(clocks, width=32):
     """Fill PAR (and PAR64): even parity of the previous clock's AD and C/BE#."""
     out = []
     prev = IDLE
+    # Every line has a value on every clock: undriven controls read deasserted (pull-ups).
+    quiet = {name: 0 for name in bus_lines(width) if name not in ("par", "par64")}
+    quiet.update(IDLE)
+    if width == 64:
+        quiet["cbe_hi"] = 0xF
     for clock in clocks:
-        line = dict(IDLE, **clock)
+        line = dict(quiet, **clock)
         line.setdefault("par", parity(prev.get("ad", 0), prev.get("cbe", 0xF)))
         if width == 64:
             line.setdefault("ad_hi", 0)

@@ -1,0 +1,200 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The bus spy: raw capture, summaries, filters, counters, histograms, trigger and trace
+memory, composed into one component the board wires to its pads, its CSR bank and BAR1.
+
+Data flow, per clock::
+
+    bus -> Summariser -> address/command -> FilterSet -> match (latched per transaction)
+        |            \\-> summary (+ filter hits) -> Counters, Recorder (summary mode)
+        \\-> RawCapture -> Recorder (raw mode) -> TraceWriter (FIFO) -> trace memory
+    violation (from the protocol checker) & violation_mask -> RawCapture, Recorder
+
+Register values come in as plain ports (:class:`SpyConfig`, the comparator array, strobes)
+and status goes out as :class:`SpyStatus` and :class:`~.counters.CounterValues`, so the CSR
+bank built from gateware/regs.py connects them field by field.
+"""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out, connect
+
+from ..pci.bus import BusState
+from .capture import RawCapture
+from .counters import Counters, CounterValues
+from .filters import FilterSet, FilterCombine, Comparator
+from .format import CaptureMode, TriggerSource, TIMESTAMP_BITS, MAX_RULES
+from .summary import Summariser
+from .trigger import Recorder, RecorderState
+from .tracemem import (BRAMTraceMemory, SRAMTraceMemory, SRAMSignature, TraceWriter,
+                       TraceMemorySignature)
+
+__all__ = ["SpyConfig", "SpyStatus", "Spy"]
+
+
+class SpyConfig(data.StructLayout):
+    """The spy's settings (the ``spy.config``-like registers of gateware/regs.py)."""
+    def __init__(self):
+        super().__init__({
+            "mode":           CaptureMode,
+            "source":         TriggerSource,
+            "ring":           1,
+            "idle_compress":  1,
+            "combine":        FilterCombine,
+            "latency_timer":  8,
+            "pre":            32,
+            "post":           32,
+            "violation_mask": MAX_RULES,
+        })
+
+
+class SpyStatus(data.StructLayout):
+    """What the spy reports."""
+    def __init__(self):
+        super().__init__({
+            "state":             RecorderState,
+            "done":              1,   # stopped and every record written
+            "pre_error":         1,   # the last arm was refused: pre >= capacity
+            "clearing":          1,   # histograms being zeroed
+            "capacity":          32,  # records the memory holds in the armed mode
+            "start":             32,  # index of the oldest valid record
+            "count":             32,  # valid records
+            "trigger_index":     32,
+            "trigger_timestamp": TIMESTAMP_BITS,
+            "lost":              32,
+            "overruns":          32,
+        })
+
+
+class Spy(wiring.Component):
+    """The whole bus spy.
+
+    Ports:
+        bus (In, BusState(width, masters)): the sampled bus (inside-level, one per clock).
+        timestamp (In, 48): free-running PCI clock counter.
+        violation (In, rules): this clock's protocol-checker pulses (rule = bit index).
+        config (In, SpyConfig): settings; ``mode``/``source``/``ring``/``pre``/``post`` are
+            taken at ``arm``.
+        comparators (In, ArrayLayout(Comparator, filters)): filter comparators.
+        arm, stop, trigger, clear (In, 1): strobes: arm a capture, stop it, the trigger
+            register was written, zero the counters and histograms.
+        status (Out, SpyStatus), counters (Out, CounterValues(filters)).
+        hist_select (In, 1), hist_addr (In, 6), hist_data (Out, 32): histogram bins (0:
+            first-data latency, 1: gap), data one clock after the address.
+        trace_r_addr (In, addr_bits + 2), trace_r_en (In, 1), trace_r_data (Out, 32),
+            trace_r_valid (Out, 1): 32-bit word reads of the trace memory (BAR1).
+        sram (Out, SRAMSignature): only with ``memory="sram"``: the SRAM pins.
+
+    Parameters:
+        width: 32 or 64. masters: REQ#/GNT# pairs visible. rules: violation vector width.
+        filters: comparators (1..8). memory: "bram" or "sram". addr_bits: log2 of the trace
+        memory depth in 128-bit slots. sram_data_bits: SRAM width. fifo_depth: records
+        buffered in front of the memory.
+    """
+    def __init__(self, width=32, *, masters=1, rules=1, filters=4, memory="bram",
+                 addr_bits=10, sram_data_bits=32, fifo_depth=16):
+        if memory not in ("bram", "sram"):
+            raise ValueError(f"trace memory must be 'bram' or 'sram', not {memory!r}")
+        self.width = width
+        self.masters = masters
+        self.rules = rules
+        self.filters = filters
+        self.memory = memory
+        self.addr_bits = addr_bits
+        self.fifo_depth = fifo_depth
+        if memory == "sram":
+            self._trace = SRAMTraceMemory(addr_bits, sram_data_bits)
+        else:
+            self._trace = BRAMTraceMemory(addr_bits)
+        ports = {
+            "bus":          In(BusState(width, masters)),
+            "timestamp":    In(TIMESTAMP_BITS),
+            "violation":    In(rules),
+            "config":       In(SpyConfig()),
+            "comparators":  In(data.ArrayLayout(Comparator(), filters)),
+            "arm":          In(1), "stop": In(1), "trigger": In(1), "clear": In(1),
+            "status":       Out(SpyStatus()),
+            "counters":     Out(CounterValues(filters)),
+            "hist_select":  In(1), "hist_addr": In(6), "hist_data": Out(32),
+            "trace_r_addr": In(addr_bits + 2), "trace_r_en": In(1),
+            "trace_r_data": Out(32), "trace_r_valid": Out(1),
+        }
+        if memory == "sram":
+            ports["sram"] = Out(SRAMSignature(self._trace.sram_addr_bits, sram_data_bits))
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.config
+        m.submodules.summariser = summ = Summariser(self.width, self.masters)
+        m.submodules.filters = filt = FilterSet(self.filters)
+        m.submodules.capture = cap = RawCapture(self.width, self.masters, self.rules)
+        m.submodules.counters = cnt = Counters(self.filters)
+        m.submodules.recorder = rec = Recorder(self.width, self.masters, self.addr_bits,
+                                               self.fifo_depth)
+        m.submodules.writer = wr = TraceWriter(self.addr_bits, self.fifo_depth)
+        m.submodules.trace = trace = self._trace
+
+        violation = Signal(MAX_RULES)
+        m.d.comb += violation.eq(self.violation & cfg.violation_mask)
+
+        m.d.comb += [
+            summ.bus.eq(self.bus), summ.timestamp.eq(self.timestamp),
+            summ.latency_timer.eq(cfg.latency_timer),
+            filt.address.eq(summ.address), filt.command.eq(summ.command),
+            filt.comparators.eq(self.comparators), filt.combine.eq(cfg.combine),
+        ]
+        # The filter verdict is known at the (last) address phase; keep it for the summary.
+        match = Signal()
+        hits = Signal(self.filters)
+        with m.If(summ.address_valid):
+            m.d.sync += [match.eq(filt.match), hits.eq(filt.hits)]
+        summary = Signal.like(summ.summary)
+        m.d.comb += [summary.eq(summ.summary), summary.filters.eq(hits)]
+
+        m.d.comb += [
+            cap.bus.eq(self.bus), cap.idle_compress.eq(cfg.idle_compress),
+            cap.violation.eq(violation), cap.trigger.eq(rec.fire),
+
+            cnt.summary_valid.eq(summ.summary_valid), cnt.summary.eq(summary),
+            cnt.match.eq(match), cnt.hits.eq(hits),
+            cnt.address_valid.eq(summ.address_valid), cnt.address_match.eq(filt.match),
+            cnt.transfer.eq(summ.transfer), cnt.transfer_bytes.eq(summ.transfer_bytes),
+            cnt.busy.eq(summ.busy), cnt.clear.eq(self.clear),
+            cnt.hist_select.eq(self.hist_select), cnt.hist_addr.eq(self.hist_addr),
+            self.hist_data.eq(cnt.hist_data), self.counters.eq(cnt.values),
+
+            rec.mode.eq(cfg.mode), rec.source.eq(cfg.source), rec.ring.eq(cfg.ring),
+            rec.pre.eq(cfg.pre), rec.post.eq(cfg.post),
+            rec.arm.eq(self.arm), rec.stop.eq(self.stop), rec.trigger.eq(self.trigger),
+            rec.timestamp.eq(self.timestamp),
+            rec.filter_trigger.eq(summ.address_valid & filt.match),
+            rec.violation.eq(violation),
+            rec.raw_valid.eq(cap.valid), rec.raw_record.eq(cap.record),
+            rec.summary_valid.eq(summ.summary_valid), rec.summary_record.eq(summary),
+            rec.summary_match.eq(match),
+
+            wr.restart.eq(rec.restart), wr.wide.eq(rec.wide),
+            wr.push.eq(rec.push), wr.push_data.eq(rec.push_data),
+            rec.can_push.eq(wr.can_push), rec.level.eq(wr.level),
+        ]
+        mem = trace.mem
+        m.d.comb += [
+            mem.w_addr.eq(wr.mem.w_addr), mem.w_data.eq(wr.mem.w_data),
+            mem.w_en.eq(wr.mem.w_en), wr.mem.w_ready.eq(mem.w_ready),
+            mem.r_addr.eq(self.trace_r_addr), mem.r_en.eq(self.trace_r_en),
+            self.trace_r_data.eq(mem.r_data), self.trace_r_valid.eq(mem.r_valid),
+        ]
+        if self.memory == "sram":
+            connect(m, wiring.flipped(self.sram), trace.sram)
+
+        st = self.status
+        m.d.comb += [
+            st.state.eq(rec.state),
+            st.done.eq((rec.state == RecorderState.DONE) & wr.idle),
+            st.pre_error.eq(rec.pre_error), st.clearing.eq(cnt.clearing),
+            st.capacity.eq(rec.capacity), st.start.eq(rec.start), st.count.eq(rec.count),
+            st.trigger_index.eq(rec.trigger_index),
+            st.trigger_timestamp.eq(rec.trigger_timestamp),
+            st.lost.eq(rec.lost), st.overruns.eq(rec.overruns),
+        ]
+        return m

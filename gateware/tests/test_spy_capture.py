@@ -1,0 +1,363 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The whole spy: raw capture and idle compression, summary capture, triggers of every
+kind, pre-trigger, ring mode, stop after N, overrun (exact lost counts and event records),
+and both trace memories (block RAM and the external SRAM model)."""
+
+import pytest
+
+from amaranth.hdl import Module
+from amaranth.sim import Simulator
+
+from pcispy.gateware.pci.bus import Command, Termination
+from pcispy.gateware.spy.format import (RecordKind, TriggerSource, CaptureMode, record_layouts,
+                                        record_fields, MAX_DELTA)
+from pcispy.gateware.spy.filters import IO_COMMANDS, ALL_COMMANDS
+from pcispy.gateware.spy.spy import Spy
+from pcispy.gateware.spy.trigger import RecorderState
+from pcispy.sim.bfm.sram import AsyncSRAM
+
+try:
+    from .test_spy_waves import idle, transaction, finish
+except ImportError:
+    from test_spy_waves import idle, transaction, finish
+
+pytestmark = pytest.mark.spy
+
+
+def decode(value, width=32):
+    """One record (an int) into ``{field: value}`` through format.record_fields."""
+    kind = RecordKind(value & 0xF)
+    layout = record_layouts(width)[kind]
+    fields = {name: (value >> offset) & ((1 << bits) - 1)
+              for name, offset, bits in record_fields(layout)}
+    fields["kind"] = kind
+    return fields
+
+
+def comparator(address=0, mask=0, commands=ALL_COMMANDS, exclude=0, enable=1):
+    return {"enable": enable, "exclude": exclude, "commands": commands, "address": address,
+            "mask": mask}
+
+
+class Bench:
+    """A Spy fed with a waveform, then read out like the host would."""
+    def __init__(self, *, memory="bram", addr_bits=6, fifo_depth=8, rules=4, width=32,
+                 sram_data_bits=32):
+        self.width = width
+        self.spy = Spy(width, rules=rules, memory=memory, addr_bits=addr_bits,
+                       fifo_depth=fifo_depth, sram_data_bits=sram_data_bits)
+        self.top = Module()
+        self.top.submodules.spy = self.spy
+        self.sram = None
+        if memory == "sram":
+            pins = self.spy.sram
+            self.sram = sram = AsyncSRAM(self.spy._trace.sram_addr_bits, sram_data_bits)
+            self.top.submodules.sram = sram
+            # The pads: active-low controls, and the data bus resolved between two drivers.
+            self.top.d.comb += [
+                sram.a.eq(pins.a), sram.ce_n.eq(~pins.ce), sram.we_n.eq(~pins.we),
+                sram.oe_n.eq(~pins.oe), sram.d_i.eq(pins.d.o),
+                pins.d.i.eq(sram.d_o),
+            ]
+
+    def run(self, clocks, *, config=None, comparators=(), strobes=None, violations=None,
+            read=True, stop=True, jumps=None):
+        """Arm, feed ``clocks`` and read the trace back. ``jumps[i]``: the timestamp
+        skips that many clocks before wave clock ``i`` (a long idle bus, cheaply)."""
+        spy = self.spy
+        config = dict({"mode": CaptureMode.RAW, "source": TriggerSource.IMMEDIATE,
+                       "ring": 0, "idle_compress": 0, "combine": 0, "latency_timer": 0,
+                       "pre": 0, "post": 0, "violation_mask": 0xF}, **(config or {}))
+        strobes = strobes or {}
+        violations = violations or {}
+        clocks = finish(list(clocks), self.width)
+        result = {}
+
+        jumps = jumps or {}
+        now = [0]
+
+        async def tick(ctx):
+            await ctx.tick()
+            now[0] += 1
+            ctx.set(spy.timestamp, now[0])
+
+        async def bench(ctx):
+            ctx.set(spy.config, config)
+            for i, comp in enumerate(list(comparators) + [comparator(enable=0)] *
+                                     (spy.filters - len(comparators))):
+                ctx.set(spy.comparators[i], comp)
+            ctx.set(spy.bus, finish(idle(1), self.width)[0])
+            await tick(ctx)
+            ctx.set(spy.arm, 1)
+            await tick(ctx)
+            ctx.set(spy.arm, 0)
+            for index, clock in enumerate(clocks):
+                if index in jumps:
+                    now[0] += jumps[index]
+                    ctx.set(spy.timestamp, now[0])
+                for name, value in clock.items():
+                    ctx.set(getattr(spy.bus, name), value)
+                for name in ("trigger", "stop"):
+                    ctx.set(getattr(spy, name), strobes.get(index) == name)
+                ctx.set(spy.violation, violations.get(index, 0))
+                await tick(ctx)
+            ctx.set(spy.trigger, 0)
+            ctx.set(spy.violation, 0)
+            if stop:
+                ctx.set(spy.stop, 1)
+                await tick(ctx)
+                ctx.set(spy.stop, 0)
+            for _ in range(500):
+                if ctx.get(spy.status.done):
+                    break
+                await tick(ctx)
+            status = ctx.get(spy.status)
+            result["status"] = {name: getattr(status, name) for name in
+                                ("state", "done", "pre_error", "capacity", "start", "count",
+                                 "trigger_index", "trigger_timestamp", "lost", "overruns")}
+            counters = ctx.get(spy.counters)
+            result["counters"] = counters
+            if not read:
+                return
+            slots = 2 if config["mode"] == CaptureMode.SUMMARY else 1
+            records = []
+            st = result["status"]
+            for k in range(st["count"]):
+                index = (st["start"] + k) % st["capacity"]
+                value = 0
+                for w in range(4 * slots):
+                    ctx.set(spy.trace_r_addr, index * slots * 4 + w)
+                    ctx.set(spy.trace_r_en, 1)
+                    await tick(ctx)
+                    ctx.set(spy.trace_r_en, 0)
+                    while not ctx.get(spy.trace_r_valid):
+                        await tick(ctx)
+                    value |= ctx.get(spy.trace_r_data) << (32 * w)
+                records.append(decode(value, self.width))
+            result["records"] = records
+            if self.sram is not None:
+                result["sram_errors"] = ctx.get(self.sram.errors)
+
+        sim = Simulator(self.top)
+        sim.add_clock(1e-6)
+        sim.add_testbench(bench)
+        sim.run()
+        return result
+
+
+def raw_times(records):
+    """Absolute clocks of raw records, from the deltas, relative to the first."""
+    times, t = [], 0
+    for i, rec in enumerate(records):
+        if i:
+            t += rec["delta"]
+        times.append(t)
+    return times
+
+
+def test_raw_capture_every_clock():
+    wave = idle(2) + transaction(Command.MEM_WRITE, 0x1000, [0xA, 0xB]) + idle(2)
+    res = Bench().run(wave)
+    recs = res["records"]
+    st = res["status"]
+    # arm at timestamp 1; clocks of the wave from timestamp 2; plus the stop clock
+    assert st["lost"] == 0 and st["state"] == RecorderState.DONE
+    raws = [r for r in recs if r["kind"] == RecordKind.RAW]
+    assert len(raws) == len(wave) + 1
+    assert all(r["delta"] == 1 for r in raws)
+    assert raws[0]["trigger"] == 1 and sum(r["trigger"] for r in raws) == 1
+    frames = [r["bus.frame"] for r in raws[:len(wave)]]
+    assert frames == [c.get("frame", 0) for c in wave]
+    assert raws[2]["bus.ad"] == 0x1000 and raws[2]["bus.cbe"] == Command.MEM_WRITE.value
+
+
+def test_idle_compression_deltas():
+    wave = (idle(2) + transaction(Command.MEM_WRITE, 0x10, [1]) + idle(30) +
+            transaction(Command.MEM_READ, 0x20, [2]) + idle(5))
+    res = Bench().run(wave, config={"idle_compress": 1})
+    raws = [r for r in res["records"] if r["kind"] == RecordKind.RAW]
+    # Stored: the first clock (trigger), the 3 clocks of the write and the first idle after
+    # (PAR), the 3 clocks of the read and the idle after.
+    busy = [r["bus.frame"] | r["bus.irdy"] for r in raws]
+    assert busy == [0, 1, 1, 1, 0, 1, 1, 1, 0]
+    assert [r["delta"] for r in raws] == [1, 2, 1, 1, 1, 30, 1, 1, 1]
+    # Interrupt lines are not data: an INTA# edge on an idle bus is kept.
+    wave = idle(3) + idle(3, inta=1) + idle(3)
+    res = Bench().run(wave, config={"idle_compress": 1})
+    raws = [r for r in res["records"] if r["kind"] == RecordKind.RAW]
+    assert [(r["bus.inta"], r["delta"]) for r in raws] == [(0, 1), (1, 3), (1, 1), (0, 2),
+                                                            (0, 1)]
+
+
+def test_wrap_event_when_delta_overflows():
+    wave = idle(1) + transaction(Command.MEM_WRITE, 0x10, [1]) + idle(10) + \
+        transaction(Command.MEM_WRITE, 0x20, [2])
+    # The bus stays idle for MAX_DELTA more clocks after the first idle ones.
+    res = Bench().run(wave, config={"idle_compress": 1}, jumps={8: MAX_DELTA})
+    kinds = [r["kind"] for r in res["records"]]
+    assert kinds.count(RecordKind.WRAP) == 1
+    i = kinds.index(RecordKind.WRAP)
+    wrap, before, after = res["records"][i], res["records"][i - 1], res["records"][i + 1]
+    assert before["bus.frame"] == 0 and before["delta"] == 1   # the idle after the write
+    assert after["bus.ad"] == 0x20 and after["bus.frame"] == 1
+    # timestamps: arm 1, wave clock k at 2 + k (+ MAX_DELTA from clock 8 on); the idle after
+    # the write is clock 4 -> 6; at clock 8 the delta would be 10 + MAX_DELTA - 6: the wrap
+    # is written there; the address phase is clock 14 -> 16 + MAX_DELTA.
+    assert wrap["timestamp"] == 10 + MAX_DELTA
+    assert after["delta"] == 6
+
+
+def test_summary_capture_with_filter_and_counters():
+    wave = (idle(2) + transaction(Command.IO_WRITE, 0x70, [0x0A], be=0xE, devsel=4, latency=33) +
+            idle(3) + transaction(Command.MEM_WRITE, 0x1000, [1, 2, 3], devsel=1) + idle(2) +
+            transaction(Command.IO_READ, 0x71, [0x42], be=0xD, devsel=4, latency=39) +
+            idle(2) + transaction(Command.IO_WRITE, 0x70, [0x0B], ending="retry") + idle(4))
+    res = Bench().run(wave, config={"mode": CaptureMode.SUMMARY},
+                      comparators=[comparator(0x70, ~1 & 0xFFFF_FFFF, IO_COMMANDS)])
+    recs = res["records"]
+    assert [r["kind"] for r in recs] == [RecordKind.TRIGGER] + [RecordKind.SUMMARY] * 3
+    sums = recs[1:]
+    assert [(r["address"], r["command"], r["data_phases"], r["latency"], r["termination"],
+             r["filters"]) for r in sums] == [
+        (0x70, Command.IO_WRITE.value, 1, 33, Termination.COMPLETION.value, 1),
+        (0x71, Command.IO_READ.value, 1, 39, Termination.COMPLETION.value, 1),
+        (0x70, Command.IO_WRITE.value, 0, 2, Termination.RETRY.value, 1)]
+    assert sums[0]["first_be"] == 0xE and sums[1]["first_data"] == 0x42
+    c = res["counters"]
+    assert (c.transactions, c.data_phases, c.bytes, c.retries) == (3, 2, 2, 1)
+    assert (c.latency_sum, c.latency_min, c.latency_max) == (33 + 39 + 2, 2, 39)
+    assert c.hits[0] == 3
+    total = len(wave) + 2   # the wave, the stop clock and the clock done is seen on
+    assert c.busy_clocks + c.idle_clocks >= len(wave)
+    busy = sum(1 for clk in wave if clk.get("frame") or clk.get("irdy"))
+    assert c.busy_clocks == busy
+
+
+@pytest.mark.parametrize("source", ["filter", "register", "violation"])
+def test_trigger_sources_with_pre_trigger(source):
+    # Six single writes; the trigger comes with the fourth. Pre-trigger depth 2.
+    wave = idle(1)
+    starts = []
+    for i in range(6):
+        starts.append(len(wave))
+        wave += transaction(Command.MEM_WRITE, 0x100 * (i + 1), [i], devsel=1) + idle(2)
+    config = {"mode": CaptureMode.SUMMARY, "pre": 2}
+    comparators, strobes, violations = [], {}, {}
+    if source == "filter":
+        config["source"] = TriggerSource.FILTER
+        comparators = [comparator(0x400, 0xFFFF_FFFF)]
+    elif source == "register":
+        config["source"] = TriggerSource.REGISTER
+        strobes = {starts[3]: "trigger"}
+    else:
+        config["source"] = TriggerSource.VIOLATION
+        config["violation_mask"] = 0b0100
+        violations = {starts[3]: 0b0110, starts[1]: 0b0001}
+    res = Bench().run(wave, config=config, comparators=comparators, strobes=strobes,
+                      violations=violations)
+    recs = res["records"]
+    kinds = [r["kind"] for r in recs]
+    st = res["status"]
+    if source == "filter":
+        # Only the matching transaction is stored: trigger event then its summary.
+        assert kinds == [RecordKind.TRIGGER, RecordKind.SUMMARY]
+        assert recs[1]["address"] == 0x400
+        assert recs[0]["timestamp"] == 1 + 1 + starts[3]
+        return
+    addresses = [r["address"] for r in recs if r["kind"] == RecordKind.SUMMARY]
+    if source == "register":
+        # pre: summaries 2 and 3 (the 4th ends after the trigger), then the trigger, 4, 5, 6
+        assert kinds[2] == RecordKind.TRIGGER
+        assert addresses == [0x200, 0x300, 0x400, 0x500, 0x600]
+        assert recs[2]["source"] == TriggerSource.REGISTER.value
+    else:
+        # rule 0 is masked out: no event for it; of rules 1 and 2 (with the 4th address
+        # phase) only 2 is enabled. The event waits for the 4th summary (it has priority).
+        assert kinds[2:5] == [RecordKind.TRIGGER, RecordKind.SUMMARY, RecordKind.VIOLATION]
+        assert recs[4]["rules"] == 0b0100 and recs[4]["clocks"] == 1
+        assert recs[4]["timestamp"] == 2 + starts[3]
+        assert addresses == [0x200, 0x300, 0x400, 0x500, 0x600]
+    assert st["trigger_timestamp"] == 2 + starts[3]
+    assert (st["trigger_index"] - st["start"]) % st["capacity"] == 2
+
+
+def test_raw_trigger_register_marks_its_clock_and_post_count_stops():
+    wave = idle(20)
+    res = Bench().run(wave, config={"source": TriggerSource.REGISTER, "pre": 3, "post": 4},
+                      strobes={10: "trigger"}, stop=False)
+    recs = res["records"]
+    st = res["status"]
+    assert st["state"] == RecorderState.DONE and st["count"] == 7
+    assert [r["trigger"] for r in recs] == [0, 0, 0, 1, 0, 0, 0]
+    assert st["trigger_timestamp"] == 12
+
+
+def test_stop_on_full_and_ring_mode():
+    # Capacity 64 raw records (addr_bits 6); 100 clocks of bus.
+    wave = idle(100, inta=0)
+    for i, clock in enumerate(wave):
+        clock["ad"] = i
+    res = Bench().run(wave)
+    st = res["status"]
+    assert st["count"] == 64 and st["lost"] == 0
+    # the first record is the wave's first clock (the trigger fires on the first clock armed)
+    assert [r["bus.ad"] for r in res["records"]] == list(range(64))
+    res = Bench().run(wave, config={"ring": 1})
+    st = res["status"]
+    assert st["count"] == 64
+    ads = [r["bus.ad"] for r in res["records"]]
+    # the last 64 records: the wave's last 63 clocks and the stop clock (bus still 99)
+    assert ads == list(range(37, 100)) + [99]
+
+
+def test_pre_trigger_too_large_is_refused():
+    res = Bench().run(idle(4), config={"pre": 64}, read=False)
+    assert res["status"]["pre_error"] == 1
+    assert res["status"]["state"] == RecorderState.IDLE
+
+
+@pytest.mark.parametrize("data_bits", [32, 128])
+def test_sram_overrun_is_never_silent(data_bits):
+    # Raw capture of every clock into an SRAM that takes 2 clocks per word: 8 (32-bit) or
+    # 2 (128-bit) clocks per record. Records are dropped; every drop is accounted for.
+    bench = Bench(memory="sram", sram_data_bits=data_bits, fifo_depth=4)
+    wave = idle(40)
+    for i, clock in enumerate(wave):
+        clock["ad"] = 0x1000 + i
+    res = bench.run(wave, config={"ring": 1})
+    st = res["status"]
+    recs = res["records"]
+    assert res["sram_errors"] == 0
+    raws = [r for r in recs if r["kind"] == RecordKind.RAW]
+    overruns = [r for r in recs if r["kind"] == RecordKind.OVERRUN]
+    assert st["lost"] > 0 and len(overruns) == st["overruns"] > 0
+    # Every clock of the capture (the wave and the stop clock) is stored or counted lost,
+    # and the OVERRUN events in the trace add up to the total.
+    assert len(raws) + st["lost"] == len(wave) + 1
+    assert sum(r["lost"] for r in overruns) == st["lost"]
+    # Between two stored clocks, the AD gap is exactly the loss reported in between.
+    previous, lost_since = None, 0
+    for r in recs[:-1]:
+        if r["kind"] == RecordKind.OVERRUN:
+            lost_since += r["lost"]
+        elif previous is not None:
+            assert r["bus.ad"] - previous - 1 == lost_since
+            previous, lost_since = r["bus.ad"], 0
+        else:
+            previous = r["bus.ad"]
+    assert recs[0]["bus.ad"] == 0x1000
+
+
+def test_sram_memory_holds_a_slow_capture():
+    # With idle compression the SRAM keeps up with sparse traffic: nothing is lost and the
+    # records read back through the SRAM model are exact.
+    wave = idle(1)
+    for i in range(3):
+        wave += transaction(Command.MEM_WRITE, 0x100 * (i + 1), [i]) + idle(24)
+    res = Bench(memory="sram", sram_data_bits=32, fifo_depth=8).run(
+        wave, config={"idle_compress": 1})
+    st = res["status"]
+    assert st["lost"] == 0 and res["sram_errors"] == 0
+    addresses = [r["bus.ad"] for r in res["records"]
+                 if r["kind"] == RecordKind.RAW and r["bus.frame"] and not r["bus.irdy"]]
+    assert addresses == [0x100, 0x200, 0x300]
