@@ -12,8 +12,9 @@ BARs (DESIGN.md, "BARs"):
 - BAR0, memory, 4 KiB: the register bank (:class:`~pcispy.gateware.csr.CSRBank`).
 - BAR1, memory, prefetchable: the trace window; its backend bus is the board port
   ``trace`` (the spy's trace memory answers it). Present when ``trace_size`` is not 0.
-- BAR2, memory: the exerciser window, scratch RAM with the programmed response; offsets
-  with bit ``log2(exerciser_size) - 1`` set alias the same RAM but answer 32-bit only.
+- BAR2, memory: the exerciser window, scratch RAM with the programmed response. On a
+  64-bit board its upper half (offset bit ``log2(exerciser_size) - 1`` set) aliases the
+  lower half's RAM but answers 32-bit only (no ACK64#).
 - BAR3, I/O, 256 bytes: the I/O exerciser window (its own small scratch RAM), same response.
 
 Several blocks may drive the bus (the target now; the DMA initiator and the interrupt
@@ -55,6 +56,15 @@ def merge_bus_drivers(m, pads_bus, cores):
             enable = enable | line.oe
             m.d.comb += line.i.eq(pad.i)
         m.d.comb += [pad.o.eq(value), pad.oe.eq(enable)]
+
+
+def _connect_backend(m, requester, backend):
+    """Connect a target backend port to a backend that decodes fewer address bits."""
+    for name in ("write", "w_data", "w_be", "valid"):
+        m.d.comb += getattr(backend, name).eq(getattr(requester, name))
+    m.d.comb += [backend.addr.eq(requester.addr[:len(backend.addr)]),
+                 requester.ready.eq(backend.ready), requester.r_data.eq(backend.r_data),
+                 requester.r_valid.eq(backend.r_valid)]
 
 
 class PCIBoard(wiring.Component):
@@ -143,10 +153,13 @@ class PCIBoard(wiring.Component):
         if self.windows[1] is not None:
             wiring.connect(m, target.bar1, wiring.flipped(self.trace))
         exerciser = self.windows[2]
+        # On a 64-bit board the top offset bit of BAR2 only selects 32-bit answers: both
+        # halves reach the same RAM.
+        alias_bits = 1 if exerciser.ack64_bit is not None else 0
         m.submodules.scratch = scratch = ScratchRAM(
-            width=exerciser.data_width, addr_bits=exerciser.addr_bits,
+            width=exerciser.data_width, addr_bits=exerciser.addr_bits - alias_bits,
             verilog=self.scratch_verilog)
-        wiring.connect(m, target.bar2, scratch.bus)
+        _connect_backend(m, target.bar2, scratch.bus)
         m.submodules.io_scratch = io_scratch = ScratchRAM(
             width=32, addr_bits=self.windows[3].addr_bits, verilog=False)
         wiring.connect(m, target.bar3, io_scratch.bus)

@@ -387,7 +387,7 @@ class PCITarget(wiring.Component):
         m.d.comb += wcount.eq(Mux(group_full, knobs.wait_clocks, e_wait))
 
         # Read word for the next phase: keep the current one, or load the FIFO head.
-        m.d.comb += load.eq(e_active & e_read & rfifo.nonempty & (moved | ~cur_valid))
+        m.d.comb += load.eq(e_active & e_read & rfifo.nonempty & (moved | ~cur_valid) & ~final)
         next_valid = Signal()
         m.d.comb += next_valid.eq(load | (cur_valid & ~moved))
         # Room for posted writes: the one being pushed, the one moving, the next one.

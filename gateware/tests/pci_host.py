@@ -18,7 +18,8 @@ from pcispy.gateware.pci.bus import (ACTIVE_LOW, OPEN_DRAIN, Command, Terminatio
                                      parity)
 from pcispy.gateware.pci.pads import INPUT_ONLY_LINES
 
-__all__ = ["PinBus", "ScriptedInitiator", "Result", "build_bench"]
+__all__ = ["PinBus", "ScriptedInitiator", "Result", "build_bench", "enumerate_board",
+           "simulate", "BAR_ADDRESSES"]
 
 
 class PinBus:
@@ -115,7 +116,7 @@ class ScriptedInitiator:
         else:
             self._set("par", owed[0])
             if self.wide:
-                self._set("par64", owed[1], owed[1] is not None)
+                self._set("par64", owed[1] or 0, owed[1] is not None)
         self.par_next = None
         for name, value in (("ad", ad), ("cbe", cbe), ("ad_hi", ad_hi), ("cbe_hi", cbe_hi)):
             if name.endswith("_hi") and not self.wide:
@@ -131,10 +132,11 @@ class ScriptedInitiator:
 
     async def transaction(self, cmd, addr, *, count=1, data=None, be=0x0, idsel=False,
                           req64=False, corrupt_addr_par=False, corrupt_data_par=False,
-                          timeout=64):
+                          timeout=48):
         """Run one transaction of up to ``count`` data phases (``data`` for writes).
 
         ``be`` is C/BE# (pin level, 0 = all bytes); for 64-bit, bits 7:4 go on C/BE#[7:4].
+        ``timeout``: clocks beyond ``count`` before giving up.
         Returns a :class:`Result`.
         """
         cmd = Command(cmd)
@@ -153,7 +155,7 @@ class ScriptedInitiator:
         self._set("idsel", 0)
         index, stop_seen, devsel_seen = 0, False, False
         last_board_ad = None
-        for clock in range(2, timeout):
+        for clock in range(2, count + timeout):
             last = stop_seen or index == count - 1
             self._set("frame", int(not last))
             self._set("req64", int(req64 and not last))
@@ -172,7 +174,8 @@ class ScriptedInitiator:
             if last_board_ad is not None and s["par"] != last_board_ad:
                 res.read_parity_errors += 1
             last_board_ad = None
-            if not write and s["devsel"]:
+            if not write and s["trdy"]:
+                # PAR must be valid the clock after TRDY# on a read (not in wait states).
                 last_board_ad = parity(s["ad"], s["cbe"])
             devsel_seen |= bool(s["devsel"])
             moved = s["irdy"] and s["trdy"]
@@ -243,3 +246,36 @@ def build_bench(board):
     m.submodules.board = board
     pins = PinBus(m, board.ports, board.width)
     return m, pins
+
+
+#: Where :func:`enumerate_board` places the BARs (BAR1 absent by default).
+BAR_ADDRESSES = {0: 0x1000_0000, 1: 0x3000_0000, 2: 0x2000_0000, 3: 0x0000_E000}
+
+
+async def enumerate_board(host, *, command=0x0043):
+    """Assign :data:`BAR_ADDRESSES`, then write the Command register (default: I/O, memory,
+    parity error response)."""
+    for bar, address in BAR_ADDRESSES.items():
+        await host.config_write(4 + bar, address)
+    await host.config_write(1, command)
+
+
+def simulate(board, bench, *, vcd=None):
+    """Run ``await bench(host, pins, ctx)`` against ``board`` in the Python simulator."""
+    from amaranth.sim import Simulator
+    m, pins = build_bench(board)
+    sim = Simulator(m)
+    sim.add_clock(30e-9, domain="pci")
+
+    async def testbench(ctx):
+        host = ScriptedInitiator(ctx, pins)
+        await host.idle(2)
+        await bench(host, pins, ctx)
+        assert not ctx.get(pins.contention), "two drivers on one bus line"
+
+    sim.add_testbench(testbench)
+    if vcd:
+        with sim.write_vcd(vcd):
+            sim.run()
+    else:
+        sim.run()

@@ -1,0 +1,299 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The board's PCI target, clock by clock, driven by a scripted initiator at the pins.
+
+Clock numbers count the address phase as clock 1 (../shared/pci-notes.md). With the pads'
+I/O flip-flops and registered decode the board answers at medium DEVSEL# timing: DEVSEL#
+on clock 3, first write data on clock 3, first read data on clock 6 (the scratch RAM is
+read through the prefetch buffer), then one data phase per clock.
+"""
+
+import random
+
+import pytest
+
+from pcispy.gateware.pci.bus import Command, DevselSpeed, Termination
+from pcispy.gateware.regs import REGISTER_MAP
+from pcispy.gateware.top import PCIBoard
+
+from pcispy.gateware.tests.pci_host import BAR_ADDRESSES, enumerate_board, simulate
+
+pytestmark = pytest.mark.target
+
+BAR0, BAR2, BAR3 = BAR_ADDRESSES[0], BAR_ADDRESSES[2], BAR_ADDRESSES[3]
+EXERCISER_SIZE = 16 * 1024
+
+
+async def csr_write(host, name, value):
+    address, _ = REGISTER_MAP[name]
+    r = await host.write(BAR0 + address, [value])
+    assert r.moved == 1
+
+
+async def csr_read(host, name):
+    address, _ = REGISTER_MAP[name]
+    r = await host.read(BAR0 + address, 1, cmd=Command.MEM_READ)
+    assert r.moved == 1
+    return r.data[0]
+
+
+def run(bench, width=32):
+    async def wrapped(host, pins, ctx):
+        await enumerate_board(host)
+        await bench(host, ctx)
+    simulate(PCIBoard(width, exerciser_size=EXERCISER_SIZE), wrapped)
+
+
+def test_memory_burst_write_then_read_exact_clocks():
+    words = [0x1111_0000 + 0x0101 * i for i in range(8)]
+
+    async def bench(host, ctx):
+        w = await host.write(BAR2 + 0x40, words)
+        assert w.termination == Termination.COMPLETION and w.moved == 8
+        assert w.first("devsel") == 3                      # medium decode
+        assert w.data_clocks() == list(range(3, 11))       # zero-wait from clock 3
+        r = await host.read(BAR2 + 0x40, 8)
+        assert r.termination == Termination.COMPLETION
+        assert r.data == words
+        assert r.first("devsel") == 3
+        assert r.data_clocks() == list(range(6, 14))       # prefetch, then zero-wait
+        assert r.read_parity_errors == 0
+        # The board drives AD only from clock 3 (turnaround on clock 2) to the last phase.
+        assert not r.clocks[1]["devsel"]
+    run(bench)
+
+
+def test_pio_data_integrity_random_bursts():
+    for seed in (1, 2, 3):
+        rng = random.Random(seed)
+        bursts = [(rng.randrange(0, EXERCISER_SIZE // 4 - 64), rng.randint(1, 64))
+                  for _ in range(4)]
+
+        async def bench(host, ctx, rng=rng, bursts=bursts):
+            model = {}
+            for offset, length in bursts:
+                data = [rng.getrandbits(32) for _ in range(length)]
+                w = await host.write(BAR2 + 4 * offset, data)
+                assert w.moved == length, f"seed {seed}"
+                model.update({offset + i: d for i, d in enumerate(data)})
+            for offset, length in bursts:
+                r = await host.read(BAR2 + 4 * offset, length)
+                assert r.data == [model[offset + i] for i in range(length)], f"seed {seed}"
+                assert r.read_parity_errors == 0, f"seed {seed}"
+        run(bench)
+
+
+def test_byte_enables_on_memory_writes():
+    async def bench(host, ctx):
+        await host.write(BAR2, [0x1122_3344])
+        await host.write(BAR2, [0xAABB_CCDD], be=0b1010)   # bytes 0 and 2 only
+        r = await host.read(BAR2, 1)
+        assert r.data == [0x11BB_33DD]
+    run(bench)
+
+
+def test_burst_stops_at_window_end_and_on_reserved_order():
+    async def bench(host, ctx):
+        w = await host.write(BAR2 + EXERCISER_SIZE - 8, [1, 2, 3, 4])
+        assert (w.moved, w.termination) == (2, Termination.DISCONNECT_DATA)
+        r = await host.read(BAR2 + EXERCISER_SIZE - 8, 4)
+        assert (r.data, r.termination) == ([1, 2], Termination.DISCONNECT_DATA)
+        # AD[1:0] = 01 is a reserved burst order: one phase, then disconnect.
+        w = await host.write(BAR2 + 0x101, [7, 8])
+        assert (w.moved, w.termination) == (1, Termination.DISCONNECT_DATA)
+    run(bench)
+
+
+def test_io_window_and_unclaimed_addresses():
+    async def bench(host, ctx):
+        w = await host.write(BAR3 + 0x10, [0xCAFE_F00D], cmd=Command.IO_WRITE)
+        assert w.first("devsel") == 3 and w.moved == 1
+        r = await host.read(BAR3 + 0x10, 1, cmd=Command.IO_READ)
+        assert r.data == [0xCAFE_F00D]
+        # I/O is one data phase per transaction.
+        w = await host.write(BAR3 + 0x20, [1, 2], cmd=Command.IO_WRITE)
+        assert (w.moved, w.termination) == (1, Termination.DISCONNECT_DATA)
+        # Outside every BAR, and memory commands to the I/O window: master abort.
+        r = await host.read(BAR2 + EXERCISER_SIZE, 1)
+        assert r.termination == Termination.MASTER_ABORT
+        r = await host.read(BAR3 + 0x10, 1, cmd=Command.MEM_READ)
+        assert r.termination == Termination.MASTER_ABORT
+    run(bench)
+
+
+def test_csr_bank_through_bar0():
+    async def bench(host, ctx):
+        assert await csr_read(host, "id.magic") == 0x5043_4953
+        cfg = await csr_read(host, "id.config")
+        assert cfg & 1 == 0 and (cfg >> 8) & 0xFF == 33
+        await csr_write(host, "target.abort_first", 0x1234)
+        assert await csr_read(host, "target.abort_first") == 0x1234
+        # BAR0 is not prefetchable: a read burst ends after one word.
+        address, _ = REGISTER_MAP["id.magic"]
+        r = await host.read(BAR0 + address, 2)
+        assert (r.moved, r.termination) == (1, Termination.DISCONNECT_DATA)
+    run(bench)
+
+
+@pytest.mark.parametrize("speed,clock", [(DevselSpeed.SLOW, 4), (DevselSpeed.SUBTRACTIVE, 5)])
+def test_devsel_speed(speed, clock):
+    async def bench(host, ctx):
+        await csr_write(host, "target.response", speed.value)
+        w = await host.write(BAR2, [5, 6])
+        assert w.first("devsel") == clock and w.data_clocks() == [clock, clock + 1]
+        r = await host.read(BAR3, 1, cmd=Command.IO_READ)
+        assert r.first("devsel") == clock
+        # BAR0 keeps medium timing.
+        assert (await host.read(BAR0, 1)).first("devsel") == 3
+    run(bench)
+
+
+def test_initial_and_subsequent_wait_states():
+    async def bench(host, ctx):
+        await csr_write(host, "target.response", DevselSpeed.MEDIUM.value | 3 << 8)
+        w = await host.write(BAR2, [1, 2])
+        assert w.first("devsel") == 3 and w.data_clocks() == [6, 7]
+        await csr_write(host, "target.response", DevselSpeed.MEDIUM.value)
+        await csr_write(host, "target.wait", 2 | 1 << 8)      # every 2 phases, 1 clock
+        w = await host.write(BAR2, list(range(6)))
+        assert w.data_clocks() == [3, 4, 6, 7, 9, 10]
+        r = await host.read(BAR2, 6)
+        assert r.data == list(range(6))
+        assert r.data_clocks() == [6, 7, 9, 10, 12, 13]
+    run(bench)
+
+
+@pytest.mark.parametrize("with_data", [1, 0])
+def test_disconnect_after_n(with_data):
+    async def bench(host, ctx):
+        await csr_write(host, "target.disconnect", 3 | with_data << 8)
+        w = await host.write(BAR2, list(range(10, 18)))
+        assert w.moved == 3
+        assert w.termination == (Termination.DISCONNECT_DATA if with_data
+                                 else Termination.DISCONNECT_NODATA)
+        stop = w.first("stop")
+        assert stop == (5 if with_data else 6)
+        r = await host.read(BAR2, 8)
+        assert r.data == [10, 11, 12]
+    run(bench)
+
+
+def test_retry_first_k_then_every_nth():
+    async def bench(host, ctx):
+        await csr_write(host, "target.retry", 2 | 3 << 8)
+        results = [await host.write(BAR2, [i]) for i in range(8)]
+        kinds = [r.termination for r in results]
+        R, C = Termination.RETRY, Termination.COMPLETION
+        assert kinds == [R, R, C, C, R, C, C, R]
+        assert results[0].first("stop") == 3 and results[0].moved == 0
+        assert await csr_read(host, "target.attempts") == 8
+        assert await csr_read(host, "target.retried") == 4
+    run(bench)
+
+
+def test_target_abort_on_range_sets_status_bits():
+    async def bench(host, ctx):
+        await csr_write(host, "target.abort_first", 8)
+        await csr_write(host, "target.abort_last", 11)
+        await csr_write(host, "target.control", 0b11)
+        w = await host.write(BAR2, [1, 2, 3, 4])
+        assert (w.moved, w.termination) == (2, Termination.TARGET_ABORT)
+        stop = w.first("stop")
+        assert stop == 5 and not w.clocks[stop - 1]["devsel"]
+        status = (await host.config_read(1)) >> 16
+        assert status & (1 << 11)                     # Signaled Target Abort
+        await host.config_write(1, 0x0000_0043)       # writing 0 leaves it set
+        assert (await host.config_read(1)) >> 16 & (1 << 11)
+        await host.config_write(1, (1 << 11) << 16 | 0x43)
+        assert not (await host.config_read(1)) >> 16 & (1 << 11)
+        assert await csr_read(host, "target.aborted") == 1
+    run(bench)
+
+
+def test_parity_corruption_on_demand():
+    async def bench(host, ctx):
+        await host.write(BAR2, [1, 2, 3])
+        await csr_write(host, "target.control", 0b1010)     # ack64 | corrupt_next
+        r = await host.read(BAR2, 3)
+        assert r.data == [1, 2, 3] and r.read_parity_errors == 1
+        await csr_write(host, "target.control", 0b0110)     # ack64 | corrupt_par
+        r = await host.read(BAR2, 3)
+        assert r.read_parity_errors == 3
+        await csr_write(host, "target.control", 0b0010)
+        assert (await host.read(BAR2, 3)).read_parity_errors == 0
+        assert await csr_read(host, "target.corrupted") == 4
+    run(bench)
+
+
+def test_refused_register_values():
+    async def bench(host, ctx):
+        status = "target.status"
+        await csr_write(host, "target.response", DevselSpeed.FAST.value)
+        assert await csr_read(host, "target.response") == DevselSpeed.MEDIUM.value
+        assert await csr_read(host, status) == 0b1
+        # 2 + 1 (slow) + 14 = 17 clocks of initial latency: refused without the allow bit.
+        await csr_write(host, "target.response", DevselSpeed.SLOW.value | 14 << 8)
+        assert await csr_read(host, "target.response") == DevselSpeed.MEDIUM.value
+        assert await csr_read(host, status) == 0b11
+        await csr_write(host, "target.wait", 3 << 8)          # period 0
+        await csr_write(host, "target.wait", 1 | 8 << 8)      # 9 clocks between phases
+        assert await csr_read(host, "target.wait") == 0
+        await csr_write(host, "target.retry", 1 << 8)         # retry everything
+        assert await csr_read(host, "target.retry") == 0
+        await csr_write(host, "target.abort_first", 12)
+        await csr_write(host, "target.abort_last", 8)
+        await csr_write(host, "target.control", 0b11)
+        assert await csr_read(host, "target.control") == 0b10
+        assert await csr_read(host, status) == 0b11111
+        await csr_write(host, status, 0b11111)
+        assert await csr_read(host, status) == 0
+        # With allow_noncompliant the long latency is honoured, cycle-exactly.
+        value = DevselSpeed.SLOW.value | 14 << 8 | 1 << 31
+        await csr_write(host, "target.response", value)
+        assert await csr_read(host, "target.response") == value
+        w = await host.write(BAR2, [9])
+        assert w.first("devsel") == 4 and w.data_clocks() == [18]
+    run(bench)
+
+
+def test_write_data_parity_error_asserts_perr():
+    async def bench(host, ctx):
+        w = await host.write(BAR2, [1, 2, 3], corrupt_data_par=True)
+        assert w.moved == 3
+        clocks = [k for k, c in enumerate(w.clocks, start=1) if c["perr"]]
+        # PERR# two clocks after each data phase (3, 4, 5); the last one after the end.
+        assert clocks == [5, 6]
+        status = (await host.config_read(1)) >> 16
+        assert status & (1 << 15)
+        assert await csr_read(host, "target.status") & (1 << 8)
+    run(bench)
+
+
+def test_address_parity_error_is_not_claimed_and_signals_serr():
+    async def bench(host, ctx):
+        await host.config_write(1, 0x0143)                    # + SERR# enable
+        w = await host.write(BAR2, [1], corrupt_addr_par=True)
+        assert w.termination == Termination.MASTER_ABORT
+        assert [k for k, c in enumerate(w.clocks, start=1) if c["serr"]] == [3]
+        status = (await host.config_read(1)) >> 16
+        assert status & (1 << 15) and status & (1 << 14)
+    run(bench)
+
+
+def test_64bit_ack64_by_address_bit():
+    async def bench(host, ctx):
+        words = [0x0123_4567_89AB_CDEF, 0x1111_2222_3333_4444, 0x5555_6666_7777_8888]
+        w = await host.write(BAR2 + 0x80, words, req64=True)
+        assert w.moved == 3 and w.first("ack64") == 3 and w.first("devsel") == 3
+        assert w.data_clocks() == [3, 4, 5]
+        r = await host.read(BAR2 + 0x80, 3, req64=True)
+        assert r.data == words and r.first("ack64") == 3 and r.read_parity_errors == 0
+        # The upper half of the window aliases the RAM but answers 32-bit.
+        alias = BAR2 + EXERCISER_SIZE // 2 + 0x80
+        r = await host.read(alias, 2, req64=True)
+        assert r.first("ack64") is None
+        assert r.data == [words[0] & 0xFFFF_FFFF, words[0] >> 32]
+        # ACK64# can be switched off.
+        await csr_write(host, "target.control", 0)
+        r = await host.read(BAR2 + 0x80, 2, req64=True)
+        assert r.first("ack64") is None
+    run(bench, width=64)
