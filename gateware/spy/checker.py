@@ -29,7 +29,8 @@ from amaranth.utils import bits_for
 
 from ..pci.bus import BusState, Command
 
-__all__ = ["Rule", "RULES", "RULES_BY_NAME", "LATENCY_RULES", "ProtocolChecker"]
+__all__ = ["Rule", "RULES", "RULES_BY_NAME", "LATENCY_RULES", "COUNT_WIDTH",
+           "ProtocolChecker"]
 
 
 class Rule(NamedTuple):
@@ -232,6 +233,9 @@ RULES_BY_NAME = {rule.name: rule for rule in RULES}
 LATENCY_RULES = ("initiator_latency", "target_initial_latency",
                  "target_initial_latency_bridge", "target_subsequent_latency")
 
+#: Default bits of each rule's saturating violation counter (the width check.count shows).
+COUNT_WIDTH = 16
+
 # Limits in clocks (PCI LB 3.0 §3.5).
 _TARGET_INITIAL_LIMIT = 16
 _BRIDGE_INITIAL_LIMIT = 32
@@ -291,7 +295,7 @@ class ProtocolChecker(wiring.Component):
         count_index_error (Out, 1): ``count_index`` names no rule (the read is refused).
     """
 
-    def __init__(self, width=32, masters=1, *, arbiter_visible=False, count_width=16):
+    def __init__(self, width=32, masters=1, *, arbiter_visible=False, count_width=COUNT_WIDTH):
         if width not in (32, 64):
             raise ValueError(f"PCI bus width must be 32 or 64, not {width!r}")
         if masters < 1:

@@ -29,7 +29,8 @@ from amaranth.hdl import UnusedElaboratable
 from amaranth.sim import Simulator
 
 from pcispy.gateware.pci.bus import Command, parity
-from pcispy.gateware.spy.checker import (LATENCY_RULES, RULES, RULES_BY_NAME,
+from pcispy.gateware.regs import REGISTER_MAP
+from pcispy.gateware.spy.checker import (COUNT_WIDTH, LATENCY_RULES, RULES, RULES_BY_NAME,
                                          ProtocolChecker)
 
 pytestmark = pytest.mark.bfm
@@ -163,7 +164,8 @@ LEGAL = {
         r("IDT", ad=0xD3, cbe=0), ""),
     "read_burst_waits": Case(
         "", r("F", ad=0x4000, cbe=MRL), r("FI", cbe=0), "FID", r("FIDT", ad=0xA0),
-        r("FDT", ad=0xA1), "FDT", "FIDT", r("FID", cbe=0b0011), r("FIDT", ad=0xA2), r("IDT", ad=0xA3), ""),
+        r("FDT", ad=0xA1), "FDT", "FIDT", r("FID", cbe=0b0011), r("FIDT", ad=0xA2),
+        r("IDT", ad=0xA3), ""),
     "retry_single": Case(
         "", r("F", ad=0x5000, cbe=MR), r("I", cbe=0), "IDS", ""),
     "retry_burst": Case(
@@ -408,6 +410,21 @@ def test_rules_are_data():
         assert rule.description.endswith(".") and rule.description[0].isupper()
         assert "§" in rule.reference and "notes:" in rule.reference
     assert set(LATENCY_RULES) <= set(RULES_BY_NAME)
+
+
+def test_register_block_matches_rules():
+    _, enable_hi = REGISTER_MAP["check.enable_hi"]
+    _, flags_hi = REGISTER_MAP["check.flags_hi"]
+    _, status = REGISTER_MAP["check.status"]
+    _, count = REGISTER_MAP["check.count"]
+    _, index = REGISTER_MAP["check.count_index"]
+    assert 32 + enable_hi.field("enable").width == len(RULES)
+    assert 32 + flags_hi.field("flags").width == len(RULES)
+    assert enable_hi.reset == (1 << (len(RULES) - 32)) - 1
+    assert status.field("rules").reset == len(RULES)
+    assert status.field("first_rule").values == {r.id: r.name for r in RULES}
+    assert count.field("count").width == COUNT_WIDTH
+    assert (1 << index.field("index").width) >= len(RULES) > 1 << (index.field("index").width - 1)
 
 
 def test_legacy_device_breaks_latency_rules_only():
