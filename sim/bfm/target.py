@@ -157,7 +157,7 @@ class Knob(enum.IntEnum):
     DEVSEL_ON_IDLE = 2         # (c) one clock of DEVSEL# on an idle bus
     DEVSEL_LATE = 3            # (d) DEVSEL# first asserted in clock 6
     DEVSEL_DROP = 4            # (e) DEVSEL# deasserted for one clock after data phase 0
-    STOP_EARLY_RELEASE = 5     # (f) STOP# held one clock only, FRAME# still asserted
+    STOP_EARLY_RELEASE = 5     # (f) STOP# released for one clock while FRAME# is asserted
     TRDY_WITHDRAW = 6          # (g) TRDY# withdrawn for one clock while IRDY# waits
     TRDY_IN_TURNAROUND = 7     # (h) TRDY# in clock 2 of a read (fast DEVSEL#)
     INITIAL_LATENCY_17 = 8     # (i) first TRDY# in clock 18 (latency 17 > 16)
@@ -467,7 +467,7 @@ class BehaviouralTarget(wiring.Component):
         moved = busy & trdy_o & irdy
         last_edge = busy & claimed & irdy & ~frame & (trdy_o | stop_o)
         bus_idle = ~frame & ~irdy
-        g_done, e_drop = Signal(), Signal()
+        g_done, e_drop, f_done = Signal(), Signal(), Signal()
         stopped = Signal()       # STOP# was given: no more TRDY# in this transaction
 
         # The data phase about to be presented: disconnect-with-data due?
@@ -491,6 +491,7 @@ class BehaviouralTarget(wiring.Component):
                        Mux(masked, fld("wait_clocks"), 0))
 
         stat_inc = {name: Signal(name=f"count_{name}") for name in STATS.values()}
+        m.d.comb += stat_inc["data_phases"].eq(moved & claimed)
         ev_end = Signal()
         abort_signaled = Signal()
 
@@ -501,14 +502,14 @@ class BehaviouralTarget(wiring.Component):
             m.d.sync += clk.eq(nclk)
             with m.If(start):
                 m.d.sync += [busy.eq(1), claimed.eq(0), started.eq(0), other_devsel.eq(0),
-                             off.eq(a_off), phases.eq(0), g_done.eq(0), e_drop.eq(0),
+                             off.eq(a_off), phases.eq(0), g_done.eq(0), e_drop.eq(0), f_done.eq(0),
                              stopped.eq(0)]
             with m.Elif(~claimed):
                 m.d.sync += other_devsel.eq(other_devsel | bus.devsel.i)
 
             claim_now = ~claimed & t["hit"] & (nclk == t["dclk"]) & \
                 ~(t["subtractive"] & (other_devsel | (bus.devsel.i & ~start)))
-            first_now = (claimed | claim_now) & ~started & (nclk == t["first"])
+            first_now = (claimed | claim_now) & ~(started & ~start) & (nclk == t["first"])
             decline = ~claimed & (~t["hit"] | (nclk > t["dclk"]))
 
             with m.If(~start & (last_edge | (bus_idle & claimed))):
@@ -541,19 +542,22 @@ class BehaviouralTarget(wiring.Component):
                         m.d.sync += [stop_o.eq(1), devsel_o.eq(0), ack64_o.eq(0)]
                         m.d.comb += [stat_inc["aborts"].eq(1), abort_signaled.eq(1)]
                     with m.Else():
-                        dwd = disconnect_with_data(0, off)
+                        dwd = disconnect_with_data(0, Mux(start, a_off, off))
                         m.d.sync += [trdy_o.eq(1), stop_o.eq(dwd)]
                         m.d.comb += stat_inc["disconnects"].eq(dwd)
                 with m.Elif(claimed & started):
                     with m.If(moved):
                         m.d.sync += [phases.eq(phases + 1), off.eq(off + step)]
-                        m.d.comb += stat_inc["data_phases"].eq(1)
                     nxt = phases + 1
                     with m.If(stop_o | stopped):
                         # Hold STOP# until FRAME# goes; TRDY# only until its word moved.
                         m.d.sync += [trdy_o.eq(trdy_o & ~moved), stopped.eq(1)]
-                        with m.If(knob[Knob.STOP_EARLY_RELEASE]):
-                            m.d.sync += stop_o.eq(0)
+                        # Knob (f): one clock without STOP# while FRAME# is still asserted,
+                        # then STOP# again, so the initiator can still end the transaction.
+                        with m.If(knob[Knob.STOP_EARLY_RELEASE] & ~f_done & stop_o & frame):
+                            m.d.sync += [stop_o.eq(0), f_done.eq(1)]
+                        with m.Elif(~stop_o):
+                            m.d.sync += stop_o.eq(1)
                     with m.Elif(trdy_o & ~moved):
                         with m.If(knob[Knob.TRDY_WITHDRAW] & ~g_done):
                             m.d.sync += [trdy_o.eq(0), wcnt.eq(0), g_done.eq(1)]

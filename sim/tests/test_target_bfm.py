@@ -82,8 +82,8 @@ class Bench:
                 value = 1
             else:
                 value = 0
-            if name == "devsel" and self.extra_devsel:
-                value = 1
+            if name in ("devsel", "trdy") and self.extra_devsel:
+                value = 1   # another target claims, with zero wait states
             ctx.set(port.i, value)
             snap[name] = value
             snap[name + "_t"] = int(t_oe)
@@ -106,7 +106,7 @@ class Bench:
         """Run one transaction; ``data`` (list) for writes, ``count`` words for reads.
 
         ``irdy_waits`` = {phase: clocks of IRDY# deasserted before that phase};
-        ``other_devsel`` = clock from which another agent asserts DEVSEL#.
+        ``other_devsel`` = clock from which another target asserts DEVSEL# and TRDY#.
         """
         cmd = Command(cmd)
         write = not cmd.is_read
@@ -349,16 +349,17 @@ def test_reserved_burst_order_disconnects():
 
 def test_retry_first_k_then_every_n():
     async def body(b):
-        first = [(await b.transaction(MW, BASE, data=[5])).termination for _ in range(4)]
+        first = [(await b.transaction(MW, BASE, data=[5])).termination for _ in range(6)]
         stats = await b.drv.stats()
         await b.drv.set_fields(retry_mode=RetryMode.EVERY.value, retry_count=3)
         every = [(await b.transaction(MR, BASE)).termination for _ in range(6)]
         return first, stats, every, await b.drv.stats()
     first, stats, every, after = run(target(retry_mode=RetryMode.FIRST.value, retry_count=2), body)
-    assert first == ["retry", "retry", "completion", "completion"]
-    assert stats["retries"] == 2 and stats["transactions"] == 4 and stats["data_phases"] == 2
+    # p = 256/256: every new transaction is retried K = 2 times, then goes through.
+    assert first == ["retry", "retry", "completion"] * 2
+    assert stats["retries"] == 4 and stats["transactions"] == 6 and stats["data_phases"] == 2
     assert every == ["completion", "completion", "retry"] * 2
-    assert after["retries"] == 4
+    assert after["retries"] == 6
 
 
 def test_retry_stop_clock():
@@ -501,9 +502,9 @@ def test_profiles_apply():
 
 # --- error-injection knobs: each one's waveform ---------------------------------------------
 
-def knob_run(knob, txn, width=32, **fields):
+def knob_run(knob, txn, width=32, phase=None, **fields):
     async def body(b):
-        await b.drv.inject(knob, bad_par_phase=fields.pop("phase", None))
+        await b.drv.inject(knob, bad_par_phase=phase)
         return await txn(b)
     return run(target(width=width, **fields), body)
 
@@ -546,13 +547,15 @@ def test_knob_f_stop_early_release():
                    disconnect_mode=DisconnectMode.WITHOUT_DATA.value, disconnect_every=1)
     s = res.first("stop")
     assert res.clocks[s - 1]["frame"] == 1 and res.clocks[s]["stop"] == 0
+    assert res.clocks[s + 1]["stop"] == 1 and res.termination == "disconnect_nodata"
+    assert res.phases == 1
 
 
 def test_knob_g_trdy_withdraw():
     res = knob_run(Knob.TRDY_WITHDRAW,
                    lambda b: b.transaction(MW, BASE, data=[1], irdy_waits={0: 2}))
-    assert [c["trdy"] for c in res.clocks[1:5]] == [1, 0, 1, 1]
-    assert res.clocks[1]["irdy"] == 0 and res.phases == 1
+    assert [c["trdy"] for c in res.clocks[1:5]] == [1, 0, 1, 0]
+    assert res.clocks_where(trdy=1, irdy=1) == [4] and res.phases == 1
 
 
 def test_knob_h_trdy_in_turnaround():
