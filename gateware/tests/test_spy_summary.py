@@ -162,11 +162,9 @@ def test_dual_address_cycle():
 
 def test_64bit_transfer_and_be():
     clocks = transaction(Command.MEM_WRITE, 0x1000, [1, 2], req64=True, devsel=1, be=0x0)
-    for clock in clocks:
-        if clock["devsel"]:
-            clock["ack64"] = 1
-        clock["cbe_hi"] = 0x0 if clock["frame"] is not None else 0xF
-    clocks[0]["cbe_hi"] = 0xF
+    for clock in clocks[1:]:
+        # a 64-bit target answers with ACK64# alongside DEVSEL#; all 8 bytes enabled
+        clock.update(ack64=clock["devsel"], cbe_hi=0x0)
     recs, _ = summarise(clocks, width=64)
     check(recs[0], timestamp=2, address=0x1000, command=Command.MEM_WRITE, first_be=0x00,
           first_data=1, data_phases=2, latency=1, duration=3, is64=1,
