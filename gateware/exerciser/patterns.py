@@ -102,13 +102,13 @@ class PatternGenerator(wiring.Component):
             lfsr_states.append(lfsr_step(lfsr_states[-1]))
 
         with m.If(self.restart):
-            m.d.sync += [counter.eq(self.seed), lfsr.eq(self.seed)]
+            m.d.pci += [counter.eq(self.seed), lfsr.eq(self.seed)]
         with m.Else():
-            m.d.sync += counter.eq(counter + self.take)
+            m.d.pci += counter.eq(counter + self.take)
             with m.Switch(self.take):
                 for n in (1, 2):
                     with m.Case(n):
-                        m.d.sync += lfsr.eq(lfsr_states[n])
+                        m.d.pci += lfsr.eq(lfsr_states[n])
 
         for i in range(WINDOW):
             with m.Switch(self.pattern):

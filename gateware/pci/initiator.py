@@ -12,9 +12,10 @@ Timing model (DESIGN.md, "I/O timing"). Every output of this component is the *D
 the pads' output flip-flop: what the component drives in clock ``k`` is on the pins in
 clock ``k + 1``. The component keeps a copy of what is on the pins (the ``pin_*``
 registers). The handshake lines it must react to within one clock (GNT#, FRAME#, IRDY#,
-TRDY#, STOP#, DEVSEL#, ACK64#, and PAR/PAR64 for the two-clock PERR# rule) come through
-the ``now`` port: the unregistered pin value of the current clock, feeding output
-flip-flops through a few gates. Read data comes through the registered ``bus.ad.i`` one
+TRDY#, STOP#, DEVSEL#, ACK64#) come through the ``now`` port: the unregistered pin value
+of the current clock, feeding output flip-flops through a few gates; the pads' live parity
+check (``par_error``) serves the two-clock PERR# rule. The pads generate PAR themselves,
+so the initiator leaves ``bus.par``/``bus.par64`` alone. Read data comes through the registered ``bus.ad.i`` one
 clock after the data phase. Lines the pads treat as sustained tri-state (FRAME#, IRDY#,
 REQ64#, PERR#) are *owned* through ``oe``: when ``oe`` drops, the pads drive the line
 deasserted for one more clock and then float it, so the component simply stops owning a
@@ -27,7 +28,7 @@ disconnected phase is simply presented again. Read data leaves as up to two DWOR
 clock (``rdata``), one clock after their data phase.
 """
 
-from amaranth import Module, Signal, Mux, Cat, Const
+from amaranth import Module, Signal, Mux
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -77,8 +78,6 @@ class Handshake(data.Struct):
     devsel: 1
     gnt: 1
     ack64: 1
-    par: 1
-    par64: 1
 
 
 class ReadWords(data.Struct):
@@ -132,6 +131,8 @@ class Initiator(wiring.Component):
         bus (Out, PCIBusSignature(width)): o/oe toward the pads' output flip-flops; ``i``
             are the registered samples (only ``ad``/``ad_hi`` and ``perr`` are used).
         now (In, Handshake): unregistered handshake pins of this clock.
+        par_error (In, 1), par64_error (In, 1): the pads' live parity check: PAR (PAR64) on
+            the pins now disagrees with AD and C/BE# sampled at the previous edge.
         desc (In, stream of Descriptor): the next transfer; taken when the initiator is
             free.
         wdata (In, ArrayLayout(32, 4)): the next four DWORDs of the write data stream.
@@ -156,6 +157,8 @@ class Initiator(wiring.Component):
         super().__init__({
             "bus": Out(PCIBusSignature(width)),
             "now": In(Handshake),
+            "par_error": In(1),
+            "par64_error": In(1),
             "desc": In(stream.Signature(Descriptor)),
             "wdata": In(data.ArrayLayout(32, 4)),
             "wdata_take": Out(2),
@@ -179,31 +182,15 @@ class Initiator(wiring.Component):
         pin_frame = Signal()
         pin_irdy = Signal()
         pin_ad = Signal(32)
-        pin_ad_oe = Signal()
-        pin_cbe = Signal(4)
         pin_ad_hi = Signal(32)
-        pin_ad_hi_oe = Signal()
-        pin_cbe_hi = Signal(4)
-        m.d.sync += [
+        m.d.pci += [
             pin_frame.eq(bus.frame.oe & bus.frame.o),
             pin_irdy.eq(bus.irdy.oe & bus.irdy.o),
-            pin_ad.eq(bus.ad.o), pin_ad_oe.eq(bus.ad.oe), pin_cbe.eq(bus.cbe.o),
+            pin_ad.eq(bus.ad.o),
         ]
         if wide_bus:
-            m.d.sync += [
-                pin_ad_hi.eq(bus.ad_hi.o), pin_ad_hi_oe.eq(bus.ad_hi.oe),
-                pin_cbe_hi.eq(bus.cbe_hi.o),
-            ]
-
-        # PAR (PAR64) follows the AD (AD[63:32]) value we drove one clock earlier.
-        m.d.comb += [
-            bus.par.o.eq(Cat(pin_ad, pin_cbe).xor()),
-            bus.par.oe.eq(pin_ad_oe),
-        ]
-        if wide_bus:
-            m.d.comb += [
-                bus.par64.o.eq(Cat(pin_ad_hi, pin_cbe_hi).xor()),
-                bus.par64.oe.eq(pin_ad_hi_oe),
+            m.d.pci += [
+                pin_ad_hi.eq(bus.ad_hi.o),
             ]
 
         # --- the descriptor being worked on ---------------------------------------------
@@ -229,7 +216,7 @@ class Initiator(wiring.Component):
             self.desc.ready.eq(~held),
         ]
         with m.If(self.desc.valid & ~held):
-            m.d.sync += [
+            m.d.pci += [
                 held.eq(1),
                 cmd.eq(self.desc.payload.cmd), addr.eq(self.desc.payload.addr),
                 dwords_left.eq(self.desc.payload.dwords),
@@ -254,7 +241,7 @@ class Initiator(wiring.Component):
         stopping = Signal()             # a stop was requested; finish and drop the descriptor
 
         with m.If(self.stop & held):
-            m.d.sync += stopping.eq(1)
+            m.d.pci += stopping.eq(1)
 
         m.d.comb += self.busy.eq(held | (phase != _Phase.IDLE))
 
@@ -322,7 +309,7 @@ class Initiator(wiring.Component):
                          ((phase == _Phase.IDLE) | e_more)),
         ]
         with m.If(req_off != 0):
-            m.d.sync += req_off.eq(req_off - 1)
+            m.d.pci += req_off.eq(req_off - 1)
 
         write_word_lo = self.wdata[moved_now]
         write_word_hi = self.wdata[moved_now + 1]
@@ -386,7 +373,7 @@ class Initiator(wiring.Component):
                 pending = held | self.desc.valid
                 with m.If(stopping):
                     # Stopped between transactions: drop the descriptor.
-                    m.d.sync += [held.eq(0), stopping.eq(0)]
+                    m.d.pci += [held.eq(0), stopping.eq(0)]
                     m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.STOPPED)]
                 with m.Elif(pending & now.gnt & bus_idle):
                     m.d.comb += [
@@ -403,7 +390,7 @@ class Initiator(wiring.Component):
                             bus.ad_hi.oe.eq(use_wide), bus.cbe_hi.oe.eq(use_wide),
                             bus.ad_hi.o.eq(e_addr[32:]), bus.cbe_hi.o.eq(start_cmd),
                         ]
-                    m.d.sync += [
+                    m.d.pci += [
                         phase.eq(Mux(dac, _Phase.DAC, _Phase.ADDR)),
                         txn_cmd.eq(start_cmd), txn_left.eq(start_txn_left),
                         txn_write.eq(is_write_command(e_cmd)), txn_wide.eq(use_wide),
@@ -412,7 +399,7 @@ class Initiator(wiring.Component):
                         since_addr.eq(0), gnt_wait.eq(0),
                     ]
                 with m.Elif(pending):
-                    m.d.sync += gnt_wait.eq(gnt_wait + (gnt_wait != 0xFFFF))
+                    m.d.pci += gnt_wait.eq(gnt_wait + (gnt_wait != 0xFFFF))
 
             with m.Case(_Phase.DAC):
                 # Second address phase: upper address and the real command.
@@ -428,25 +415,25 @@ class Initiator(wiring.Component):
                         bus.ad_hi.oe.eq(txn_wide), bus.cbe_hi.oe.eq(txn_wide),
                         bus.ad_hi.o.eq(addr[32:]), bus.cbe_hi.o.eq(txn_cmd),
                     ]
-                m.d.sync += [phase.eq(_Phase.ADDR), since_addr.eq(0)]
+                m.d.pci += [phase.eq(_Phase.ADDR), since_addr.eq(0)]
 
             with m.Case(_Phase.ADDR):
                 last = txn_left <= first_size
                 m.d.comb += irdy_next.eq(self.irdy_wait == 0)
                 drive_data_phase(last)
-                m.d.sync += [phase.eq(_Phase.DATA), since_addr.eq(1),
+                m.d.pci += [phase.eq(_Phase.DATA), since_addr.eq(1),
                              wait_left.eq(Mux(self.irdy_wait == 0, 0, self.irdy_wait - 1))]
 
             with m.Case(_Phase.DATA):
-                m.d.sync += since_addr.eq(since_addr + (since_addr != 0xFFFF))
+                m.d.pci += since_addr.eq(since_addr + (since_addr != 0xFFFF))
                 with m.If(now.devsel):
-                    m.d.sync += devsel_seen.eq(1)
+                    m.d.pci += devsel_seen.eq(1)
                     with m.If(txn_wide & ~now.ack64):
-                        m.d.sync += narrow.eq(1)
+                        m.d.pci += narrow.eq(1)
                 with m.If(~pin_irdy & (wait_left != 0)):
-                    m.d.sync += wait_left.eq(wait_left - 1)
+                    m.d.pci += wait_left.eq(wait_left - 1)
                 with m.If(xfer):
-                    m.d.sync += [
+                    m.d.pci += [
                         moved.eq(1), addr.eq(addr + (moved_now << 2)),
                         dwords_left.eq(left_after), txn_left.eq(txn_left_after),
                         wait_left.eq(Mux(self.irdy_wait == 0, 0, self.irdy_wait - 1)),
@@ -466,20 +453,20 @@ class Initiator(wiring.Component):
                 with m.Else():
                     m.d.comb += seen_term.eq(Termination.MASTER_ABORT)
                 with m.If(forced_end):
-                    m.d.sync += term.eq(seen_term)
+                    m.d.pci += term.eq(seen_term)
                 with m.Elif(pin_frame & voluntary_end & irdy_next & ~stopping &
                             (txn_left_after > next_size)):
-                    m.d.sync += term.eq(Termination.LATENCY_TIMER)
+                    m.d.pci += term.eq(Termination.LATENCY_TIMER)
 
                 with m.If(target_stop):
                     # A target termination: REQ# off for the idle clock and the one
                     # next to it, so other masters get their turn.
-                    m.d.sync += req_off.eq(2)
+                    m.d.pci += req_off.eq(2)
                     m.d.comb += bus.req.o.eq(0)
 
                 with m.If(txn_over):
                     # The phase on the pins is the last: release the bus next clock.
-                    m.d.sync += phase.eq(_Phase.IDLE)
+                    m.d.pci += phase.eq(_Phase.IDLE)
                     m.d.comb += ev.end.eq(1)
                     end_term = Signal(Termination)
                     m.d.comb += end_term.eq(Mux(forced_end, seen_term, term))
@@ -491,12 +478,12 @@ class Initiator(wiring.Component):
                     special = txn_cmd == Command.SPECIAL_CYCLE
                     with m.If(special & (end_term == Termination.MASTER_ABORT)):
                         m.d.comb += ev.term.eq(Termination.COMPLETION)
-                        m.d.sync += [dwords_left.eq(dwords_left - 1), addr.eq(addr + 4)]
+                        m.d.pci += [dwords_left.eq(dwords_left - 1), addr.eq(addr + 4)]
                         with m.If(dwords_left == 1):
-                            m.d.sync += held.eq(0)
+                            m.d.pci += held.eq(0)
                             m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.OK)]
                     with m.Elif(aborted):
-                        m.d.sync += [held.eq(0), stopping.eq(0)]
+                        m.d.pci += [held.eq(0), stopping.eq(0)]
                         m.d.comb += [
                             ev.done.eq(1),
                             ev.result.eq(Mux(end_term == Termination.MASTER_ABORT,
@@ -508,15 +495,15 @@ class Initiator(wiring.Component):
                                 end_term == Termination.TARGET_ABORT),
                         ]
                     with m.Elif(left_after == 0):
-                        m.d.sync += [held.eq(0), stopping.eq(0)]
+                        m.d.pci += [held.eq(0), stopping.eq(0)]
                         m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.OK)]
                     with m.Elif(stopping):
-                        m.d.sync += [held.eq(0), stopping.eq(0)]
+                        m.d.pci += [held.eq(0), stopping.eq(0)]
                         m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.STOPPED)]
                 with m.Elif(forced_end):
                     # STOP#/abort while FRAME# is asserted: one more phase with FRAME#
                     # deasserted and IRDY# asserted, in which nothing moves.
-                    m.d.sync += ending.eq(1)
+                    m.d.pci += ending.eq(1)
                     drive_data_phase(1)
                 with m.Else():
                     drive_data_phase(~pin_frame | (txn_left_after <= next_size) |
@@ -524,27 +511,18 @@ class Initiator(wiring.Component):
 
         # --- read data and its parity ------------------------------------------------------
         rd_count = Signal(2)
-        rd_cbe = Signal(4)
-        rd_cbe_hi = Signal(4)
-        m.d.sync += [
-            rd_count.eq(Mux(txn_write, 0, moved_now)),
-            rd_cbe.eq(pin_cbe), rd_cbe_hi.eq(pin_cbe_hi),
-        ]
+        m.d.pci += rd_count.eq(Mux(txn_write, 0, moved_now))
         m.d.comb += [
             self.rdata.count.eq(rd_count),
             self.rdata.dw[0].eq(bus.ad.i),
         ]
         if wide_bus:
             m.d.comb += self.rdata.dw[1].eq(bus.ad_hi.i)
-        # Data moved at the end of clock k; its PAR is on the pins in clock k + 1 (now.par);
-        # PERR# must be on the pins in clock k + 2: drive it from this clock's comparison.
+        # Data moved at the end of clock k; its PAR is on the pins in clock k + 1, where
+        # the pads compare it (par_error); PERR# must be on the pins in clock k + 2.
         bad_parity = Signal()
-        bad_lo = Cat(bus.ad.i, rd_cbe).xor() != now.par
-        if wide_bus:
-            bad_hi = (Cat(bus.ad_hi.i, rd_cbe_hi).xor() != now.par64) & (rd_count == 2)
-        else:
-            bad_hi = 0
-        m.d.comb += bad_parity.eq((rd_count != 0) & (bad_lo | bad_hi))
+        bad_hi = (self.par64_error & (rd_count == 2)) if wide_bus else 0
+        m.d.comb += bad_parity.eq((rd_count != 0) & (self.par_error | bad_hi))
         m.d.comb += [
             bus.perr.oe.eq(bad_parity & self.parity_response),
             bus.perr.o.eq(1),
@@ -554,9 +532,9 @@ class Initiator(wiring.Component):
         # write of ours (sampled in the registered PERR# input, two clocks after data).
         write_window = Signal(3)
         with m.If(txn_write & (phase == _Phase.DATA)):
-            m.d.sync += write_window.eq(3)
+            m.d.pci += write_window.eq(3)
         with m.Elif(write_window != 0):
-            m.d.sync += write_window.eq(write_window - 1)
+            m.d.pci += write_window.eq(write_window - 1)
         m.d.comb += self.status.master_data_parity.eq(
             self.parity_response &
             ((bad_parity) | (bus.perr.i & ((write_window != 0) | (txn_write & in_data)))))

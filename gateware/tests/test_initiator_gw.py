@@ -12,14 +12,14 @@ the initiator.
 import random
 
 import pytest
-from amaranth import Module, Signal, Mux
+from amaranth import Cat, Module, Signal, Mux
 from amaranth.sim import Simulator
 
 from pcispy.gateware.pci.bus import Command, Termination, SUSTAINED_TRISTATE, bus_lines, parity
 from pcispy.gateware.pci.initiator import Initiator, DescriptorResult
 from pcispy.gateware.exerciser.patterns import Pattern, PatternGenerator
 
-__all__ = ["Harness", "ScriptedTarget", "run"]
+__all__ = ["Harness", "ScriptedTarget", "run", "simulate"]
 
 pytestmark = pytest.mark.dma
 
@@ -38,16 +38,25 @@ class Harness:
         self.pins = {}       # resolved inside-level value of every line
         self.tgt = {}        # (o, oe) the target drives, set by the testbench
         self.clash = Signal()
+        self.drive = {}      # (o, oe) on the pins from the board's output flip-flops
         for name, bits in bus_lines(width).items():
             port = getattr(bus, name)
             pin_o = Signal(bits, name=f"pad_{name}_o")
             pin_oe = Signal(name=f"pad_{name}_oe")
             owned = Signal(name=f"pad_{name}_owned")
-            m.d.sync += owned.eq(port.oe)
+            m.d.pci += owned.eq(port.oe)
             sts = name in SUSTAINED_TRISTATE
             # Output flip-flops; s/t/s lines are driven deasserted one clock after release.
-            m.d.sync += [pin_oe.eq(port.oe | (owned if sts else 0)),
-                         pin_o.eq(Mux(port.oe, port.o, 0))]
+            if name in ("par", "par64"):
+                # The pads make PAR from the AD they drove and C/BE# one clock earlier.
+                ad, cbe = ("ad", "cbe") if name == "par" else ("ad_hi", "cbe_hi")
+                ad_o, ad_oe = self.drive[ad]
+                m.d.pci += [pin_oe.eq(ad_oe),
+                            pin_o.eq(Cat(ad_o, self.pins[cbe]).xor())]
+            else:
+                m.d.pci += [pin_oe.eq(port.oe | (owned if sts else 0)),
+                             pin_o.eq(Mux(port.oe, port.o, 0))]
+            self.drive[name] = (pin_o, pin_oe)
             pull = (1 << bits) - 1 if name in ("ad", "ad_hi", "cbe", "cbe_hi", "par", "par64") else 0
             value = Signal(bits, name=f"bus_{name}")
             if name in TARGET_LINES or name == "gnt":
@@ -57,13 +66,32 @@ class Harness:
                 m.d.comb += value.eq(Mux(pin_oe, pin_o, Mux(t_oe, t_o, pull)))
                 if name in ("ad", "ad_hi", "par", "par64", "perr"):
                     with m.If(pin_oe & t_oe):
-                        m.d.sync += self.clash.eq(1)
+                        m.d.pci += self.clash.eq(1)
             else:
                 m.d.comb += value.eq(Mux(pin_oe, pin_o, pull))
             self.pins[name] = value
-            m.d.sync += port.i.eq(value)          # input flip-flops
+            m.d.pci += port.i.eq(value)          # input flip-flops
             if hasattr(now, name):
                 m.d.comb += getattr(now, name).eq(value)
+        # The pads' live parity check: PAR now against AD and C/BE# of the previous clock.
+        self.par_error = Signal()
+        self.par64_error = Signal()
+        m.d.comb += self.par_error.eq(Cat(bus.ad.i, bus.cbe.i, self.pins["par"]).xor())
+        if width == 64:
+            m.d.comb += self.par64_error.eq(
+                Cat(bus.ad_hi.i, bus.cbe_hi.i, self.pins["par64"]).xor())
+
+
+    def drive_target(self, ctx, out):
+        """Put the scripted target's outputs (``{line: value or None}``) on the bus."""
+        for name, (o_sig, oe_sig) in self.tgt.items():
+            if name == "gnt":
+                continue
+            if out.get(name) is not None:
+                ctx.set(o_sig, out[name])
+                ctx.set(oe_sig, 1)
+            else:
+                ctx.set(oe_sig, 0)
 
 
 class ScriptedTarget:
@@ -209,9 +237,10 @@ def run(descs, target, *, width=32, gnt=lambda t: 1, clocks=200, latency_timer=2
     h = Harness(dut.bus, dut.now, width)
     m = h.m
     m.submodules.dut = dut
+    m.d.comb += [dut.par_error.eq(h.par_error), dut.par64_error.eq(h.par64_error)]
     m.submodules.gen = gen = PatternGenerator()
     ts = Signal(32)
-    m.d.sync += ts.eq(ts + 1)
+    m.d.pci += ts.eq(ts + 1)
     m.d.comb += [gen.pattern.eq(pattern), gen.seed.eq(seed), gen.take.eq(dut.wdata_take),
                  gen.timestamp.eq(ts), dut.wdata.eq(gen.window)]
     res = Run()
@@ -223,7 +252,7 @@ def run(descs, target, *, width=32, gnt=lambda t: 1, clocks=200, latency_timer=2
         ctx.set(dut.cache_line, cache_line)
         ctx.set(dut.irdy_wait, irdy_wait)
         ctx.set(dut.parity_response, parity_response)
-        await ctx.tick()
+        await ctx.tick("pci")
         ctx.set(gen.restart, 0)
         queue = list(descs)
         for t in range(clocks):
@@ -238,7 +267,7 @@ def run(descs, target, *, width=32, gnt=lambda t: 1, clocks=200, latency_timer=2
             ctx.set(dut.stop, int(stop_at is not None and t == stop_at))
             ctx.set(h.tgt["gnt"][0], gnt(t))
             ctx.set(h.tgt["gnt"][1], 1)
-            sampled = await ctx.tick().sample(*[h.pins[n] for n in lines], dut.desc.ready,
+            sampled = await ctx.tick("pci").sample(*[h.pins[n] for n in lines], dut.desc.ready,
                                               dut.events, dut.rdata, dut.status)
             values = sampled[2:]
             s = {n: v for n, v in zip(lines, values)}
@@ -255,23 +284,19 @@ def run(descs, target, *, width=32, gnt=lambda t: 1, clocks=200, latency_timer=2
                                "perr_status": st.master_data_parity})
             for i in range(rd.count):
                 res.reads.append(rd.dw[i])
-            out = target.step(s)
-            for name in TARGET_LINES:
-                if name not in h.tgt:
-                    continue
-                o_sig, oe_sig = h.tgt[name]
-                if name in out and out[name] is not None:
-                    ctx.set(o_sig, out[name])
-                    ctx.set(oe_sig, 1)
-                else:
-                    ctx.set(oe_sig, 0)
+            h.drive_target(ctx, target.step(s))
         res.clash = ctx.get(h.clash)
 
+    simulate(m, bench)
+    return res
+
+
+def simulate(m, bench):
+    """Run ``bench`` on design ``m`` with a 33 MHz ``pci`` clock."""
     sim = Simulator(m)
-    sim.add_clock(30e-9)
+    sim.add_clock(30e-9, domain="pci")
     sim.add_testbench(bench)
     sim.run()
-    return res
 
 
 def addr_phases(res):
@@ -316,10 +341,10 @@ def test_write_burst_clock_exact(burst):
     # FRAME# deasserted exactly on each last data phase; parity follows AD by one clock.
     for x in a:
         assert not res.trace[x + burst]["frame"] and res.trace[x + burst]["irdy"]
-    for t in range(1, len(res.trace)):
-        p, s = res.trace[t - 1], res.trace[t]
-        if p["frame"] or p["irdy"]:
-            assert s["par"] == parity(p["ad"], p["cbe"]), t
+    # C/BE#: the command in the address phase, every byte enabled in the data phases.
+    for x in a:
+        assert res.trace[x]["cbe"] == Command.MEM_WRITE.value
+        assert all(res.trace[x + 1 + i]["cbe"] == 0 for i in range(burst))
     assert not res.clash
 
 

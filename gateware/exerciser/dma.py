@@ -1,0 +1,333 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The DMA exerciser: programmable bus-master traffic and its measurements.
+
+The engine is programmed through the ``dma`` block of the register map (gateware/regs.py):
+command, 64-bit start address, bytes per pass, burst length (data phases per transaction,
+or unlimited), idle clocks between bursts, 32/64-bit, data pattern, read verification,
+passes or continuous mode. ``control.start`` checks the settings; an impossible combination
+sets the matching ``status.err_*`` bits and the engine does not start.
+
+A pass walks the buffer in bursts: each burst is one :class:`~.initiator.Descriptor` for
+the :class:`~pcispy.gateware.pci.initiator.Initiator`, which turns it into bus
+transactions (repeating retries, continuing after disconnects). The next descriptor is
+offered while the current one runs, so with ``idle.clocks = 0`` bursts follow each other
+with only the idle clock the protocol requires. Write data comes from a
+:class:`~.patterns.PatternGenerator`; read data is compared with a second one.
+
+Results are counted from the initiator's events: clocks from start to done, clocks owning
+the bus, data phases, bytes, transactions, every termination, GNT# wait and first-data
+latency (min/max/sum), mismatches.
+"""
+
+from amaranth import Module, Signal, Mux, Cat
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from ..csr import BlockSignature
+from ..regs import DMA, DMA_MAX_BURST
+from ..pci.bus import Command, Termination, PCIBusSignature
+from ..pci.initiator import (Initiator, Handshake, InitiatorStatus, DescriptorResult,
+                             is_memory_command)
+from .patterns import Pattern, PatternGenerator
+
+__all__ = ["DMAEngine", "SETTINGS_REGISTERS"]
+
+#: Registers that cannot change while the engine runs (writes refused, status.err_busy).
+SETTINGS_REGISTERS = ("mode", "addr_lo", "addr_hi", "length", "burst", "idle", "seed",
+                      "passes", "wait")
+
+#: 64-bit results readable atomically: reading ``<name>_lo`` latches ``<name>_hi``.
+_WIDE_RESULTS = ("clocks", "bus_clocks", "bytes", "gnt_wait_sum", "latency_sum")
+
+
+class DMAEngine(wiring.Component):
+    """DMA exerciser with its bus master, in clock domain ``pci``.
+
+    Ports:
+        regs (In, BlockSignature(DMA)): the ``dma`` block of the CSR bank
+            (``wiring.connect(m, bank.dma, engine.regs)``).
+        bus (Out, PCIBusSignature(width)): to the pads, shared with the target (each
+            drives only while it owns the bus).
+        now (In, Handshake): the pads' unregistered handshake lines (``live``) and ACK64#.
+        par_error (In, 1), par64_error (In, 1): the pads' live parity check.
+        bus_master (In, 1): configuration Command bit 2 (Bus Master enable).
+        mwi_enable (In, 1): configuration Command bit 4.
+        parity_response (In, 1): configuration Command bit 6.
+        latency_timer (In, 8): configuration Latency Timer, in clocks.
+        cache_line (In, 8): configuration Cache Line Size, in DWORDs.
+        status (Out, InitiatorStatus): pulses for the configuration Status register.
+
+    Parameters:
+        width: bus width, 32 or 64.
+    """
+    def __init__(self, width=32):
+        self.width = width
+        super().__init__({
+            "regs": In(BlockSignature(DMA)),
+            "bus": Out(PCIBusSignature(width)),
+            "now": In(Handshake),
+            "par_error": In(1),
+            "par64_error": In(1),
+            "bus_master": In(1),
+            "mwi_enable": In(1),
+            "parity_response": In(1),
+            "latency_timer": In(8),
+            "cache_line": In(8),
+            "status": Out(InitiatorStatus),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        regs = self.regs
+        m.submodules.initiator = ini = Initiator(self.width)
+        m.submodules.writer = writer = PatternGenerator()
+        m.submodules.checker = checker = PatternGenerator()
+        ev = ini.events
+
+        wiring.connect(m, wiring.flipped(self.bus), ini.bus)
+        m.d.comb += [
+            ini.now.eq(self.now),
+            ini.par_error.eq(self.par_error), ini.par64_error.eq(self.par64_error),
+            ini.latency_timer.eq(self.latency_timer), ini.cache_line.eq(self.cache_line),
+            ini.parity_response.eq(self.parity_response),
+            ini.irdy_wait.eq(regs.wait.irdy),
+            self.status.eq(ini.status),
+        ]
+
+        # --- settings -----------------------------------------------------------------------
+        mode = regs.mode
+        cmd = Signal(Command)
+        m.d.comb += cmd.eq(mode.cmd)
+        start_addr = Cat(regs.addr_lo.addr_lo, regs.addr_hi.addr_hi)
+        length = regs.length.length
+        pattern = Signal(Pattern)
+        m.d.comb += pattern.eq(mode.pattern)
+        is_write = cmd.as_value()[0]
+        width_bytes = Mux(mode.width64, 8, 4)
+        burst_dwords = Signal(14)
+        m.d.comb += burst_dwords.eq(Mux(mode.width64, regs.burst.phases << 1,
+                                        regs.burst.phases))
+
+        running = Signal()
+        stop_pending = Signal()
+        m.d.comb += regs.status.busy.eq(running)
+
+        # Settings stay fixed while running: refuse writes to them.
+        refused_write = Signal()
+        for name in SETTINGS_REGISTERS:
+            reg = getattr(regs, name)
+            m.d.comb += reg.refuse.eq(running & reg.w_stb)
+            with m.If(running & reg.w_stb):
+                m.d.comb += refused_write.eq(1)
+
+        # --- the checks of control.start -------------------------------------------------
+        line = self.cache_line
+        line_ok = (line != 0) & ((line & (line - 1)) == 0)
+        line_bytes_mask = Signal(10)
+        m.d.comb += line_bytes_mask.eq((line << 2) - 1)
+        mwi = cmd == Command.MEM_WRITE_INVALIDATE
+        checks = {
+            "err_burst": ~regs.burst.unlimited & ((regs.burst.phases == 0) |
+                                                  (regs.burst.phases > DMA_MAX_BURST)),
+            "err_length": (length == 0) | ((length & (width_bytes - 1)) != 0),
+            "err_width": mode.width64 & ((self.width != 64) | ~is_memory_command(cmd)),
+            "err_align": (start_addr[:3] & (width_bytes - 1)) != 0,
+            "err_cmd": cmd.as_value().matches(
+                Command.RESERVED_4, Command.RESERVED_5, Command.RESERVED_8,
+                Command.RESERVED_9, Command.DUAL_ADDRESS, Command.SPECIAL_CYCLE),
+            "err_mwi_line": mwi & (~self.mwi_enable | ~line_ok),
+            "err_mwi_align": mwi & line_ok & (((start_addr[:10] | length[:10]) &
+                                                line_bytes_mask) != 0),
+            "err_addr": ~is_memory_command(cmd) & (regs.addr_hi.addr_hi != 0),
+            "err_seed": (pattern == Pattern.LFSR) & (regs.seed.seed == 0),
+            "err_verify": mode.verify & (is_write | (pattern == Pattern.TIMESTAMP)),
+            "err_master": ~self.bus_master,
+        }
+        errors = {name: Signal(name=name) for name in checks}
+        err_busy = Signal()
+        m.d.comb += regs.status.err_busy.eq(err_busy)
+        for name, sig in errors.items():
+            m.d.comb += getattr(regs.status, name).eq(sig)
+        any_error = Signal()
+        m.d.comb += any_error.eq(Cat(*checks.values()).any())
+        start = regs.control.start & ~running
+        launch = Signal()
+        m.d.comb += launch.eq(start & ~any_error)
+        with m.If(start):
+            m.d.pci += [sig.eq(checks[name]) for name, sig in errors.items()]
+            m.d.pci += err_busy.eq(0)
+        with m.If((regs.control.start & running) | refused_write):
+            m.d.pci += err_busy.eq(1)
+
+        # --- the pass: bursts over the buffer --------------------------------------------
+        next_addr = Signal(64)
+        left = Signal(31)            # DWORDs of this pass not yet handed to the initiator
+        passes_left = Signal(16)
+        last_issued = Signal()       # the pass's final descriptor is with the initiator
+        idle_left = Signal(16)
+        pass_end = Signal()
+        timestamp = Signal(32)
+        m.d.pci += timestamp.eq(timestamp + 1)
+
+        chunk = Signal(31)
+        m.d.comb += chunk.eq(Mux(regs.burst.unlimited | (left <= burst_dwords), left,
+                                 burst_dwords))
+        more = (chunk != left) | mode.continuous | (passes_left > 1)
+        m.d.comb += [
+            ini.desc.valid.eq(running & ~last_issued & ~stop_pending & (idle_left == 0) &
+                              ~regs.control.stop),
+            ini.desc.payload.cmd.eq(cmd),
+            ini.desc.payload.addr.eq(next_addr),
+            ini.desc.payload.dwords.eq(chunk),
+            ini.desc.payload.wide.eq(mode.width64),
+            ini.desc.payload.more.eq(more & (regs.idle.clocks == 0)),
+            ini.stop.eq(regs.control.stop & running),
+        ]
+        with m.If(ini.desc.valid & ini.desc.ready):
+            m.d.pci += [next_addr.eq(next_addr + (chunk << 2)), left.eq(left - chunk)]
+            with m.If(chunk == left):
+                m.d.pci += last_issued.eq(1)
+
+        with m.If(idle_left != 0):
+            m.d.pci += idle_left.eq(idle_left - 1)
+        ok_done = ev.done & (ev.result == DescriptorResult.OK)
+        with m.If(ok_done):
+            m.d.pci += idle_left.eq(regs.idle.clocks)
+
+        finish = Signal()
+        passes_done = Signal(32)
+        m.d.comb += regs.passes_done.passes_done.eq(passes_done)
+        m.d.comb += pass_end.eq(ok_done & last_issued)
+        with m.If(pass_end):
+            m.d.pci += passes_done.eq(passes_done + 1)
+            with m.If(mode.continuous | (passes_left > 1)):
+                m.d.pci += [
+                    next_addr.eq(start_addr), left.eq(length[2:]), last_issued.eq(0),
+                    passes_left.eq(passes_left - ~mode.continuous),
+                ]
+            with m.Else():
+                m.d.comb += finish.eq(1)
+
+        with m.If(regs.control.stop & running):
+            m.d.pci += stop_pending.eq(1)
+        stopped_now = stop_pending & ~ini.busy
+        aborted = ev.done & ev.result.as_value().matches(DescriptorResult.MASTER_ABORT,
+                                                         DescriptorResult.TARGET_ABORT)
+        with m.If(aborted | stopped_now):
+            m.d.comb += finish.eq(1)
+        m.d.comb += [
+            regs.status.done_set.eq(finish),
+            regs.status.stopped_set.eq(stopped_now & ~aborted),
+            regs.status.master_abort_set.eq(ev.done &
+                                            (ev.result == DescriptorResult.MASTER_ABORT)),
+            regs.status.target_abort_set.eq(ev.done &
+                                            (ev.result == DescriptorResult.TARGET_ABORT)),
+        ]
+        with m.If(finish):
+            m.d.pci += [running.eq(0), stop_pending.eq(0)]
+        with m.If(launch):
+            m.d.pci += [
+                running.eq(1), stop_pending.eq(0), last_issued.eq(0), idle_left.eq(0),
+                next_addr.eq(start_addr), left.eq(length[2:]),
+                passes_left.eq(Mux(regs.passes.count == 0, 1, regs.passes.count)),
+                passes_done.eq(0),
+            ]
+
+        # --- data: write pattern, read verification ---------------------------------------
+        checker_restart = Signal()
+        m.d.pci += checker_restart.eq(launch | pass_end)
+        for gen in (writer, checker):
+            m.d.comb += [gen.pattern.eq(pattern), gen.seed.eq(regs.seed.seed),
+                         gen.timestamp.eq(timestamp)]
+        m.d.comb += [
+            writer.restart.eq(launch | pass_end),
+            writer.take.eq(ini.wdata_take),
+            ini.wdata.eq(writer.window),
+            # Read words arrive a clock after their data phase: restart a clock later too.
+            checker.restart.eq(checker_restart),
+            checker.take.eq(ini.rdata.count),
+        ]
+        rd = ini.rdata
+        bad0 = Signal()
+        bad1 = Signal()
+        m.d.comb += [
+            bad0.eq(mode.verify & (rd.count != 0) & (rd.dw[0] != checker.window[0])),
+            bad1.eq(mode.verify & (rd.count == 2) & (rd.dw[1] != checker.window[1])),
+        ]
+        rx_index = Signal(32)         # DWORDs received in this pass
+        mismatches = Signal(32)
+        first_mismatch = Signal(32, init=0xFFFF_FFFF)
+        m.d.comb += [regs.mismatches.mismatches.eq(mismatches),
+                     regs.first_mismatch.first_mismatch.eq(first_mismatch)]
+        with m.If(checker_restart):
+            m.d.pci += rx_index.eq(0)
+        with m.Else():
+            m.d.pci += rx_index.eq(rx_index + rd.count)
+        m.d.pci += mismatches.eq(mismatches + bad0 + bad1)
+        with m.If((bad0 | bad1) & (first_mismatch == 0xFFFF_FFFF)):
+            m.d.pci += first_mismatch.eq(rx_index + ~bad0)
+
+        # --- results ------------------------------------------------------------------------
+        counters = {name: Signal(64 if name in _WIDE_RESULTS else 32, name=f"r_{name}")
+                    for name in ("clocks", "bus_clocks", "bytes", "gnt_wait_sum",
+                                 "latency_sum", "data_phases", "transactions", "retries",
+                                 "disconnects_data", "disconnects_nodata", "master_aborts",
+                                 "target_aborts", "latency_timer_ends", "latency_count")}
+        ended = {
+            "retries": Termination.RETRY,
+            "disconnects_data": Termination.DISCONNECT_DATA,
+            "disconnects_nodata": Termination.DISCONNECT_NODATA,
+            "master_aborts": Termination.MASTER_ABORT,
+            "target_aborts": Termination.TARGET_ABORT,
+            "latency_timer_ends": Termination.LATENCY_TIMER,
+        }
+        increments = {
+            "clocks": running,
+            "bus_clocks": running & ev.owning,
+            "bytes": Mux(ev.phase, ev.dwords << 2, 0),
+            "gnt_wait_sum": Mux(ev.start, ev.gnt_wait, 0),
+            "latency_sum": Mux(ev.first & ev.phase, ev.latency, 0),
+            "data_phases": ev.phase,
+            "transactions": ev.start,
+            "latency_count": ev.first & ev.phase,
+        }
+        for name, term in ended.items():
+            increments[name] = ev.end & (ev.term == term)
+        gnt_min = Signal(32, init=0xFFFF_FFFF)
+        gnt_max = Signal(32)
+        lat_min = Signal(32, init=0xFFFF_FFFF)
+        lat_max = Signal(32)
+        with m.If(ev.start):
+            with m.If(ev.gnt_wait < gnt_min):
+                m.d.pci += gnt_min.eq(ev.gnt_wait)
+            with m.If(ev.gnt_wait > gnt_max):
+                m.d.pci += gnt_max.eq(ev.gnt_wait)
+        with m.If(ev.first & ev.phase):
+            with m.If(ev.latency < lat_min):
+                m.d.pci += lat_min.eq(ev.latency)
+            with m.If(ev.latency > lat_max):
+                m.d.pci += lat_max.eq(ev.latency)
+        for name, counter in counters.items():
+            m.d.pci += counter.eq(counter + increments[name])
+        with m.If(launch):
+            m.d.pci += [counter.eq(0) for counter in counters.values()]
+            m.d.pci += [gnt_min.eq(0xFFFF_FFFF), gnt_max.eq(0), lat_min.eq(0xFFFF_FFFF),
+                        lat_max.eq(0), mismatches.eq(0), first_mismatch.eq(0xFFFF_FFFF)]
+        m.d.comb += [
+            regs.gnt_wait_min.gnt_wait_min.eq(gnt_min),
+            regs.gnt_wait_max.gnt_wait_max.eq(gnt_max),
+            regs.latency_min.latency_min.eq(lat_min),
+            regs.latency_max.latency_max.eq(lat_max),
+        ]
+        for name, counter in counters.items():
+            if name in _WIDE_RESULTS:
+                lo = getattr(regs, f"{name}_lo")
+                hi = getattr(regs, f"{name}_hi")
+                latched = Signal(32, name=f"{name}_hi_latched")
+                with m.If(lo.r_stb):
+                    m.d.pci += latched.eq(counter[32:])
+                m.d.comb += [getattr(lo, f"{name}_lo").eq(counter[:32]),
+                             getattr(hi, f"{name}_hi").eq(latched)]
+            else:
+                m.d.comb += getattr(getattr(regs, name), name).eq(counter)
+        return m
