@@ -19,7 +19,7 @@ from pcispy.gateware.pci.bus import (ACTIVE_LOW, OPEN_DRAIN, Command, Terminatio
 from pcispy.gateware.pci.pads import INPUT_ONLY_LINES
 
 __all__ = ["PinBus", "ScriptedInitiator", "Result", "build_bench", "enumerate_board",
-           "simulate", "BAR_ADDRESSES"]
+           "simulate", "BAR_ADDRESSES", "BackendDriver"]
 
 
 class PinBus:
@@ -246,6 +246,32 @@ def build_bench(board):
     m.submodules.board = board
     pins = PinBus(m, board.ports, board.width)
     return m, pins
+
+
+class BackendDriver:
+    """Reads and writes a backend (the target's word bus) directly, in domain ``pci``."""
+    def __init__(self, ctx, port):
+        self.ctx, self.port = ctx, port
+
+    async def write(self, reg, value, be=0xF):
+        ctx, p = self.ctx, self.port
+        ctx.set(p.addr, reg)
+        ctx.set(p.w_data, value)
+        ctx.set(p.w_be, be)
+        ctx.set(p.write, 1)
+        ctx.set(p.valid, 1)
+        await ctx.tick("pci")
+        ctx.set(p.valid, 0)
+
+    async def read(self, reg):
+        ctx, p = self.ctx, self.port
+        ctx.set(p.addr, reg)
+        ctx.set(p.write, 0)
+        ctx.set(p.valid, 1)
+        await ctx.tick("pci")
+        ctx.set(p.valid, 0)
+        assert ctx.get(p.r_valid)
+        return ctx.get(p.r_data)
 
 
 #: Where :func:`enumerate_board` places the BARs (BAR1 absent by default).

@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The PCI pads: one-clock I/O flip-flops, polarity, s/t/s release, open drain, parity."""
+
+import pytest
+from amaranth.sim import Simulator
+
+from pcispy.gateware.pci.bus import parity
+from pcispy.gateware.pci.pads import PCIPads, simulation_ports
+
+pytestmark = pytest.mark.target
+
+
+def run(bench, width=32):
+    ports = simulation_ports(width)
+    dut = PCIPads(width, ports)
+    sim = Simulator(dut)
+    sim.add_clock(30e-9, domain="pci")
+
+    async def testbench(ctx):
+        # Undriven pins float high (pull-ups).
+        for name, port in ports.items():
+            ctx.set(port.i, (1 << len(port.i)) - 1)
+        await ctx.tick("pci")
+        await bench(ctx, dut, ports)
+    sim.add_testbench(testbench)
+    sim.run()
+
+
+def test_outputs_leave_one_clock_later_inverted():
+    async def bench(ctx, dut, ports):
+        ctx.set(dut.bus.trdy.o, 1)
+        ctx.set(dut.bus.trdy.oe, 1)
+        ctx.set(dut.bus.ad.o, 0x1234_5678)
+        ctx.set(dut.bus.ad.oe, 1)
+        assert ctx.get(ports["trdy"].oe) == 0 and ctx.get(ports["ad"].oe) == 0
+        await ctx.tick("pci")
+        assert ctx.get(ports["trdy"].oe) == 1 and ctx.get(ports["trdy"].o) == 0  # low = asserted
+        assert ctx.get(ports["ad"].oe) == 0xFFFF_FFFF and ctx.get(ports["ad"].o) == 0x1234_5678
+    run(bench)
+
+
+def test_sustained_tristate_release_drives_high_for_one_clock():
+    async def bench(ctx, dut, ports):
+        ctx.set(dut.bus.devsel.o, 1)
+        ctx.set(dut.bus.devsel.oe, 1)
+        await ctx.tick("pci")
+        ctx.set(dut.bus.devsel.o, 0)
+        ctx.set(dut.bus.devsel.oe, 0)
+        await ctx.tick("pci")
+        # Released: deasserted (pin high) and still driven for this clock...
+        assert ctx.get(ports["devsel"].oe) == 1 and ctx.get(ports["devsel"].o) == 1
+        await ctx.tick("pci")
+        # ...then floating.
+        assert ctx.get(ports["devsel"].oe) == 0
+        # AD is plain tri-state: it floats at once.
+        ctx.set(dut.bus.ad.oe, 1)
+        await ctx.tick("pci")
+        ctx.set(dut.bus.ad.oe, 0)
+        await ctx.tick("pci")
+        assert ctx.get(ports["ad"].oe) == 0
+    run(bench)
+
+
+def test_open_drain_only_pulls_low():
+    async def bench(ctx, dut, ports):
+        ctx.set(dut.bus.serr.oe, 1)
+        ctx.set(dut.bus.serr.o, 0)
+        await ctx.tick("pci")
+        assert ctx.get(ports["serr"].oe) == 0
+        ctx.set(dut.bus.serr.o, 1)
+        await ctx.tick("pci")
+        assert ctx.get(ports["serr"].oe) == 1 and ctx.get(ports["serr"].o) == 0
+    run(bench)
+
+
+def test_inputs_registered_and_live():
+    async def bench(ctx, dut, ports):
+        ctx.set(ports["frame"].i, 0)                 # FRAME# asserted on the pin
+        ctx.set(ports["ad"].i, 0xDEAD_BEEF)
+        assert ctx.get(dut.live.frame) == 1          # unregistered: at once
+        assert ctx.get(dut.bus.frame.i) == 0         # registered: after the edge
+        assert ctx.get(dut.bus.ad.i) == 0xFFFF_FFFF
+        await ctx.tick("pci")
+        assert ctx.get(dut.bus.frame.i) == 1 and ctx.get(dut.bus.ad.i) == 0xDEAD_BEEF
+        ctx.set(ports["gnt"].i, 0)
+        assert ctx.get(dut.live.gnt) == 1
+    run(bench)
+
+
+@pytest.mark.parametrize("width", [32, 64])
+def test_parity_generation_follows_driven_ad(width):
+    async def bench(ctx, dut, ports):
+        value, cbe = 0x0F0F_0007, 0b0110
+        ctx.set(dut.bus.ad.o, value)
+        ctx.set(dut.bus.ad.oe, 1)
+        await ctx.tick("pci")                        # AD on the pins from here
+        ctx.set(ports["cbe"].i, cbe)                 # the initiator's byte enables
+        ctx.set(dut.bus.ad.oe, 0)
+        await ctx.tick("pci")                        # PAR covers that clock
+        assert ctx.get(ports["par"].oe) == 1
+        assert ctx.get(ports["par"].o) == parity(value, cbe)
+        await ctx.tick("pci")
+        assert ctx.get(ports["par"].oe) == 0         # AD was not driven: PAR floats
+        # Corruption inverts it.
+        ctx.set(dut.bus.ad.oe, 1)
+        ctx.set(dut.corrupt_par, 1)
+        await ctx.tick("pci")
+        ctx.set(dut.corrupt_par, 0)
+        await ctx.tick("pci")
+        assert ctx.get(ports["par"].o) == 1 - parity(value, cbe)
+    run(bench, width)
+
+
+def test_parity_check_against_previous_clock():
+    async def bench(ctx, dut, ports):
+        ctx.set(ports["ad"].i, 0x0000_0003)
+        ctx.set(ports["cbe"].i, 0b0001)
+        await ctx.tick("pci")
+        ctx.set(ports["par"].i, 1)                   # 3 ones: even parity needs PAR = 1
+        assert ctx.get(dut.par_error) == 0
+        ctx.set(ports["par"].i, 0)
+        assert ctx.get(dut.par_error) == 1
+    run(bench)
+
+
+def test_missing_port_is_a_clear_error():
+    ports = simulation_ports(32)
+    del ports["stop"]
+    with pytest.raises(ValueError, match="stop"):
+        PCIPads(32, ports)
