@@ -197,3 +197,70 @@ def test_legacy_rtc_read_latency_39():
     check(recs[0], timestamp=2, address=0x71, command=Command.IO_READ, first_be=0xD,
           first_data=0x12, data_phases=1, latency=39, duration=40, target_wait=38,
           devsel=DevselSpeed.SUBTRACTIVE)
+
+
+#: Seeds of the randomised summary test (a failing seed is printed by the assertion).
+SEEDS = [1, 2, 3, 4, 5]
+
+_COMMANDS = [Command.IO_READ, Command.IO_WRITE, Command.MEM_READ, Command.MEM_WRITE,
+             Command.MEM_READ_LINE, Command.MEM_READ_MULTIPLE, Command.MEM_WRITE_INVALIDATE,
+             Command.CONFIG_READ, Command.CONFIG_WRITE]
+
+
+def random_transaction(rng):
+    """A random legal transaction and the summary the rules say it must get."""
+    command = rng.choice(_COMMANDS)
+    words = [rng.getrandbits(32) for _ in range(rng.randint(1, 5))]
+    ending = rng.choice(["completion"] * 3 + ["retry", "disconnect_data",
+                                              "disconnect_nodata", "target_abort",
+                                              "master_abort"])
+    if ending == "disconnect_nodata" and len(words) < 2:
+        ending = "completion"
+    dac = command.is_memory and rng.random() < 0.25
+    address = rng.getrandbits(64 if dac else 32) & ~3 | (1 << 40 if dac else 0)
+    devsel = rng.randint(1, 4)
+    last_address = 1 if dac else 0
+    earliest = max(last_address + devsel, last_address + (2 if command.is_read else 1))
+    if ending == "target_abort":
+        earliest = max(earliest, last_address + devsel + 1)   # DEVSEL# first, then abort
+    latency = earliest + rng.randint(0, 4)
+    initiator_waits = [rng.randint(0, 2) for _ in words]
+    target_waits = [rng.randint(0, 2) for _ in words]
+    stop_phase = None
+    if ending == "disconnect_data":
+        stop_phase = rng.randint(0, len(words) - 1)
+    elif ending == "disconnect_nodata":
+        stop_phase = rng.randint(1, len(words) - 1)
+    clocks = transaction(command, address, words, devsel=devsel, latency=latency,
+                         target_waits=target_waits, initiator_waits=initiator_waits,
+                         ending=ending, stop_phase=stop_phase, dac=dac)
+    phases = {"completion": len(words), "retry": 0, "target_abort": 0, "master_abort": 0,
+              "disconnect_data": (stop_phase or 0) + 1,
+              "disconnect_nodata": stop_phase}[ending]
+    irdy_first = last_address + 1 + initiator_waits[0]
+    stops_first = ending in ("retry", "target_abort") or stop_phase == 0
+    first = 0 if ending == "master_abort" else \
+        latency if stops_first else max(latency, irdy_first)
+    want = (address, command, phases, first, len(clocks), Termination[ending.upper()],
+            int(dac), words[0] if phases else 0)
+    return clocks, want
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_traffic_summaries(seed):
+    import random
+    rng = random.Random(seed)
+    clocks, wants, starts = idle(2), [], []
+    for _ in range(12):
+        one, want = random_transaction(rng)
+        starts.append(len(clocks))
+        clocks += one
+        clocks += idle(rng.choice([0, 0, 1, 3]))   # 0: fast back-to-back
+        wants.append(want)
+    recs, _ = summarise(clocks)
+    got = [(r["address"], r["command"], r["data_phases"], r["latency"], r["duration"],
+            r["termination"], r["dac"], r["first_data"]) for r in recs]
+    assert got == wants, f"seed {seed}"
+    # summarise() leads with 2 idle clocks
+    assert [r["timestamp"] for r in recs] == [s + 2 for s in starts], f"seed {seed}"
