@@ -97,7 +97,8 @@ INJECT = data.StructLayout({
 
 #: ``Reg.CONFIG``: settings that hold across commands.
 CONFIG = data.StructLayout({
-    "lat_timer":   8,   # Latency Timer: expired once more clocks than this passed since FRAME#
+    "lat_timer":   8,   # Latency Timer: expired once more clocks than this passed since
+                        # FRAME# (reset 255: never, as the clock count saturates there)
     "perr_enable": 1,   # (p) assert PERR# two clocks after a read data phase with bad parity
 })
 
@@ -112,7 +113,7 @@ class Reg(py_enum.IntEnum):
     INJECT      = 0x005  # INJECT layout
     PERR_COUNT  = 0x006  # read: read-data parity errors detected since reset
     BUF_ADDR    = 0x008  # buffer DWORD index for BUF_DATA (auto-increments)
-    BUF_DATA    = 0x009  # read/write one buffer DWORD (only while idle)
+    BUF_DATA    = 0x009  # read/write one buffer DWORD (only while not STATUS_BUSY)
     CMD         = 0x010  # .. 0x017: the command being assembled (COMMAND layout)
     PUSH        = 0x018  # write: queue the assembled command
     RESULT      = 0x020  # .. 0x027: the oldest result (RESULT layout)
@@ -123,11 +124,11 @@ class Reg(py_enum.IntEnum):
 ID_VALUE = 0x5043_4949
 
 #: ``Reg.STATUS`` bits.
-STATUS_BUSY          = 1 << 0   # a command is running
+STATUS_BUSY          = 1 << 0   # a command is queued or running
 STATUS_RESULT        = 1 << 1   # a result waits (same as ``event``)
 STATUS_QUEUE_FULL    = 1 << 2
 STATUS_PUSH_REFUSED  = 1 << 8   # sticky: PUSH while the queue was full
-STATUS_BUF_REFUSED   = 1 << 9   # sticky: BUF_DATA access while a command was running
+STATUS_BUF_REFUSED   = 1 << 9   # sticky: BUF_DATA access while busy (reads return all ones)
 
 #: Path from the initiator's instance to its buffer words, for cocotb backdoor access.
 BUFFER_PATH = ("buffer", "ram", "bd_storage")
@@ -238,7 +239,7 @@ class BehaviouralInitiator(wiring.Component):
 
         # ---- control registers -------------------------------------------------------
         staging = Signal(COMMAND)
-        config = Signal(CONFIG)
+        config = Signal(CONFIG, init={"lat_timer": 0xFF})
         inject = Signal(INJECT)
         retry_limit = Signal(16, init=1024)
         lfsr = Signal(32, init=1)
@@ -251,6 +252,8 @@ class BehaviouralInitiator(wiring.Component):
 
         state = Signal(_State)
         busy = state != _State.IDLE
+        # Queued or running: the register path to the buffer is closed.
+        engaged = busy | (queue.level != 0)
         m.d.comb += ctl.event.eq(results.r_rdy)
 
         m.d.sync += lfsr.eq((lfsr >> 1) ^ Mux(lfsr[0], _LFSR_TAPS, 0))
@@ -293,7 +296,7 @@ class BehaviouralInitiator(wiring.Component):
 
         # Buffer access through registers, only while no command runs (the engine owns
         # both RAM ports while it works).
-        with m.If((buf_data_w | buf_data_r) & busy):
+        with m.If((buf_data_w | buf_data_r) & engaged):
             m.d.sync += buf_refused.eq(1)
         with m.Elif(buf_data_w | buf_data_r):
             m.d.sync += buf_ptr.eq(buf_ptr + 1)
@@ -305,7 +308,7 @@ class BehaviouralInitiator(wiring.Component):
             with m.Case(Reg.ID):
                 m.d.comb += read_mux.eq(ID_VALUE)
             with m.Case(Reg.STATUS):
-                m.d.comb += read_mux.eq(Cat(busy, results.r_rdy, ~queue.w_rdy, Const(0, 5),
+                m.d.comb += read_mux.eq(Cat(engaged, results.r_rdy, ~queue.w_rdy, Const(0, 5),
                                             push_refused, buf_refused))
             with m.Case(Reg.CONFIG):
                 m.d.comb += read_mux.eq(config.as_value())
@@ -320,7 +323,7 @@ class BehaviouralInitiator(wiring.Component):
             with m.Case(Reg.BUF_ADDR):
                 m.d.comb += read_mux.eq(buf_ptr)
             with m.Case(Reg.BUF_DATA):
-                m.d.comb += read_mux.eq(Mux(busy, 0xFFFF_FFFF, slow_rdata))
+                m.d.comb += read_mux.eq(Mux(engaged, 0xFFFF_FFFF, slow_rdata))
             for word in range(COMMAND.size // 32):
                 with m.Case(Reg.CMD + word):
                     m.d.comb += read_mux.eq(staging.as_value()[32 * word:32 * word + 32])
@@ -374,8 +377,12 @@ class BehaviouralInitiator(wiring.Component):
         buf_dw = Signal(21)
         buf_dw_next = Signal(21)
         m.d.comb += [buf_dw.eq(cur.buf_off + idx), buf_dw_next.eq(cur.buf_off + idx_next)]
-        m.d.comb += buffer.r_addr.eq(Mux(busy, buf_dw_next >> lane_bits, (buf_ptr + buf_data_r) >> lane_bits))
-        with m.If(~busy & buf_data_w):
+        # Register path: the RAM must already be addressed with the DWORD a BUF_DATA read
+        # returns, i.e. with the new BUF_ADDR while it is written and the next DWORD while
+        # one is read.
+        slow_next = Mux(writing & (ctl.addr == Reg.BUF_ADDR), ctl.w_data, buf_ptr + buf_data_r)
+        m.d.comb += buffer.r_addr.eq(Mux(busy, buf_dw_next, slow_next) >> lane_bits)
+        with m.If(~engaged & buf_data_w):
             m.d.comb += buffer.w_addr.eq(buf_ptr >> lane_bits)
             if wide:
                 m.d.comb += [buffer.w_data.eq(Cat(ctl.w_data, ctl.w_data)),
@@ -402,12 +409,20 @@ class BehaviouralInitiator(wiring.Component):
         pending_last = (remaining <= Mux(is64 & ack64_seen, 2, 1)) | \
                        ((cur.burst != 0) & (xfer_phases + 1 >= cur.burst)) | lt_stop
 
+        # (c) FRAME# asserted again for one clock while the last data phase waits.
+        reassert = Signal()
+        reassert_done = Signal()
+        m.d.comb += reassert.eq(inject.frame_reassert & ~frame_on & wait_seen & ~reassert_done)
+        with m.If(in_data & irdy_on & reassert):
+            m.d.sync += reassert_done.eq(1)
+        with m.If(state == _State.IDLE):
+            m.d.sync += reassert_done.eq(0)
         frame_out = Signal()
         with m.If(in_addr):
             m.d.comb += frame_out.eq(1)
         with m.Elif(in_data):
             with m.If(irdy_on):
-                m.d.comb += frame_out.eq(frame_on | (inject.frame_reassert & wait_seen))
+                m.d.comb += frame_out.eq(frame_on | reassert)
             with m.Else():
                 m.d.comb += frame_out.eq(frame_on & ~(inject.frame_no_irdy & pending_last))
         m.d.comb += [
@@ -885,6 +900,7 @@ class InitiatorDriver:
                     shift = 32 * lane
                     storage[index].value = (old & ~(0xFFFF_FFFF << shift)) | (word << shift)
             return
+        await self._until_idle()
         await self.ctl.write(Reg.BUF_ADDR, dword)
         for word in words:
             await self.ctl.write(Reg.BUF_DATA, word)
@@ -900,8 +916,19 @@ class InitiatorDriver:
                 index, lane = divmod(dword + i, 2)
                 out.append((int(storage[index].value) >> (32 * lane)) & 0xFFFF_FFFF)
             return out
+        await self._until_idle()
         await self.ctl.write(Reg.BUF_ADDR, dword)
         return [await self.ctl.read(Reg.BUF_DATA) for _ in range(count)]
+
+    async def _until_idle(self):
+        # The register path to the buffer is closed while commands are queued or run;
+        # results are collected meanwhile so a full result FIFO cannot stall the engine.
+        while True:
+            status = await self.ctl.read(Reg.STATUS)
+            if not status & STATUS_BUSY:
+                return
+            if status & STATUS_RESULT:
+                await self._collect()
 
     # -- commands --------------------------------------------------------------------
     async def submit(self, code, addr, length, *, read_bytes=None, value_shift=None,

@@ -18,7 +18,7 @@ from pcispy.gateware.pci.bus import ACTIVE_LOW, bus_lines, parity
 from pcispy.sim.bfm.initiator import BehaviouralInitiator, InitiatorDriver
 from pcispy.sim.control import PysimControl
 
-__all__ = ["Harness", "TargetScript", "ScriptedTarget", "run_bench", "waves"]
+__all__ = ["Harness", "TargetScript", "ConfigFunction", "ScriptedTarget", "run_bench", "waves"]
 
 #: Lines the scripted target may drive.
 TARGET_LINES = ("ad", "ad_hi", "par", "par64", "trdy", "stop", "devsel", "ack64", "perr")
@@ -69,6 +69,46 @@ class TargetScript:
     ack64: bool = False          # answer REQ64# with ACK64#
     bad_parity_phase: int = None # read data phase (of each transaction) given a wrong PAR
     memory: dict = field(default_factory=dict)   # DWORD address -> value
+    config: dict = field(default_factory=dict)   # slot -> ConfigFunction (type 0 cycles)
+
+
+class ConfigFunction:
+    """Configuration space of one function: a type 0 header with sizable BARs.
+
+    ``bars``: list of ``(kind, size)`` with kind "io", "mem", "mem-pf", "mem64" (the
+    latter takes two BAR registers). Unimplemented registers read as zero.
+    """
+
+    def __init__(self, vendor, device, class_code, bars):
+        self.regs = [0] * 64
+        self.regs[0] = device << 16 | vendor
+        self.regs[2] = class_code << 8
+        self.masks = {}
+        index = 4
+        for kind, size in bars:
+            if kind == "io":
+                self.regs[index], self.masks[index] = 1, ~(size - 1) & 0xFFFF_FFFC
+            elif kind == "mem64":
+                self.regs[index], self.masks[index] = 0b100, ~(size - 1) & 0xFFFF_FFF0
+                self.regs[index + 1], self.masks[index + 1] = 0, 0xFFFF_FFFF
+                index += 1
+            else:
+                self.regs[index] = 0b1000 if kind == "mem-pf" else 0
+                self.masks[index] = ~(size - 1) & 0xFFFF_FFF0
+            index += 1
+        self.masks[1] = 0x0000_0547   # Command: I/O, memory, master, parity, SERR#
+
+    def read(self, reg):
+        return self.regs[reg]
+
+    def write(self, reg, value, cbe):
+        if reg not in self.masks:
+            return
+        mask = self.masks[reg]
+        for byte in range(4):
+            if (cbe >> byte) & 1:
+                mask &= ~(0xFF << (8 * byte))
+        self.regs[reg] = (self.regs[reg] & ~mask) | (value & mask)
 
 
 def _default_word(dword_addr):
@@ -89,10 +129,16 @@ class ScriptedTarget:
         self.transactions = []
         self.writes = []     # (dword address, value, C/BE#) of each write data phase
 
-    def _read_word(self, dword_addr):
+    def _read_word(self, dword_addr, xfer=None):
+        if xfer is not None and xfer.get("function") is not None:
+            return xfer["function"].read(dword_addr & 0x3F)
         return self.s.memory.get(dword_addr, _default_word(dword_addr))
 
-    def _store(self, dword_addr, value, cbe):
+    def _store(self, dword_addr, value, cbe, xfer=None):
+        if xfer is not None and xfer.get("function") is not None:
+            xfer["function"].write(dword_addr & 0x3F, value, cbe)
+            self.writes.append((dword_addr, value, cbe))
+            return
         old = self._read_word(dword_addr)
         mask = 0
         for byte in range(4):
@@ -176,9 +222,9 @@ class ScriptedTarget:
             width64 = xfer.get("ack") and xfer["req64"]
             base = (xfer["addr"] >> 2) + xfer["data_dwords"]
             if not self._is_read(xfer):
-                self._store(base, now["ad"], now["cbe"])
+                self._store(base, now["ad"], now["cbe"], xfer)
                 if width64:
-                    self._store(base + 1, now["ad_hi"], now["cbe_hi"])
+                    self._store(base + 1, now["ad_hi"], now["cbe_hi"], xfer)
             xfer["data_dwords"] += 2 if width64 else 1
             xfer["phases"] += 1
             xfer["ready_at"] = xfer["clock"] + 1 + s.wait
@@ -191,6 +237,16 @@ class ScriptedTarget:
         nxt = xfer["clock"] + 1
         shift = xfer.get("dac_shift", 0)
         if s.devsel_clock is None or nxt < s.devsel_clock + shift:
+            return
+        if xfer["cmd"] in (0b1010, 0b1011) and "function" not in xfer:
+            # Type 0 configuration: claimed only by a function whose IDSEL (AD[16+slot]) is set.
+            xfer["function"] = None
+            for slot, function in s.config.items():
+                if (xfer["addr"] >> (16 + slot)) & 1 and xfer["addr"] & 3 == 0:
+                    xfer["function"] = function
+            if xfer["function"] is None:
+                xfer["unclaimed"] = True
+        if xfer.get("unclaimed"):
             return
         if not xfer.get("claimed"):
             xfer["claimed"] = True
@@ -232,7 +288,7 @@ class ScriptedTarget:
             out["trdy"] = int(nxt >= xfer["ready_at"])
         if self._is_read(xfer) and nxt >= 3 + shift and stopping != "abort":
             base = (xfer["addr"] >> 2) + xfer["data_dwords"]
-            out["ad"], oe["ad"] = self._read_word(base), 1
+            out["ad"], oe["ad"] = self._read_word(base, xfer), 1
             if wide and xfer["ack"]:
                 out["ad_hi"], oe["ad_hi"] = self._read_word(base + 1), 1
             xfer["bad_par_now"] = out["trdy"] and xfer["phases"] == self.s.bad_parity_phase
@@ -249,7 +305,9 @@ def run_bench(bench, script=None, *, width=32, gnt=None):
     sim.add_clock(30e-9)
     sim.add_testbench(target.process, background=True)
     if gnt is not None:
-        sim.add_testbench(lambda ctx: gnt(ctx, harness), background=True)
+        async def arbiter(ctx):
+            await gnt(ctx, harness)
+        sim.add_testbench(arbiter, background=True)
 
     async def main(ctx):
         driver = InitiatorDriver(PysimControl(ctx, harness.dut.ctl), width=width)

@@ -9,7 +9,7 @@ import pytest
 
 from pcispy.gateware.pci.bus import Command, parity
 from pcispy.sim.bfm.initiator import Reg, Status, STATUS_BUF_REFUSED
-from pcispy.sim.tests._initiator_bench import TargetScript, run_bench, waves
+from pcispy.sim.tests._initiator_bench import ConfigFunction, TargetScript, run_bench, waves
 
 pytestmark = pytest.mark.bfm
 
@@ -52,3 +52,365 @@ def test_single_write_fast_target():
     assert target.trace[t0 + 2]["par"] == parity(0x0403_0201, 0)
     assert target.s.memory[0x1000_0040 >> 2] == 0x0403_0201
     _clean(target)
+
+
+def _run_one(script, operation, *, width=32, gnt=None, settle=4):
+    """Run ``await operation(driver)`` against ``script``; return (result, target)."""
+    box = {}
+
+    async def bench(ctx, drv, target, h):
+        box["r"] = await operation(drv)
+        await ctx.tick().repeat(settle)
+
+    target = run_bench(bench, script, width=width, gnt=gnt)
+    _clean(target)
+    return box["r"], target
+
+
+def test_burst_write_medium_devsel_with_target_waits():
+    r, target = _run_one(TargetScript(devsel_clock=3, wait=1),
+                         lambda d: d.mem_write(0x100, bytes(range(16))))
+    assert (r.status, r.phases, r.dwords, r.transactions) == (Status.OK, 4, 4, 1)
+    # CHECK, ARB, address phase, 8 data clocks, END.
+    assert (r.latency, r.clocks) == (2, 12)
+    t0 = _start(target)
+    assert waves(target.trace, t0, 10, CTRL) == {
+        "frame":  "1111111000",
+        "irdy":   "0111111110",
+        "devsel": "0011111110",
+        "trdy":   "0010101010",
+        "stop":   "0000000000",
+    }
+    assert [w[1] for w in target.writes] == [0x0302_0100, 0x0706_0504, 0x0B0A_0908, 0x0F0E_0D0C]
+
+
+def test_read_has_turnaround_and_returns_data():
+    r, target = _run_one(TargetScript(devsel_clock=2), lambda d: d.mem_read(0x200, 12))
+    t0 = _start(target)
+    assert waves(target.trace, t0, 6, CTRL) == {
+        "frame":  "111100",
+        "irdy":   "011110",
+        "devsel": "011110",
+        "trdy":   "001110",
+        "stop":   "000000",
+    }
+    # Clock 2 is the turnaround: nobody drives AD (pull-ups), PAR still covers the address.
+    assert target.trace[t0 + 1]["ad"] == 0xFFFF_FFFF
+    assert target.trace[t0]["cbe"] == Command.MEM_READ.value
+    expected = b"".join((0xA500_0000 | a * 0x0101).to_bytes(4, "little") for a in (0x80, 0x81, 0x82))
+    assert r.data == expected
+    assert (r.latency, r.last_data, r.phases) == (2, 0xA500_8282, 3)
+
+
+def test_irdy_wait_states_first_and_next():
+    r, target = _run_one(TargetScript(), lambda d: d.mem_write(0x40, bytes(12), wait_first=2,
+                                                               wait_next=1))
+    t0 = _start(target)
+    assert waves(target.trace, t0, 10, ["frame", "irdy", "trdy"]) == {
+        "frame": "1111111000",
+        "irdy":  "0001010100",
+        "trdy":  "0111111100",
+    }
+    assert (r.phases, r.clocks) == (3, 11)
+
+
+def test_retry_repeats_the_same_transaction():
+    r, target = _run_one(TargetScript(retries=2), lambda d: d.mem_write(0x100, bytes(range(8))))
+    assert (r.status, r.retries, r.transactions, r.phases) == (Status.OK, 2, 3, 2)
+    starts = [x["start"] - _start(target) for x in target.transactions]
+    assert starts == [0, 6, 12]
+    assert all(x["addr"] == 0x100 for x in target.transactions)
+    t0 = _start(target)
+    assert waves(target.trace, t0, 7, CTRL + ["req"]) == {
+        "frame":  "1100001",
+        "irdy":   "0110000",
+        "devsel": "0110000",
+        "trdy":   "0000000",
+        "stop":   "0110000",
+        "req":    "1110011",   # REQ# released two clocks after a retry
+    }
+    assert [w[0] for w in target.writes] == [0x40, 0x41]
+
+
+def test_retry_limit_gives_up_and_reads_all_ones():
+    async def op(d):
+        await d.configure(retry_limit=3)
+        return await d.mem_read(0x100, 8)
+
+    r, target = _run_one(TargetScript(retries=10), op)
+    assert (r.status, r.retries, r.transactions, r.phases) == (Status.RETRY_LIMIT, 3, 3, 0)
+    assert r.data == b"\xff" * 8
+
+
+def test_disconnect_with_data_continues_at_next_address():
+    r, target = _run_one(TargetScript(disconnect_after=2),
+                         lambda d: d.mem_write(0x100, bytes(range(16))))
+    assert [hex(x["addr"]) for x in target.transactions] == ["0x100", "0x108"]
+    assert (r.status, r.phases, r.transactions, r.disconnects) == (Status.OK, 4, 2, 2)
+    t0 = _start(target)
+    assert waves(target.trace, t0, 5, CTRL) == {
+        "frame":  "11100",
+        "irdy":   "01110",
+        "devsel": "01110",
+        "trdy":   "01100",
+        "stop":   "00110",
+    }
+    assert [w[0] for w in target.writes] == [0x40, 0x41, 0x42, 0x43]
+
+
+def test_disconnect_without_data_continues_read():
+    r, target = _run_one(TargetScript(disconnect_after=2, disconnect_with_data=False),
+                         lambda d: d.mem_read(0x100, 16))
+    assert [hex(x["addr"]) for x in target.transactions] == ["0x100", "0x108"]
+    assert (r.phases, r.disconnects, r.transactions) == (4, 1, 2)
+    t0 = _start(target)
+    assert waves(target.trace, t0, 7, CTRL) == {
+        "frame":  "1111100",
+        "irdy":   "0111110",
+        "devsel": "0111110",
+        "trdy":   "0011000",
+        "stop":   "0000110",
+    }
+    assert r.data == b"".join((0xA500_0000 | a * 0x0101).to_bytes(4, "little")
+                              for a in range(0x40, 0x44))
+
+
+def test_master_abort_returns_all_ones():
+    r, target = _run_one(TargetScript(devsel_clock=None), lambda d: d.mem_read(0x100, 8))
+    assert (r.status, r.phases, r.last_data) == (Status.MASTER_ABORT, 0, 0xFFFF_FFFF)
+    assert r.data == b"\xff" * 8
+    t0 = _start(target)
+    # No DEVSEL# by clock 5: FRAME# deasserted in clock 6, IRDY# in clock 7.
+    assert waves(target.trace, t0, 8, ["frame", "irdy", "devsel"]) == {
+        "frame":  "11111000",
+        "irdy":   "01111100",
+        "devsel": "00000000",
+    }
+
+
+def test_subtractive_decode_at_clock_5_is_not_an_abort():
+    r, target = _run_one(TargetScript(devsel_clock=5), lambda d: d.mem_read(0x100, 4))
+    assert (r.status, r.latency) == (Status.OK, 4)
+
+
+def test_target_abort_is_reported():
+    r, target = _run_one(TargetScript(abort_at=1), lambda d: d.mem_write(0x100, bytes(range(16))))
+    assert (r.status, r.phases, r.transactions) == (Status.TARGET_ABORT, 1, 1)
+    t0 = _start(target)
+    assert waves(target.trace, t0, 5, CTRL) == {
+        "frame":  "11100",
+        "irdy":   "01110",
+        "devsel": "01000",
+        "trdy":   "01000",
+        "stop":   "00110",
+    }
+    assert len(target.transactions) == 1
+
+
+def test_64bit_write_with_ack64():
+    r, target = _run_one(TargetScript(ack64=True),
+                         lambda d: d.mem_write(0x100, bytes(range(16)), width=64), width=64)
+    assert (r.status, r.ack64, r.phases, r.dwords) == (Status.OK, True, 2, 4)
+    t0 = _start(target)
+    assert waves(target.trace, t0, 4, ["frame", "req64", "irdy", "ack64", "trdy"]) == {
+        "frame": "1100",
+        "req64": "1100",
+        "irdy":  "0110",
+        "ack64": "0110",
+        "trdy":  "0110",
+    }
+    data = target.trace[t0 + 1]
+    assert (data["ad"], data["ad_hi"]) == (0x0302_0100, 0x0706_0504)
+    assert target.trace[t0 + 2]["par64"] == parity(0x0706_0504, 0)
+    assert [w[0] for w in target.writes] == [0x40, 0x41, 0x42, 0x43]
+
+
+def test_64bit_write_falls_back_to_32_without_ack64():
+    r, target = _run_one(TargetScript(ack64=False),
+                         lambda d: d.mem_write(0x100, bytes(range(16)), width=64), width=64)
+    assert (r.status, r.ack64, r.phases, r.dwords) == (Status.OK, False, 4, 4)
+    t0 = _start(target)
+    assert waves(target.trace, t0, 6, ["frame", "req64", "irdy", "trdy"]) == {
+        "frame": "111100",
+        "req64": "111100",
+        "irdy":  "011110",
+        "trdy":  "011110",
+    }
+    # The upper DWORD of each pair is sent again on AD[31:0] in the next phase.
+    assert [target.trace[t0 + i]["ad"] for i in range(1, 5)] == \
+        [0x0302_0100, 0x0706_0504, 0x0B0A_0908, 0x0F0E_0D0C]
+
+
+def test_64bit_single_qword_read_waits_for_ack64():
+    # One or two data phases depends on ACK64#: IRDY# waits for DEVSEL# to know.
+    r, target = _run_one(TargetScript(ack64=True), lambda d: d.mem_read(0x100, 8, width=64),
+                         width=64)
+    t0 = _start(target)
+    assert waves(target.trace, t0, 4, ["frame", "irdy", "devsel", "ack64", "trdy"]) == {
+        "frame":  "1100",
+        "irdy":   "0010",
+        "devsel": "0110",
+        "ack64":  "0110",
+        "trdy":   "0010",
+    }
+    assert (r.phases, r.dwords) == (1, 2)
+    assert r.data == (0xA500_4040).to_bytes(4, "little") + (0xA500_4141).to_bytes(4, "little")
+
+
+def test_dual_address_cycle_above_4gib():
+    r, target = _run_one(TargetScript(devsel_clock=3),
+                         lambda d: d.mem_write(0x1_2345_6780, bytes(range(4))))
+    t0 = _start(target)
+    first, second = target.trace[t0], target.trace[t0 + 1]
+    assert (first["ad"], first["cbe"]) == (0x2345_6780, Command.DUAL_ADDRESS.value)
+    assert (second["ad"], second["cbe"]) == (0x1, Command.MEM_WRITE.value)
+    assert waves(target.trace, t0, 5, ["frame", "irdy", "devsel", "trdy"]) == {
+        "frame":  "11000",
+        "irdy":   "00110",
+        "devsel": "00010",   # medium decode, one clock later after a DAC
+        "trdy":   "00010",
+    }
+    assert target.transactions[0]["addr"] == 0x1_2345_6780
+    assert r.latency == 3
+
+
+def test_latency_timer_ends_burst_when_gnt_removed():
+    async def gnt(ctx, h):
+        while not ctx.get(h.bus["frame"]):
+            await ctx.tick()
+        await ctx.tick()
+        ctx.set(h.gnt, 0)              # removed from clock 2 on
+        await ctx.tick().repeat(8)
+        ctx.set(h.gnt, 1)              # back in clock 10
+
+    async def op(d):
+        await d.configure(lat_timer=3)
+        return await d.mem_write(0x100, bytes(32))
+
+    r, target = _run_one(TargetScript(), op, gnt=gnt)
+    assert (r.status, r.lt_ends, r.transactions, r.phases) == (Status.OK, 1, 2, 8)
+    t0 = _start(target)
+    # Expired once 3 clocks passed (edge of clock 4) with GNT# gone: clock 5 is the last phase.
+    assert waves(target.trace, t0, 7, ["frame", "irdy", "trdy"]) == {
+        "frame": "1111000",
+        "irdy":  "0111100",
+        "trdy":  "0111100",
+    }
+    assert target.transactions[1]["start"] - t0 == 10
+    assert target.transactions[1]["addr"] == 0x110
+
+
+def test_burst_limit_one_means_one_data_phase_per_transaction():
+    r, target = _run_one(TargetScript(), lambda d: d.mem_write(0x100, bytes(range(12)), burst=1,
+                                                               idle=2))
+    assert [x["addr"] for x in target.transactions] == [0x100, 0x104, 0x108]
+    assert (r.transactions, r.phases, r.disconnects) == (3, 3, 0)
+    starts = [x["start"] for x in target.transactions]
+    # address, data, END, two idle clocks, ARB: six clocks per store.
+    assert [b - a for a, b in zip(starts, starts[1:])] == [6, 6]
+
+
+def test_byte_enables_first_and_last():
+    r, target = _run_one(TargetScript(), lambda d: d.mem_write(0x103, bytes([0xAA, 0xBB, 0xCC])))
+    assert [(a, c) for a, _, c in target.writes] == [(0x40, 0b0111), (0x41, 0b1100)]
+    assert target.s.memory[0x40] >> 24 == 0xAA
+    assert target.s.memory[0x41] & 0xFFFF == 0xCCBB
+
+
+def test_config_and_io_cycles():
+    async def op(d):
+        out = {}
+        out["cfg"] = await d.config_read(3, 0x10)
+        out["cfgw"] = await d.config_write(3, 0x04, 0x0147, be=0b1100)
+        out["io"] = await d.io_read(0x71, 1)
+        out["iow"] = await d.io_write(0x70, 0x8A, 1)
+        return out
+
+    function_ = ConfigFunction(0x1234, 0xABCD, 0x118000, [("mem", 4096)])
+    out, target = _run_one(TargetScript(config={3: function_}), op)
+    addrs = [(x["addr"], x["cmd"]) for x in target.transactions]
+    assert addrs == [((1 << 19) | 0x10, Command.CONFIG_READ.value),
+                     ((1 << 19) | 0x04, Command.CONFIG_WRITE.value),
+                     (0x71, Command.IO_READ.value), (0x70, Command.IO_WRITE.value)]
+    assert out["cfg"].value == 0                     # BAR0 of a memory BAR before assignment
+    assert function_.regs[1] & 0xFFFF == 0x0147
+    assert out["io"].value == (0xA500_0000 | 0x1C * 0x0101) >> 8 & 0xFF
+    assert target.writes[-1] == (0x1C, 0x8A, 0b1110)
+    # The I/O read drove only byte 1: C/BE# = 1101.
+    io_start = target.transactions[2]["start"]
+    assert target.trace[io_start + 1]["cbe"] == 0b1101
+
+
+def test_config_read_of_empty_slot_master_aborts():
+    r, target = _run_one(TargetScript(config={}), lambda d: d.config_read(5, 0))
+    assert (r.status, r.value) == (Status.MASTER_ABORT, 0xFFFF_FFFF)
+
+
+@pytest.mark.parametrize("enabled", [False, True])
+def test_read_parity_error_asserts_perr_two_clocks_later(enabled):
+    async def op(d):
+        await d.configure(perr_enable=enabled)
+        return await d.mem_read(0x100, 12)
+
+    r, target = _run_one(TargetScript(bad_parity_phase=1), op)
+    assert r.perr == 1
+    t0 = _start(target)
+    # Data phase 2 moves in clock 4, its PAR comes in clock 5, PERR# in clock 6.
+    assert waves(target.trace, t0, 8, ["trdy", "perr"]) == {
+        "trdy": "00111000",
+        "perr": "00000100" if enabled else "00000000",
+    }
+
+
+def test_bad_commands_are_refused_without_bus_activity():
+    async def op(d):
+        return [await d.run(Command.MEM_READ, 0x100, 0),
+                await d.run(Command.DUAL_ADDRESS, 0x100, 1),
+                await d.run(Command.MEM_READ, 0x100, 65, buf_off=0),   # buffer is 64 DWORDs
+                await d.run(Command.MEM_WRITE, 0x100, 1000, imm=1)]
+
+    results, target = _run_one(TargetScript(), op)
+    assert [r.status for r in results[:3]] == [Status.BAD_COMMAND] * 3
+    assert results[3].status == Status.OK and results[3].dwords == 1000   # imm needs no buffer
+    assert len(target.transactions) == 1
+
+
+def test_64bit_request_on_32bit_bus_is_refused():
+    r, target = _run_one(TargetScript(), lambda d: d.run(Command.MEM_READ, 0x100, 2, req64=1))
+    assert r.status == Status.BAD_COMMAND
+    assert target.transactions == []
+
+
+def test_reserved_command_goes_on_the_bus():
+    r, target = _run_one(TargetScript(), lambda d: d.run(Command.RESERVED_4, 0x100, 1, imm=1))
+    assert target.transactions[0]["cmd"] == Command.RESERVED_4.value
+    assert r.status == Status.OK
+
+
+def test_nonblocking_submit_and_wait_in_any_order():
+    async def op(d):
+        h1 = await d.submit_mem_write(0x100, b"\x01\x02\x03\x04", buf_off=0)
+        h2 = await d.submit_mem_read(0x100, 4, buf_off=8)
+        h3 = await d.submit_io_read(0x70, 1)
+        r3 = await d.wait(h3)
+        r2 = await d.wait(h2)
+        r1 = await d.wait(h1)
+        return r1, r2, r3
+
+    (r1, r2, r3), target = _run_one(TargetScript(), op)
+    assert r2.data == b"\x01\x02\x03\x04"
+    assert r1.ok and r3.ok and r3.value == 0xA500_1C1C & 0xFF
+    assert [x["cmd"] for x in target.transactions] == [Command.MEM_WRITE.value,
+                                                      Command.MEM_READ.value, Command.IO_READ.value]
+
+
+def test_buffer_register_access_is_refused_while_busy():
+    async def op(d):
+        h = await d.submit(Command.MEM_WRITE, 0x100, 200, imm=1)
+        await d.ctl.write(Reg.BUF_DATA, 5)
+        status = await d.status()
+        await d.wait(h)
+        return status
+
+    status, _ = _run_one(TargetScript(), op)
+    assert status & STATUS_BUF_REFUSED

@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Firmware-like bus enumeration through the host bridge's initiator.
+
+:func:`enumerate_bus` does what a PC BIOS does for the devices behind a host bridge:
+read each slot's Vendor ID (a master abort or 0xFFFF means an empty slot), size every
+BAR (write all ones, read back: the bits a BAR hard-wires to zero give its size), give it
+an address aligned to its size (memory from 0x8000_0000 up, I/O from 0x1000 up), and
+enable I/O and memory decode, bus mastering, parity error response and SERR#.
+"""
+
+from dataclasses import dataclass, field
+
+from pcispy.sim.bfm.initiator import Status
+
+__all__ = ["Bar", "Function", "enumerate_bus", "MEM_BASE", "IO_BASE", "COMMAND_ENABLES"]
+
+MEM_BASE = 0x8000_0000
+IO_BASE = 0x1000
+
+#: Command register bits set on every function found: I/O space, memory space, bus
+#: master, parity error response, SERR# enable.
+COMMAND_ENABLES = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 6) | (1 << 8)
+
+_VENDOR, _COMMAND, _CLASS, _BAR0 = 0x00, 0x04, 0x08, 0x10
+
+
+@dataclass
+class Bar:
+    """One base address register as enumeration found and programmed it."""
+    index: int            # 0..5 (a 64-bit BAR takes index and index + 1)
+    kind: str             # "memory" or "io"
+    size: int             # bytes
+    address: int          # assigned base
+    prefetchable: bool = False
+    is64: bool = False
+
+
+@dataclass
+class Function:
+    """A function found in a slot."""
+    slot: int
+    vendor: int
+    device: int
+    class_code: int       # 24 bits: base class, subclass, programming interface
+    revision: int
+    command: int          # Command register value read back after enabling
+    bars: list = field(default_factory=list)
+
+
+def _align(value, size):
+    return (value + size - 1) // size * size
+
+
+async def _read(driver, slot, register):
+    result = await driver.config_read(slot, register)
+    return result.value if result.status == Status.OK else 0xFFFF_FFFF
+
+
+async def _size_bar(driver, slot, register):
+    """Return (original, read-back after writing all ones) of the BAR at ``register``."""
+    original = await _read(driver, slot, register)
+    await driver.config_write(slot, register, 0xFFFF_FFFF)
+    probe = await _read(driver, slot, register)
+    return original, probe
+
+
+async def enumerate_bus(driver, slots, *, mem_base=MEM_BASE, io_base=IO_BASE):
+    """Enumerate ``slots`` through ``driver`` (an :class:`InitiatorDriver`); return the
+    :class:`Function` of every occupied slot, with its BARs sized, assigned and enabled."""
+    found = []
+    next_mem, next_io = mem_base, io_base
+    for slot in slots:
+        ids = await _read(driver, slot, _VENDOR)
+        if ids & 0xFFFF == 0xFFFF:
+            continue
+        class_rev = await _read(driver, slot, _CLASS)
+        # Decode off while BARs hold all ones.
+        await driver.config_write(slot, _COMMAND, 0, be=0b1100)
+        bars = []
+        index = 0
+        while index < 6:
+            register = _BAR0 + 4 * index
+            original, probe = await _size_bar(driver, slot, register)
+            if probe == 0:
+                index += 1
+                continue
+            if original & 1:
+                mask = probe & 0xFFFF_FFFC
+                if mask >> 16 == 0:      # 16-bit I/O decode: upper half reads zero
+                    mask |= 0xFFFF_0000
+                size = (~mask + 1) & 0xFFFF_FFFF
+                address = next_io = _align(next_io, size)
+                next_io += size
+                await driver.config_write(slot, register, address)
+                bars.append(Bar(index, "io", size, address))
+                index += 1
+                continue
+            is64 = (original >> 1) & 3 == 0b10
+            mask = probe & 0xFFFF_FFF0
+            if is64:
+                _, probe_hi = await _size_bar(driver, slot, register + 4)
+                mask |= probe_hi << 32
+                size = (~mask + 1) & 0xFFFF_FFFF_FFFF_FFFF
+            else:
+                size = (~mask + 1) & 0xFFFF_FFFF
+            address = next_mem = _align(next_mem, size)
+            next_mem += size
+            await driver.config_write(slot, register, address & 0xFFFF_FFFF)
+            if is64:
+                await driver.config_write(slot, register + 4, address >> 32)
+            bars.append(Bar(index, "memory", size, address, bool(original & 0b1000), is64))
+            index += 2 if is64 else 1
+        await driver.config_write(slot, _COMMAND, COMMAND_ENABLES, be=0b1100)
+        command = await _read(driver, slot, _COMMAND) & 0xFFFF
+        found.append(Function(slot=slot, vendor=ids & 0xFFFF, device=ids >> 16,
+                              class_code=class_rev >> 8, revision=class_rev & 0xFF,
+                              command=command, bars=bars))
+    return found

@@ -1,0 +1,324 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The host's interrupt response, as a bus model: INTA# in, an acknowledge write out.
+
+Models the software path from an interrupt to its handler: when INTA# (resolved, level)
+is asserted, the responder draws a delay (fixed, or uniform in [min, max] from a seeded
+LFSR), waits that many clocks, and has the host bridge's initiator write a programmable
+value to a programmable address (the acknowledge, e.g. the device's interrupt-clear
+register). Then it optionally makes up to four *checkpoint* writes, each a programmable
+number of clocks after the acknowledge completed (the handler's later steps). Each
+interrupt leaves one log entry (drawn delay and timestamps) readable through the control
+port; it re-arms once INTA# is deasserted.
+
+The writes go through the initiator's priority command port
+(:attr:`BehaviouralInitiator.prio`), so they never wait behind queued Python commands.
+"""
+
+import enum as py_enum
+
+from amaranth import Cat, Module, Mux, Signal
+from amaranth.lib import data, enum, memory, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from pcispy.gateware.pci.bus import Command
+from pcispy.sim.bfm.initiator import COMMAND, Status, pack
+from pcispy.sim.control import ControlSignature
+
+__all__ = ["InterruptResponder", "IrqReg", "IRQ_CONTROL", "LOG_ENTRY", "CHECKPOINTS",
+           "InterruptResponderDriver"]
+
+#: Most checkpoint writes per interrupt.
+CHECKPOINTS = 4
+
+#: ``IrqReg.CONTROL``.
+IRQ_CONTROL = data.StructLayout({
+    "enable":      1,   # respond to INTA#
+    "uniform":     1,   # delay uniform in [DELAY_MIN, DELAY_MAX]; else fixed DELAY_MIN
+    "checkpoints": 3,   # checkpoint writes per interrupt, 0..CHECKPOINTS
+})
+
+#: One log entry (read as LOG + 0 .. LOG + 3).
+LOG_ENTRY = data.StructLayout({
+    "delay":  32,   # drawn delay, clocks from INTA# seen to the acknowledge request
+    "t_irq":  32,   # NOW when INTA# was seen asserted
+    "t_ack":  32,   # NOW when the acknowledge write had completed
+    "t_ckpt": 32,   # NOW when the last checkpoint write had completed (t_ack if none)
+})
+
+_LOG_DEPTH = 16
+
+
+class IrqReg(py_enum.IntEnum):
+    """Control-port register indices of the interrupt responder."""
+    ID          = 0x00   # read: 0x50434951 ("PCIQ")
+    CONTROL     = 0x01   # IRQ_CONTROL; a checkpoint count above CHECKPOINTS is refused
+    STATUS      = 0x02   # read: bit0 busy, bit1 control write refused (sticky; write 1 clears)
+    SEED        = 0x03   # write: seed the LFSR (0 is taken as 1)
+    DELAY_MIN   = 0x04
+    DELAY_MAX   = 0x05   # below DELAY_MIN is refused
+    ACK_ADDR_LO = 0x06
+    ACK_ADDR_HI = 0x07
+    ACK_VALUE   = 0x08
+    CKPT_ADDR_LO = 0x09
+    CKPT_ADDR_HI = 0x0A
+    CKPT_VALUE  = 0x0B   # checkpoint k writes CKPT_VALUE + k
+    CKPT_OFFSET = 0x0C   # .. 0x0F: clocks after the acknowledge for checkpoint k
+    COUNT       = 0x10   # read: interrupts seen
+    LOGGED      = 0x11   # read: log entries written (the log keeps the last 16)
+    LOG_INDEX   = 0x12   # which entry LOG reads (modulo 16)
+    LOG         = 0x14   # .. 0x17: the entry at LOG_INDEX (LOG_ENTRY)
+    SEEN        = 0x18   # entries Python has handled; ``event`` = LOGGED != SEEN
+    NOW         = 0x19   # read: the free-running clock counter
+
+
+ID_VALUE = 0x5043_4951
+_LFSR_TAPS = 0x8020_0003
+
+
+class _State(enum.Enum, shape=3):
+    ARMED = 0
+    DRAW = 1
+    DELAY = 2
+    REQUEST = 3     # a write offered on ``cmd``
+    WRITING = 4     # waiting for ``done``
+    CKPT_WAIT = 5
+    LOG = 6
+    REARM = 7       # wait for INTA# to be deasserted
+
+
+class InterruptResponder(wiring.Component):
+    """Acknowledges INTA# through the host initiator after a drawn delay (domain ``sync``).
+
+    Ports:
+        inta (In, 1): INTA# as resolved on the bus, inside level (1 = asserted).
+        cmd (Out, stream.Signature(COMMAND)): write commands for the initiator's ``prio``.
+        done (In, 1): the initiator's ``prio_done`` (one clock per finished command).
+        done_status (In, Status): the initiator's ``prio_status``.
+        ctl (Out, ControlSignature): registers :class:`IrqReg`; ``event`` while log
+            entries are newer than ``SEEN``.
+
+    The acknowledge and checkpoint writes are single-DWORD Memory Writes with all byte
+    enables. Delays are counted in bus clocks.
+    """
+
+    def __init__(self):
+        super().__init__({
+            "inta": In(1),
+            "cmd": Out(stream.Signature(COMMAND)),
+            "done": In(1),
+            "done_status": In(Status),
+            "ctl": Out(ControlSignature()),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        ctl = self.ctl
+
+        m.submodules.log = log = memory.Memory(shape=LOG_ENTRY, depth=_LOG_DEPTH, init=[])
+        log_w = log.write_port()
+        log_r = log.read_port(domain="comb")
+
+        control = Signal(IRQ_CONTROL)
+        refused = Signal()
+        lfsr = Signal(32, init=1)
+        now = Signal(32)
+        delay_min = Signal(32)
+        delay_max = Signal(32)
+        ack_addr = Signal(64)
+        ack_value = Signal(32)
+        ckpt_addr = Signal(64)
+        ckpt_value = Signal(32)
+        ckpt_offset = [Signal(32, name=f"ckpt_offset{k}") for k in range(CHECKPOINTS)]
+        count = Signal(32)
+        logged = Signal(32)
+        seen = Signal(32)
+        log_index = Signal(range(_LOG_DEPTH))
+        state = Signal(_State)
+
+        m.d.sync += [now.eq(now + 1), lfsr.eq((lfsr >> 1) ^ Mux(lfsr[0], _LFSR_TAPS, 0))]
+        m.d.comb += ctl.event.eq(logged != seen)
+
+        regs = {
+            IrqReg.DELAY_MIN: delay_min, IrqReg.ACK_ADDR_LO: ack_addr[:32],
+            IrqReg.ACK_ADDR_HI: ack_addr[32:], IrqReg.ACK_VALUE: ack_value,
+            IrqReg.CKPT_ADDR_LO: ckpt_addr[:32], IrqReg.CKPT_ADDR_HI: ckpt_addr[32:],
+            IrqReg.CKPT_VALUE: ckpt_value, IrqReg.SEEN: seen,
+            **{IrqReg.CKPT_OFFSET + k: ckpt_offset[k] for k in range(CHECKPOINTS)},
+        }
+        with m.If(ctl.w_en):
+            with m.Switch(ctl.addr):
+                for reg, sig in regs.items():
+                    with m.Case(reg):
+                        m.d.sync += sig.eq(ctl.w_data)
+                with m.Case(IrqReg.CONTROL):
+                    new = IRQ_CONTROL(ctl.w_data[:IRQ_CONTROL.size])
+                    with m.If(new.checkpoints > CHECKPOINTS):
+                        m.d.sync += refused.eq(1)
+                    with m.Else():
+                        m.d.sync += control.eq(new)
+                with m.Case(IrqReg.DELAY_MAX):
+                    with m.If(ctl.w_data < delay_min):
+                        m.d.sync += refused.eq(1)
+                    with m.Else():
+                        m.d.sync += delay_max.eq(ctl.w_data)
+                with m.Case(IrqReg.STATUS):
+                    with m.If(ctl.w_data[1]):
+                        m.d.sync += refused.eq(0)
+                with m.Case(IrqReg.SEED):
+                    m.d.sync += lfsr.eq(Mux(ctl.w_data == 0, 1, ctl.w_data))
+                with m.Case(IrqReg.LOG_INDEX):
+                    m.d.sync += log_index.eq(ctl.w_data)
+
+        entry_words = log_r.data.as_value()
+        m.d.comb += log_r.addr.eq(log_index)
+        read_mux = Signal(32)
+        with m.Switch(ctl.addr):
+            for reg, sig in regs.items():
+                with m.Case(reg):
+                    m.d.comb += read_mux.eq(sig)
+            with m.Case(IrqReg.ID):
+                m.d.comb += read_mux.eq(ID_VALUE)
+            with m.Case(IrqReg.CONTROL):
+                m.d.comb += read_mux.eq(control.as_value())
+            with m.Case(IrqReg.STATUS):
+                m.d.comb += read_mux.eq(Cat(state != _State.ARMED, refused))
+            with m.Case(IrqReg.SEED):
+                m.d.comb += read_mux.eq(lfsr)
+            with m.Case(IrqReg.DELAY_MAX):
+                m.d.comb += read_mux.eq(delay_max)
+            with m.Case(IrqReg.COUNT):
+                m.d.comb += read_mux.eq(count)
+            with m.Case(IrqReg.LOGGED):
+                m.d.comb += read_mux.eq(logged)
+            with m.Case(IrqReg.LOG_INDEX):
+                m.d.comb += read_mux.eq(log_index)
+            with m.Case(IrqReg.NOW):
+                m.d.comb += read_mux.eq(now)
+            for word in range(LOG_ENTRY.size // 32):
+                with m.Case(IrqReg.LOG + word):
+                    m.d.comb += read_mux.eq(entry_words[32 * word:32 * word + 32])
+        m.d.sync += ctl.r_data.eq(read_mux)
+
+        # ---- response sequence ---------------------------------------------------------
+        entry = Signal(LOG_ENTRY)
+        countdown = Signal(32)
+        ckpt = Signal(range(CHECKPOINTS + 1))
+        writing_ack = Signal()
+        span = delay_max - delay_min
+        # Smallest all-ones mask covering span: draws above span are redrawn next clock.
+        mask = Signal(32)
+        m.d.comb += mask.eq(span)
+        for shift in (1, 2, 4, 8, 16):
+            mask_next = Signal(32)
+            m.d.comb += mask_next.eq(mask | (mask >> shift))
+            mask = mask_next
+        draw = lfsr & mask
+
+        payload = self.cmd.payload
+        m.d.comb += [
+            payload.code.eq(Command.MEM_WRITE),
+            payload.length.eq(1),
+            payload.imm.eq(1),
+            payload.addr.eq(Mux(writing_ack, ack_addr, ckpt_addr)),
+            payload.imm_data.eq(Mux(writing_ack, ack_value, ckpt_value + ckpt)),
+        ]
+        ckpt_offset_now = Signal(32)
+        with m.Switch(ckpt):
+            for k in range(CHECKPOINTS):
+                with m.Case(k):
+                    m.d.comb += ckpt_offset_now.eq(ckpt_offset[k])
+
+        with m.Switch(state):
+            with m.Case(_State.ARMED):
+                with m.If(control.enable & self.inta):
+                    m.d.sync += [entry.t_irq.eq(now), count.eq(count + 1), state.eq(_State.DRAW)]
+            with m.Case(_State.DRAW):
+                with m.If(~control.uniform):
+                    m.d.sync += [entry.delay.eq(delay_min), countdown.eq(delay_min),
+                                 state.eq(_State.DELAY)]
+                with m.Elif(draw <= span):
+                    m.d.sync += [entry.delay.eq(delay_min + draw), countdown.eq(delay_min + draw),
+                                 state.eq(_State.DELAY)]
+            with m.Case(_State.DELAY):
+                with m.If(countdown <= 1):
+                    m.d.sync += [writing_ack.eq(1), state.eq(_State.REQUEST)]
+                with m.Else():
+                    m.d.sync += countdown.eq(countdown - 1)
+            with m.Case(_State.REQUEST):
+                m.d.comb += self.cmd.valid.eq(1)
+                with m.If(self.cmd.ready):
+                    m.d.sync += state.eq(_State.WRITING)
+            with m.Case(_State.WRITING):
+                with m.If(self.done):
+                    with m.If(writing_ack):
+                        m.d.sync += [entry.t_ack.eq(now), entry.t_ckpt.eq(now), ckpt.eq(0),
+                                     writing_ack.eq(0)]
+                        with m.If(control.checkpoints != 0):
+                            m.d.sync += state.eq(_State.CKPT_WAIT)
+                        with m.Else():
+                            m.d.sync += state.eq(_State.LOG)
+                    with m.Else():
+                        m.d.sync += [entry.t_ckpt.eq(now), ckpt.eq(ckpt + 1)]
+                        with m.If(ckpt + 1 == control.checkpoints):
+                            m.d.sync += state.eq(_State.LOG)
+                        with m.Else():
+                            m.d.sync += state.eq(_State.CKPT_WAIT)
+            with m.Case(_State.CKPT_WAIT):
+                with m.If(now - entry.t_ack >= ckpt_offset_now):
+                    m.d.sync += state.eq(_State.REQUEST)
+            with m.Case(_State.LOG):
+                m.d.comb += [log_w.addr.eq(logged[:4]), log_w.data.eq(entry), log_w.en.eq(1)]
+                m.d.sync += [logged.eq(logged + 1), state.eq(_State.REARM)]
+            with m.Case(_State.REARM):
+                with m.If(~self.inta):
+                    m.d.sync += state.eq(_State.ARMED)
+        return m
+
+
+class InterruptResponderDriver:
+    """Python side of :class:`InterruptResponder` over a control accessor."""
+
+    def __init__(self, ctl):
+        self.ctl = ctl
+        self._seen = 0
+
+    async def configure(self, *, ack_addr, ack_value, delay=None, delay_range=None,
+                        checkpoints=(), ckpt_addr=0, ckpt_value=0, seed=None):
+        """``delay`` (fixed clocks) or ``delay_range=(min, max)`` (uniform);
+        ``checkpoints``: clock offsets after the acknowledge, at most CHECKPOINTS."""
+        if (delay is None) == (delay_range is None):
+            raise ValueError("give either delay or delay_range")
+        if len(checkpoints) > CHECKPOINTS:
+            raise ValueError(f"at most {CHECKPOINTS} checkpoints")
+        low, high = (delay, delay) if delay is not None else delay_range
+        if seed is not None:
+            await self.ctl.write(IrqReg.SEED, seed)
+        await self.ctl.write(IrqReg.DELAY_MIN, low)
+        await self.ctl.write(IrqReg.DELAY_MAX, high)
+        for reg, value in ((IrqReg.ACK_ADDR_LO, ack_addr & 0xFFFF_FFFF), (IrqReg.ACK_ADDR_HI, ack_addr >> 32),
+                           (IrqReg.ACK_VALUE, ack_value), (IrqReg.CKPT_ADDR_LO, ckpt_addr & 0xFFFF_FFFF),
+                           (IrqReg.CKPT_ADDR_HI, ckpt_addr >> 32), (IrqReg.CKPT_VALUE, ckpt_value)):
+            await self.ctl.write(reg, value)
+        for k, offset in enumerate(checkpoints):
+            await self.ctl.write(IrqReg.CKPT_OFFSET + k, offset)
+        control = pack(IRQ_CONTROL, enable=1, uniform=delay_range is not None,
+                       checkpoints=len(checkpoints))
+        await self.ctl.write(IrqReg.CONTROL, control)
+        if (await self.ctl.read(IrqReg.STATUS)) & 2:
+            await self.ctl.write(IrqReg.STATUS, 2)
+            raise ValueError(f"the responder refused delay range {low}..{high}")
+
+    async def entries(self):
+        """Log entries not returned before, oldest first, as dicts (LOG_ENTRY fields)."""
+        logged = await self.ctl.read(IrqReg.LOGGED)
+        out = []
+        for index in range(max(self._seen, logged - _LOG_DEPTH), logged):
+            await self.ctl.write(IrqReg.LOG_INDEX, index % _LOG_DEPTH)
+            words = [await self.ctl.read(IrqReg.LOG + w) for w in range(LOG_ENTRY.size // 32)]
+            out.append(dict(zip(("delay", "t_irq", "t_ack", "t_ckpt"), words)))
+        self._seen = logged
+        await self.ctl.write(IrqReg.SEEN, logged)
+        return out
+
+    async def count(self):
+        return await self.ctl.read(IrqReg.COUNT)
