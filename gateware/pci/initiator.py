@@ -454,13 +454,15 @@ class Initiator(wiring.Component):
                     m.d.comb += seen_term.eq(Termination.MASTER_ABORT)
                 with m.If(forced_end):
                     m.d.pci += term.eq(seen_term)
-                with m.Elif(pin_frame & voluntary_end & irdy_next & ~stopping &
-                            (txn_left_after > next_size)):
+                lt_end = pin_frame & voluntary_end & irdy_next & ~stopping & \
+                    (txn_left_after > next_size)
+                with m.Elif(lt_end):
                     m.d.pci += term.eq(Termination.LATENCY_TIMER)
 
-                with m.If(target_stop):
-                    # A target termination: REQ# off for the idle clock and the one
-                    # next to it, so other masters get their turn.
+                with m.If(target_stop | lt_end):
+                    # Ended by the target or by GNT# removal: REQ# off for two clocks
+                    # around the idle clock, so other masters get their turn (and an
+                    # arbiter that withholds GNT# until REQ# drops gives it back).
                     m.d.pci += req_off.eq(2)
                     m.d.comb += bus.req.o.eq(0)
 

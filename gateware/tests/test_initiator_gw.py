@@ -419,6 +419,9 @@ def test_latency_timer_with_gnt_removed():
     first = [t for t in data_phases(res) if a[0] < t < a[1]]
     assert first[-1] == a[0] + 9 and not res.trace[a[0] + 9]["frame"]
     assert a[1] >= 15
+    # REQ# dropped while the burst ends (so an arbiter holding GNT# back returns it).
+    assert not res.trace[a[0] + 10]["req"] and not res.trace[a[0] + 11]["req"]
+    assert res.trace[a[0] + 13]["req"]
     assert [tgt.mem[i] for i in range(32)] == counter_words(32)
 
 
@@ -509,3 +512,28 @@ def test_random_target_behaviour(seed):
     except AssertionError:
         print(f"failing seed: {seed}")
         raise
+
+
+def test_special_cycle_ends_without_devsel_as_completion():
+    tgt = ScriptedTarget(devsel=None)
+    res = run([{"cmd": Command.SPECIAL_CYCLE, "addr": 0, "dwords": 1}], tgt, clocks=16)
+    (a,) = addr_phases(res)
+    assert res.trace[a]["cbe"] == Command.SPECIAL_CYCLE.value
+    assert [res.trace[a + i]["irdy"] for i in range(1, 7)] == [1, 1, 1, 1, 0, 0]
+    assert terms(res) == [Termination.COMPLETION]
+    assert [e["result"] for e in res.events if e["done"]] == [DescriptorResult.OK]
+
+
+@pytest.mark.parametrize("cmd", [Command.IO_WRITE, Command.CONFIG_WRITE, Command.IO_READ,
+                                 Command.CONFIG_READ, Command.INTERRUPT_ACK])
+def test_non_memory_commands_are_32bit(cmd):
+    """Only memory commands ask for 64-bit phases; the command code goes out as given."""
+    tgt = ScriptedTarget({0x40: 0x1234, 0x41: 0x5678}, devsel=2)
+    res = run([{"cmd": cmd, "addr": 0x100, "dwords": 2, "wide": 1}], tgt, width=64, clocks=20)
+    (a,) = addr_phases(res)
+    assert res.trace[a]["cbe"] == cmd.value and not res.trace[a]["req64"]
+    assert len(data_phases(res)) == 2
+    if cmd.value & 1:
+        assert [tgt.mem[0x40], tgt.mem[0x41]] == counter_words(2)
+    else:
+        assert res.reads == [0x1234, 0x5678]
