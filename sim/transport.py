@@ -84,6 +84,12 @@ class SimTransport(Transport):
             self._check(await self.system.host.mem_write(address, value.to_bytes(4, "little")),
                         f"memory write at {address:#x}")
 
+    async def config_read(self, offset):
+        from pcispy.sim.system import BOARD_SLOT
+        result = self._check(await self.system.host.config_read(BOARD_SLOT, offset),
+                             f"configuration read at {offset:#x}")
+        return result.value
+
     async def read_block(self, bar, offset, count):
         kind, address = self._address(bar, offset, 4 * count)
         if kind == "io":
