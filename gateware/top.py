@@ -72,7 +72,9 @@ class PCIBoard(wiring.Component):
 
     Ports:
         trace (Out, BackendSignature): BAR1 backend (only when ``trace_size`` != 0): read
-            requests for the trace memory, word-addressed, ``width`` bits.
+            requests for the trace memory, word-addressed, ``width`` bits (writes to BAR1
+            are dropped by the target; reads may take any latency: beyond the PCI
+            latency rules the target retries or disconnects).
         The PCI pins are not component ports: they are ``board.ports`` (io ports).
 
     Parameters:
@@ -100,7 +102,8 @@ class PCIBoard(wiring.Component):
         trace_bar = BarSpec("trace", "mem", trace_size, prefetchable=True) if trace_size else None
         self.windows = (
             Window(BarSpec("registers", "mem", BAR0_SIZE)),
-            Window(trace_bar, data_width=width, prefetch=True) if trace_bar else None,
+            Window(trace_bar, data_width=width, prefetch=True, read_only=True)
+            if trace_bar else None,
             Window(exerciser_bar, data_width=width, prefetch=True, exerciser=True,
                    ack64_bit=exerciser_bar.size_bits - 1 if width == 64 else None),
             Window(BarSpec("io", "io", IO_WINDOW_SIZE), exerciser=True),

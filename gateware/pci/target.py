@@ -47,6 +47,11 @@ __all__ = ["BackendSignature", "Window", "ResponseKnobs", "PCITarget", "WRITE_FI
 WRITE_FIFO_DEPTH = 4
 #: Read prefetch buffer depth (words), enough to cover one clock of backend latency.
 READ_FIFO_DEPTH = 4
+# Plain windows whose backend stalls: STOP# (retry) on clock 16 at the latest (16 clocks
+# of initial latency, address phase = clock 1, first decision for clock 3), and
+# disconnect without data 8 clocks after the last data phase.
+INITIAL_STALL_LIMIT = 13
+SUBSEQUENT_STALL_LIMIT = 7
 
 
 class BackendSignature(wiring.Signature):
@@ -80,13 +85,15 @@ class Window:
     backend word (32, or 64 for a window that may answer 64-bit transfers); ``prefetch``
     allows reading ahead (no read side effects); ``exerciser`` applies the programmed
     response; ``ack64_bit``, for a 64-bit window, is the offset bit that selects 32-bit
-    answers when set (None: every aligned REQ64# transaction gets ACK64#).
+    answers when set (None: every aligned REQ64# transaction gets ACK64#);
+    ``read_only`` windows accept writes and drop them (the backend never sees a write).
     """
     bar: object
     data_width: int = 32
     prefetch: bool = False
     exerciser: bool = False
     ack64_bit: Optional[int] = None
+    read_only: bool = False
 
     @property
     def addr_bits(self):
@@ -259,6 +266,7 @@ class PCITarget(wiring.Component):
         c_exerciser = Signal()
         c_xfer64 = Signal()
         c_data64 = Signal()
+        c_read_only = Signal()
         for sel, hit, offset, last, window in hits:
             with m.If(hit):
                 m.d.comb += [c_sel.eq(sel), c_offset.eq(offset), c_last.eq(last)]
@@ -269,7 +277,8 @@ class PCITarget(wiring.Component):
                     m.d.comb += c_single.eq((ad[0:2] != 0) | (cmd_read & ~window.prefetch))
                     m.d.comb += c_prefetch.eq(window.prefetch)
                 if window is not None:
-                    m.d.comb += c_exerciser.eq(window.exerciser)
+                    m.d.comb += [c_exerciser.eq(window.exerciser),
+                                 c_read_only.eq(window.read_only)]
                     if window.data_width == 64:
                         m.d.comb += c_data64.eq(1)
                         ok = bus.req64.i & ~ad[2] & (ad[0:2] == 0)
@@ -338,7 +347,9 @@ class PCITarget(wiring.Component):
                 e_retry.eq(t_retry), e_last.eq(t_last), e_devsel_wait.eq(devsel_wait),
                 e_wait.eq(wait_cnt), e_phases.eq(phases), e_group.eq(group), e_addr.eq(addr),
             ]
+        t_read_only = Signal()
         with m.If(claim):
+            m.d.pci += t_read_only.eq(c_read_only)
             m.d.pci += [t_sel.eq(c_sel), t_read.eq(cmd_read), t_single.eq(c_single),
                         t_prefetch.eq(c_prefetch), t_exerciser.eq(c_exerciser),
                         t_xfer64.eq(c_xfer64), t_data64.eq(c_data64), t_retry.eq(c_retry),
@@ -402,6 +413,18 @@ class PCITarget(wiring.Component):
             | (disc_n & knobs.disconnect_data & (next_phases + 1 == knobs.disconnect_after))
         without_data = disc_n & ~knobs.disconnect_data & (next_phases == knobs.disconnect_after)
 
+        ready = Signal()
+        m.d.comb += ready.eq((wcount == 0) & ~in_abort & Mux(e_read, next_valid, write_room))
+        # Latency rules for the plain windows (the exerciser breaks them only on purpose):
+        # clocks since the claim or the last data phase, counted at the deciding edge.
+        stall = Signal(5)
+        e_stall = Signal(5)
+        m.d.comb += e_stall.eq(Mux(claim | moved, 0, stall))
+        m.d.pci += stall.eq(Mux(e_stall == 31, 31, e_stall + 1))
+        late = Signal()
+        m.d.comb += late.eq(~e_exerciser & (e_stall >= Mux(e_phases == 0, INITIAL_STALL_LIMIT,
+                                                             SUBSEQUENT_STALL_LIMIT)))
+
         with m.If(backoff):
             # Hold STOP# (and DEVSEL#, unless aborting) until FRAME# is deasserted.
             with m.If(live.frame):
@@ -422,8 +445,11 @@ class PCITarget(wiring.Component):
                 m.d.comb += [devsel_n.eq(1), stop_n.eq(1), next_backoff.eq(1)]
             with m.Elif(in_abort & devsel_p):
                 m.d.comb += [stop_n.eq(1), next_backoff.eq(1), abort_now.eq(1)]
+            with m.Elif(late & ~ready):
+                # The backend is too slow for the latency rules: retry (no data yet) or
+                # disconnect without data, rather than hold the bus.
+                m.d.comb += [devsel_n.eq(1), stop_n.eq(1), next_backoff.eq(1)]
             with m.Else():
-                ready = (wcount == 0) & ~in_abort & Mux(e_read, next_valid, write_room)
                 m.d.comb += [devsel_n.eq(1), trdy_n.eq(ready),
                              stop_n.eq(ready & live.frame & with_data), next_active.eq(1)]
         m.d.comb += self.signaled_target_abort.eq(abort_now)
@@ -559,7 +585,7 @@ class PCITarget(wiring.Component):
         m.d.comb += [
             w_entry.sel.eq(wr_sel), w_entry.addr.eq(wr_addr), w_entry.data.eq(wdata),
             w_entry.be.eq(be), w_entry.x64.eq(wr_x64),
-            wfifo.w_data.eq(w_entry), wfifo.push.eq(wr_moved),
+            wfifo.w_data.eq(w_entry), wfifo.push.eq(wr_moved & ~t_read_only),
         ]
 
         # Data parity of our write phases: PAR of the phase is on the pins now.

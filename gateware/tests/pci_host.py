@@ -132,11 +132,13 @@ class ScriptedInitiator:
 
     async def transaction(self, cmd, addr, *, count=1, data=None, be=0x0, idsel=False,
                           req64=False, corrupt_addr_par=False, corrupt_data_par=False,
-                          timeout=48):
+                          irdy_waits=(), timeout=48):
         """Run one transaction of up to ``count`` data phases (``data`` for writes).
 
         ``be`` is C/BE# (pin level, 0 = all bytes); for 64-bit, bits 7:4 go on C/BE#[7:4].
-        ``timeout``: clocks beyond ``count`` before giving up.
+        ``irdy_waits``: phase numbers (0-based) before which the initiator inserts one
+        wait state (IRDY# deasserted, FRAME# held). ``timeout``: clocks beyond ``count``
+        before giving up.
         Returns a :class:`Result`.
         """
         cmd = Command(cmd)
@@ -153,13 +155,16 @@ class ScriptedInitiator:
                                             cbe_hi=0 if req64 else None,
                                             corrupt=corrupt_addr_par))
         self._set("idsel", 0)
-        index, stop_seen, devsel_seen = 0, False, False
+        index, stop_seen, devsel_seen, waited = 0, False, False, set()
         last_board_ad = None
         for clock in range(2, count + timeout):
             last = stop_seen or index == count - 1
-            self._set("frame", int(not last))
-            self._set("req64", int(req64 and not last))
-            self._set("irdy", 1)
+            wait = index in irdy_waits and index not in waited and not stop_seen
+            waited.add(index)
+            # FRAME# may only be deasserted with IRDY# asserted.
+            self._set("frame", int(not last or wait))
+            self._set("req64", int(req64 and (not last or wait)))
+            self._set("irdy", int(not wait))
             if write:
                 word = data[min(index, count - 1)]
                 s = await self._clock(ad=word & 0xFFFF_FFFF, cbe=be & 0xF,
@@ -286,12 +291,17 @@ async def enumerate_board(host, *, command=0x0043):
     await host.config_write(1, command)
 
 
-def simulate(board, bench, *, vcd=None):
-    """Run ``await bench(host, pins, ctx)`` against ``board`` in the Python simulator."""
+def simulate(board, bench, *, processes=(), vcd=None):
+    """Run ``await bench(host, pins, ctx)`` against ``board`` in the Python simulator.
+
+    ``processes``: more async functions of ``ctx`` run beside it (e.g. a backend model).
+    """
     from amaranth.sim import Simulator
     m, pins = build_bench(board)
     sim = Simulator(m)
     sim.add_clock(30e-9, domain="pci")
+    for process in processes:
+        sim.add_process(process)
 
     async def testbench(ctx):
         host = ScriptedInitiator(ctx, pins)

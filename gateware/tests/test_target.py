@@ -297,3 +297,65 @@ def test_64bit_ack64_by_address_bit():
         r = await host.read(BAR2 + 0x80, 2, req64=True)
         assert r.first("ack64") is None
     run(bench, width=64)
+
+
+def slow_trace_backend(board, latency):
+    """A BAR1 backend answering a read of word ``a`` with ``a * 3``, sampled ``latency``
+    edges after the request was taken (1 = like a block RAM), one request at a time."""
+    async def process(ctx):
+        port = board.trace
+        pending = []                                     # (edge it is sampled at, addr)
+        edge = 0
+        ctx.set(port.ready, 1)
+        async for _, _, valid, ready, write, addr in ctx.tick("pci").sample(
+                port.valid, port.ready, port.write, port.addr):
+            edge += 1
+            assert not (valid and write), "the target passed a BAR1 write on"
+            if valid and ready:
+                pending.append((edge + latency, addr))
+            ctx.set(port.r_valid, 0)
+            if pending and pending[0][0] == edge + 1:
+                ctx.set(port.r_data, pending.pop(0)[1] * 3)
+                ctx.set(port.r_valid, 1)
+            ctx.set(port.ready, not pending)
+    return process
+
+
+@pytest.mark.parametrize("latency,first_data", [(1, 6), (4, 9)])
+def test_slow_plain_backend_within_latency_rules(latency, first_data):
+    board = PCIBoard(32, exerciser_size=EXERCISER_SIZE, trace_size=4096)
+    BAR1 = BAR_ADDRESSES[1]
+
+    async def bench(host, pins, ctx):
+        await enumerate_board(host)
+        r = await host.read(BAR1 + 8, 2)
+        assert r.data == [6, 9] and r.first("trdy") == first_data
+        w = await host.write(BAR1, [1, 2])               # dropped, not passed on
+        assert w.moved == 2
+    simulate(board, bench, processes=[slow_trace_backend(board, latency)])
+
+
+def test_too_slow_backend_is_retried_by_clock_16():
+    board = PCIBoard(32, exerciser_size=EXERCISER_SIZE, trace_size=4096)
+    BAR1 = BAR_ADDRESSES[1]
+
+    async def bench(host, pins, ctx):
+        await enumerate_board(host)
+        r = await host.read(BAR1, 1)
+        assert r.termination == Termination.RETRY and r.first("stop") == 16
+    simulate(board, bench, processes=[slow_trace_backend(board, 40)])
+
+
+def test_initiator_wait_states_hold_the_data_phase():
+    async def bench(host, ctx):
+        words = [0xA0 + i for i in range(6)]
+        w = await host.write(BAR2 + 0x200, words, irdy_waits={2, 4, 5})
+        assert w.data_clocks() == [3, 4, 6, 7, 9, 11]
+        r = await host.read(BAR2 + 0x200, 6, irdy_waits={0, 2, 5})
+        assert r.data == words and r.read_parity_errors == 0
+        assert r.data_clocks() == [6, 7, 9, 10, 11, 13]
+        # An exerciser wait pattern and initiator waits together.
+        await csr_write(host, "target.wait", 1 | 1 << 8)
+        r = await host.read(BAR2 + 0x200, 4, irdy_waits={1})
+        assert r.data == words[:4]
+    run(bench)
