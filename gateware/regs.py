@@ -554,6 +554,8 @@ SPY = Block("spy", 0x400, (
         Field("ring", 3, 1, Access.RW, 0, "after the trigger, overwrite the oldest records "
               "until stop or post instead of stopping when full"),
         Field("idle_compress", 4, 1, Access.RW, 0, "raw mode: leave out idle clocks"),
+        Field("raw_select", 6, 1, Access.RW, 0, "raw mode: store only the clocks of "
+              "transactions the filters select (and those with a violation or the trigger)"),
         Field("combine", 5, 1, Access.RW, 0, "how include comparators combine",
               _enum_names(_FilterCombine)),
         Field("latency_timer", 8, 8, Access.RW, 0, "the masters' Latency Timer in clocks, "

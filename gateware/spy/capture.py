@@ -5,11 +5,16 @@ With ``idle_compress`` a clock is left out when it is *quiet*: FRAME#, IRDY#, TR
 STOP# and DEVSEL# deasserted, every other control line (everything but AD, C/BE# and PAR)
 as in the clock before, and the clock before quiet too (so the PAR of a transaction's last
 data phase, which arrives on the first idle clock, is kept). A clock with a protocol
-violation or the trigger is always kept. The record's ``delta`` is filled in by the
-recorder (:mod:`.trigger`), which knows when the previous record was written.
+violation or the trigger is always kept.
+
+With ``select`` only the clocks of transactions the filters select are kept (and clocks
+with a violation or the trigger). The verdict of a dual address cycle is known one clock
+after its first address phase, so every record comes out one clock after its bus clock.
+The record's ``delta`` is filled in by the recorder (:mod:`.trigger`), which knows when the
+previous record was written.
 """
 
-from amaranth.hdl import Module, Signal, Cat
+from amaranth.hdl import Module, Signal, Cat, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -32,7 +37,11 @@ class RawCapture(wiring.Component):
         idle_compress (In, 1): leave out quiet clocks.
         violation (In, rules): protocol rules that fired this clock (already masked).
         trigger (In, 1): this clock is the trigger.
-        valid (Out, 1): ``record`` is to be stored this clock.
+        select (In, 1): keep only the clocks of transactions the filters select.
+        in_transaction (In, 1), address_pending (In, 1): from the summariser.
+        verdict (In, 1): the filters select the transaction of this clock (valid in a
+            transaction, except when ``address_pending``).
+        valid (Out, 1): ``record`` is to be stored; it records the previous clock.
         record (Out, RawRecord(width, masters)): the record (``delta`` left 0).
 
     Parameters:
@@ -50,6 +59,10 @@ class RawCapture(wiring.Component):
             "idle_compress": In(1),
             "violation":     In(rules),
             "trigger":       In(1),
+            "select":        In(1),
+            "in_transaction": In(1),
+            "address_pending": In(1),
+            "verdict":       In(1),
             "valid":         Out(1),
             "record":        Out(RawRecord(width, masters)),
         })
@@ -76,15 +89,29 @@ class RawCapture(wiring.Component):
         many = Signal()
         m.d.comb += many.eq((self.violation & (self.violation - 1)).any())
 
+        # One clock of delay, so a dual address cycle's verdict is known for its first phase.
         rec = self.record
-        m.d.comb += [
+        keep = Signal()
+        forced = Signal()
+        in_transaction = Signal()
+        pending = Signal()
+        verdict = Signal()
+        m.d.sync += [
             rec.kind.eq(RecordKind.RAW),
             rec.trigger.eq(self.trigger),
             rec.violation.eq(violated),
             rec.rule.eq(lowest),
             rec.many_rules.eq(many),
             rec.bus.eq(b),
-            self.valid.eq(~self.idle_compress | ~quiet | ~previous_quiet | violated |
-                          self.trigger),
+            keep.eq(~self.idle_compress | ~quiet | ~previous_quiet),
+            forced.eq(violated | self.trigger),
+            in_transaction.eq(self.in_transaction),
+            pending.eq(self.address_pending),
+            verdict.eq(self.verdict),
+        ]
+        selected = Signal()
+        m.d.comb += [
+            selected.eq(in_transaction & Mux(pending, self.verdict, verdict)),
+            self.valid.eq(forced | (keep & (~self.select | selected))),
         ]
         return m

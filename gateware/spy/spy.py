@@ -14,7 +14,7 @@ and status goes out as :class:`SpyStatus` and :class:`~.counters.CounterValues`,
 bank built from gateware/regs.py connects them field by field.
 """
 
-from amaranth.hdl import Module, Signal
+from amaranth.hdl import Module, Signal, Mux
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out, connect
 
@@ -39,6 +39,7 @@ class SpyConfig(data.StructLayout):
             "source":         TriggerSource,
             "ring":           1,
             "idle_compress":  1,
+            "raw_select":     1,   # raw mode: store only transactions the filters select
             "combine":        FilterCombine,
             "latency_timer":  8,
             "pre":            32,
@@ -134,6 +135,8 @@ class Spy(wiring.Component):
         m.submodules.writer = wr = TraceWriter(self.addr_bits, self.fifo_depth)
         m.submodules.trace = trace = self._trace
 
+        raw_timestamp = Signal(TIMESTAMP_BITS)   # raw records come one clock late
+        m.d.sync += raw_timestamp.eq(self.timestamp)
         violation = Signal(MAX_RULES)
         m.d.comb += violation.eq(self.violation & cfg.violation_mask)
 
@@ -154,6 +157,10 @@ class Spy(wiring.Component):
         m.d.comb += [
             cap.bus.eq(self.bus), cap.idle_compress.eq(cfg.idle_compress),
             cap.violation.eq(violation), cap.trigger.eq(rec.fire),
+            cap.select.eq(cfg.raw_select),
+            cap.in_transaction.eq(summ.in_transaction),
+            cap.address_pending.eq(summ.address_pending),
+            cap.verdict.eq(Mux(summ.address_valid, filt.match, match)),
 
             cnt.summary_valid.eq(summ.summary_valid), cnt.summary.eq(summary),
             cnt.match.eq(match), cnt.hits.eq(hits),
@@ -166,7 +173,7 @@ class Spy(wiring.Component):
             rec.mode.eq(cfg.mode), rec.source.eq(cfg.source), rec.ring.eq(cfg.ring),
             rec.pre.eq(cfg.pre), rec.post.eq(cfg.post),
             rec.arm.eq(self.arm), rec.stop.eq(self.stop), rec.trigger.eq(self.trigger),
-            rec.timestamp.eq(self.timestamp),
+            rec.timestamp.eq(self.timestamp), rec.raw_timestamp.eq(raw_timestamp),
             rec.filter_trigger.eq(summ.address_valid & filt.match),
             rec.violation.eq(violation),
             rec.raw_valid.eq(cap.valid), rec.raw_record.eq(cap.record),

@@ -52,6 +52,10 @@ class Summariser(wiring.Component):
         summary_valid (Out, 1): pulse: ``summary`` holds a finished transaction.
         summary (Out, SummaryRecord): the record (``filters`` left 0 for the caller).
         busy (Out, 1): FRAME# or IRDY# asserted this clock.
+        in_transaction (Out, 1): this clock belongs to a transaction (address phase to its
+            last busy clock).
+        address_pending (Out, 1): this clock is the first phase of a dual address cycle:
+            the address is known only on the next clock.
         transfer (Out, 1): a data phase completes this clock (IRDY# and TRDY#).
         transfer_bytes (Out, 4): bytes it moves (enabled byte lanes; 8 lanes when 64-bit).
 
@@ -72,6 +76,8 @@ class Summariser(wiring.Component):
             "summary_valid": Out(1),
             "summary":       Out(SummaryRecord()),
             "busy":          Out(1),
+            "in_transaction": Out(1),
+            "address_pending": Out(1),
             "transfer":      Out(1),
             "transfer_bytes": Out(4),
         })
@@ -131,6 +137,8 @@ class Summariser(wiring.Component):
         m.d.comb += index.eq(Mux(start, 0, clock))
         in_txn = Signal()           # this clock belongs to the transaction in flight
         m.d.comb += in_txn.eq(start | (active & busy))
+        m.d.comb += [self.in_transaction.eq(in_txn),
+                     self.address_pending.eq(start & (b.cbe == Command.DUAL_ADDRESS))]
         data_clock = Signal()       # a data-phase clock (not an address phase)
         m.d.comb += data_clock.eq(in_txn & ~start & ~dac_second)
         transfer = Signal()

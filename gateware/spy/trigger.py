@@ -54,11 +54,15 @@ class Recorder(wiring.Component):
             post (In, 32): the capture settings, taken at ``arm``.
         arm (In, 1), stop (In, 1), trigger (In, 1): strobes (``trigger``: the register).
         timestamp (In, 48): the free-running clock counter.
+        raw_timestamp (In, 48): the time of ``raw_record`` (the raw capture is one clock
+            late: it waits for the filter verdict of a dual address cycle).
         filter_trigger (In, 1): a transaction the filters select starts (address phase).
         violation (In, 64): protocol rules that fired this clock (masked by the caller).
-        raw_valid (In, 1), raw_record (In, RawRecord(width, masters)): from the capture.
+        raw_valid (In, 1), raw_record (In, RawRecord(width, masters)): from the capture,
+            one clock after the bus clock it records.
         summary_valid (In, 1), summary_record (In, SummaryRecord), summary_match (In, 1).
-        fire (Out, 1): the trigger fires this clock (the raw capture marks its record).
+        fire (Out, 1): the trigger fires this clock (the raw capture marks the record of
+            this clock, which arrives on the next).
         push (Out, 1), push_data (Out, 256), restart (Out, 1), wide (Out, 1): to the writer.
         can_push (In, 1), level (In, range(fifo_depth + 1)): from the writer.
         state (Out, RecorderState), pre_error (Out, 1): last arm refused (``pre`` too big).
@@ -80,7 +84,7 @@ class Recorder(wiring.Component):
             "mode": In(CaptureMode), "source": In(TriggerSource), "ring": In(1),
             "pre": In(32), "post": In(32),
             "arm": In(1), "stop": In(1), "trigger": In(1),
-            "timestamp": In(TIMESTAMP_BITS),
+            "timestamp": In(TIMESTAMP_BITS), "raw_timestamp": In(TIMESTAMP_BITS),
             "filter_trigger": In(1), "violation": In(MAX_RULES),
             "raw_valid": In(1), "raw_record": In(RawRecord(width, masters)),
             "summary_valid": In(1), "summary_record": In(SummaryRecord()),
@@ -98,7 +102,8 @@ class Recorder(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         depth = 1 << self.addr_bits
-        now = self.timestamp
+        # Raw records and the events between them share the raw records' time base.
+        now = Signal(TIMESTAMP_BITS)
         state = self.state
 
         # Settings are taken at arm, so a capture is not changed under its feet.
@@ -108,7 +113,8 @@ class Recorder(wiring.Component):
         pre = Signal(32)
         post = Signal(32)
         wide = Signal()
-        m.d.comb += [wide.eq(mode == CaptureMode.SUMMARY), self.wide.eq(wide)]
+        m.d.comb += [wide.eq(mode == CaptureMode.SUMMARY), self.wide.eq(wide),
+                     now.eq(Mux(wide, self.timestamp, self.raw_timestamp))]
         capacity = Signal(32)
         m.d.comb += [capacity.eq(Mux(wide, depth >> 1, depth)), self.capacity.eq(capacity)]
         index_mask = Signal(self.addr_bits)
@@ -146,6 +152,9 @@ class Recorder(wiring.Component):
         fire = Signal()
         m.d.comb += fire.eq((state == RecorderState.PRE) & ~trig_pending & ~self.arm & cause)
         m.d.comb += self.fire.eq(fire & ~wide)
+        # Raw mode: the marked record arrives one clock after the trigger; it starts POST.
+        raw_trigger = Signal()
+        m.d.sync += raw_trigger.eq(fire & ~wide)
 
         # --- how many records are kept
         kept_pre = Signal(32)
@@ -210,7 +219,7 @@ class Recorder(wiring.Component):
                 with m.Else():
                     m.d.comb += count_lost.eq(1)
                     m.d.sync += dropping.eq(1)
-            with m.Elif(trig_pending):
+            with m.Elif(trig_pending & wide):
                 m.d.comb += [push.eq(can), data.eq(trigger_event.as_value()),
                              is_trigger_push.eq(can)]
             with m.Elif(viol_pending):
@@ -234,7 +243,7 @@ class Recorder(wiring.Component):
 
         # --- bookkeeping of pushes and the trigger
         post_now = Signal()
-        m.d.comb += post_now.eq((state == RecorderState.POST) | (fire & ~wide) |
+        m.d.comb += post_now.eq((state == RecorderState.POST) | raw_trigger |
                                 is_trigger_push | ((state == RecorderState.DONE) & triggered))
         with m.If(push):
             m.d.sync += [head.eq((head + 1) & index_mask), last_ts.eq(now)]
@@ -243,12 +252,11 @@ class Recorder(wiring.Component):
             with m.Else():
                 m.d.sync += saturating_increment(pushed_pre)
         with m.If(fire):
-            m.d.sync += [self.trigger_timestamp.eq(now)]
-            with m.If(wide):
-                m.d.sync += [trig_pending.eq(1), trig_ts.eq(now), trig_source.eq(source)]
-            with m.Else():
-                m.d.sync += [state.eq(RecorderState.POST), triggered.eq(1),
-                             self.trigger_index.eq(head)]
+            m.d.sync += [self.trigger_timestamp.eq(self.timestamp), trig_pending.eq(1),
+                         trig_ts.eq(self.timestamp), trig_source.eq(source)]
+        with m.If(raw_trigger & capturing):
+            m.d.sync += [trig_pending.eq(0), state.eq(RecorderState.POST), triggered.eq(1),
+                         self.trigger_index.eq(head)]
         with m.If(is_trigger_push):
             m.d.sync += [trig_pending.eq(0), state.eq(RecorderState.POST), triggered.eq(1),
                          self.trigger_index.eq(head)]
@@ -264,7 +272,7 @@ class Recorder(wiring.Component):
                              saturating_increment(viol_clocks)]
             with m.Else():
                 m.d.sync += [viol_pending.eq(1), viol_rules.eq(self.violation),
-                             viol_ts.eq(now), viol_clocks.eq(1)]
+                             viol_ts.eq(self.timestamp), viol_clocks.eq(1)]
 
         with m.If(capturing & (full | self.stop)):
             m.d.sync += state.eq(RecorderState.DONE)
@@ -281,7 +289,8 @@ class Recorder(wiring.Component):
                     mode.eq(self.mode), source.eq(self.source), ring.eq(self.ring),
                     pre.eq(self.pre), post.eq(self.post),
                     state.eq(RecorderState.PRE), head.eq(0), pushed_pre.eq(0),
-                    pushed_post.eq(0), triggered.eq(0), last_ts.eq(now), dropping.eq(0),
+                    pushed_post.eq(0), triggered.eq(0), last_ts.eq(self.timestamp),
+                    dropping.eq(0),
                     lost_run.eq(0), self.lost.eq(0), self.overruns.eq(0),
                     trig_pending.eq(0), viol_pending.eq(0),
                     self.trigger_index.eq(0), self.trigger_timestamp.eq(0),

@@ -11,7 +11,7 @@ from amaranth.sim import Simulator
 from pcispy.gateware.pci.bus import Command, Termination
 from pcispy.gateware.spy.format import (RecordKind, TriggerSource, CaptureMode, record_layouts,
                                         record_fields, MAX_DELTA)
-from pcispy.gateware.spy.filters import IO_COMMANDS, ALL_COMMANDS
+from pcispy.gateware.spy.filters import IO_COMMANDS, ALL_COMMANDS, MEMORY_COMMANDS
 from pcispy.gateware.spy.spy import Spy
 from pcispy.gateware.spy.trigger import RecorderState
 from pcispy.sim.bfm.sram import AsyncSRAM
@@ -66,7 +66,8 @@ class Bench:
         skips that many clocks before wave clock ``i`` (a long idle bus, cheaply)."""
         spy = self.spy
         config = dict({"mode": CaptureMode.RAW, "source": TriggerSource.IMMEDIATE,
-                       "ring": 0, "idle_compress": 0, "combine": 0, "latency_timer": 0,
+                       "ring": 0, "idle_compress": 0, "raw_select": 0, "combine": 0,
+                       "latency_timer": 0,
                        "pre": 0, "post": 0, "violation_mask": 0xF}, **(config or {}))
         strobes = strobes or {}
         violations = violations or {}
@@ -160,13 +161,13 @@ def test_raw_capture_every_clock():
     res = Bench().run(wave)
     recs = res["records"]
     st = res["status"]
-    # arm at timestamp 1; clocks of the wave from timestamp 2; plus the stop clock
+    # arm at timestamp 1; clocks of the wave from timestamp 2 until the stop
     assert st["lost"] == 0 and st["state"] == RecorderState.DONE
     raws = [r for r in recs if r["kind"] == RecordKind.RAW]
-    assert len(raws) == len(wave) + 1
+    assert len(raws) == len(wave)
     assert all(r["delta"] == 1 for r in raws)
     assert raws[0]["trigger"] == 1 and sum(r["trigger"] for r in raws) == 1
-    frames = [r["bus.frame"] for r in raws[:len(wave)]]
+    frames = [r["bus.frame"] for r in raws]
     assert frames == [c.get("frame", 0) for c in wave]
     assert raws[2]["bus.ad"] == 0x1000 and raws[2]["bus.cbe"] == Command.MEM_WRITE.value
 
@@ -306,8 +307,8 @@ def test_stop_on_full_and_ring_mode():
     st = res["status"]
     assert st["count"] == 64
     ads = [r["bus.ad"] for r in res["records"]]
-    # the last 64 records: the wave's last 63 clocks and the stop clock (bus still 99)
-    assert ads == list(range(37, 100)) + [99]
+    # the last 64 records: the wave's last 64 clocks
+    assert ads == list(range(36, 100))
 
 
 def test_pre_trigger_too_large_is_refused():
@@ -331,13 +332,13 @@ def test_sram_overrun_is_never_silent(data_bits):
     raws = [r for r in recs if r["kind"] == RecordKind.RAW]
     overruns = [r for r in recs if r["kind"] == RecordKind.OVERRUN]
     assert st["lost"] > 0 and len(overruns) == st["overruns"] > 0
-    # Every clock of the capture (the wave and the stop clock) is stored or counted lost,
-    # and the OVERRUN events in the trace add up to the total.
-    assert len(raws) + st["lost"] == len(wave) + 1
+    # Every clock of the capture (the wave) is stored or counted lost, and the OVERRUN
+    # events in the trace add up to the total.
+    assert len(raws) + st["lost"] == len(wave)
     assert sum(r["lost"] for r in overruns) == st["lost"]
     # Between two stored clocks, the AD gap is exactly the loss reported in between.
     previous, lost_since = None, 0
-    for r in recs[:-1]:
+    for r in recs:
         if r["kind"] == RecordKind.OVERRUN:
             lost_since += r["lost"]
         elif previous is not None:
@@ -361,3 +362,32 @@ def test_sram_memory_holds_a_slow_capture():
     addresses = [r["bus.ad"] for r in res["records"]
                  if r["kind"] == RecordKind.RAW and r["bus.frame"] and not r["bus.irdy"]]
     assert addresses == [0x100, 0x200, 0x300]
+
+
+def test_raw_capture_of_selected_transactions_only():
+    # Memory at 0x1_0000_0000 (a dual address cycle) is selected; I/O and low memory not.
+    high = comparator(0x1_0000_0000, 0xFFFF_FFFF_0000_0000)
+    wave = (idle(2) + transaction(Command.IO_WRITE, 0x70, [1]) + idle(2) +
+            transaction(Command.MEM_READ, 0x1_0000_0040, [0xAB], dac=True) + idle(2) +
+            transaction(Command.MEM_READ, 0x2_0000_0000, [0xCD], dac=True) + idle(1) +
+            transaction(Command.MEM_WRITE, 0x40, [2]) + idle(2))
+    res = Bench().run(wave, config={"raw_select": 1, "source": TriggerSource.FILTER,
+                                    "pre": 1}, comparators=[high])
+    raws = [r for r in res["records"] if r["kind"] == RecordKind.RAW]
+    # The verdict comes with the second address phase (the trigger); the first phase,
+    # one clock earlier, is kept as the one pre-trigger record.
+    assert [(r["bus.ad"], r["trigger"]) for r in raws] == [
+        (0x40, 0), (0x1, 1), (0, 0), (0xAB, 0)]
+    # Memory above 4 GiB: include memory commands, exclude a zero upper address.
+    upper = [comparator(commands=MEMORY_COMMANDS),
+             comparator(0, 0xFFFF_FFFF_0000_0000, exclude=1)]
+    res = Bench().run(wave, config={"raw_select": 1}, comparators=upper)
+    raws = [r for r in res["records"] if r["kind"] == RecordKind.RAW]
+    # the immediate trigger keeps the first clock after arm; then both DACs, 4 clocks each
+    assert raws[0]["trigger"] == 1 and raws[0]["bus.frame"] == 0
+    assert len(raws) == 1 + 4 + 4
+    firsts = [i for i, r in enumerate(raws) if r["bus.frame"] and
+              r["bus.cbe"] == Command.DUAL_ADDRESS.value]
+    assert [raws[i]["bus.ad"] for i in firsts] == [0x40, 0]
+    # deltas cover what was left out: the second DAC starts 3 clocks after the first ends
+    assert raws[firsts[1]]["delta"] == 3
