@@ -414,3 +414,155 @@ def test_buffer_register_access_is_refused_while_busy():
 
     status, _ = _run_one(TargetScript(), op)
     assert status & STATUS_BUF_REFUSED
+
+
+# ---- error injection: each knob's broken waveform ----------------------------------------
+
+def _knob(name, script, operation, *, width=32, gnt=None):
+    async def op(d):
+        await d.inject(**{name: 1})
+        return await operation(d)
+    r, target = _run_one(script, op, width=width, gnt=gnt)
+    return r, target, _start(target)
+
+
+def _write12(d):
+    return d.mem_write(0x100, bytes(range(12)))
+
+
+def test_inject_a_irdy_dropped_before_its_phase_completed():
+    r, target, t0 = _knob("irdy_drop", TargetScript(wait=2), _write12)
+    # Phase 2: IRDY# asserted in clock 3, TRDY# not yet, IRDY# gone in clock 4.
+    assert waves(target.trace, t0, 10, ["frame", "irdy", "trdy"]) == {
+        "frame": "1111100000",
+        "irdy":  "0110111100",
+        "trdy":  "0100100100",
+    }
+    assert r.ok and r.phases == 3
+
+
+def test_inject_b_frame_deasserted_without_irdy():
+    r, target, t0 = _knob("frame_no_irdy", TargetScript(),
+                          lambda d: d.mem_write(0x100, bytes(8), wait_next=1))
+    assert waves(target.trace, t0, 5, ["frame", "irdy"]) == {"frame": "11000", "irdy": "01010"}
+
+
+def test_inject_c_frame_reasserted_in_last_phase():
+    r, target, t0 = _knob("frame_reassert", TargetScript(wait=2), _write12)
+    assert waves(target.trace, t0, 10, ["frame", "irdy", "trdy"]) == {
+        "frame": "1111101000",
+        "irdy":  "0111111100",
+        "trdy":  "0100100100",
+    }
+
+
+def test_inject_d_irdy_later_than_8_clocks():
+    r, target, t0 = _knob("irdy_late", TargetScript(), _write12)
+    assert waves(target.trace, t0, 14, ["frame", "irdy"]) == {
+        "frame": "11111111111100",
+        "irdy":  "00000000001110",
+    }
+
+
+def test_inject_f_address_parity():
+    r, target, t0 = _knob("addr_parity", TargetScript(), _write12)
+    tr = target.trace
+    assert tr[t0 + 1]["par"] == parity(tr[t0]["ad"], tr[t0]["cbe"]) ^ 1
+    assert [tr[t0 + i + 1]["par"] == parity(tr[t0 + i]["ad"], tr[t0 + i]["cbe"])
+            for i in (1, 2, 3)] == [True] * 3
+
+
+def test_inject_g_write_data_parity():
+    r, target, t0 = _knob("wdata_parity", TargetScript(), _write12)
+    tr = target.trace
+    assert [tr[t0 + i + 1]["par"] == parity(tr[t0 + i]["ad"], tr[t0 + i]["cbe"])
+            for i in (0, 1, 2, 3)] == [True, False, False, False]
+
+
+def test_inject_h_write_data_par64():
+    r, target, t0 = _knob("wdata_parity64", TargetScript(ack64=True),
+                          lambda d: d.mem_write(0x100, bytes(range(16)), width=64), width=64)
+    tr = target.trace
+    assert [tr[t0 + i + 1]["par64"] == parity(tr[t0 + i]["ad_hi"], tr[t0 + i]["cbe_hi"])
+            for i in (0, 1, 2)] == [True, False, False]
+    assert [tr[t0 + i + 1]["par"] == parity(tr[t0 + i]["ad"], tr[t0 + i]["cbe"])
+            for i in (0, 1, 2)] == [True] * 3
+
+
+def test_inject_i_frame_without_gnt():
+    async def no_gnt(ctx, h):
+        ctx.set(h.gnt, 0)
+
+    r, target, t0 = _knob("no_gnt", TargetScript(), _write12, gnt=no_gnt)
+    assert r.ok and r.transactions == 1          # ignoring GNT# also ignores the timer
+    assert [target.trace[t0 + i]["gnt"] for i in (-1, 0)] == [0, 0]
+    assert target.trace[t0]["frame"] == 1
+
+
+def test_inject_j_irdy_on_idle_bus():
+    r, target, t0 = _knob("irdy_idle", TargetScript(), _write12)
+    assert waves(target.trace, t0 - 4, 5, ["frame", "irdy"]) == {"frame": "00001", "irdy": "01000"}
+
+
+def test_inject_k_req64_not_mirroring_frame():
+    r, target, t0 = _knob("req64_mismatch", TargetScript(ack64=True),
+                          lambda d: d.mem_write(0x100, bytes(24), width=64), width=64)
+    assert waves(target.trace, t0, 4, ["frame", "req64"]) == {"frame": "1110", "req64": "1000"}
+
+
+def test_inject_l_byte_enables_change_during_wait():
+    r, target, t0 = _knob("be_change", TargetScript(wait=2), _write12)
+    assert [target.trace[t0 + i]["cbe"] for i in range(8)] == [7, 0, 0, 1, 1, 0, 1, 1]
+
+
+def test_inject_m_write_data_changes_during_wait():
+    r, target, t0 = _knob("wdata_change", TargetScript(wait=2), _write12)
+    assert [target.trace[t0 + i]["ad"] for i in range(1, 8)] == [
+        0x0302_0100, 0x0706_0504, 0x0706_0505, 0x0706_0505, 0x0B0A_0908, 0x0B0A_0909, 0x0B0A_0909]
+
+
+def test_inject_n_master_abort_before_clock_5():
+    r, target, t0 = _knob("early_abort", TargetScript(devsel_clock=None), _write12)
+    assert r.status == Status.MASTER_ABORT
+    assert waves(target.trace, t0, 6, ["frame", "irdy"]) == {"frame": "111000", "irdy": "011100"}
+
+
+def test_inject_o_perr_at_a_wrong_time():
+    r, target, t0 = _knob("perr_wrong", TargetScript(), _write12)
+    assert waves(target.trace, t0, 6, ["perr"]) == {"perr": "010000"}
+
+
+# ---- randomised IRDY# waits ----------------------------------------------------------------
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("seed", [1, 0x1234_5678, 0xDEAD_BEEF])
+def test_random_irdy_waits_move_the_right_data(seed):
+    payload = bytes((seed >> (i % 24) ^ i * 37) & 0xFF for i in range(64))
+
+    async def op(d):
+        await d.configure(seed=seed)
+        w = await d.mem_write(0x400, payload, wait_rand=3)
+        r = await d.mem_read(0x400, len(payload), wait_rand=3, buf_off=32)
+        return w, r
+
+    def run():
+        (w, r), target = _run_one(TargetScript(wait=1), op)
+        return w, r, target
+
+    w, r, target = run()
+    assert r.data == payload, f"seed {seed:#x}"
+    gaps, gap = [], 0
+    start = _start(target)
+    for previous, clock in zip(target.trace[start:], target.trace[start + 1:]):
+        if clock["frame"] and not previous["frame"]:
+            gap = 0                                  # an address phase
+        elif clock["frame"] and not clock["irdy"]:
+            gap += 1
+        elif clock["irdy"]:
+            if gap:
+                gaps.append(gap)
+            gap = 0
+    assert gaps and max(gaps) <= 3, f"seed {seed:#x}: IRDY# gaps {gaps}"
+    # Same seed, same bus: the randomness is reproducible.
+    w2, r2, target2 = run()
+    assert (w2.clocks, r2.clocks) == (w.clocks, r.clocks), f"seed {seed:#x}"
