@@ -27,8 +27,8 @@ from pcispy.sim.control import ControlSignature
 from pcispy.sim.bfm.backdoor_ram import BackdoorRAM
 from pcispy.sim.bfm.profiles import DisconnectMode, RetryMode, Profile, PROFILES
 
-__all__ = ["Reg", "Field", "FIELDS", "Knob", "Event", "BehaviouralTarget", "TargetDriver",
-           "profile_fields", "TargetConfigError"]
+__all__ = ["Reg", "Field", "FIELDS", "Knob", "Event", "REFUSALS", "BehaviouralTarget",
+           "TargetDriver", "profile_fields", "TargetConfigError"]
 
 
 class Reg(enum.IntEnum):
@@ -183,35 +183,59 @@ class TargetConfigError(ValueError):
     """The target refused a register value (the hardware cannot honour it)."""
 
 
-def _is_pow2_or_zero(v):
-    return (v & (v - 1)) == 0
+def _get(value, name):
+    """Field ``name`` of a register word: an Amaranth value or a Python int."""
+    f = FIELDS[name]
+    if isinstance(value, int):
+        return (value >> f.lsb) & ((1 << f.width) - 1)
+    return value[f.lsb:f.lsb + f.width]
+
+
+def _not_pow2(value, width=32):
+    """True when ``value`` is neither 0 nor a power of two (int or Amaranth value)."""
+    if isinstance(value, int):
+        return (value & (value - 1)) != 0
+    return (value & (value - 1)[:width]) != 0
+
+
+_MASK_64BIT_KNOBS = (1 << Knob.BAD_PAR64) | (1 << Knob.ACK64_WITHOUT_REQ64) | (1 << Knob.ACK64_LATE)
+
+#: Register values the target refuses: ``{Reg: (reason, predicate(word, width))}``. The
+#: predicate builds the hardware check and, on Python ints, the driver's own.
+REFUSALS = {
+    Reg.MEM_SIZE: ("window size must be a power of two (or 0)",
+                   lambda v, w: _not_pow2(_get(v, "mem_size"))),
+    Reg.IO_SIZE: ("window size must be a power of two (or 0)",
+                  lambda v, w: _not_pow2(_get(v, "io_size"))),
+    Reg.LAT_READ: ("read latency min > max",
+                   lambda v, w: _get(v, "read_latency_min") > _get(v, "read_latency_max")),
+    Reg.LAT_WRITE: ("write latency min > max",
+                    lambda v, w: _get(v, "write_latency_min") > _get(v, "write_latency_max")),
+    Reg.WAIT: ("wait period must be 1..16",
+               lambda v, w: (_get(v, "wait_period") > 16)
+               | ((_get(v, "wait_period") == 0) & (_get(v, "wait_mask") != 0))),
+    Reg.DISCONNECT: ("disconnect every 0 data phases",
+                     lambda v, w: ((_get(v, "disconnect_mode") == DisconnectMode.WITH_DATA.value)
+                                   | (_get(v, "disconnect_mode")
+                                      == DisconnectMode.WITHOUT_DATA.value))
+                     & (_get(v, "disconnect_every") == 0)),
+    Reg.RETRY: ("retry probability above 256/256, or every 0th transaction",
+                lambda v, w: (_get(v, "retry_probability") > 256)
+                | ((_get(v, "retry_mode") == RetryMode.EVERY.value) & (_get(v, "retry_count") == 0))),
+    Reg.CFG_MISC: ("cache line size must be a power of two (or 0)",
+                   lambda v, w: _not_pow2(_get(v, "cache_line_size"), 8)),
+    Reg.SEED: ("seed must be non-zero", lambda v, w: v == 0),
+    Reg.INJECT: ("64-bit knobs on a 32-bit target",
+                 lambda v, w: ((v & _MASK_64BIT_KNOBS) != 0) if w == 32 else 0),
+}
 
 
 def _refusal(reg, value, width):
-    """Why the target refuses ``value`` in ``reg`` (``None`` if it takes it). Python twin of
-    the check the hardware makes, so the driver can name the reason."""
-    get = lambda name: (value >> FIELDS[name].lsb) & ((1 << FIELDS[name].width) - 1)
-    if reg in (Reg.MEM_SIZE, Reg.IO_SIZE) and not _is_pow2_or_zero(value):
-        return "window size must be a power of two (or 0)"
-    if reg == Reg.LAT_READ and get("read_latency_min") > get("read_latency_max"):
-        return "read latency min > max"
-    if reg == Reg.LAT_WRITE and get("write_latency_min") > get("write_latency_max"):
-        return "write latency min > max"
-    if reg == Reg.WAIT and (get("wait_period") > 16 or (get("wait_period") == 0
-                                                        and get("wait_mask") != 0)):
-        return "wait period must be 1..16"
-    if reg == Reg.DISCONNECT and get("disconnect_mode") in (1, 2) and get("disconnect_every") == 0:
-        return "disconnect every 0 data phases"
-    if reg == Reg.RETRY and (get("retry_probability") > 256 or
-                             (get("retry_mode") == RetryMode.EVERY.value and get("retry_count") == 0)):
-        return "retry probability > 256/256 or every 0th transaction"
-    if reg == Reg.CFG_MISC and not _is_pow2_or_zero(get("cache_line_size")):
-        return "cache line size must be a power of two (or 0)"
-    if reg == Reg.SEED and value == 0:
-        return "seed must be non-zero"
-    if reg == Reg.INJECT and width == 32 and value & ((1 << Knob.BAD_PAR64) | (
-            1 << Knob.ACK64_WITHOUT_REQ64) | (1 << Knob.ACK64_LATE)):
-        return "64-bit knobs on a 32-bit target"
+    """Why the target refuses ``value`` in ``reg`` (``None`` if it takes it)."""
+    if reg in REFUSALS:
+        reason, bad = REFUSALS[reg]
+        if bad(value, width):
+            return reason
     return None
 
 
@@ -740,24 +764,9 @@ class BehaviouralTarget(wiring.Component):
             | Mux(serr_now, STATUS_SIGNALED_SYSTEM_ERROR, 0)
             | Mux(data_par_error | addr_par_error, STATUS_DETECTED_PARITY_ERROR, 0))
         refused = Signal()
-        checks = {
-            Reg.MEM_SIZE: lambda v: (v & (v - 1)[:32]) != 0,
-            Reg.IO_SIZE: lambda v: (v & (v - 1)[:32]) != 0,
-            Reg.LAT_READ: lambda v: v[0:8] > v[8:16],
-            Reg.LAT_WRITE: lambda v: v[0:8] > v[8:16],
-            Reg.WAIT: lambda v: (v[16:21] > 16) | ((v[16:21] == 0) & (v[0:16] != 0)),
-            Reg.DISCONNECT: lambda v: v[0:2].matches("01", "10") & (v[8:16] == 0),
-            Reg.RETRY: lambda v: (v[16:25] > 256) | ((v[0:2] == RetryMode.EVERY.value)
-                                                     & (v[8:16] == 0)),
-            Reg.CFG_MISC: lambda v: (v[0:8] & (v[0:8] - 1)[:8]) != 0,
-            Reg.SEED: lambda v: v == 0,
-        }
-        if not wide_bus:
-            mask64 = (1 << Knob.BAD_PAR64) | (1 << Knob.ACK64_WITHOUT_REQ64) | (1 << Knob.ACK64_LATE)
-            checks[Reg.INJECT] = lambda v: (v & mask64) != 0
-        for reg, bad in checks.items():
+        for reg, (_, bad) in REFUSALS.items():
             with m.If(ctl.addr == reg):
-                m.d.comb += refused.eq(bad(ctl.w_data))
+                m.d.comb += refused.eq(bad(ctl.w_data, W))
 
         events = Signal(len(Event))
         with m.If(ctl.w_en):
