@@ -25,8 +25,9 @@ from .filters import FilterSet, FilterCombine, Comparator
 from .format import CaptureMode, TriggerSource, TIMESTAMP_BITS, MAX_RULES
 from .summary import Summariser
 from .trigger import Recorder, RecorderState
+from ..pci.target import BackendSignature
 from .tracemem import (BRAMTraceMemory, SRAMTraceMemory, SRAMSignature, TraceWriter,
-                       TraceMemorySignature)
+                       TraceBackend)
 
 __all__ = ["SpyConfig", "SpyStatus", "Spy"]
 
@@ -81,8 +82,9 @@ class Spy(wiring.Component):
         status (Out, SpyStatus), counters (Out, CounterValues(filters)).
         hist_select (In, 1), hist_addr (In, 6), hist_data (Out, 32): histogram bins (0:
             first-data latency, 1: gap), data one clock after the address.
-        trace_r_addr (In, addr_bits + 2), trace_r_en (In, 1), trace_r_data (Out, 32),
-            trace_r_valid (Out, 1): 32-bit word reads of the trace memory (BAR1).
+        trace (In, BackendSignature(addr_bits + 3 - width // 32, width)): the BAR1 backend
+            bus of the target: reads of the trace memory (slot ``s`` is at byte offset
+            ``16 * s``); writes are dropped.
         sram (Out, SRAMSignature): only with ``memory="sram"``: the SRAM pins.
 
     Parameters:
@@ -116,8 +118,7 @@ class Spy(wiring.Component):
             "status":       Out(SpyStatus()),
             "counters":     Out(CounterValues(filters)),
             "hist_select":  In(1), "hist_addr": In(6), "hist_data": Out(32),
-            "trace_r_addr": In(addr_bits + 2), "trace_r_en": In(1),
-            "trace_r_data": Out(32), "trace_r_valid": Out(1),
+            "trace":        In(BackendSignature(addr_bits + 3 - width // 32, width)),
         }
         if memory == "sram":
             ports["sram"] = Out(SRAMSignature(self._trace.sram_addr_bits, sram_data_bits))
@@ -134,6 +135,8 @@ class Spy(wiring.Component):
                                                self.fifo_depth)
         m.submodules.writer = wr = TraceWriter(self.addr_bits, self.fifo_depth)
         m.submodules.trace = trace = self._trace
+        m.submodules.backend = backend = TraceBackend(self.addr_bits, self.width)
+        wiring.connect(m, wiring.flipped(self.trace), backend.bus)
 
         raw_timestamp = Signal(TIMESTAMP_BITS)   # raw records come one clock late
         m.d.sync += raw_timestamp.eq(self.timestamp)
@@ -188,8 +191,8 @@ class Spy(wiring.Component):
         m.d.comb += [
             mem.w_addr.eq(wr.mem.w_addr), mem.w_data.eq(wr.mem.w_data),
             mem.w_en.eq(wr.mem.w_en), wr.mem.w_ready.eq(mem.w_ready),
-            mem.r_addr.eq(self.trace_r_addr), mem.r_en.eq(self.trace_r_en),
-            self.trace_r_data.eq(mem.r_data), self.trace_r_valid.eq(mem.r_valid),
+            mem.r_addr.eq(backend.mem.r_addr), mem.r_en.eq(backend.mem.r_en),
+            backend.mem.r_data.eq(mem.r_data), backend.mem.r_valid.eq(mem.r_valid),
         ]
         if self.memory == "sram":
             connect(m, wiring.flipped(self.sram), trace.sram)

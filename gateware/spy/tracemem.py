@@ -6,18 +6,20 @@ The memory holds ``2**addr_bits`` slots of :data:`~.format.SLOT_BITS` bits
 (:class:`TraceMemorySignature`). Writes are whole slots, accepted when ``w_ready``; reads
 are 32-bit words (word ``4 * slot + lane``, lane 0 = bits 31:0), requested with a one-clock
 ``r_en`` pulse and answered by ``r_valid`` one or more clocks later (the reader waits for
-``r_valid`` before the next request). This read port is what the board puts behind BAR1.
+``r_valid`` before the next request). :class:`TraceBackend` turns it into the target's
+backend bus, which the board puts behind BAR1.
 """
 
-from amaranth.hdl import Module, Signal, Mux, ResetInserter, Const
+from amaranth.hdl import Module, Signal, Mux, ResetInserter, Const, Cat
 from amaranth.lib import data, enum, memory, wiring, fifo
 from amaranth.lib.wiring import In, Out
 
 from ..pci.bus import TriStateSignature
+from ..pci.target import BackendSignature
 from .format import SLOT_BITS, SUMMARY_RECORD_BITS
 
 __all__ = ["TraceMemorySignature", "BRAMTraceMemory", "SRAMSignature", "SRAMTraceMemory",
-           "TraceWriter"]
+           "TraceWriter", "TraceBackend"]
 
 _LANES = SLOT_BITS // 32
 
@@ -238,4 +240,56 @@ class TraceWriter(wiring.Component):
                 m.d.comb += queue.r_en.eq(1)
         with m.If(self.restart):
             m.d.sync += [pointer.eq(0), second.eq(0)]
+        return m
+
+
+class TraceBackend(wiring.Component):
+    """The trace memory's read port as a PCI target backend (BAR1): each request of
+    ``width`` bits is read as ``width // 32`` words, one at a time, and answered in order.
+    A new request is taken on the clock the previous one is answered, so block RAM is
+    read at a word per clock. Writes are taken and dropped (BAR1 is read-only).
+
+    Ports:
+        bus (In, BackendSignature(addr_bits + 2 - log2(width // 32), width)): from the
+            target.
+        mem (Out, TraceMemorySignature(addr_bits)): to the memory's read side (its write
+            side is left to the owner).
+
+    Parameters:
+        addr_bits: log2 of the memory depth in slots. width: 32 or 64.
+    """
+    def __init__(self, addr_bits=10, width=32):
+        if width not in (32, 64):
+            raise ValueError(f"backend width must be 32 or 64, not {width}")
+        self.addr_bits = addr_bits
+        self.width = width
+        self.lanes = width // 32
+        super().__init__({
+            "bus": In(BackendSignature(addr_bits + 3 - self.lanes, width)),
+            "mem": Out(TraceMemorySignature(addr_bits)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        bus, mem = self.bus, self.mem
+        busy = Signal()
+        lane = Signal(range(self.lanes))
+        word = Signal(self.addr_bits + 2)
+        low = Signal(32)            # the first word of a 64-bit answer
+        last = Signal()
+        m.d.comb += last.eq(mem.r_valid & (lane == self.lanes - 1))
+        m.d.comb += bus.ready.eq(~busy | last)
+        first_word = bus.addr if self.lanes == 1 else Cat(Const(0, 1), bus.addr)
+        take = Signal()
+        m.d.comb += take.eq(bus.valid & bus.ready & ~bus.write)
+        with m.If(take):
+            m.d.comb += [mem.r_en.eq(1), mem.r_addr.eq(first_word)]
+            m.d.sync += [busy.eq(1), lane.eq(0), word.eq(first_word)]
+        with m.Elif(last):
+            m.d.sync += busy.eq(0)
+        with m.If(busy & mem.r_valid & ~last):
+            m.d.comb += [mem.r_en.eq(1), mem.r_addr.eq(word + 1)]
+            m.d.sync += [lane.eq(lane + 1), word.eq(word + 1), low.eq(mem.r_data)]
+        m.d.comb += [bus.r_valid.eq(busy & last),
+                     bus.r_data.eq(mem.r_data if self.lanes == 1 else Cat(low, mem.r_data))]
         return m

@@ -121,19 +121,24 @@ class Bench:
             if not read:
                 return
             slots = 2 if config["mode"] == CaptureMode.SUMMARY else 1
+            per_word = self.width // 32          # 32-bit words per backend word
             records = []
             st = result["status"]
             for k in range(st["count"]):
                 index = (st["start"] + k) % st["capacity"]
                 value = 0
-                for w in range(4 * slots):
-                    ctx.set(spy.trace_r_addr, index * slots * 4 + w)
-                    ctx.set(spy.trace_r_en, 1)
-                    await tick(ctx)
-                    ctx.set(spy.trace_r_en, 0)
-                    while not ctx.get(spy.trace_r_valid):
+                # the target's BAR1 backend protocol: request (valid/ready), then r_valid
+                for w in range(4 * slots // per_word):
+                    ctx.set(spy.trace.addr, (index * slots * 4) // per_word + w)
+                    ctx.set(spy.trace.valid, 1)
+                    while not ctx.get(spy.trace.ready):
                         await tick(ctx)
-                    value |= ctx.get(spy.trace_r_data) << (32 * w)
+                    await tick(ctx)
+                    ctx.set(spy.trace.valid, 0)
+                    while not ctx.get(spy.trace.r_valid):
+                        await tick(ctx)
+                    value |= ctx.get(spy.trace.r_data) << (self.width * w)
+                    await tick(ctx)
                 records.append(decode(value, self.width))
             result["records"] = records
             if self.sram is not None:
@@ -391,3 +396,59 @@ def test_raw_capture_of_selected_transactions_only():
     assert [raws[i]["bus.ad"] for i in firsts] == [0x40, 0]
     # deltas cover what was left out: the second DAC starts 3 clocks after the first ends
     assert raws[firsts[1]]["delta"] == 3
+
+
+def test_64bit_bus_raw_and_summary_through_a_64bit_backend():
+    clocks = transaction(Command.MEM_WRITE, 0x8000, [0x1111_2222, 0x3333_4444], devsel=1,
+                         req64=True)
+    for clock in clocks[1:]:
+        clock.update(ack64=clock["devsel"], cbe_hi=0, ad_hi=0xA000_0000 | clock["ad"])
+    wave = idle(2) + clocks + idle(2)
+    bench = Bench(width=64)
+    res = bench.run(wave)
+    raws = [r for r in res["records"] if r["kind"] == RecordKind.RAW]
+    data = [(r["bus.ad_hi"], r["bus.ad"]) for r in raws if r["bus.irdy"] and r["bus.trdy"]]
+    assert data == [(0xA000_0000 | 0x1111_2222, 0x1111_2222),
+                    (0xA000_0000 | 0x3333_4444, 0x3333_4444)]
+    assert all(r["bus.ack64"] == r["bus.devsel"] for r in raws)
+    res = Bench(width=64).run(wave, config={"mode": CaptureMode.SUMMARY})
+    summary = [r for r in res["records"] if r["kind"] == RecordKind.SUMMARY][0]
+    assert (summary["is64"], summary["data_phases"], summary["first_be"]) == (1, 2, 0x00)
+    assert res["counters"].bytes == 16
+
+
+def test_trace_backend_answers_a_word_per_clock_from_bram():
+    from amaranth.sim import Simulator
+    from pcispy.gateware.spy.tracemem import BRAMTraceMemory, TraceBackend
+    top = Module()
+    top.submodules.mem = mem = BRAMTraceMemory(4)
+    top.submodules.backend = backend = TraceBackend(4, 32)
+    top.d.comb += [mem.mem.r_addr.eq(backend.mem.r_addr), mem.mem.r_en.eq(backend.mem.r_en),
+                   backend.mem.r_data.eq(mem.mem.r_data),
+                   backend.mem.r_valid.eq(mem.mem.r_valid)]
+    answers = []
+
+    async def bench(ctx):
+        slot = 0x0123_4567_89AB_CDEF_0011_2233_4455_6677
+        # write slot 3 directly through the write side
+        ctx.set(mem.mem.w_addr, 3)
+        ctx.set(mem.mem.w_data, slot)
+        ctx.set(mem.mem.w_en, 1)
+        await ctx.tick()
+        ctx.set(mem.mem.w_en, 0)
+        ctx.set(backend.bus.valid, 1)
+        for clock in range(8):
+            ctx.set(backend.bus.addr, 12 + min(clock, 3))
+            assert ctx.get(backend.bus.ready) == 1
+            if ctx.get(backend.bus.r_valid):
+                answers.append((clock, ctx.get(backend.bus.r_data)))
+            await ctx.tick()
+
+    sim = Simulator(top)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    # requests for words 12, 13, 14, 15, 15, ... every clock; answers from the next clock on
+    assert answers[:4] == [(1, 0x4455_6677), (2, 0x0011_2233), (3, 0x89AB_CDEF),
+                           (4, 0x0123_4567)]
+    assert len(answers) == 7
