@@ -375,6 +375,10 @@ class Initiator(wiring.Component):
                     # Stopped between transactions: drop the descriptor.
                     m.d.pci += [held.eq(0), stopping.eq(0)]
                     m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.STOPPED)]
+                with m.Elif(pending & (e_left == 0)):
+                    # Nothing to move: finished without a transaction.
+                    m.d.pci += held.eq(0)
+                    m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.OK)]
                 with m.Elif(pending & now.gnt & bus_idle):
                     m.d.comb += [
                         ev.start.eq(1),

@@ -493,7 +493,7 @@ def test_mwi_whole_lines_only():
 
 
 @pytest.mark.fuzz
-@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6])
 def test_random_target_behaviour(seed):
     rng = random.Random(seed)
     try:
@@ -504,9 +504,17 @@ def test_random_target_behaviour(seed):
                              ack64=rng.random() < 0.5, retries=rng.randint(0, 3),
                              disconnect=disc)
         n = 2 * rng.randint(1, 12)
-        res = run([{"cmd": Command.MEM_WRITE, "addr": 0x800, "dwords": n, "wide": 1}], tgt,
+        write = rng.random() < 0.5
+        cmd = Command.MEM_WRITE if write else rng.choice(
+            [Command.MEM_READ, Command.MEM_READ_LINE, Command.MEM_READ_MULTIPLE])
+        if not write:
+            tgt.mem.update({0x200 + i: w for i, w in enumerate(counter_words(n, 0x77))})
+        res = run([{"cmd": cmd, "addr": 0x800, "dwords": n, "wide": 1}], tgt,
                   width=width, clocks=400, irdy_wait=rng.randint(0, 2))
-        assert [tgt.mem.get(0x200 + i) for i in range(n)] == counter_words(n)
+        if write:
+            assert [tgt.mem.get(0x200 + i) for i in range(n)] == counter_words(n)
+        else:
+            assert res.reads == counter_words(n, 0x77)
         assert [e["result"] for e in res.events if e["done"]] == [DescriptorResult.OK]
         assert not res.clash
     except AssertionError:
@@ -537,3 +545,11 @@ def test_non_memory_commands_are_32bit(cmd):
         assert [tgt.mem[0x40], tgt.mem[0x41]] == counter_words(2)
     else:
         assert res.reads == [0x1234, 0x5678]
+
+
+def test_empty_descriptor_finishes_without_a_transaction():
+    tgt = ScriptedTarget(devsel=1)
+    res = run([{"cmd": Command.MEM_WRITE, "addr": 0, "dwords": 0},
+               {"cmd": Command.MEM_WRITE, "addr": 0, "dwords": 1}], tgt, clocks=12)
+    assert len(addr_phases(res)) == 1
+    assert [e["result"] for e in res.events if e["done"]] == [DescriptorResult.OK] * 2
