@@ -108,22 +108,26 @@ class CSRBank(wiring.Component):
         m.d.comb += mask.eq(Cat(*(b.replicate(8) for b in acc.w_be)))
         read = acc.valid & ~acc.write
         write = acc.valid & acc.write
-        m.d.pci += [acc.r_valid.eq(read), acc.r_data.eq(0)]
+        m.d.pci += acc.r_valid.eq(read)
+        read_data = Signal(32)
+        written = acc.w_data & mask
+        values = {}
 
         for name, address, reg in self.register_map:
             port = self.register(name)
             selected = acc.addr == address // 4
             value = Signal(32, name=f"{name.replace('.', '_')}_value")
-            parts = []
-            for f in reg.fields:
-                if f.access == Access.WO:
-                    continue
-                parts.append((f, getattr(port, f.name)))
-            m.d.comb += value.eq(0)
-            for f, signal in parts:
-                m.d.comb += value[f.lsb:f.lsb + f.width].eq(signal)
+            pieces, bit = [], 0
+            for f in sorted(reg.fields, key=lambda f: f.lsb):
+                pieces.append(Const(0, f.lsb - bit))
+                pieces.append(Const(0, f.width) if f.access == Access.WO
+                              else getattr(port, f.name))
+                bit = f.lsb + f.width
+            pieces.append(Const(0, 32 - bit))
+            m.d.comb += value.eq(Cat(*pieces))
+            values[address // 4] = value
             # Bytes not enabled keep the register's contents.
-            merged = (value & ~mask) | (acc.w_data & mask)
+            merged = (value & ~mask) | written
             accept = Signal(name=f"{name.replace('.', '_')}_accept")
             m.d.comb += [
                 port.r_stb.eq(read & selected),
@@ -131,8 +135,6 @@ class CSRBank(wiring.Component):
                 port.w_data.eq(merged),
                 accept.eq(write & selected & ~port.refuse),
             ]
-            with m.If(read & selected):
-                m.d.pci += acc.r_data.eq(value)
             for f in reg.fields:
                 bits = slice(f.lsb, f.lsb + f.width)
                 signal = getattr(port, f.name)
@@ -142,10 +144,17 @@ class CSRBank(wiring.Component):
                 elif f.access == Access.WO:
                     m.d.pci += signal.eq(Const(0, f.width))
                     with m.If(accept):
-                        m.d.pci += signal.eq((acc.w_data & mask)[bits])
+                        m.d.pci += signal.eq(written[bits])
                 elif f.access == Access.W1C:
                     clear = Signal(f.width, name=f"{name.replace('.', '_')}_{f.name}_clear")
                     with m.If(accept):
-                        m.d.comb += clear.eq((acc.w_data & mask)[bits])
+                        m.d.comb += clear.eq(written[bits])
                     m.d.pci += signal.eq((signal & ~clear) | getattr(port, f"{f.name}_set"))
+
+        with m.Switch(acc.addr):
+            for index, value in values.items():
+                with m.Case(index):
+                    m.d.comb += read_data.eq(value)
+        with m.If(read):
+            m.d.pci += acc.r_data.eq(read_data)
         return m

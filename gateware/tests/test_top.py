@@ -41,12 +41,14 @@ def test_board_converts_with_pin_ports(width):
     assert ("ad_hi__o" in declared) == (width == 64)
 
 
+@pytest.mark.filterwarnings("ignore:.*created but never used")
 def test_board_without_trace_window_has_no_bar1_port():
     board = PCIBoard(32)
     assert "trace" not in board.signature.members
     assert board.bars[1] is None
 
 
+@pytest.mark.filterwarnings("ignore:.*created but never used")
 def test_bad_width_is_refused():
     with pytest.raises(ValueError, match="32 or 64"):
         PCIBoard(48)
