@@ -28,7 +28,7 @@ from pcispy.sim.bfm.backdoor_ram import BackdoorRAM
 from pcispy.sim.bfm.profiles import DisconnectMode, RetryMode, Profile, PROFILES
 
 __all__ = ["Reg", "Field", "FIELDS", "Knob", "Event", "REFUSALS", "BehaviouralTarget",
-           "TargetDriver", "profile_fields", "TargetConfigError"]
+           "TargetDriver", "profile_fields", "check_profile", "TargetConfigError"]
 
 
 class Reg(enum.IntEnum):
@@ -265,6 +265,20 @@ def profile_fields(profile, *, width=32, seed=1):
     }
 
 
+def check_profile(profile, *, width=32, seed=1, fields=None):
+    """The register words (``{Reg: word}``, reset values included) that give ``profile``
+    plus ``fields``; raise :class:`TargetConfigError` if the target would refuse one."""
+    values = dict(_RESET_FIELDS)
+    values.update(profile_fields(profile, width=width, seed=seed))
+    values.update(fields or {})
+    words = _pack(values)
+    for reg, word in words.items():
+        reason = _refusal(reg, word, width)
+        if reason:
+            raise TargetConfigError(f"{profile.name}: {reg.name} = {word:#x}: {reason}")
+    return words
+
+
 def _pack(values, base=None):
     """Fold field values into register words (``{Reg: word}``), starting from ``base``."""
     words = dict(base or {})
@@ -279,7 +293,7 @@ _RESET_FIELDS = {
     "enable": 1, "mem_enable": 1, "io_enable": 1, "parity_response": 1,
     "vendor_id": 0x1172, "device_id": 0x5043, "class_code": 0x118000,
     "wait_period": 16, "cache_line_size": 8, "retry_probability": 256,
-    "retry_reads": 1, "retry_writes": 1, "seed": 1, "event_mask": 1,
+    "retry_reads": 1, "retry_writes": 1, "seed": 1, "event_mask": 0,
 }
 
 
@@ -317,14 +331,8 @@ class BehaviouralTarget(wiring.Component):
         self.width = width
         self.mem_addr_bits = mem_addr_bits
         self.verilog_ram = verilog_ram
-        values = dict(_RESET_FIELDS)
-        values.update(profile_fields(profile or PROFILES["ideal"], width=width, seed=seed))
-        values.update(fields or {})
-        self.reset_words = _pack(values)
-        for reg, word in self.reset_words.items():
-            reason = _refusal(reg, word, width)
-            if reason:
-                raise TargetConfigError(f"{reg.name} = {word:#x}: {reason}")
+        self.reset_words = check_profile(profile or PROFILES["ideal"], width=width, seed=seed,
+                                         fields=fields)
         super().__init__({"bus": Out(PCIBusSignature(width)), "ctl": Out(ControlSignature())})
 
     def _storage(self):
@@ -866,12 +874,6 @@ class TargetDriver:
     def __init__(self, ctl, *, width=32):
         self.ctl = ctl
         self.width = width
-        self._shadow = {}
-
-    async def _word(self, reg):
-        if reg not in self._shadow:
-            self._shadow[reg] = await self.ctl.read(reg)
-        return self._shadow[reg]
 
     async def write_reg(self, reg, value):
         """Write a whole register; raise :class:`TargetConfigError` if refused."""
@@ -879,18 +881,18 @@ class TargetDriver:
         if reason:
             raise TargetConfigError(f"{Reg(reg).name} = {value:#x}: {reason}")
         await self.ctl.write(reg, value)
-        self._shadow[Reg(reg)] = value & 0xFFFF_FFFF
 
     async def read_reg(self, reg):
         return await self.ctl.read(reg)
 
     async def set_fields(self, **values):
-        """Set fields by name (read-modify-write of their registers, one write each)."""
+        """Set fields by name (read-modify-write of their registers, one write each; read
+        fresh, because configuration writes change some of them)."""
         for name in values:
             if name not in FIELDS:
                 raise TargetConfigError(f"unknown target field {name!r}")
         regs = {FIELDS[name].reg for name in values}
-        base = {reg: await self._word(reg) for reg in regs}
+        base = {reg: await self.ctl.read(reg) for reg in regs}
         for reg, word in sorted(_pack(values, base).items()):
             await self.write_reg(reg, word)
 
