@@ -10,11 +10,12 @@ Data flow, per clock::
     violation (from the protocol checker) & violation_mask -> RawCapture, Recorder
 
 Register values come in as plain ports (:class:`SpyConfig`, the comparator array, strobes)
-and status goes out as :class:`SpyStatus` and :class:`~.counters.CounterValues`, so the CSR
-bank built from gateware/regs.py connects them field by field.
+and status goes out as :class:`SpyStatus` and :class:`~.counters.CounterValues`;
+:func:`connect_spy_registers` wires them to the ``spy`` block of the CSR bank built from
+gateware/regs.py.
 """
 
-from amaranth.hdl import Module, Signal, Mux
+from amaranth.hdl import Module, Signal, Mux, Cat
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out, connect
 
@@ -29,7 +30,7 @@ from ..pci.target import BackendSignature
 from .tracemem import (BRAMTraceMemory, SRAMTraceMemory, SRAMSignature, TraceWriter,
                        TraceBackend)
 
-__all__ = ["SpyConfig", "SpyStatus", "Spy"]
+__all__ = ["SpyConfig", "SpyStatus", "Spy", "connect_spy_registers"]
 
 
 class SpyConfig(data.StructLayout):
@@ -208,3 +209,64 @@ class Spy(wiring.Component):
             st.lost.eq(rec.lost), st.overruns.eq(rec.overruns),
         ]
         return m
+
+
+def connect_spy_registers(m, regs, spy, domain="pci"):
+    """Wire the CSR bank's ``spy`` block (``bank.spy``) to ``spy``, both clocked by
+    ``domain``. Reading a ``_lo`` register of a wide counter (and ``trigger_time_lo``)
+    latches its high bits, so ``_lo`` then ``_hi`` reads one consistent value."""
+    from ..regs import SPY_FILTERS
+    if spy.filters != SPY_FILTERS:
+        raise ValueError(f"the register map has {SPY_FILTERS} filter comparators, the spy "
+                         f"{spy.filters}")
+    control, config, status = regs.control, regs.config, spy.status
+    cfg = spy.config
+    m.d.comb += [
+        spy.arm.eq(control.arm), spy.stop.eq(control.stop),
+        spy.trigger.eq(control.trigger), spy.clear.eq(control.clear),
+        cfg.mode.eq(config.mode), cfg.source.eq(config.source), cfg.ring.eq(config.ring),
+        cfg.idle_compress.eq(config.idle_compress), cfg.raw_select.eq(config.raw_select),
+        cfg.combine.eq(config.combine), cfg.latency_timer.eq(config.latency_timer),
+        cfg.pre.eq(regs.pre.pre), cfg.post.eq(regs.post.post),
+        cfg.violation_mask.eq(Cat(regs.violation_mask_lo.violation_mask_lo,
+                                  regs.violation_mask_hi.violation_mask_hi)),
+        regs.status.state.eq(status.state), regs.status.done.eq(status.done),
+        regs.status.pre_error.eq(status.pre_error), regs.status.clearing.eq(status.clearing),
+        spy.hist_select.eq(regs.hist_select.histogram), spy.hist_addr.eq(regs.hist_select.bin),
+        regs.hist_data.hist_data.eq(spy.hist_data),
+    ]
+
+    def whole(name):   # the field of a one-field register (reg32) of the block
+        return getattr(getattr(regs, name), name)
+
+    for name in ("capacity", "start", "count", "trigger_index", "lost", "overruns"):
+        m.d.comb += whole(name).eq(getattr(status, name))
+
+    for i in range(spy.filters):
+        c = spy.comparators[i]
+        ctl = getattr(regs, f"filter{i}_control")
+        m.d.comb += [
+            c.enable.eq(ctl.enable), c.exclude.eq(ctl.exclude), c.commands.eq(ctl.commands),
+            c.address.eq(Cat(whole(f"filter{i}_address_lo"), whole(f"filter{i}_address_hi"))),
+            c.mask.eq(Cat(whole(f"filter{i}_mask_lo"), whole(f"filter{i}_mask_hi"))),
+        ]
+
+    def wide(name, hi_field, value):
+        lo, hi = getattr(regs, f"{name}_lo"), getattr(regs, f"{name}_hi")
+        latched = Signal(len(value) - 32, name=f"spy_{name}_hi_latch")
+        with m.If(lo.r_stb):
+            m.d[domain] += latched.eq(value[32:])
+        m.d.comb += [getattr(lo, f"{name}_lo").eq(value[:32]),
+                     getattr(hi, hi_field).eq(latched)]
+
+    wide("trigger_time", "trigger_time", status.trigger_timestamp)
+    counters = spy.counters
+    for name, field in counters.shape():
+        value = getattr(counters, name)
+        if name == "hits":
+            for i in range(spy.filters):
+                m.d.comb += whole(f"hits{i}").eq(value[i])
+        elif field.width > 32:
+            wide(name, name, value)
+        else:
+            m.d.comb += whole(name).eq(value)

@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The spy behind the CSR bank, as the host driver sees it: registers by name from
+gateware/regs.py, a capture armed through them, counters read as _lo/_hi pairs, the trace
+read through the BAR1 backend."""
+
+import pytest
+
+from amaranth.hdl import Module, DomainRenamer
+from amaranth.sim import Simulator
+
+from pcispy.gateware.csr import CSRBank
+from pcispy.gateware.pci.bus import Command
+from pcispy.gateware.regs import REGISTER_MAP
+from pcispy.gateware.spy.filters import IO_COMMANDS
+from pcispy.gateware.spy.format import CaptureMode, RecordKind, TriggerSource
+from pcispy.gateware.spy.spy import Spy, connect_spy_registers
+from pcispy.gateware.spy.trigger import RecorderState
+
+try:
+    from .test_spy_waves import idle, transaction, finish
+    from .test_spy_capture import decode
+except ImportError:
+    from test_spy_waves import idle, transaction, finish
+    from test_spy_capture import decode
+
+pytestmark = pytest.mark.spy
+
+
+def test_capture_through_the_register_bank():
+    top = Module()
+    top.submodules.bank = bank = CSRBank(REGISTER_MAP)
+    spy = Spy(32, addr_bits=5)
+    top.submodules.spy = DomainRenamer("pci")(spy)
+    connect_spy_registers(top, bank.spy, spy)
+    wave = (idle(2) + transaction(Command.IO_WRITE, 0x70, [0x0A], be=0xE, devsel=4,
+                                  latency=33) + idle(3) +
+            transaction(Command.MEM_WRITE, 0x1000, [1, 2]) + idle(2) +
+            transaction(Command.IO_READ, 0x71, [0x42], be=0xD, devsel=4, latency=39) +
+            idle(4))
+    got = {}
+
+    async def bench(ctx):
+        acc = bank.access
+
+        async def write(name, value):
+            ctx.set(acc.addr, REGISTER_MAP[f"spy.{name}"][0] // 4)
+            ctx.set(acc.w_data, value)
+            ctx.set(acc.w_be, 0xF)
+            ctx.set(acc.write, 1)
+            ctx.set(acc.valid, 1)
+            await ctx.tick("pci")
+            ctx.set(acc.valid, 0)
+            ctx.set(acc.write, 0)
+
+        async def read(name):
+            ctx.set(acc.addr, REGISTER_MAP[f"spy.{name}"][0] // 4)
+            ctx.set(acc.valid, 1)
+            await ctx.tick("pci")
+            ctx.set(acc.valid, 0)
+            return ctx.get(acc.r_data)
+
+        config = REGISTER_MAP["spy.config"][1]
+        await write("config", CaptureMode.SUMMARY.value << config.field("mode").lsb |
+                    TriggerSource.REGISTER.value << config.field("source").lsb)
+        ctl = REGISTER_MAP["spy.filter0_control"][1]
+        await write("filter0_control", 1 | IO_COMMANDS << ctl.field("commands").lsb)
+        await write("filter0_address_lo", 0x70)
+        await write("filter0_mask_lo", 0xFFFF_FFFE)
+        await write("filter0_mask_hi", 0xFFFF_FFFF)
+        await write("pre", 100)     # more than the 16 summaries 32 slots hold: refused
+        await write("control", 1)   # arm (the strobe comes the clock after the write)
+        await ctx.tick("pci")
+        status = REGISTER_MAP["spy.status"][1]
+        got["refused"] = status.decode(await read("status"))
+        await write("pre", 0)
+        await write("control", 1)       # arm
+        await write("control", 4)       # the trigger register
+        for clock in finish(wave):
+            for name, value in clock.items():
+                ctx.set(getattr(spy.bus, name), value)
+            await ctx.tick("pci")
+        await write("control", 2)   # stop
+        await ctx.tick("pci").repeat(4)
+        got["status"] = status.decode(await read("status"))
+        got["count"] = await read("count")
+        got["transactions"] = await read("transactions")
+        got["bytes"] = (await read("bytes_lo"), await read("bytes_hi"))
+        got["latency"] = (await read("latency_min"), await read("latency_max"),
+                          await read("latency_sum_lo"))
+        got["hits0"] = await read("hits0")
+        # the trace through BAR1: records of 2 slots (8 words) from `start`
+        start = await read("start")
+        records = []
+        for index in range(got["count"]):
+            value = 0
+            for w in range(8):
+                ctx.set(spy.trace.addr, ((start + index) % 16) * 8 + w)
+                ctx.set(spy.trace.valid, 1)
+                await ctx.tick("pci")
+                ctx.set(spy.trace.valid, 0)
+                while not ctx.get(spy.trace.r_valid):
+                    await ctx.tick("pci")
+                value |= ctx.get(spy.trace.r_data) << (32 * w)
+                await ctx.tick("pci")
+            records.append(decode(value))
+        got["records"] = records
+
+    sim = Simulator(top)
+    sim.add_clock(1e-6, domain="pci")
+    sim.add_testbench(bench)
+    sim.run()
+    assert got["refused"]["pre_error"] == 1
+    assert got["refused"]["state"] == RecorderState.IDLE.value
+    assert got["status"]["done"] == 1 and got["status"]["pre_error"] == 0
+    assert got["status"]["state"] == RecorderState.DONE.value
+    assert got["transactions"] == 2 and got["hits0"] == 2
+    assert got["bytes"] == (2, 0)
+    assert got["latency"] == (33, 39, 72)
+    kinds = [r["kind"] for r in got["records"]]
+    assert kinds == [RecordKind.TRIGGER, RecordKind.SUMMARY, RecordKind.SUMMARY]
+    assert [r["address"] for r in got["records"][1:]] == [0x70, 0x71]
