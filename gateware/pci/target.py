@@ -368,6 +368,13 @@ class PCITarget(wiring.Component):
         cur_valid = Signal()         # the AD output holds the word of the current phase
         cur_corrupt = Signal()
         ad_cur = Signal(data_bits)
+        # Read responses: only the selected backend has requests outstanding.
+        r_valid = Signal()
+        r_data = Signal(data_bits)
+        for backend in backends:
+            with m.If(backend.r_valid):
+                m.d.comb += [r_valid.eq(1), r_data.eq(backend.r_data)]
+        read_avail = rfifo.nonempty | (r_valid & (discard == 0))
 
         # --- Posted writes -------------------------------------------------------------
         wr_layout = data.StructLayout({"sel": range(n_sel), "addr": 30,
@@ -398,7 +405,7 @@ class PCITarget(wiring.Component):
         m.d.comb += wcount.eq(Mux(group_full, knobs.wait_clocks, e_wait))
 
         # Read word for the next phase: keep the current one, or load the FIFO head.
-        m.d.comb += load.eq(e_active & e_read & rfifo.nonempty & (moved | ~cur_valid) & ~final)
+        m.d.comb += load.eq(e_active & e_read & read_avail & (moved | ~cur_valid) & ~final)
         next_valid = Signal()
         m.d.comb += next_valid.eq(load | (cur_valid & ~moved))
         # Room for posted writes: the one being pushed, the one moving, the next one.
@@ -482,7 +489,7 @@ class PCITarget(wiring.Component):
         drive_ad = Signal()
         m.d.comb += drive_ad.eq(own & e_read & (e_active | backoff))
         lane_hi = load_addr[0] & ~e_xfer64
-        head = rfifo.head
+        head = Mux(rfifo.nonempty, rfifo.head, r_data)
         head_word = Signal(data_bits)
         if wide:
             m.d.comb += head_word.eq(Cat(Mux(e_data64 & lane_hi, head[32:], head[:32]),
@@ -493,7 +500,7 @@ class PCITarget(wiring.Component):
         m.d.comb += [
             bus.ad.o.eq(Mux(load, head_word[:32], ad_cur[:32])),
             bus.ad.oe.eq(drive_ad),
-            rfifo.pop.eq(load),
+            rfifo.pop.eq(load & rfifo.nonempty),
             self.corrupt_par.eq(Mux(load, new_corrupt, cur_corrupt)),
             self.corrupt_taken.eq(load & new_corrupt),
         ]
@@ -515,8 +522,11 @@ class PCITarget(wiring.Component):
         m.d.comb += read_phase_limit.eq(Mux(e_single, 1, 0xFFFF))
         with m.If(e_exerciser & (knobs.disconnect_after != 0) & ~e_single):
             m.d.comb += read_phase_limit.eq(knobs.disconnect_after)
-        may_read = (active & t_read & ~backoff & ~t_retry & ~wfifo.nonempty & ~wr_moved
-                    & (req_addr <= t_last) & (req_count < read_phase_limit)
+        # The first request leaves at the claim itself (e_*: the claim's values).
+        e_req_addr = Mux(claim, c_offset, req_addr)
+        e_req_count = Mux(claim, 0, req_count)
+        may_read = (e_active & e_read & ~backoff & ~e_retry & ~wfifo.nonempty & ~wr_moved
+                    & (e_req_addr <= e_last) & (e_req_count < read_phase_limit)
                     & (rfifo.level + outstanding < READ_FIFO_DEPTH))
         w_head = wfifo.head
         req_valid = Signal()
@@ -528,7 +538,7 @@ class PCITarget(wiring.Component):
         with m.If(wfifo.nonempty):
             m.d.comb += [req_dword.eq(w_head.addr), req_sel.eq(w_head.sel)]
         with m.Else():
-            m.d.comb += [req_dword.eq(req_addr), req_sel.eq(t_sel)]
+            m.d.comb += [req_dword.eq(e_req_addr), req_sel.eq(e_sel)]
         for sel, backend in enumerate(backends):
             bw = backend.w_data.shape().width
             word_addr = req_dword[1:] if bw == 64 else req_dword
@@ -552,18 +562,10 @@ class PCITarget(wiring.Component):
         taken = req_valid & req_ready
         m.d.comb += wfifo.pop.eq(taken & req_write)
         read_taken = taken & ~req_write
-        with m.If(read_taken):
-            m.d.pci += [req_addr.eq(req_addr + Mux(t_xfer64, 2, 1)),
-                        req_count.eq(req_count + 1)]
 
-        # Read responses: only the selected backend has requests outstanding.
-        r_valid = Signal()
-        r_data = Signal(data_bits)
-        for sel, backend in enumerate(backends):
-            with m.If(backend.r_valid):
-                m.d.comb += [r_valid.eq(1), r_data.eq(backend.r_data)]
         keep = r_valid & (discard == 0)
-        m.d.comb += [rfifo.push.eq(keep), rfifo.w_data.eq(r_data)]
+        # A word arriving while the buffer is empty may go straight onto AD.
+        m.d.comb += [rfifo.push.eq(keep & ~(load & ~rfifo.nonempty)), rfifo.w_data.eq(r_data)]
         m.d.pci += outstanding.eq(outstanding + read_taken - r_valid)
         with m.If(r_valid & (discard != 0)):
             m.d.pci += discard.eq(discard - 1)
@@ -571,6 +573,8 @@ class PCITarget(wiring.Component):
 
         with m.If(claim):
             m.d.pci += [req_addr.eq(c_offset), req_count.eq(0), load_addr.eq(c_offset)]
+        with m.If(read_taken):
+            m.d.pci += [req_addr.eq(e_req_addr + step), req_count.eq(e_req_count + 1)]
         with m.If(end_txn):
             # Prefetched words nobody asked for are dropped, including those in flight.
             m.d.comb += rfifo.flush.eq(1)
