@@ -553,3 +553,27 @@ def test_empty_descriptor_finishes_without_a_transaction():
                {"cmd": Command.MEM_WRITE, "addr": 0, "dwords": 1}], tgt, clocks=12)
     assert len(addr_phases(res)) == 1
     assert [e["result"] for e in res.events if e["done"]] == [DescriptorResult.OK] * 2
+
+
+def test_mwi_latency_timer_ends_on_a_line_boundary():
+    tgt = ScriptedTarget(devsel=1)
+    res = run([{"cmd": Command.MEM_WRITE_INVALIDATE, "addr": 0x0, "dwords": 32}], tgt,
+              clocks=80, cache_line=8, latency_timer=3, gnt=lambda t: int(not 4 <= t < 20))
+    a = addr_phases(res)
+    first = [t for t in data_phases(res) if a[0] < t < a[1]]
+    # Expired at clock 3 with GNT# gone, but MWI finishes the cache line: 8 phases.
+    assert len(first) == 8 and not res.trace[first[-1]]["frame"]
+    assert terms(res)[0] == Termination.LATENCY_TIMER
+    assert [tgt.mem[i] for i in range(32)] == counter_words(32)
+
+
+def test_stop_ends_at_the_next_data_phase():
+    tgt = ScriptedTarget(devsel=1)
+    res = run([{"cmd": Command.MEM_WRITE, "addr": 0x0, "dwords": 1000}], tgt, clocks=30,
+              stop_at=10)
+    (a,) = addr_phases(res)
+    d = data_phases(res)
+    # stop seen in clock 10 -> held a clock -> FRAME# off for the phase in clock 12.
+    assert d[-1] == 12 and not res.trace[12]["frame"]
+    assert [e["result"] for e in res.events if e["done"]] == [DescriptorResult.STOPPED]
+    assert len(tgt.mem) == len(d)
