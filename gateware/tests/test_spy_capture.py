@@ -452,3 +452,23 @@ def test_trace_backend_answers_a_word_per_clock_from_bram():
     assert answers[:4] == [(1, 0x4455_6677), (2, 0x0011_2233), (3, 0x89AB_CDEF),
                            (4, 0x0123_4567)]
     assert len(answers) == 7
+
+
+def test_summary_stop_on_full_keeps_pre_and_fills_the_rest():
+    # 32 slots hold 16 summary records: 3 pre-trigger, then the trigger event and 12 more.
+    wave = idle(1)
+    starts = []
+    for i in range(30):
+        starts.append(len(wave))
+        wave += transaction(Command.MEM_WRITE, 0x100 * (i + 1), [i], devsel=1) + idle(1)
+    res = Bench(addr_bits=5).run(wave, config={"mode": CaptureMode.SUMMARY, "pre": 3,
+                                               "source": TriggerSource.REGISTER},
+                                 strobes={starts[8]: "trigger"}, stop=False)
+    st = res["status"]
+    recs = res["records"]
+    assert st["capacity"] == 16 and st["count"] == 16 and st["state"] == RecorderState.DONE
+    addresses = [r["address"] // 0x100 for r in recs if r["kind"] == RecordKind.SUMMARY]
+    # transactions are numbered 1..30; the 8th ends as the trigger (9th) begins
+    assert addresses == list(range(6, 9)) + list(range(9, 21))
+    assert recs[3]["kind"] == RecordKind.TRIGGER
+    assert (st["trigger_index"] - st["start"]) % 16 == 3

@@ -199,3 +199,56 @@ def test_record_fields_cover_each_layout_exactly():
     assert raw64["bus.ad_hi"][1] == 32 and "bus.ack64" in raw64
     names = [n for n, _, _ in record_fields(record_layouts()[RecordKind.SUMMARY])]
     assert names[:4] == ["kind", "timestamp", "address", "command"]
+
+
+def test_counters_of_every_ending_and_clear():
+    from pcispy.gateware.pci.bus import Termination
+    wave = idle(2)
+    plan = [dict(ending="completion", initiator_waits=[1, 0, 2]),
+            dict(ending="retry"),
+            dict(ending="disconnect_data", stop_phase=0),
+            dict(ending="disconnect_nodata", stop_phase=2),
+            dict(ending="target_abort", latency=3),
+            dict(ending="master_abort")]
+    for kwargs in plan:
+        wave += transaction(Command.MEM_WRITE, 0x40, [1, 2, 3], devsel=1, be=0x3,
+                            **kwargs) + idle(2)
+    res = Bench().run(wave, config={"mode": CaptureMode.SUMMARY})
+    c = res["counters"]
+    sums = [r for r in res["records"] if r["kind"] == RecordKind.SUMMARY]
+    assert [Termination(r["termination"]) for r in sums] == [
+        Termination.COMPLETION, Termination.RETRY, Termination.DISCONNECT_DATA,
+        Termination.DISCONNECT_NODATA, Termination.TARGET_ABORT, Termination.MASTER_ABORT]
+    assert (c.transactions, c.retries, c.disconnects, c.target_aborts, c.master_aborts) == \
+        (6, 1, 2, 1, 1)
+    assert c.data_phases == 3 + 0 + 1 + 2 + 0 + 0
+    assert c.bytes == 2 * c.data_phases           # C/BE# 0b0011: two bytes a phase
+    assert c.initiator_wait == sum(r["initiator_wait"] for r in sums) == 3
+    assert c.target_wait == sum(r["target_wait"] for r in sums)
+    assert c.latency_sum == sum(r["latency"] for r in sums[:5])   # not the master abort
+    busy = sum(1 for clock in wave if clock.get("frame") or clock.get("irdy"))
+    assert c.busy_clocks == busy
+
+    # clear zeroes everything (latency_min back to its "none yet" value)
+    from amaranth.sim import Simulator
+    from pcispy.gateware.spy.counters import Counters
+    dut = Counters(4)
+
+    async def bench(ctx):
+        ctx.set(dut.busy, 1)
+        await ctx.tick().repeat(3)
+        ctx.set(dut.clear, 1)
+        await ctx.tick()
+        ctx.set(dut.clear, 0)
+        ctx.set(dut.busy, 0)
+        values = ctx.get(dut.values)
+        assert (values.busy_clocks, values.idle_clocks, values.latency_min) == (0, 0, 0xFFFF)
+        assert ctx.get(dut.clearing) == 1
+        await ctx.tick().repeat(HISTOGRAM_BINS)
+        assert ctx.get(dut.clearing) == 0
+        assert ctx.get(dut.values).idle_clocks == HISTOGRAM_BINS
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
