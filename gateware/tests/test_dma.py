@@ -359,3 +359,51 @@ def test_random_runs_agree_with_the_target(seed):
 
 def wide_bytes(r):
     return r["bytes_lo"] | (r["bytes_hi"] << 32)
+
+
+def test_timestamp_pattern_counts_clocks():
+    """Zero-wait burst: each DWORD carries the clock it was put on AD, one apart."""
+    tgt = ScriptedTarget(devsel=1)
+    run_dma({"mode.cmd": Command.MEM_WRITE.value, "length.length": 64, "burst.phases": 8,
+             "mode.pattern": Pattern.TIMESTAMP.value}, tgt, clocks=40)
+    words = [tgt.mem[i] for i in range(16)]
+    assert [b - a for a, b in zip(words, words[1:8])] == [1] * 7
+    # Between bursts: the last data phase, the idle clock, the address phase.
+    assert words[8] - words[7] == 3
+
+
+def test_settings_writes_refused_while_running():
+    dut = DMAEngine(32)
+    seen = {}
+
+    async def bench(ctx):
+        for name, value in {"bus_master": 1, "latency_timer": 64, "cache_line": 8}.items():
+            ctx.set(getattr(dut, name), value)
+        for name, value in DEFAULTS.items():
+            reg, field = name.split(".")
+            ctx.set(getattr(getattr(dut.regs, reg), field), value)
+        ctx.set(dut.now.gnt, 0)              # never granted: the run stays busy
+        ctx.set(dut.regs.length.w_stb, 1)
+        seen["idle_refuse"] = ctx.get(dut.regs.length.refuse)
+        ctx.set(dut.regs.length.w_stb, 0)
+        ctx.set(dut.regs.control.start, 1)
+        await ctx.tick("pci")
+        ctx.set(dut.regs.control.start, 0)
+        await ctx.tick("pci")
+        seen["busy"] = ctx.get(dut.regs.status.busy)
+        ctx.set(dut.regs.length.w_stb, 1)
+        seen["busy_refuse"] = ctx.get(dut.regs.length.refuse)
+        await ctx.tick("pci")
+        ctx.set(dut.regs.length.w_stb, 0)
+        await ctx.tick("pci")
+        seen["err_busy"] = ctx.get(dut.regs.status.err_busy)
+        ctx.set(dut.regs.control.stop, 1)
+        await ctx.tick("pci")
+        ctx.set(dut.regs.control.stop, 0)
+        for _ in range(3):
+            await ctx.tick("pci")
+        seen["after_stop"] = ctx.get(dut.regs.status.busy)
+
+    simulate(dut, bench)
+    assert seen == {"idle_refuse": 0, "busy": 1, "busy_refuse": 1, "err_busy": 1,
+                    "after_stop": 0}
