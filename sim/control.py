@@ -29,7 +29,8 @@ CONTROL_ADDR_BITS = 10
 
 
 class ControlSignature(wiring.Signature):
-    """An agent's control port, from the agent's side.
+    """An agent's control port, from the agent's side: declare it ``ctl:
+    Out(ControlSignature())`` (``In`` would flip every member).
 
     Members:
         addr (In, 10): register index.

@@ -22,7 +22,7 @@ side.
 import enum
 from dataclasses import dataclass
 
-from amaranth import Cat, Module, Signal, ResetSignal, DomainRenamer, Mux
+from amaranth import Cat, ClockDomain, ClockSignal, DomainRenamer, Module, Mux, ResetSignal, Signal
 from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -127,7 +127,7 @@ class PCISystem(wiring.Component):
         agents[Agent.HOST_MEMORY] = (
             BehaviouralTarget(width=cfg.width, mem_addr_bits=cfg.host_memory_addr_bits),
             None, None)
-        agents[Agent.IRQ_RESPONDER] = (InterruptResponder(host_initiator), None, None)
+        agents[Agent.IRQ_RESPONDER] = (InterruptResponder(), None, None)
         if cfg.test_device:
             agents[Agent.TEST_INITIATOR] = (BehaviouralInitiator(width=cfg.width),
                                             MASTERS["test_device"], None)
@@ -150,7 +150,8 @@ class PCISystem(wiring.Component):
         # Every driver of the bus, at inside level: (o/oe/i accessor per line, master, slot).
         drivers = []
         for agent, (component, master, slot) in agents.items():
-            drivers.append((component.bus, master, slot))
+            if hasattr(component, "bus"):
+                drivers.append((component.bus, master, slot))
         if cfg.board:
             from pcispy.gateware.top import PCIBoard
             board = PCIBoard(width=cfg.width)
@@ -170,6 +171,14 @@ class PCISystem(wiring.Component):
             ]
             for bus, _, _ in drivers:
                 m.d.comb += getattr(bus, name).i.eq(getattr(resolver, name))
+
+        # The interrupt responder acknowledges through the host initiator's priority port.
+        responder = agents[Agent.IRQ_RESPONDER][0]
+        host_initiator = agents[Agent.HOST_INITIATOR][0]
+        wiring.connect(m, responder.cmd, host_initiator.prio)
+        m.d.comb += [responder.inta.eq(resolver.inta),
+                     responder.done.eq(host_initiator.prio_done),
+                     responder.done_status.eq(host_initiator.prio_status)]
 
         # Point-to-point lines: REQ#/GNT# through the arbiter, IDSEL from AD, RST#.
         masters = len(MASTERS)
@@ -195,8 +204,12 @@ class PCISystem(wiring.Component):
         checker = None
         if cfg.checker:
             from pcispy.gateware.spy.checker import ProtocolChecker
-            m.submodules.checker = checker = DomainRenamer({"sync": "pci"})(
-                ProtocolChecker(width=cfg.width, masters=masters))
+            # The checker must keep watching while RST# is asserted (it has a rule about
+            # what may happen then), so it runs on the bus clock without the bus reset.
+            m.domains.monitor = monitor = ClockDomain("monitor", reset_less=True)
+            m.d.comb += monitor.clk.eq(ClockSignal("pci"))
+            m.submodules.checker = checker = DomainRenamer({"sync": "monitor"})(
+                ProtocolChecker(width=cfg.width, masters=masters, arbiter_visible=True))
             m.d.comb += checker.bus.eq(state)
 
         # Control port multiplexing.
@@ -254,7 +267,7 @@ class _SystemRegisters(wiring.Component):
         self._resolver = resolver
         self._checker = checker
         self._inta = inta
-        super().__init__({"ctl": In(ControlSignature())})
+        super().__init__({"ctl": Out(ControlSignature())})
 
     def elaborate(self, platform):
         m = Module()
@@ -292,7 +305,8 @@ class _SystemRegisters(wiring.Component):
                 SystemReg.CHECK_FIRST_RULE: checker.first_rule,
                 SystemReg.CHECK_FIRST_CYCLE: checker.first_cycle,
                 SystemReg.CHECK_INDEX: index,
-                SystemReg.CHECK_COUNT: checker.count,
+                # An index naming no rule reads 0 (the checker's own index is narrower).
+                SystemReg.CHECK_COUNT: Mux(index < len(checker.rule_enable), checker.count, 0),
                 SystemReg.CHECK_ENABLE_LO: enable[:32],
                 SystemReg.CHECK_ENABLE_HI: enable[32:],
             })

@@ -38,7 +38,7 @@ class Arbiter(wiring.Component):
         req (In, masters): REQ# of each master, inside-level (1 = requesting).
         gnt (Out, masters): GNT# to each master, inside-level (1 = granted).
         frame (In, 1), irdy (In, 1): the resolved bus, to know idle and ownership.
-        ctl (In, ControlSignature): parking, forced removal, double grant (ArbiterReg).
+        ctl (Out, ControlSignature): parking, forced removal, double grant (ArbiterReg).
 
     Parameters:
         masters: number of masters (1..4).
@@ -50,7 +50,7 @@ class Arbiter(wiring.Component):
         super().__init__({
             "req": In(masters), "gnt": Out(masters),
             "frame": In(1), "irdy": In(1),
-            "ctl": In(ControlSignature()),
+            "ctl": Out(ControlSignature()),
         })
 
     def elaborate(self, platform):
@@ -65,6 +65,7 @@ class Arbiter(wiring.Component):
         frame_clocks = Signal(16)      # clocks since the owner's FRAME# was asserted
         withheld = Signal()            # GNT# taken away from the owner until it drops REQ#
         started = Signal()             # the owner has started a transaction under this grant
+        gap = Signal()                 # the clock with no GNT# between two grants on an idle bus
 
         bus_idle = ~self.frame & ~self.irdy
         prev_frame = Signal()
@@ -84,8 +85,12 @@ class Arbiter(wiring.Component):
                 m.d.comb += [next_master.eq(candidate), someone_else.eq(1)]
 
         def move_to(master):
-            m.d.sync += [owner.eq(master), started.eq(0), withheld.eq(0),
+            # On an idle bus one GNT# may not be asserted in the clock another is
+            # deasserted (PCI 3.0 3.4.1): leave one clock with no grant.
+            m.d.sync += [owner.eq(master), started.eq(0), withheld.eq(0), gap.eq(bus_idle),
                          grants.eq(grants + 1)]
+
+        m.d.sync += gap.eq(0)
 
         owner_requests = self.req.bit_select(owner, 1)
         with m.If(someone_else & (started | ~owner_requests | withheld)):
@@ -99,7 +104,7 @@ class Arbiter(wiring.Component):
             m.d.sync += withheld.eq(0)
 
         owner_gnt = Signal(n)
-        m.d.comb += owner_gnt.eq(Mux(withheld, 0, 1 << owner))
+        m.d.comb += owner_gnt.eq(Mux(withheld | gap, 0, 1 << owner))
         second = Signal(range(n))
         m.d.comb += second.eq(Mux(owner + 1 >= n, 0, owner + 1))
         m.d.comb += self.gnt.eq(owner_gnt | Mux(double_grant, 1 << second, 0))

@@ -63,8 +63,11 @@ def test_arbiter_parks_rotates_and_removes_gnt():
         await arbiter.park_on(1)
         await ctx.tick().repeat(2)
         assert ctx.get(dut.gnt) == 0b010              # parked on master 1
-        # Master 0 and 2 request; grant goes round-robin from the owner (1): 2 first.
+        # Master 0 and 2 request; grant goes round-robin from the owner (1): 2 first,
+        # after one clock with no GNT# at all (the bus is idle).
         ctx.set(dut.req, 0b101)
+        await ctx.tick()
+        assert ctx.get(dut.gnt) == 0
         await ctx.tick()
         assert ctx.get(dut.gnt) == 0b100
         # Master 2 starts a transaction: the grant moves on to master 0 (hidden arbitration).
@@ -81,7 +84,7 @@ def test_arbiter_parks_rotates_and_removes_gnt():
             assert ctx.get(dut.gnt) == (0b001 if clock < 4 else 0), clock
         ctx.set(dut.frame, 0)
         ctx.set(dut.req, 0)
-        await ctx.tick().repeat(2)
+        await ctx.tick().repeat(3)
         assert ctx.get(dut.gnt) == 0b010              # back to the park master
         assert (await arbiter.counters())["removals"] == 1
         await arbiter.double_grant(True)

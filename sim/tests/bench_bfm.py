@@ -1,0 +1,171 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""cocotb benches of the bus models against each other (no board in the system).
+
+The host bridge talks to the test device, the test device masters into host memory, and
+every bench ends with the protocol checker clean and no contention. Run by
+``sim/tests/test_bfm_system.py`` (pytest), which picks the system, profile and seed.
+"""
+
+import os
+import random
+
+import cocotb
+
+from pcispy.gateware.pci.bus import Command, DevselSpeed
+from pcispy.sim.api import SimSystem
+from pcispy.sim.bfm.profiles import PROFILES, DisconnectMode, RetryMode
+from pcispy.sim.bfm.initiator import Status
+
+#: Where the benches open the test device's windows.
+TEST_MEM = 0x9000_0000
+TEST_MEM_SIZE = 0x4000
+TEST_IO = 0x2000
+TEST_IO_SIZE = 0x100
+#: An address no agent claims (master abort).
+NOBODY = 0xF000_0000
+
+DEVSEL_CLOCK = {DevselSpeed.FAST: 2, DevselSpeed.MEDIUM: 3, DevselSpeed.SLOW: 4,
+                DevselSpeed.SUBTRACTIVE: 5}
+
+
+async def _system(dut):
+    system = await SimSystem(dut).start()
+    await system.test_target.set_windows(mem=(TEST_MEM, TEST_MEM_SIZE),
+                                         io=(TEST_IO, TEST_IO_SIZE))
+    return system
+
+
+def _rng():
+    seed = int(os.environ.get("PCISPY_SEED", "1"))
+    return random.Random(seed)
+
+
+@cocotb.test()
+async def memory_every_command_and_burst(dut):
+    """Host bridge -> test device: every memory command, burst lengths, widths; the bytes
+    land in the test device's memory and come back unchanged."""
+    system = await _system(dut)
+    rng = _rng()
+    widths = [32, 64] if system.config.width == 64 else [32]
+    offset = 0
+    for width in widths:
+        for burst in (1, 3, 16, 0):
+            for write_cmd in (Command.MEM_WRITE, Command.MEM_WRITE_INVALIDATE):
+                size = 64
+                data = bytes(rng.randrange(256) for _ in range(size))
+                address = TEST_MEM + offset
+                result = await system.host.mem_write(address, data, burst=burst, width=width,
+                                                     command=write_cmd)
+                assert result.ok, result
+                expected_phases = size // (8 if width == 64 and result.ack64 else 4)
+                assert result.phases == expected_phases, result
+                assert await system.test_target.backdoor_read(offset, size) == data
+                for read_cmd in (Command.MEM_READ, Command.MEM_READ_LINE,
+                                 Command.MEM_READ_MULTIPLE):
+                    back = await system.host.mem_read(address, size, burst=burst,
+                                                      width=width, command=read_cmd)
+                    assert back.ok and back.data == data, (read_cmd, burst, width, back)
+                offset = (offset + size) % TEST_MEM_SIZE
+    # Partial words: byte enables on the first and last data phase.
+    await system.test_target.backdoor_write(0x100, bytes(16))
+    result = await system.host.mem_write(TEST_MEM + 0x101, b"\xAA\xBB\xCC\xDD\xEE")
+    assert result.ok
+    assert await system.test_target.backdoor_read(0x100, 8) == b"\x00\xAA\xBB\xCC\xDD\xEE\x00\x00"
+    await system.assert_clean()
+
+
+@cocotb.test()
+async def io_and_config(dut):
+    """I/O reads and writes of 1, 2 and 4 bytes; configuration reads of the test device."""
+    system = await _system(dut)
+    await system.test_target.set_windows(config=True)
+    for size, value in ((1, 0x5A), (2, 0xBEEF), (4, 0x1234_5678)):
+        address = TEST_IO + 4 * size
+        assert (await system.host.io_write(address, value, size)).ok
+        back = await system.host.io_read(address, size)
+        assert back.ok and back.value == value, (size, back)
+    ident = await system.host.config_read(1, 0x00)
+    assert ident.ok and ident.value not in (0, 0xFFFF_FFFF), ident
+    nobody = await system.host.config_read(5, 0x00)
+    assert nobody.status == Status.MASTER_ABORT and nobody.value == 0xFFFF_FFFF, nobody
+    await system.assert_clean()
+
+
+@cocotb.test()
+async def every_termination(dut):
+    """Retry (repeated until it goes through), disconnect with and without data
+    (continued at the next address), target abort and master abort (reported)."""
+    system = await _system(dut)
+    target = system.test_target
+    data = bytes(range(64))
+
+    await target.apply_profile(PROFILES["ideal"].but(
+        retry=RetryMode.FIRST, retry_count=3, retry_probability=256))
+    result = await system.host.mem_write(TEST_MEM, data)
+    assert result.ok and result.retries == 3, result
+    assert await target.backdoor_read(0, 64) == data
+
+    for mode, every in ((DisconnectMode.WITH_DATA, 4), (DisconnectMode.WITHOUT_DATA, 5)):
+        await target.apply_profile(PROFILES["ideal"].but(disconnect=mode, disconnect_every=every))
+        payload = bytes(reversed(data))
+        result = await system.host.mem_write(TEST_MEM + 0x200, payload)
+        assert result.ok and result.phases == 16, result
+        assert result.transactions == -(-16 // every), (mode, result)
+        assert await target.backdoor_read(0x200, 64) == payload
+        back = await system.host.mem_read(TEST_MEM + 0x200, 64)
+        assert back.ok and back.data == payload, (mode, back)
+
+    await target.apply_profile(PROFILES["ideal"].but(abort_range=(TEST_MEM + 0x1000, 0x100)))
+    result = await system.host.mem_write(TEST_MEM + 0x1000, data)
+    assert result.status == Status.TARGET_ABORT, result
+    result = await system.host.mem_read(NOBODY, 16)
+    assert result.status == Status.MASTER_ABORT and result.data == b"\xff" * 16, result
+    await system.assert_clean()
+
+
+def _expected_clocks(profile, *, phases, read):
+    """Clocks one transaction of ``phases`` data phases occupies on the bus under a
+    deterministic ``profile``: from its address phase to the idle clock after it, inclusive.
+    Derived from the rules: DEVSEL#/TRDY# timing, the read turnaround, wait patterns."""
+    latency = (profile.read_latency if read else profile.write_latency)[0]
+    first = max(latency + 1, DEVSEL_CLOCK[profile.devsel], 3 if read else 2)
+    clocks = first                       # address phase .. first data phase
+    for phase in range(1, phases):
+        clocks += 1
+        if profile.wait_mask >> (phase % profile.wait_period) & 1:
+            clocks += profile.wait_clocks
+    return clocks + 1                    # the idle clock after the last data phase
+
+
+@cocotb.test()
+async def test_device_masters_host_memory(dut):
+    """The test device writes and reads host memory under the profile the bench gives;
+    data is exact, and on deterministic profiles each extra transaction costs exactly what
+    the rules say."""
+    system = await _system(dut)
+    profile = system.profile
+    rng = _rng()
+    data = bytes(rng.randrange(256) for _ in range(4096))
+    master = system.test_initiator
+    result = await master.mem_write(0x10000, data, burst=64)
+    assert result.ok, result
+    assert await system.host_memory.backdoor_read(0x10000, len(data)) == data
+    back = await master.mem_read(0x10000, len(data), burst=64, command=Command.MEM_READ_MULTIPLE)
+    assert back.ok and back.data == data
+    deterministic = profile.read_latency[0] == profile.read_latency[1] and \
+        profile.write_latency[0] == profile.write_latency[1] and profile.retry_probability == 0
+    if deterministic and profile.disconnect == DisconnectMode.NONE:
+        for read in (False, True):
+            burst = 16
+            runs = {}
+            for transactions in (1, 5):
+                size = 4 * burst * transactions
+                if read:
+                    r = await master.mem_read(0x20000, size, burst=burst)
+                else:
+                    r = await master.mem_write(0x20000, bytes(size), burst=burst)
+                assert r.ok and r.transactions == transactions, r
+                runs[transactions] = r.clocks
+            per = _expected_clocks(profile, phases=burst, read=read)
+            assert runs[5] - runs[1] == 4 * per, (profile.name, read, runs, per)
+    await system.assert_clean()
