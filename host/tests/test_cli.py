@@ -49,3 +49,13 @@ def test_expected_failure_is_one_line_and_exit_2(capsys):
     err = capsys.readouterr().err
     assert status == 2
     assert err.count("\n") == 1 and err.startswith("pcispy: error: the sysfs transport")
+
+
+def test_check_list_rules_json_has_every_rule():
+    from pcispy.gateware.spy.checker import RULES
+    status, text = _run("--json", "check", "--list-rules")
+    assert status == 0
+    rules = json.loads(text)["rules"]
+    assert len(rules) == len(RULES) >= 40
+    assert [r["id"] for r in rules] == list(range(len(RULES)))
+    assert all(r["description"] for r in rules)
