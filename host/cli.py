@@ -205,6 +205,10 @@ def main(argv=None, out=None):
     except KeyboardInterrupt:
         print("pcispy: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) went away: not an error of ours.
+        sys.stderr.close()
+        return 0
     if args.json and result is not None:
         out.write(json.dumps(result, indent=None) + "\n")
     return 0
