@@ -563,7 +563,10 @@ class BehaviouralTarget(wiring.Component):
                     m.d.comb += stat_inc["transactions"].eq(1)
                 with m.If(ack64_pending):
                     m.d.sync += [ack64_o.eq(1), ack64_pending.eq(0)]
-                m.d.sync += ad_oe.eq((claimed | claim_now) & t["read"] & (nclk >= 3))
+                # Read data from clock 3 (after the turnaround) until the end; not after a
+                # target abort, where DEVSEL# is gone.
+                m.d.sync += ad_oe.eq((claimed | claim_now) & t["read"] & (nclk >= 3)
+                                     & ~(t["abort"] & ((started & ~start) | first_now)))
 
                 with m.If(first_now):
                     m.d.sync += started.eq(1)

@@ -404,13 +404,16 @@ def test_target_abort():
     async def body(b):
         res = await b.transaction(MW, BASE + 0x100, data=[1, 2])
         ok = await b.transaction(MW, BASE + 0x200, data=[1])
-        return res, ok, await b.drv.status(), await b.drv.stats()
-    res, ok, status, stats = run(target(abort_base=BASE + 0x100, abort_size=0x100), body)
+        rd = await b.transaction(MR, BASE + 0x180, count=2)
+        return res, ok, rd, await b.drv.status(), await b.drv.stats()
+    res, ok, rd, status, stats = run(target(abort_base=BASE + 0x100, abort_size=0x100), body)
+    assert rd.termination == "target_abort" and rd.first("stop") == 3
+    assert all(c["ad_t"] == 0 for c in rd.clocks)    # no read data without DEVSEL#
     assert res.termination == "target_abort" and res.phases == 0
     assert res.first("devsel") == 2 and res.first("stop") == 3
     assert res.clocks[2]["devsel"] == 0
     assert ok.termination == "completion"
-    assert status & (1 << 11) and stats["aborts"] == 1
+    assert status & (1 << 11) and stats["aborts"] == 2
 
 
 def test_64bit_ack64():
