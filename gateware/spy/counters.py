@@ -24,7 +24,7 @@ Clearing takes :data:`HISTOGRAM_BINS` clocks for the histograms (``clearing`` is
 meanwhile; samples then are not counted).
 """
 
-from amaranth.hdl import Module, Signal, Mux, Cat
+from amaranth.hdl import Module, Signal, Mux
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 

@@ -16,7 +16,7 @@ The result selects what the spy stores (summary mode) and counts (:mod:`.counter
 can trigger a capture.
 """
 
-from amaranth.hdl import Module, Signal, Const
+from amaranth.hdl import Module, Signal
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 

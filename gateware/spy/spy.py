@@ -9,6 +9,10 @@ Data flow, per clock::
         \\-> RawCapture -> Recorder (raw mode) -> TraceWriter (FIFO) -> trace memory
     violation (from the protocol checker) & violation_mask -> RawCapture, Recorder
 
+Raw records come out one clock after their bus clock (so the filter verdict of a dual
+address cycle covers its first phase): the last clock a capture stores is the one before
+its ``stop``.
+
 Register values come in as plain ports (:class:`SpyConfig`, the comparator array, strobes)
 and status goes out as :class:`SpyStatus` and :class:`~.counters.CounterValues`;
 :func:`connect_spy_registers` wires them to the ``spy`` block of the CSR bank built from

@@ -11,7 +11,7 @@ backend bus, which the board puts behind BAR1.
 """
 
 from amaranth.hdl import Module, Signal, Mux, ResetInserter, Const, Cat
-from amaranth.lib import data, enum, memory, wiring, fifo
+from amaranth.lib import enum, memory, wiring, fifo
 from amaranth.lib.wiring import In, Out
 
 from ..pci.bus import TriStateSignature

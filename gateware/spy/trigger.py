@@ -27,7 +27,7 @@ record would overflow. In summary mode, protocol violations are written as VIOLA
 events (violations of consecutive clocks merge into one while it waits for a free slot).
 """
 
-from amaranth.hdl import Module, Signal, Mux, Cat, Const
+from amaranth.hdl import Module, Signal, Mux
 from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 

@@ -233,7 +233,6 @@ def test_summary_capture_with_filter_and_counters():
     assert (c.transactions, c.data_phases, c.bytes, c.retries) == (3, 2, 2, 1)
     assert (c.latency_sum, c.latency_min, c.latency_max) == (33 + 39 + 2, 2, 39)
     assert c.hits[0] == 3
-    total = len(wave) + 2   # the wave, the stop clock and the clock done is seen on
     assert c.busy_clocks + c.idle_clocks >= len(wave)
     busy = sum(1 for clk in wave if clk.get("frame") or clk.get("irdy"))
     assert c.busy_clocks == busy

@@ -6,9 +6,9 @@ import pytest
 
 from amaranth.sim import Simulator
 
-from pcispy.gateware.pci.bus import Command, BusState
+from pcispy.gateware.pci.bus import Command
 from pcispy.gateware.spy.filters import (FilterSet, FilterCombine, IO_COMMANDS,
-                                         MEMORY_COMMANDS, CONFIG_COMMANDS, ALL_COMMANDS,
+                                         MEMORY_COMMANDS, CONFIG_COMMANDS,
                                          command_set)
 from pcispy.gateware.spy.counters import latency_bin, gap_bin, HISTOGRAM_BINS
 from pcispy.gateware.spy.format import (record_layouts, record_fields, RecordKind,
@@ -136,7 +136,6 @@ def test_histograms_bins():
 
 
 def test_histograms_in_hardware():
-    from amaranth.hdl import Module
     from pcispy.gateware.spy.spy import Spy
     # Four writes, latencies 1, 1, 5, 70, spaced so the start-to-start gaps land in
     # different log2 bins.
