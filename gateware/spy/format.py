@@ -132,7 +132,7 @@ class SummaryRecord(data.StructLayout):
             "timestamp":      TIMESTAMP_BITS,
             "address":        64,
             "command":        Command,
-            "first_be":       8,   # C/BE#[7:0] pin levels on the first data phase (active low)
+            "first_be":       8,   # C/BE#[7:0] pins on the first data phase (active low; 7:4 are 0 on a 32-bit bus)
             "first_data":     32,  # AD[31:0] of the first completed data phase
             "data_phases":    16,
             "latency":        8,
