@@ -29,7 +29,7 @@ from amaranth.lib.wiring import Out
 from .csr import CSRBank
 from .exerciser.response import ExerciserResponse
 from .exerciser.scratch import ScratchRAM
-from .pci.bus import bus_lines
+from .pci.bus import DevselSpeed, bus_lines
 from .pci.config import BarSpec, ConfigSpace
 from .pci.pads import PCIPads, simulation_ports
 from .pci.target import BackendSignature, PCITarget, Window
@@ -87,16 +87,19 @@ class PCIBoard(wiring.Component):
         scratch_verilog: build the scratch RAM from the hand-written Verilog
             (:data:`pcispy.gateware.exerciser.scratch.VERILOG_SOURCE`, for Verilator and
             synthesis) instead of an Amaranth Memory (Python-simulator unit tests).
+        fast_decode: decode addresses within the address phase (DEVSEL# on clock 2; the
+            pads offer AD, C/BE#, IDSEL unregistered: check timing before using it).
         config: extra keyword arguments of :class:`ConfigSpace` (IDs, class code ...).
     """
     def __init__(self, width=32, ports=None, *, exerciser_size=16 * 1024, trace_size=0,
-                 clock_mhz=33, scratch_verilog=False, config=None):
+                 clock_mhz=33, scratch_verilog=False, fast_decode=False, config=None):
         if width not in (32, 64):
             raise ValueError(f"PCI bus width must be 32 or 64, not {width!r}")
         self.width = width
         self.ports = simulation_ports(width) if ports is None else ports
         self.clock_mhz = clock_mhz
         self.scratch_verilog = scratch_verilog
+        self.fast_decode = fast_decode
         self.config_args = dict(config or {})
         exerciser_bar = BarSpec("exerciser", "mem", exerciser_size)
         trace_bar = BarSpec("trace", "mem", trace_size, prefetchable=True) if trace_size else None
@@ -119,12 +122,16 @@ class PCIBoard(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.pads = pads = PCIPads(self.width, self.ports)
+        fast = self.fast_decode
+        m.submodules.pads = pads = PCIPads(self.width, self.ports, fast_decode=fast)
         m.submodules.config = config = ConfigSpace(
-            self.bars, mhz66=self.clock_mhz > 33, **self.config_args)
-        m.submodules.target = target = PCITarget(self.width, self.windows)
+            self.bars, mhz66=self.clock_mhz > 33,
+            devsel=DevselSpeed.FAST if fast else DevselSpeed.MEDIUM, **self.config_args)
+        m.submodules.target = target = PCITarget(self.width, self.windows, fast_decode=fast)
         m.submodules.bank = bank = CSRBank(REGISTER_MAP)
-        m.submodules.response = response = ExerciserResponse()
+        m.submodules.response = response = ExerciserResponse(fast_decode=fast)
+        if fast:
+            wiring.connect(m, pads.decode, target.decode)
 
         # The bus: every core that drives it joins here (DMA initiator: helper E; the
         # interrupt unit drives INTA# through its own bus port or `inta` below).

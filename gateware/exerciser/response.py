@@ -21,9 +21,9 @@ from ..regs import (REGISTER_MAP, TARGET_MAX_INITIAL_LATENCY,
 
 __all__ = ["ExerciserResponse"]
 
-# Clocks from FRAME# to the first TRDY# with medium DEVSEL# and no programmed waits:
-# registered decode (DEVSEL# on clock 3, counting the address phase as clock 1).
-_BASE_INITIAL_LATENCY = 2
+# Clocks from FRAME# to the first TRDY# with no programmed delay or waits: DEVSEL# on
+# clock 3 with registered (medium) decode, on clock 2 with fast decode.
+_BASE_INITIAL_LATENCY = {False: 2, True: 1}
 
 
 class ExerciserResponse(wiring.Component):
@@ -61,12 +61,13 @@ class ExerciserResponse(wiring.Component):
         new_speed = regs.response.w_data[0:2]
         new_wait = regs.response.w_data[8:16]
         new_allow = regs.response.w_data[31]
-        delay = new_speed - DevselSpeed.MEDIUM.value
+        base = DevselSpeed.FAST.value if self.fast_decode else DevselSpeed.MEDIUM.value
+        delay = new_speed - base
         if self.fast_decode:
             bad_devsel = Const(0)
         else:
             bad_devsel = new_speed == DevselSpeed.FAST.value
-        latency = _BASE_INITIAL_LATENCY + delay + new_wait
+        latency = _BASE_INITIAL_LATENCY[self.fast_decode] + delay + new_wait
         bad_latency = ~new_allow & (latency > TARGET_MAX_INITIAL_LATENCY)
         with m.If(regs.response.w_stb):
             m.d.comb += regs.response.refuse.eq(bad_devsel | bad_latency)
@@ -116,7 +117,7 @@ class ExerciserResponse(wiring.Component):
             m.d.pci += armed.eq(0)
 
         m.d.comb += [
-            self.knobs.devsel_delay.eq(regs.response.devsel_speed - DevselSpeed.MEDIUM.value),
+            self.knobs.devsel_delay.eq(regs.response.devsel_speed - base),
             self.knobs.initial_wait.eq(regs.response.initial_wait),
             self.knobs.wait_every.eq(regs.wait.every),
             self.knobs.wait_clocks.eq(regs.wait.clocks),

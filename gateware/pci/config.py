@@ -17,6 +17,7 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from .bus import DevselSpeed
 from .target import BackendSignature
 
 __all__ = ["BarSpec", "ConfigSpace", "COMMAND_BITS", "STATUS_BITS", "DEFAULT_VENDOR_ID",
@@ -94,6 +95,8 @@ class ConfigSpace(wiring.Component):
             first; at most 6.
         vendor_id, device_id, revision, class_code, subsystem_vendor_id, subsystem_id.
         mhz66: report 66 MHz capable.
+        devsel: the DEVSEL# timing reported in Status (:class:`DevselSpeed`, FAST with a
+            fast-decode target).
         master: the device can be a bus master (Command bus master, MWI, latency timer).
         interrupt_pin: 1 = INTA# .. 4 = INTD#, 0 = none.
         min_gnt, max_lat: in 1/4 us units, for the configuration software.
@@ -101,7 +104,7 @@ class ConfigSpace(wiring.Component):
     def __init__(self, bars, *, vendor_id=DEFAULT_VENDOR_ID, device_id=DEFAULT_DEVICE_ID,
                  revision=1, class_code=DEFAULT_CLASS_CODE, subsystem_vendor_id=None,
                  subsystem_id=None, mhz66=False, master=True, interrupt_pin=1,
-                 min_gnt=0, max_lat=0):
+                 min_gnt=0, max_lat=0, devsel=DevselSpeed.MEDIUM):
         if len(bars) > 6:
             raise ValueError("a type 0 header has six BARs")
         self.bars = tuple(bars)
@@ -112,6 +115,7 @@ class ConfigSpace(wiring.Component):
         self.subsystem_vendor_id = vendor_id if subsystem_vendor_id is None else subsystem_vendor_id
         self.subsystem_id = device_id if subsystem_id is None else subsystem_id
         self.mhz66 = mhz66
+        self.devsel = DevselSpeed(devsel)
         self.master = master
         self.interrupt_pin = interrupt_pin
         self.min_gnt = min_gnt
@@ -166,7 +170,7 @@ class ConfigSpace(wiring.Component):
         for i, base in enumerate(bases):
             m.d.comb += self.bar_base[i].eq(base)
 
-        status_const = (1 << 9)  # DEVSEL timing: medium (01)
+        status_const = self.devsel.value << 9
         if self.mhz66:
             status_const |= 1 << STATUS_BITS["mhz66"]
         status = Signal(16)

@@ -35,7 +35,8 @@ from amaranth.lib.wiring import In, Out
 
 from .bus import ACTIVE_LOW, OPEN_DRAIN, SUSTAINED_TRISTATE, PCIBusSignature, bus_lines
 
-__all__ = ["LIVE_LINES", "INPUT_ONLY_LINES", "simulation_ports", "PCIPads"]
+__all__ = ["LIVE_LINES", "INPUT_ONLY_LINES", "DECODE_LINES", "decode_signature",
+           "simulation_ports", "PCIPads"]
 
 #: Handshake lines offered unregistered (``pads.live.NAME``) for the same-clock paths.
 LIVE_LINES = ("frame", "irdy", "trdy", "stop", "devsel", "gnt")
@@ -45,6 +46,15 @@ INPUT_ONLY_LINES = frozenset({"rst", "gnt", "idsel"})
 
 # Lines read unregistered inside the pads, for parity generation and checking.
 _PARITY_LIVE_LINES = frozenset({"cbe", "par", "cbe_hi", "par64"})
+
+#: Lines a fast-decode target reads unregistered in the address phase (``pads.decode``).
+DECODE_LINES = ("ad", "cbe", "idsel", "req64")
+
+
+def decode_signature(width=32):
+    """The unregistered address-phase lines offered for fast decode (inside-level)."""
+    return wiring.Signature({name: Out(bits) for name, bits in bus_lines(width).items()
+                             if name in DECODE_LINES})
 
 
 def simulation_ports(width=32):
@@ -75,19 +85,24 @@ class PCIPads(wiring.Component):
         corrupt_par (In, 1): invert the PAR that will cover the AD value presented on
             ``bus.ad.o`` at this edge.
         corrupt_par64 (In, 1): the same for PAR64 (64-bit only).
+        decode (Out, decode_signature(width)): with ``fast_decode`` only: AD[31:0],
+            C/BE#[3:0], IDSEL (and REQ64#) unregistered, for a target that decodes the
+            address within the address phase (the longest same-clock path of the board).
 
     Parameters:
         width: 32 or 64.
         ports: ``{line name: io port}`` for every line of ``bus_lines(width)``, at pin
             level (from ``platform.request`` or :func:`simulation_ports`).
+        fast_decode: also offer ``decode`` (AD, C/BE#, IDSEL, REQ64# unregistered).
     """
-    def __init__(self, width, ports):
+    def __init__(self, width, ports, *, fast_decode=False):
         lines = bus_lines(width)
         missing = set(lines) - set(ports)
         if missing:
             raise ValueError(f"PCI pads need a port for every line; missing {sorted(missing)}")
         self.width = width
         self.ports = ports
+        self.fast_decode = fast_decode
         members = {
             "bus": In(PCIBusSignature(width)),
             "live": Out(wiring.Signature({name: Out(1) for name in LIVE_LINES})),
@@ -97,6 +112,8 @@ class PCIPads(wiring.Component):
         if width == 64:
             members["par64_error"] = Out(1)
             members["corrupt_par64"] = In(1)
+        if fast_decode:
+            members["decode"] = Out(decode_signature(width))
         super().__init__(members)
 
     def _next_drive(self, m, name, line):
@@ -125,7 +142,9 @@ class PCIPads(wiring.Component):
             if name in ACTIVE_LOW:
                 port = ~port
             direction = "i" if name in INPUT_ONLY_LINES else "io"
-            if name in LIVE_LINES or name in _PARITY_LIVE_LINES:
+            unregistered = name in LIVE_LINES or name in _PARITY_LIVE_LINES or (
+                self.fast_decode and name in DECODE_LINES)
+            if unregistered:
                 buf = io.Buffer(direction, port)
                 m.submodules[f"{name}_buffer"] = buf
                 in_ff = Signal(len(line.i), name=f"{name}_in_ff")
@@ -148,17 +167,20 @@ class PCIPads(wiring.Component):
                 if direction == "io":
                     value, enable = self._next_drive(m, name, line)
                     m.d.comb += [buf.o.eq(value), buf.oe.eq(enable)]
-                if name in ("ad", "ad_hi"):
-                    # Shadow of the AD output flip-flops, for parity generation.
-                    driven = Signal(name=f"{name}_driven")
-                    par = Signal(name=f"{name}_parity")
-                    corrupt = self.corrupt_par if name == "ad" else self.corrupt_par64
-                    m.d.pci += [driven.eq(line.oe), par.eq(line.o.xor() ^ corrupt)]
-                    ad_driven[name] = driven
-                    ad_parity[name] = par
+            if name in ("ad", "ad_hi"):
+                # Shadow of the AD output flip-flops, for parity generation.
+                driven = Signal(name=f"{name}_driven")
+                par = Signal(name=f"{name}_parity")
+                corrupt = self.corrupt_par if name == "ad" else self.corrupt_par64
+                m.d.pci += [driven.eq(line.oe), par.eq(line.o.xor() ^ corrupt)]
+                ad_driven[name] = driven
+                ad_parity[name] = par
 
         for name in LIVE_LINES:
             m.d.comb += getattr(self.live, name).eq(live_values[name])
+        if self.fast_decode:
+            for name in self.decode.signature.members:
+                m.d.comb += getattr(self.decode, name).eq(live_values[name])
 
         groups = [("ad", "cbe", "par", self.par_error)]
         if self.width == 64:

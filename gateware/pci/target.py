@@ -31,6 +31,7 @@ when Parity Error Response is set; Detected Parity Error in any case).
 """
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Optional
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal
@@ -38,7 +39,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .bus import Command, PCIBusSignature
-from .pads import LIVE_LINES
+from .pads import LIVE_LINES, decode_signature
 
 __all__ = ["BackendSignature", "Window", "ResponseKnobs", "PCITarget", "WRITE_FIFO_DEPTH",
            "READ_FIFO_DEPTH"]
@@ -183,10 +184,14 @@ class PCITarget(wiring.Component):
     Parameters:
         width: bus width, 32 or 64.
         windows: list of :class:`Window` or None (no BAR there), BAR0 first.
+        fast_decode: decode the address within the address phase from the pads'
+            unregistered ``decode`` lines (port ``decode``, In): DEVSEL# on clock 2. The
+            address parity is then checked after the claim (SERR#, no refusal).
     """
-    def __init__(self, width, windows):
+    def __init__(self, width, windows, *, fast_decode=False):
         self.width = width
         self.windows = tuple(windows)
+        self.fast_decode = fast_decode
         members = {
             "bus": Out(PCIBusSignature(width)),
             "live": In(wiring.Signature({name: Out(1) for name in LIVE_LINES})),
@@ -203,6 +208,8 @@ class PCITarget(wiring.Component):
         if width == 64:
             members["par64_error"] = In(1)
             members["corrupt_par64"] = Out(1)
+        if fast_decode:
+            members["decode"] = In(decode_signature(width))
         for i, window in enumerate(self.windows):
             if window is None:
                 continue
@@ -220,16 +227,23 @@ class PCITarget(wiring.Component):
                                     for i, w in enumerate(self.windows) if w is not None]
         n_sel = len(backends)
 
-        # --- Address phase: decode (registered inputs, clock 2) -----------------------
-        frame_q = Signal()
-        m.d.pci += frame_q.eq(bus.frame.i)
-        address_phase = bus.frame.i & ~frame_q
-        ad, cmd = bus.ad.i, bus.cbe.i
+        # --- Address phase: decode (registered inputs in clock 2, or live in clock 1) ------
+        if self.fast_decode:
+            # FRAME# asserted now and deasserted at the previous edge: the address phase.
+            address_phase = live.frame & ~bus.frame.i
+            source = self.decode
+        else:
+            frame_q = Signal()
+            m.d.pci += frame_q.eq(bus.frame.i)
+            address_phase = bus.frame.i & ~frame_q
+            source = SimpleNamespace(**{name: getattr(bus, name).i
+                                        for name in decode_signature(self.width).members})
+        ad, cmd = source.ad, source.cbe
         cmd_read = _is_read(cmd)
 
         hits = []  # (select index, hit, dword offset, last dword, window or None)
         config_hit = (((cmd == Command.CONFIG_READ) | (cmd == Command.CONFIG_WRITE))
-                      & bus.idsel.i & (ad[0:2] == 0) & (ad[8:11] == 0))
+                      & source.idsel & (ad[0:2] == 0) & (ad[8:11] == 0))
         hits.append((0, config_hit, ad[2:8], 63, None))
         present = [(i, w) for i, w in enumerate(self.windows) if w is not None]
         for sel, (i, window) in enumerate(present, start=1):
@@ -245,13 +259,21 @@ class PCITarget(wiring.Component):
 
         any_hit = Signal()
         m.d.comb += any_hit.eq(Cat(h for _, h, _, _, _ in hits).any())
-        address_bad = self.par_error & self.parity_response
+        # The PAR of the address phase is on the pins in the clock after it: at the
+        # claim with medium decode, one clock after it with fast decode.
+        address_par_clock = Signal()
+        if self.fast_decode:
+            m.d.pci += address_par_clock.eq(address_phase)
+            address_bad = 0
+        else:
+            m.d.comb += address_par_clock.eq(address_phase)
+            address_bad = self.par_error & self.parity_response
         claim = Signal()
         m.d.comb += claim.eq(address_phase & any_hit & ~address_bad)
 
         # Address parity: the PAR of the address phase is on the pins now.
         serr_next = Signal()
-        with m.If(address_phase):
+        with m.If(address_par_clock):
             m.d.comb += self.detected_parity.eq(self.par_error)
             m.d.comb += serr_next.eq(self.par_error & self.parity_response & self.serr_enable)
         m.d.comb += self.signaled_serr.eq(serr_next)
@@ -281,7 +303,7 @@ class PCITarget(wiring.Component):
                                  c_read_only.eq(window.read_only)]
                     if window.data_width == 64:
                         m.d.comb += c_data64.eq(1)
-                        ok = bus.req64.i & ~ad[2] & (ad[0:2] == 0)
+                        ok = source.req64 & ~ad[2] & (ad[0:2] == 0)
                         if window.exerciser:
                             ok &= self.knobs.ack64
                         if window.ack64_bit is not None:
@@ -384,6 +406,7 @@ class PCITarget(wiring.Component):
         wr_addr = Signal(30)
         wr_sel = Signal(range(n_sel))
         wr_x64 = Signal()
+        w_entry = Signal(wr_layout)  # the write phase sampled at the previous edge
 
         # --- Data phases: the next-clock drive -------------------------------------------
         moved = Signal()
@@ -487,7 +510,9 @@ class PCITarget(wiring.Component):
 
         # --- Read data onto AD ------------------------------------------------------------
         drive_ad = Signal()
-        m.d.comb += drive_ad.eq(own & e_read & (e_active | backoff))
+        # Never in the turnaround clock after the address phase (fast decode claims then).
+        m.d.comb += drive_ad.eq(own & e_read & (e_active | backoff)
+                                & ~(claim if self.fast_decode else 0))
         lane_hi = load_addr[0] & ~e_xfer64
         head = Mux(rfifo.nonempty, rfifo.head, r_data)
         head_word = Signal(data_bits)
@@ -528,14 +553,20 @@ class PCITarget(wiring.Component):
         may_read = (e_active & e_read & ~backoff & ~e_retry & ~wfifo.nonempty & ~wr_moved
                     & (e_req_addr <= e_last) & (e_req_count < read_phase_limit)
                     & (rfifo.level + outstanding < READ_FIFO_DEPTH))
-        w_head = wfifo.head
+        # A write arriving at an empty buffer goes straight to the backend: a Command or
+        # BAR write takes effect before the next transaction can be decoded.
+        w_direct = Signal()
+        m.d.comb += w_direct.eq(~wfifo.nonempty & wr_moved & ~t_read_only)
+        w_head = Signal(wr_layout)
+        m.d.comb += w_head.eq(Mux(wfifo.nonempty, wfifo.head, w_entry))
         req_valid = Signal()
         req_write = Signal()
         req_ready = Signal()
         req_dword = Signal(30)
         req_sel = Signal(range(n_sel))
-        m.d.comb += [req_write.eq(wfifo.nonempty), req_valid.eq(wfifo.nonempty | may_read)]
-        with m.If(wfifo.nonempty):
+        m.d.comb += [req_write.eq(wfifo.nonempty | w_direct),
+                     req_valid.eq(wfifo.nonempty | w_direct | may_read)]
+        with m.If(wfifo.nonempty | w_direct):
             m.d.comb += [req_dword.eq(w_head.addr), req_sel.eq(w_head.sel)]
         with m.Else():
             m.d.comb += [req_dword.eq(e_req_addr), req_sel.eq(e_sel)]
@@ -560,7 +591,7 @@ class PCITarget(wiring.Component):
             with m.If(req_sel == sel):
                 m.d.comb += req_ready.eq(backend.ready)
         taken = req_valid & req_ready
-        m.d.comb += wfifo.pop.eq(taken & req_write)
+        m.d.comb += wfifo.pop.eq(taken & req_write & wfifo.nonempty)
         read_taken = taken & ~req_write
 
         keep = r_valid & (discard == 0)
@@ -583,13 +614,12 @@ class PCITarget(wiring.Component):
         # --- Write data: sampled one clock after its phase, posted to the FIFO ---------------
         m.d.pci += [wr_moved.eq(moved & ~e_read & e_active),
                     wr_addr.eq(e_addr), wr_sel.eq(e_sel), wr_x64.eq(e_xfer64)]
-        w_entry = Signal(wr_layout)
         be = Cat(~bus.cbe.i, ~bus.cbe_hi.i) if wide else ~bus.cbe.i
         wdata = Cat(bus.ad.i, bus.ad_hi.i) if wide else bus.ad.i
         m.d.comb += [
             w_entry.sel.eq(wr_sel), w_entry.addr.eq(wr_addr), w_entry.data.eq(wdata),
             w_entry.be.eq(be), w_entry.x64.eq(wr_x64),
-            wfifo.w_data.eq(w_entry), wfifo.push.eq(wr_moved & ~t_read_only),
+            wfifo.w_data.eq(w_entry), wfifo.push.eq(wr_moved & ~t_read_only & ~(w_direct & taken)),
         ]
 
         # Data parity of our write phases: PAR of the phase is on the pins now.

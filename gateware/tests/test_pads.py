@@ -123,8 +123,34 @@ def test_parity_check_against_previous_clock():
     run(bench)
 
 
+@pytest.mark.filterwarnings("ignore:.*created but never used")
 def test_missing_port_is_a_clear_error():
     ports = simulation_ports(32)
     del ports["stop"]
     with pytest.raises(ValueError, match="stop"):
         PCIPads(32, ports)
+
+
+def test_fast_decode_offers_address_lines_unregistered():
+    ports = simulation_ports(32)
+    dut = PCIPads(32, ports, fast_decode=True)
+    sim = Simulator(dut)
+    sim.add_clock(30e-9, domain="pci")
+
+    async def testbench(ctx):
+        ctx.set(ports["ad"].i, 0x1234_5678)
+        ctx.set(ports["cbe"].i, 0b0111)
+        ctx.set(ports["idsel"].i, 1)
+        assert ctx.get(dut.decode.ad) == 0x1234_5678 and ctx.get(dut.decode.cbe) == 0b0111
+        assert ctx.get(dut.decode.idsel) == 1
+        assert ctx.get(dut.bus.ad.i) == 0
+        await ctx.tick("pci")
+        assert ctx.get(dut.bus.ad.i) == 0x1234_5678
+        # The AD output still leaves through a flip-flop.
+        ctx.set(dut.bus.ad.o, 0xAAAA_5555)
+        ctx.set(dut.bus.ad.oe, 1)
+        assert ctx.get(ports["ad"].oe) == 0
+        await ctx.tick("pci")
+        assert ctx.get(ports["ad"].o) == 0xAAAA_5555 and ctx.get(ports["ad"].oe) == 0xFFFF_FFFF
+    sim.add_testbench(testbench)
+    sim.run()

@@ -377,3 +377,27 @@ def test_pio_throughput_64_word_bursts():
         print(f"PIO 64-word bursts: write {write_mbps:.1f} MB/s, read {read_mbps:.1f} MB/s")
         assert write_mbps >= 120 and read_mbps >= 110
     run(bench)
+
+
+def test_fast_decode_option():
+    async def bench(host, pins, ctx):
+        await enumerate_board(host)
+        assert (await host.config_read(1)) >> 16 & 0x0600 == 0        # DEVSEL# fast
+        r = await host.transaction(Command.CONFIG_READ, 0, idsel=True)
+        assert r.first("devsel") == 2 and r.data == [0x5C15_1209]
+        # The exerciser windows follow target.response (reset: medium); ask for fast.
+        assert (await host.write(BAR2, [1])).first("devsel") == 3
+        await csr_write(host, "target.response", DevselSpeed.FAST.value)
+        assert await csr_read(host, "target.status") == 0
+        words = [7, 8, 9]
+        w = await host.write(BAR2, words)
+        assert w.first("devsel") == 2 and w.data_clocks() == [2, 3, 4]
+        r = await host.read(BAR2, 3)
+        assert r.first("devsel") == 2 and r.data_clocks() == [3, 4, 5]
+        assert r.data == words and r.read_parity_errors == 0
+        # Address parity is known only after the claim: SERR#, Detected Parity Error.
+        await host.config_write(1, 0x0143)
+        w = await host.write(BAR2, [1], corrupt_addr_par=True)
+        assert [k for k, c in enumerate(w.clocks, start=1) if c["serr"]] == [3]
+        assert (await host.config_read(1)) >> 16 & (1 << 15)
+    simulate(PCIBoard(32, exerciser_size=EXERCISER_SIZE, fast_decode=True), bench)
