@@ -22,7 +22,7 @@ side.
 import enum
 from dataclasses import dataclass
 
-from amaranth import Cat, ClockDomain, ClockSignal, DomainRenamer, Module, Mux, ResetSignal, Signal
+from amaranth import Cat, ClockDomain, Const, ClockSignal, DomainRenamer, Module, Mux, ResetSignal, Signal
 from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -163,14 +163,18 @@ class PCISystem(wiring.Component):
         m.submodules.resolver = resolver = DomainRenamer({"sync": "pci"})(
             BusResolver(len(drivers), cfg.width))
         for name, bits in lines.items():
+            # A 32-bit agent on a 64-bit bus has no 64-bit extension lines: it never
+            # drives them (the slot's pull-ups hold them).
+            present = [getattr(bus, name, None) for bus, _, _ in drivers]
             m.d.comb += [
                 getattr(resolver, f"{name}_o").eq(
-                    Cat(getattr(bus, name).o for bus, _, _ in drivers)),
+                    Cat(line.o if line is not None else Const(0, bits) for line in present)),
                 getattr(resolver, f"{name}_oe").eq(
-                    Cat(getattr(bus, name).oe for bus, _, _ in drivers)),
+                    Cat(line.oe if line is not None else Const(0, 1) for line in present)),
             ]
-            for bus, _, _ in drivers:
-                m.d.comb += getattr(bus, name).i.eq(getattr(resolver, name))
+            for line in present:
+                if line is not None:
+                    m.d.comb += line.i.eq(getattr(resolver, name))
 
         # The interrupt responder acknowledges through the host initiator's priority port.
         responder = agents[Agent.IRQ_RESPONDER][0]
