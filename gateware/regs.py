@@ -16,6 +16,8 @@ where the field doc says so (atomic 64-bit reads).
 from dataclasses import dataclass, field as dc_field
 import enum
 
+from .spy.format import FORMAT_VERSION as _TRACE_FORMAT_VERSION
+
 __all__ = ["Access", "Field", "Register", "reg32", "Block", "RegisterMap", "REGISTER_MAP",
            "IDENTITY_MAGIC", "BAR0_SIZE"]
 
@@ -158,7 +160,7 @@ IDENTITY = Block("id", 0x000, (
     Register("version", 0x04, (
         Field("minor", 0, 8, Access.RO, 1, "gateware minor version"),
         Field("major", 8, 8, Access.RO, 0, "gateware major version"),
-        Field("format", 16, 8, Access.RO, 1, "trace record format version"),
+        Field("format", 16, 8, Access.RO, _TRACE_FORMAT_VERSION, "trace record format version"),
     ), "gateware and trace-format versions"),
     Register("config", 0x08, (
         Field("bus_width", 0, 1, Access.RO, 0, "0: 32-bit bus, 1: 64-bit bus",
