@@ -62,24 +62,44 @@ def test_memory_burst_write_then_read_exact_clocks():
     run(bench)
 
 
-def test_pio_data_integrity_random_bursts():
+@pytest.mark.parametrize("width", [32, 64])
+def test_pio_data_integrity_random_bursts(width):
+    """Random bursts (1..64 phases; on the 64-bit board each burst 64- or 32-bit at random),
+    written then read back in another random width: the scratch RAM is the scoreboard."""
     for seed in (1, 2, 3):
         rng = random.Random(seed)
-        bursts = [(rng.randrange(0, EXERCISER_SIZE // 4 - 64), rng.randint(1, 64))
-                  for _ in range(4)]
+        plan = []
+        for _ in range(4):
+            wide_write = width == 64 and rng.random() < 0.5
+            wide_read = width == 64 and rng.random() < 0.5
+            length = rng.randint(1, 64)
+            offset = 2 * rng.randrange(0, EXERCISER_SIZE // 16 - 64)   # qword aligned
+            plan.append((offset, length, wide_write, wide_read))
 
-        async def bench(host, ctx, rng=rng, bursts=bursts):
+        async def bench(host, ctx, rng=rng, plan=plan, seed=seed):
             model = {}
-            for offset, length in bursts:
-                data = [rng.getrandbits(32) for _ in range(length)]
-                w = await host.write(BAR2 + 4 * offset, data)
+            for offset, length, wide_write, _ in plan:
+                bits = 64 if wide_write else 32
+                data = [rng.getrandbits(bits) for _ in range(length)]
+                w = await host.write(BAR2 + 4 * offset, data, req64=wide_write)
                 assert w.moved == length, f"seed {seed}"
-                model.update({offset + i: d for i, d in enumerate(data)})
-            for offset, length in bursts:
-                r = await host.read(BAR2 + 4 * offset, length)
-                assert r.data == [model[offset + i] for i in range(length)], f"seed {seed}"
+                for i, d in enumerate(data):
+                    if wide_write:
+                        model[offset + 2 * i] = d & 0xFFFF_FFFF
+                        model[offset + 2 * i + 1] = d >> 32
+                    else:
+                        model[offset + i] = d
+            for offset, length, wide_write, wide_read in plan:
+                dwords = 2 * length if wide_write else length
+                count = (dwords + 1) // 2 if wide_read else dwords
+                r = await host.read(BAR2 + 4 * offset, count, req64=wide_read)
+                got = []
+                for word in r.data:
+                    got += [word & 0xFFFF_FFFF, word >> 32] if wide_read else [word]
+                expected = [model.get(offset + i, 0) for i in range(len(got))]
+                assert got == expected, f"seed {seed}"
                 assert r.read_parity_errors == 0, f"seed {seed}"
-        run(bench)
+        run(bench, width)
 
 
 def test_byte_enables_on_memory_writes():
