@@ -73,6 +73,8 @@ class Profile:
         bad_par_phase: read data phase (0-based) given a wrong PAR, or None.
         irq_ack_delay: (min, max) clocks, uniform: the interrupt responder's delay from
             INTA# to its acknowledging write.
+        breaks_rules: protocol-checker rules (names in ``gateware/spy/checker.py``) this
+            machine breaks on purpose, as the real one did; benches expect exactly these.
     """
     name: str
     devsel: DevselSpeed = DevselSpeed.FAST
@@ -94,6 +96,7 @@ class Profile:
     ack64: bool = True
     bad_par_phase: int = None
     irq_ack_delay: tuple = field(default=IRQ_ACK_DELAY_DEFAULT)
+    breaks_rules: tuple = ()
 
     def but(self, **changes):
         """A copy with some knobs changed (``PROFILES["ideal"].but(ack64=False)``)."""
@@ -116,7 +119,8 @@ ALPHASTATION_200 = Profile(
 #: has mean 35). Writes post quickly; 32-bit bus.
 PENTIUM_PRO_200 = Profile(
     name="pentiumpro200", devsel=DevselSpeed.MEDIUM,
-    read_latency=(10, 60), write_latency=(0, 0), ack64=False)
+    read_latency=(10, 60), write_latency=(0, 0), ack64=False,
+    breaks_rules=("target_initial_latency", "target_initial_latency_bridge"))
 
 #: Digital Celebris GL 5133 (Pentium 133, 80430FX "Triton I"), Figure 2: a 32-bit-only
 #: host that bursts long (124 MB/s DMA write, 130 DMA read) with a short read latency and
@@ -139,7 +143,8 @@ RTC = Profile(
     name="rtc", devsel=DevselSpeed.SUBTRACTIVE,
     read_latency=(39, 39), write_latency=(31, 34),
     retry=RetryMode.FIRST, retry_count=7, retry_probability=43,
-    retry_reads=False, retry_writes=True, ack64=False)
+    retry_reads=False, retry_writes=True, ack64=False,
+    breaks_rules=("target_initial_latency", "target_initial_latency_bridge"))
 
 #: Every named profile, by name.
 PROFILES = {p.name: p for p in (IDEAL, ALPHASTATION_200, PENTIUM_PRO_200, CELEBRIS_GL_5133,

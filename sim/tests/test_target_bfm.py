@@ -13,6 +13,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from pcispy.gateware.pci.bus import Command, DevselSpeed, parity
+from pcispy.gateware.spy.checker import RULES_BY_NAME
 from pcispy.sim.control import PysimControl
 from pcispy.sim.bfm.profiles import DisconnectMode, RetryMode, PROFILES, RTC
 from pcispy.sim.bfm.target import (BehaviouralTarget, TargetDriver, Knob, Reg, Event,
@@ -532,6 +533,12 @@ def test_profiles_apply():
     for p in PROFILES.values():
         for width in (32, 64):
             check_profile(p, width=width)
+        # The latency rules a profile breaks are declared (16 clocks; 32 for a bridge).
+        worst = max(p.read_latency[1], p.write_latency[1])
+        expected = {"target_initial_latency"} if worst > 16 else set()
+        expected |= {"target_initial_latency_bridge"} if worst > 32 else set()
+        assert set(p.breaks_rules) == expected, p.name
+        assert set(p.breaks_rules) <= set(RULES_BY_NAME), p.name
     with pytest.raises(TargetConfigError, match="read latency min > max"):
         check_profile(PROFILES["ideal"].but(read_latency=(9, 3)))
 
