@@ -106,6 +106,9 @@ class SimSystem:
         if self.config.test_device:
             self.test_initiator = InitiatorDriver(self.ctl[Agent.TEST_INITIATOR], width=width)
             self.test_target = TargetDriver(self.ctl[Agent.TEST_TARGET], width=width)
+        if self.config.legacy:
+            from pcispy.sim.bfm.legacy import LegacyDriver
+            self.legacy = LegacyDriver(self.ctl[Agent.LEGACY])
         # Host memory answers from bus address 0; DMA buffers are carved from it.
         self.host_memory_size = (1 << self.config.host_memory_addr_bits) * (width // 8)
         self.dma_region = (0, self.host_memory_size)
