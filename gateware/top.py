@@ -22,7 +22,7 @@ unit later): every core's ``PCIBusSignature`` joins :func:`merge_bus_drivers`, w
 the values of the owners. A core that does not own a line keeps its ``oe`` low.
 """
 
-from amaranth import Const, Module
+from amaranth import Const, Module, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
@@ -41,20 +41,24 @@ __all__ = ["PCIBoard", "merge_bus_drivers", "IO_WINDOW_SIZE"]
 IO_WINDOW_SIZE = 256
 
 
-def merge_bus_drivers(m, pads_bus, cores):
+def merge_bus_drivers(m, pads_bus, cores, lines=()):
     """Join the ``bus`` ports of ``cores`` (each ``Out(PCIBusSignature)``) onto the pads.
 
     Each line is the OR of the values of the cores that own it (``oe``); every core sees
-    the sampled inputs.
+    the sampled inputs. ``lines`` adds single-line drivers as ``(line, o, oe)`` (e.g.
+    ``("inta", irq.inta, 1)`` for an interrupt unit without a bus port).
     """
     for name, bits in bus_lines(pads_bus.signature.width).items():
         pad = getattr(pads_bus, name)
         value, enable = Const(0, bits), Const(0, 1)
+        drivers = [(getattr(core.bus, name).o, getattr(core.bus, name).oe) for core in cores]
+        drivers += [(o, oe) for line, o, oe in lines if line == name]
+        for o, oe in drivers:
+            oe = Value.cast(oe)
+            value = value | (o & oe.replicate(bits))
+            enable = enable | oe
         for core in cores:
-            line = getattr(core.bus, name)
-            value = value | (line.o & line.oe.replicate(bits))
-            enable = enable | line.oe
-            m.d.comb += line.i.eq(pad.i)
+            m.d.comb += getattr(core.bus, name).i.eq(pad.i)
         m.d.comb += [pad.o.eq(value), pad.oe.eq(enable)]
 
 

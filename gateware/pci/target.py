@@ -460,8 +460,9 @@ class PCITarget(wiring.Component):
             with m.If(live.frame):
                 m.d.comb += [devsel_n.eq(devsel_p), stop_n.eq(1), next_backoff.eq(1)]
         with m.Elif(e_active):
-            with m.If(final):
-                pass                                  # last phase moved: release all
+            with m.If(final | ~live.frame & ~live.irdy):
+                # Last phase moved, or the initiator gave up (master abort): release all.
+                pass
             with m.Elif(trdy_p & ~moved):
                 # TRDY# is asserted until its data phase completes: hold everything.
                 m.d.comb += [devsel_n.eq(1), trdy_n.eq(1), stop_n.eq(stop_p),

@@ -52,3 +52,37 @@ def test_board_without_trace_window_has_no_bar1_port():
 def test_bad_width_is_refused():
     with pytest.raises(ValueError, match="32 or 64"):
         PCIBoard(48)
+
+
+def test_merge_bus_drivers_ors_owners_and_single_lines():
+    from amaranth import Module, Signal
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import Out
+    from amaranth.sim import Simulator
+
+    from pcispy.gateware.pci.bus import PCIBusSignature
+    from pcispy.gateware.pci.pads import PCIPads, simulation_ports
+    from pcispy.gateware.top import merge_bus_drivers
+
+    ports = simulation_ports(32)
+    pads = PCIPads(32, ports)
+    cores = [wiring.Signature({"bus": Out(PCIBusSignature(32))}).create() for _ in range(2)]
+    inta = Signal()
+    m = Module()
+    m.submodules.pads = pads
+    merge_bus_drivers(m, pads.bus, cores, lines=[("inta", inta, 1)])
+    sim = Simulator(m)
+    sim.add_clock(30e-9, domain="pci")
+
+    async def testbench(ctx):
+        ctx.set(cores[1].bus.ad.o, 0x5A5A)
+        ctx.set(cores[1].bus.ad.oe, 1)
+        ctx.set(cores[0].bus.ad.o, 0xFFFF)          # not owned: ignored
+        ctx.set(inta, 1)
+        ctx.set(ports["ad"].i, 0x1234)
+        await ctx.tick("pci")
+        assert ctx.get(ports["ad"].o) == 0x5A5A
+        assert ctx.get(ports["inta"].oe) == 1 and ctx.get(ports["inta"].o) == 0
+        assert ctx.get(cores[0].bus.ad.i) == ctx.get(cores[1].bus.ad.i) == 0x1234
+    sim.add_testbench(testbench)
+    sim.run()
