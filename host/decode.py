@@ -269,9 +269,10 @@ def summarise(trace, latency_timer=None):
 
 def raw_records(clocks, width=32, masters=1, deltas=1):
     """Raw records ((n, 16) uint8) of ``clocks``: a list of ``{line: value}`` (inside-level,
-    lines of :func:`~pcispy.gateware.pci.bus.bus_lines`, missing = 0) or of ``(line, value)``
-    pairs, one per clock. PAR (and PAR64) left out is computed from the clock before, as a
-    correct agent drives it. Other record fields (``trigger``, ...) may be given too."""
+    lines of :func:`~pcispy.gateware.pci.bus.bus_lines`, missing = 0), one per clock, each
+    ``deltas`` (scalar or per record) after the one before. PAR (and PAR64), where a clock
+    leaves it out, is computed from the clock before, as a correct agent drives it. Other
+    record fields (``trigger``, ``violation``, ...) may be given too."""
     lines = bus_lines(width)
     count = len(clocks)
     columns = {}
@@ -279,10 +280,12 @@ def raw_records(clocks, width=32, masters=1, deltas=1):
     for name in names:
         columns[name] = np.array([clock.get(name, 0) for clock in clocks], dtype=np.uint64)
     for name, data, enables in (("par", "ad", "cbe"), ("par64", "ad_hi", "cbe_hi")):
-        if name in lines and name not in columns:
+        if name in lines:
             value = _parity_of(columns.get(data, np.zeros(count, np.uint64)),
                                columns.get(enables, np.zeros(count, np.uint64)))
-            columns[name] = np.concatenate([[0], value[:-1]]).astype(np.uint64)
+            value = np.concatenate([[0], value[:-1]]).astype(np.uint64)
+            given = np.array([name in clock for clock in clocks], dtype=bool)
+            columns[name] = np.where(given, columns.get(name, 0), value)
     fields = {"delta": np.broadcast_to(deltas, (count,))}
     for name, value in columns.items():
         fields[f"bus.{name}" if name in lines else name] = value
