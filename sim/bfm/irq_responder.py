@@ -8,7 +8,8 @@ value to a programmable address (the acknowledge, e.g. the device's interrupt-cl
 register). Then it optionally makes up to four *checkpoint* writes, each a programmable
 number of clocks after the acknowledge completed (the handler's later steps). Each
 interrupt leaves one log entry (drawn delay and timestamps) readable through the control
-port; it re-arms once INTA# is deasserted.
+port. INTA# is a level: the responder takes the next interrupt once INTA# has been
+deasserted at least once since it took the last one.
 
 The writes go through the initiator's priority command port
 (:attr:`BehaviouralInitiator.prio`), so they never wait behind queued Python commands.
@@ -39,7 +40,7 @@ IRQ_CONTROL = data.StructLayout({
 
 #: One log entry (read as LOG + 0 .. LOG + 3).
 LOG_ENTRY = data.StructLayout({
-    "delay":  32,   # drawn delay, clocks from INTA# seen to the acknowledge request
+    "delay":  32,   # drawn delay: the acknowledge is requested at t_irq + delay (delay >= 2)
     "t_irq":  32,   # NOW when INTA# was seen asserted
     "t_ack":  32,   # NOW when the acknowledge write had completed
     "t_ckpt": 32,   # NOW when the last checkpoint write had completed (t_ack if none)
@@ -201,7 +202,6 @@ class InterruptResponder(wiring.Component):
 
         # ---- response sequence ---------------------------------------------------------
         entry = Signal(LOG_ENTRY)
-        countdown = Signal(32)
         ckpt = Signal(range(CHECKPOINTS + 1))
         writing_ack = Signal()
         span = delay_max - delay_min
@@ -228,22 +228,26 @@ class InterruptResponder(wiring.Component):
                 with m.Case(k):
                     m.d.comb += ckpt_offset_now.eq(ckpt_offset[k])
 
+        # INTA# is a level: a new interrupt is one that was deasserted at some point after
+        # the last one was taken (it may come back before this one's checkpoints are done).
+        dropped = Signal()
+        with m.If(~self.inta):
+            m.d.sync += dropped.eq(1)
+
         with m.Switch(state):
             with m.Case(_State.ARMED):
                 with m.If(control.enable & self.inta):
-                    m.d.sync += [entry.t_irq.eq(now), count.eq(count + 1), state.eq(_State.DRAW)]
+                    m.d.sync += [entry.t_irq.eq(now), count.eq(count + 1), dropped.eq(0),
+                                 state.eq(_State.DRAW)]
             with m.Case(_State.DRAW):
                 with m.If(~control.uniform):
-                    m.d.sync += [entry.delay.eq(delay_min), countdown.eq(delay_min),
-                                 state.eq(_State.DELAY)]
+                    m.d.sync += [entry.delay.eq(delay_min), state.eq(_State.DELAY)]
                 with m.Elif(draw <= span):
-                    m.d.sync += [entry.delay.eq(delay_min + draw), countdown.eq(delay_min + draw),
-                                 state.eq(_State.DELAY)]
+                    m.d.sync += [entry.delay.eq(delay_min + draw), state.eq(_State.DELAY)]
             with m.Case(_State.DELAY):
-                with m.If(countdown <= 1):
+                # Counted from t_irq, so redraws do not stretch the delay.
+                with m.If(now - entry.t_irq >= entry.delay):
                     m.d.sync += [writing_ack.eq(1), state.eq(_State.REQUEST)]
-                with m.Else():
-                    m.d.sync += countdown.eq(countdown - 1)
             with m.Case(_State.REQUEST):
                 m.d.comb += self.cmd.valid.eq(1)
                 with m.If(self.cmd.ready):
@@ -270,7 +274,7 @@ class InterruptResponder(wiring.Component):
                 m.d.comb += [log_w.addr.eq(logged[:4]), log_w.data.eq(entry), log_w.en.eq(1)]
                 m.d.sync += [logged.eq(logged + 1), state.eq(_State.REARM)]
             with m.Case(_State.REARM):
-                with m.If(~self.inta):
+                with m.If(dropped | ~self.inta):
                     m.d.sync += state.eq(_State.ARMED)
         return m
 

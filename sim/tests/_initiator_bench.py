@@ -12,10 +12,12 @@
 from dataclasses import dataclass, field
 
 from amaranth import Elaboratable, Module, Mux, Signal
+from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from pcispy.gateware.pci.bus import ACTIVE_LOW, bus_lines, parity
 from pcispy.sim.bfm.initiator import BehaviouralInitiator, InitiatorDriver
+from pcispy.sim.bfm.irq_responder import InterruptResponder
 from pcispy.sim.control import PysimControl
 
 __all__ = ["Harness", "TargetScript", "ConfigFunction", "ScriptedTarget", "run_bench", "waves"]
@@ -27,10 +29,12 @@ TARGET_LINES = ("ad", "ad_hi", "par", "par64", "trdy", "stop", "devsel", "ack64"
 class Harness(Elaboratable):
     """The initiator on a bus with pull-ups; ``t[name]`` = (o, oe) of the target's lines."""
 
-    def __init__(self, width=32):
+    def __init__(self, width=32, responder=False):
         self.width = width
         self.lines = bus_lines(width)
         self.dut = BehaviouralInitiator(width=width, buffer_addr_bits=6, verilog_ram=False)
+        self.responder = InterruptResponder() if responder else None
+        self.inta = Signal()      # INTA# as a device would pull it (set by the test)
         self.t = {name: (Signal(bits, name=f"t_{name}_o"), Signal(name=f"t_{name}_oe"))
                   for name, bits in self.lines.items() if name in TARGET_LINES}
         self.gnt = Signal(init=1)
@@ -51,8 +55,15 @@ class Harness(Elaboratable):
             value = Mux(line.oe, line.o, value)
             if name == "gnt":
                 value = self.gnt
+            if name == "inta":
+                value = self.inta
             m.d.comb += [self.bus[name].eq(value), line.i.eq(self.bus[name])]
         m.d.comb += self.contention.eq(sum(clash) != 0)
+        if self.responder is not None:
+            m.submodules.responder = responder = self.responder
+            wiring.connect(m, responder.cmd, self.dut.prio)
+            m.d.comb += [responder.inta.eq(self.bus["inta"]), responder.done.eq(self.dut.prio_done),
+                         responder.done_status.eq(self.dut.prio_status)]
         return m
 
 
@@ -186,6 +197,8 @@ class ScriptedTarget:
                 if xfer.get("done"):
                     xfer = None
                     release = True
+                elif not xfer.get("claimed") and not now["frame"] and not now["irdy"]:
+                    xfer = None          # not ours (master abort): the bus is idle again
 
             if xfer is not None:
                 self._drive(xfer, out, oe)
@@ -294,12 +307,15 @@ class ScriptedTarget:
             xfer["bad_par_now"] = out["trdy"] and xfer["phases"] == self.s.bad_parity_phase
 
 
-def run_bench(bench, script=None, *, width=32, gnt=None):
+def run_bench(bench, script=None, *, width=32, gnt=None, responder=False):
     """Run ``bench(ctx, driver, target, harness)`` against a scripted target.
+
+    ``responder=True`` adds an :class:`InterruptResponder` on the initiator's ``prio``
+    port, its INTA# input being ``harness.inta``.
 
     ``gnt``, when given, is ``async gnt(ctx, harness)`` run beside (e.g. to remove GNT#).
     """
-    harness = Harness(width)
+    harness = Harness(width, responder=responder)
     target = ScriptedTarget(harness, script or TargetScript())
     sim = Simulator(harness)
     sim.add_clock(30e-9)

@@ -8,7 +8,10 @@ strings); each string is one line, inside level (1 = asserted).
 import pytest
 
 from pcispy.gateware.pci.bus import Command, parity
+from pcispy.sim.bfm.firmware import COMMAND_ENABLES, enumerate_bus
 from pcispy.sim.bfm.initiator import Reg, Status, STATUS_BUF_REFUSED
+from pcispy.sim.bfm.irq_responder import InterruptResponderDriver, IrqReg
+from pcispy.sim.control import PysimControl
 from pcispy.sim.tests._initiator_bench import ConfigFunction, TargetScript, run_bench, waves
 
 pytestmark = pytest.mark.bfm
@@ -566,3 +569,100 @@ def test_random_irdy_waits_move_the_right_data(seed):
     # Same seed, same bus: the randomness is reproducible.
     w2, r2, target2 = run()
     assert (w2.clocks, r2.clocks) == (w.clocks, r.clocks), f"seed {seed:#x}"
+
+
+# ---- interrupt responder ---------------------------------------------------------------------
+
+async def _interrupt(ctx, h, target, ack_dword):
+    """Pull INTA# until the acknowledge write reaches the target, then release it."""
+    before = sum(1 for w in target.writes if w[0] == ack_dword)
+    ctx.set(h.inta, 1)
+    while sum(1 for w in target.writes if w[0] == ack_dword) == before:
+        await ctx.tick()
+    ctx.set(h.inta, 0)
+
+
+def test_interrupt_responder_fixed_delay_and_checkpoints():
+    box = {}
+
+    async def bench(ctx, drv, target, h):
+        irq = InterruptResponderDriver(PysimControl(ctx, h.responder.ctl))
+        await irq.configure(ack_addr=0x500, ack_value=0x1, delay=10, checkpoints=(5, 20),
+                            ckpt_addr=0x600, ckpt_value=0x100)
+        await _interrupt(ctx, h, target, 0x500 >> 2)
+        await irq.ctl.wait_event()
+        box["entries"] = await irq.entries()
+        box["count"] = await irq.count()
+
+    target = run_bench(bench, TargetScript(), responder=True)
+    _clean(target)
+    assert target.writes == [(0x140, 0x1, 0), (0x180, 0x100, 0), (0x180, 0x101, 0)]
+    starts = [x["start"] for x in target.transactions]
+    # Ack: request at t_irq + 10, then CHECK, ARB, address phase; done 3 clocks later.
+    # Checkpoint k: requested once t_ack + offset[k] has passed, address phase 4 clocks on.
+    assert [s - starts[0] for s in starts] == [0, 12, 27]
+    (entry,) = box["entries"]
+    assert entry["delay"] == 10
+    assert (entry["t_ack"] - entry["t_irq"], entry["t_ckpt"] - entry["t_irq"]) == (17, 44)
+    assert box["count"] == 1
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("seed", [3, 0xC0FFEE])
+def test_interrupt_responder_uniform_delays(seed):
+    def run():
+        box = {}
+
+        async def bench(ctx, drv, target, h):
+            irq = InterruptResponderDriver(PysimControl(ctx, h.responder.ctl))
+            await irq.configure(ack_addr=0x500, ack_value=seed, delay_range=(20, 60), seed=seed)
+            for _ in range(5):
+                await _interrupt(ctx, h, target, 0x500 >> 2)
+                await ctx.tick().repeat(3)
+            box["entries"] = await irq.entries()
+
+        run_bench(bench, TargetScript(), responder=True)
+        return box["entries"]
+
+    entries = run()
+    delays = [e["delay"] for e in entries]
+    assert len(entries) == 5 and all(20 <= d <= 60 for d in delays), f"seed {seed:#x}: {delays}"
+    assert len(set(delays)) > 1, f"seed {seed:#x}: {delays}"
+    assert all(e["t_ack"] - e["t_irq"] == e["delay"] + 7 for e in entries), f"seed {seed:#x}"
+    assert [e["delay"] for e in run()] == delays, f"seed {seed:#x}: not reproducible"
+
+
+def test_interrupt_responder_refuses_bad_settings():
+    box = {}
+
+    async def bench(ctx, drv, target, h):
+        irq = InterruptResponderDriver(PysimControl(ctx, h.responder.ctl))
+        with pytest.raises(ValueError, match="refused delay range 50..10"):
+            await irq.configure(ack_addr=0x500, ack_value=1, delay_range=(50, 10))
+        box["max"] = await irq.ctl.read(IrqReg.DELAY_MAX)
+
+    run_bench(bench, TargetScript(), responder=True)
+    assert box["max"] == 0
+
+
+# ---- firmware enumeration ----------------------------------------------------------------
+
+def test_enumerate_bus_sizes_assigns_and_enables():
+    device = ConfigFunction(0x1234, 0xABCD, 0x118000,
+                            [("mem", 4096), ("mem-pf", 1 << 20), ("io", 256), ("mem64", 1 << 16)])
+
+    functions, target = _run_one(TargetScript(config={2: device}),
+                                 lambda d: enumerate_bus(d, [0, 2]))
+    (found,) = functions
+    assert (found.slot, found.vendor, found.device, found.class_code) == (2, 0x1234, 0xABCD, 0x118000)
+    assert [(b.index, b.kind, b.size, b.address, b.prefetchable, b.is64) for b in found.bars] == [
+        (0, "memory", 4096, 0x8000_0000, False, False),
+        (1, "memory", 1 << 20, 0x8010_0000, True, False),
+        (2, "io", 256, 0x1000, False, False),
+        (3, "memory", 1 << 16, 0x8020_0000, False, True),
+    ]
+    assert device.regs[4:9] == [0x8000_0000, 0x8010_0008, 0x1001, 0x8020_0004, 0]
+    assert found.command == COMMAND_ENABLES == 0x147
+    # Slot 0 is empty: its Vendor ID read ends in a master abort.
+    first = target.transactions[0]
+    assert first["addr"] == 1 << 16 and first["cmd"] == Command.CONFIG_READ.value
