@@ -701,8 +701,12 @@ class BehaviouralTarget(wiring.Component):
             par_flip.eq(flip_phase & (fld("bad_par_enable") | knob[Knob.BAD_PAR])),
             par64_flip.eq(flip_phase & (fld("bad_par64_enable") | knob[Knob.BAD_PAR64])),
         ]
-        m.d.sync += [bus.par.o.eq(_parity(bus.ad.o, bus.cbe.i) ^ par_flip),
-                     bus.par.oe.eq(ad_oe)]
+        # Knob (h) moves a word in the turnaround clock, when nobody drives AD: PAR then
+        # covers what the bus carried, so that only the turnaround rule breaks.
+        turn_data = busy & trdy_o & t["read"] & (clk == 2)
+        m.d.sync += [bus.par.o.eq(_parity(Mux(turn_data, bus.ad.i, bus.ad.o), bus.cbe.i)
+                                  ^ par_flip),
+                     bus.par.oe.eq(ad_oe | turn_data)]
         if wide_bus:
             m.d.sync += [bus.par64.o.eq(_parity(bus.ad_hi.o, bus.cbe_hi.i) ^ par64_flip),
                          bus.par64.oe.eq(ad_oe & r["wide"])]

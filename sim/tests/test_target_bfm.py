@@ -13,7 +13,9 @@ import pytest
 from amaranth.sim import Simulator
 
 from pcispy.gateware.pci.bus import Command, DevselSpeed, parity
-from pcispy.gateware.spy.checker import RULES_BY_NAME
+from amaranth import Module
+
+from pcispy.gateware.spy.checker import ProtocolChecker, RULES, RULES_BY_NAME
 from pcispy.sim.control import PysimControl
 from pcispy.sim.bfm.profiles import DisconnectMode, RetryMode, PROFILES, RTC
 from pcispy.sim.bfm.target import (BehaviouralTarget, TargetDriver, Knob, Reg, Event,
@@ -47,8 +49,9 @@ class Result:
 
 class Bench:
     """The target under test plus a scripted initiator, inside one testbench."""
-    def __init__(self, ctx, dut):
+    def __init__(self, ctx, dut, checker=None):
         self.ctx, self.dut = ctx, dut
+        self.checker = checker
         self.bus = dut.bus
         self.wide = dut.width == 64
         self.ctl = PysimControl(ctx, dut.ctl)
@@ -86,6 +89,8 @@ class Bench:
             if name in ("devsel", "trdy") and self.extra_devsel:
                 value = 1   # another target claims, with zero wait states
             ctx.set(port.i, value)
+            if self.checker is not None:
+                ctx.set(getattr(self.checker.bus, name), value)
             snap[name] = value
             snap[name + "_t"] = int(t_oe)
         return snap
@@ -190,7 +195,7 @@ class Bench:
                     drive["frame"] = 0
                 if self.wide and not snap["frame"] and clock > 1:
                     drive["req64"] = 0
-                elif self.wide and clock > 1:
+                elif self.wide:
                     drive["req64"] = int(req64) if drive["frame"] else 0
             if parity_due is not None:
                 pad, pcbe = parity_due
@@ -219,19 +224,31 @@ class Bench:
         return res
 
 
-def run(dut, body, *, width=None):
-    """Simulate ``body(bench)`` against ``dut``."""
-    sim = Simulator(dut)
+def run(dut, body, *, checked=False):
+    """Simulate ``body(bench)`` against ``dut``; return what it returns, and with
+    ``checked`` also the set of protocol-checker rules the bus broke."""
+    top = Module()
+    top.submodules.dut = dut
+    checker = None
+    if checked:
+        top.submodules.checker = checker = ProtocolChecker(width=dut.width)
+    sim = Simulator(top)
     sim.add_clock(1e-6)
     outcome = {}
 
     async def testbench(ctx):
-        bench = Bench(ctx, dut)
+        bench = Bench(ctx, dut, checker)
         await bench.idle(2)
         outcome["value"] = await body(bench)
+        if checker is not None:
+            await bench.idle(3)
+            flags = ctx.get(checker.flags)
+            outcome["rules"] = {rule.name for rule in RULES if flags >> rule.id & 1}
 
     sim.add_testbench(testbench)
     sim.run()
+    if checked:
+        return outcome.get("value"), outcome["rules"]
     return outcome.get("value")
 
 
@@ -545,11 +562,37 @@ def test_profiles_apply():
 
 # --- error-injection knobs: each one's waveform ---------------------------------------------
 
+#: The checker rule each knob breaks (gateware/spy/checker.py), and nothing else.
+KNOB_RULES = {
+    Knob.TRDY_WITHOUT_DEVSEL: "trdy_without_devsel",
+    Knob.STOP_WITHOUT_CLAIM: "stop_without_claim",
+    Knob.DEVSEL_ON_IDLE: "devsel_while_idle",
+    Knob.DEVSEL_LATE: "devsel_late",
+    Knob.DEVSEL_DROP: "devsel_dropped",
+    Knob.STOP_EARLY_RELEASE: "stop_released_early",
+    Knob.TRDY_WITHDRAW: "trdy_withdrawn",
+    Knob.TRDY_IN_TURNAROUND: "trdy_in_read_turnaround",
+    Knob.INITIAL_LATENCY_17: "target_initial_latency",
+    Knob.SUBSEQUENT_LATENCY_9: "target_subsequent_latency",
+    Knob.BAD_PAR: "read_data_parity",
+    Knob.BAD_PAR64: "data_parity64",
+    Knob.PERR_WRONG_TIME: "perr_timing",
+    Knob.ACK64_WITHOUT_REQ64: "ack64_without_req64",
+    Knob.ACK64_LATE: "ack64_devsel_mismatch",
+    Knob.IGNORE_BURST_ORDER: "reserved_burst_order_continued",
+    Knob.READ_DATA_CHANGE: "read_data_changed_in_wait",
+    Knob.CLAIM_SPECIAL: "devsel_on_special_cycle",
+}
+
+
 def knob_run(knob, txn, width=32, phase=None, **fields):
+    """Run ``txn`` with ``knob`` set; check the checker saw exactly the knob's rule."""
     async def body(b):
         await b.drv.inject(knob, bad_par_phase=phase)
         return await txn(b)
-    return run(target(width=width, **fields), body)
+    res, rules = run(target(width=width, **fields), body, checked=True)
+    assert rules == {KNOB_RULES[knob]}, (knob.name, rules)
+    return res
 
 
 def test_knob_a_trdy_without_devsel():
@@ -567,7 +610,8 @@ def test_knob_c_devsel_on_idle():
         await b.drv.inject(Knob.DEVSEL_ON_IDLE)
         snaps = await b.idle(6)
         return snaps, await b.ctl.read(Reg.INJECT)
-    snaps, inject = run(target(), body)
+    (snaps, inject), rules = run(target(), body, checked=True)
+    assert rules == {KNOB_RULES[Knob.DEVSEL_ON_IDLE]}
     assert [s["devsel"] for s in snaps].count(1) == 1
     assert all(not s["frame"] and not s["irdy"] for s in snaps)
     assert inject == 0
@@ -659,7 +703,8 @@ def test_knob_q_read_data_change():
         await b.drv.backdoor_write(0, b"\x11\x22\x33\x44")
         await b.drv.inject(Knob.READ_DATA_CHANGE)
         return await b.transaction(MR, BASE, irdy_waits={0: 3})
-    res = run(target(), body)
+    res, rules = run(target(), body, checked=True)
+    assert rules == {KNOB_RULES[Knob.READ_DATA_CHANGE]}
     waiting = res.clocks_where(trdy=1, irdy=0)
     values = {res.clocks[n - 1]["ad"] for n in waiting}
     assert len(waiting) >= 2 and len(values) == 2
@@ -669,6 +714,30 @@ def test_knob_r_claim_special():
     res = knob_run(Knob.CLAIM_SPECIAL,
                    lambda b: b.transaction(Command.SPECIAL_CYCLE, 0, data=[0x1234]))
     assert res.first("devsel") == 2
+
+
+def test_checker_clean_under_profiles():
+    """Without knobs the target keeps every rule, under every host profile that keeps
+    the latency rules (and its waits, disconnects, retries, aborts)."""
+    async def body(b):
+        await b.drv.backdoor_write(0, bytes(range(64)))
+        seen = []
+        for name, p in PROFILES.items():
+            if p.breaks_rules:
+                continue
+            await b.drv.apply_profile(p.but(retry=RetryMode.EVERY, retry_count=2,
+                                            abort_range=(BASE + 0x800, 0x100)))
+            for cmd, kw in ((MW, {"data": list(range(20))}), (MR, {"count": 20}),
+                            (MR, {"count": 3, "irdy_waits": {1: 2}}),
+                            (MW, {"data": [1, 2], "irdy_waits": {0: 1}}),
+                            (MR, {"count": 2})):
+                seen.append((await b.transaction(cmd, BASE, **kw)).termination)
+            for _ in range(2):   # every second one is retried: the other aborts
+                seen.append((await b.transaction(MW, BASE + 0x800, data=[1])).termination)
+        return seen
+    seen, rules = run(target(), body, checked=True)
+    assert rules == set()
+    assert {"retry", "target_abort", "completion", "disconnect_data"} <= set(seen)
 
 
 def test_knobs_refused_on_32bit():
