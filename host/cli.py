@@ -157,7 +157,46 @@ class RegsCommand(Command):
         return {"registers": rows}
 
 
-COMMANDS = [InfoCommand(), RegsCommand(), ConfigCommand(), CheckCommand()]
+class DecodeCommand(Command):
+    name = "decode"
+    help = "a saved trace (.pcitrace) as a transaction table, CSV, JSON or VCD (no board needed)"
+    examples = ("pcispy decode rtc.pcitrace",
+                "pcispy decode rtc.pcitrace --format csv -o rtc.csv",
+                "pcispy decode raw.pcitrace --format vcd -o raw.vcd && gtkwave raw.vcd")
+
+    def add_arguments(self, parser):
+        from pcispy.host.export import FORMATS
+        parser.add_argument("file", help="the trace file")
+        parser.add_argument("--format", choices=FORMATS, default="table",
+                            help="output format (default: table); vcd needs a raw capture")
+        parser.add_argument("-o", "--output", metavar="OUT",
+                            help="write to this file instead of standard output")
+        parser.add_argument("--latency-timer", type=int, metavar="CLOCKS",
+                            help="the masters' Latency Timer, to recognise latency-timer "
+                                 "endings in a raw trace (default: from the trace)")
+
+    def run(self, args, out):
+        from pcispy.host.decode import summarise
+        from pcispy.host.export import export, to_json
+        from pcispy.host.trace import read_trace
+        if args.latency_timer is not None and not 0 <= args.latency_timer <= 255:
+            raise PcispyError(f"--latency-timer {args.latency_timer}: the Latency Timer "
+                              "register holds 0..255 clocks")
+        trace = read_trace(args.file)
+        if args.json:
+            return to_json(summarise(trace, args.latency_timer), trace.metadata)
+        if not args.output:
+            export(trace, args.format, out, args.latency_timer)
+            return None
+        try:
+            with open(args.output, "w", newline="") as file:
+                export(trace, args.format, file, args.latency_timer)
+        except OSError as error:
+            raise PcispyError(f"cannot write {args.output}: {error.strerror}") from None
+        return None
+
+
+COMMANDS = [InfoCommand(), RegsCommand(), ConfigCommand(), CheckCommand(), DecodeCommand()]
 
 
 def build_parser():

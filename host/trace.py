@@ -56,7 +56,7 @@ _KINDS_OF_MODE = {
 _KIND_OF_LAYOUT = {type(layout): kind for kind, layout in record_layouts().items()}
 
 _METADATA_DEFAULTS = {
-    "bus_width": 32, "masters": 1, "clock_mhz": 33.0, "capture": {}, "overruns": 0,
+    "bus_width": 32, "masters": 1, "clock_mhz": 100 / 3, "capture": {}, "overruns": 0,
     "lost": 0, "start_timestamp": 0, "raw_time_offset": 0, "latency_timer": 0,
 }
 

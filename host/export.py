@@ -1,0 +1,248 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Exports of transaction summaries (table, CSV, JSON) and of raw traces (VCD).
+
+- The table has the columns of Pamette Figure 3 (Trans, Addr, R/W, Lgth, Dur, Lat, delta
+  cycle#) plus the command, wait states, termination and data; it is drawn with ``rich`` on
+  a terminal and as plain aligned text otherwise.
+- CSV columns are :data:`CSV_COLUMNS`: addresses and data in hex with ``0x``, ``cmd`` a
+  :data:`~pcispy.gateware.pci.bus.COMMAND_MNEMONICS` name, ``rw`` R or W, ``len`` data
+  phases, ``dur``/``lat``/``wait``/``delta`` in clocks (``wait`` = initiator + target wait
+  states, ``delta`` = clocks from the previous transaction's start), ``term`` a
+  :data:`~pcispy.gateware.pci.bus.TERMINATION_NAMES` name.
+- JSON holds every field of every summary (enums by name) and reads back losslessly.
+- VCD shows every bus line of a raw trace at its pin level (active-low lines as on the wire,
+  named ``..._n``) from each record's clock on, for GTKWave or Surfer.
+"""
+
+import csv
+import io
+import json
+
+import numpy as np
+from vcd import VCDWriter
+
+from pcispy.gateware.pci.bus import (ACTIVE_LOW, COMMAND_MNEMONICS, TERMINATION_NAMES, BusState,
+                                     Command, DevselSpeed, Termination)
+from pcispy.gateware.spy.format import RecordKind
+from pcispy.host.decode import SUMMARY_DTYPE, summarise
+from pcispy.host.errors import PcispyError
+
+__all__ = ["CSV_COLUMNS", "TABLE_COLUMNS", "summary_rows", "to_csv", "read_csv",
+           "to_json", "summaries_from_json", "write_table", "write_vcd", "pin_name",
+           "FORMATS", "export"]
+
+#: The CSV header, in order.
+CSV_COLUMNS = ("trans", "time", "addr", "cmd", "rw", "len", "dur", "lat", "wait", "term",
+               "data", "delta")
+
+#: Table headings and the row key each shows (Pamette Figure 3's first, then ours).
+TABLE_COLUMNS = (("Trans", "trans"), ("Addr", "addr"), ("R/W", "rw"), ("Lgth", "len"),
+                 ("Dur", "dur"), ("Lat", "lat"), ("delta cycle#", "delta"), ("Cmd", "cmd"),
+                 ("Wait", "wait"), ("Term", "term"), ("Data", "data"))
+
+_MNEMONIC_COMMANDS = {name: command for command, name in COMMAND_MNEMONICS.items()}
+_NAMED_TERMINATIONS = {name: term for term, name in TERMINATION_NAMES.items()}
+_HEX = ("addr", "data")
+
+
+def _hex(value, digits=8):
+    return f"0x{value:0{digits}x}"
+
+
+def _address_digits(address):
+    return 16 if address >> 32 else 8
+
+
+def summary_rows(summaries):
+    """One ``{column: value}`` per summary with the CSV columns, typed (ints, and strings for
+    ``cmd``, ``rw``, ``term``); ``trans`` counts from 1."""
+    starts = summaries["timestamp"].astype(np.int64)
+    deltas = np.diff(starts, prepend=starts[:1])
+    rows = []
+    for number, (record, delta) in enumerate(zip(summaries, deltas), start=1):
+        command = Command(int(record["command"]))
+        rows.append({
+            "trans": number,
+            "time": int(record["timestamp"]),
+            "addr": int(record["address"]),
+            "cmd": command.mnemonic,
+            "rw": "R" if command.is_read else "W",
+            "len": int(record["data_phases"]),
+            "dur": int(record["duration"]),
+            "lat": int(record["latency"]),
+            "wait": int(record["initiator_wait"]) + int(record["target_wait"]),
+            "term": Termination(int(record["termination"])).label,
+            "data": int(record["first_data"]),
+            "delta": int(delta),
+        })
+    return rows
+
+
+def _text(row, column):
+    value = row[column]
+    if column == "addr":
+        return _hex(value, _address_digits(value))
+    if column == "data":
+        return _hex(value)
+    return str(value)
+
+
+def to_csv(summaries):
+    """CSV text of ``summaries`` (header :data:`CSV_COLUMNS`)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in summary_rows(summaries):
+        writer.writerow([_text(row, column) for column in CSV_COLUMNS])
+    return out.getvalue()
+
+
+def read_csv(text):
+    """The rows of a CSV export, typed as :func:`summary_rows` gives them."""
+    reader = csv.reader(io.StringIO(text))
+    header = tuple(next(reader, ()))
+    if header != CSV_COLUMNS:
+        raise PcispyError(f"not a pcispy CSV export: header {','.join(header)!r}")
+    rows = []
+    for line, fields in enumerate(reader, start=2):
+        if len(fields) != len(CSV_COLUMNS):
+            raise PcispyError(f"CSV line {line}: {len(fields)} fields, expected "
+                              f"{len(CSV_COLUMNS)}")
+        row = {}
+        for column, text in zip(CSV_COLUMNS, fields):
+            if column in ("cmd", "rw", "term"):
+                row[column] = text
+            else:
+                try:
+                    row[column] = int(text, 16 if column in _HEX else 10)
+                except ValueError:
+                    raise PcispyError(f"CSV line {line}: {column} {text!r} is not a "
+                                      "number") from None
+        rows.append(row)
+    return rows
+
+
+def to_json(summaries, metadata=None):
+    """A JSON-able object: ``metadata`` and one object per transaction holding every summary
+    field (``command``, ``termination``, ``devsel`` by name) and the CSV's derived columns."""
+    transactions = []
+    for row, record in zip(summary_rows(summaries), summaries):
+        item = {name: int(record[name]) for name in SUMMARY_DTYPE.names if name != "kind"}
+        item["command"] = row["cmd"]
+        item["termination"] = row["term"]
+        item["devsel"] = DevselSpeed(item["devsel"]).name.lower()
+        item.update(trans=row["trans"], rw=row["rw"], wait=row["wait"], delta=row["delta"])
+        transactions.append(item)
+    return {"metadata": metadata or {}, "transactions": transactions}
+
+
+def summaries_from_json(document):
+    """The summaries of a :func:`to_json` object, as a :data:`SUMMARY_DTYPE` array."""
+    try:
+        items = document["transactions"]
+        out = np.zeros(len(items), dtype=SUMMARY_DTYPE)
+        out["kind"] = RecordKind.SUMMARY.value
+        for index, item in enumerate(items):
+            for name in SUMMARY_DTYPE.names:
+                if name == "kind":
+                    continue
+                value = item[name]
+                if name == "command":
+                    value = _MNEMONIC_COMMANDS[value].value
+                elif name == "termination":
+                    value = _NAMED_TERMINATIONS[value].value
+                elif name == "devsel":
+                    value = DevselSpeed[value.upper()].value
+                out[index][name] = value
+    except (KeyError, TypeError, AttributeError, OverflowError, ValueError) as error:
+        raise PcispyError(f"not a pcispy JSON export ({type(error).__name__}: {error})") \
+            from None
+    return out
+
+
+def write_table(summaries, out, use_rich=None):
+    """Print the table to ``out``; ``use_rich`` defaults to whether ``out`` is a terminal."""
+    rows = [[_text(row, key) for _, key in TABLE_COLUMNS] for row in summary_rows(summaries)]
+    headings = [heading for heading, _ in TABLE_COLUMNS]
+    if use_rich is None:
+        use_rich = hasattr(out, "isatty") and out.isatty()
+    if use_rich:
+        from rich.console import Console
+        from rich.table import Table
+        table = Table(*headings)
+        for column in table.columns[:-1]:
+            column.justify = "right"
+        for row in rows:
+            table.add_row(*row)
+        Console(file=out).print(table)
+        return
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headings)]
+    for row in [headings] + rows:
+        out.write("  ".join(cell.rjust(width) for cell, width in zip(row, widths)).rstrip()
+                  + "\n")
+
+
+def pin_name(line):
+    """The VCD name of a bus line: active-low lines (and C/BE#, carried at pin level) end in
+    ``_n``."""
+    return f"{line}_n" if line in ACTIVE_LOW or line.startswith("cbe") else line
+
+
+def write_vcd(trace, out):
+    """Write the raw records of ``trace`` to ``out`` (a text stream) as VCD: every line of
+    the bus at its pin level, changing at its record's clock edge, plus the spy's
+    ``trigger`` and ``violation`` marks. Time unit 1 ps; a clock is ``1e6 / clock_mhz`` ps."""
+    raw_at = trace.indices(RecordKind.RAW)
+    if not len(raw_at):
+        raise PcispyError("VCD needs a raw capture; this trace has no raw records")
+    times = trace.times()[raw_at]
+    period = round(1e6 / trace.metadata["clock_mhz"])
+    raw = trace.columns(RecordKind.RAW)
+    signals = []
+    for line, field in BusState(trace.width, trace.masters):
+        bits = field.width
+        value = raw[f"bus.{line}"].astype(np.uint64)
+        if line in ACTIVE_LOW:
+            value = ~value & np.uint64((1 << bits) - 1)
+        signals.append(("pci", pin_name(line), bits, value))
+    for mark in ("trigger", "violation"):
+        signals.append(("spy", mark, 1, raw[mark].astype(np.uint64)))
+    changed = np.zeros(len(times), dtype=bool)
+    changes = []
+    for *_, value in signals:
+        moved = np.ones(len(value), dtype=bool)
+        moved[1:] = value[1:] != value[:-1]
+        changes.append(moved)
+        changed |= moved
+    with VCDWriter(out, timescale="1 ps", version="pcispy",
+                   init_timestamp=int(times[0]) * period) as writer:
+        variables = [writer.register_var(scope, name, "wire", size=bits, init=int(value[0]))
+                     for scope, name, bits, value in signals]
+        for index in np.flatnonzero(changed[1:]) + 1:
+            stamp = int(times[index]) * period
+            for variable, (*_, value), moved in zip(variables, signals, changes):
+                if moved[index]:
+                    writer.change(variable, stamp, int(value[index]))
+
+
+#: The formats :func:`export` writes.
+FORMATS = ("table", "csv", "json", "vcd")
+
+
+def export(trace, fmt, out, latency_timer=None):
+    """Write ``trace`` (:class:`~pcispy.host.trace.Trace`) to the text stream ``out`` in
+    ``fmt`` (one of :data:`FORMATS`): its summaries (a raw trace is decoded in software), or
+    for ``vcd`` its raw bus cycles. Returns the number of transactions or raw records."""
+    if fmt == "vcd":
+        write_vcd(trace, out)
+        return len(trace.indices(RecordKind.RAW))
+    summaries = summarise(trace, latency_timer)
+    if fmt == "table":
+        write_table(summaries, out)
+    elif fmt == "csv":
+        out.write(to_csv(summaries))
+    elif fmt == "json":
+        out.write(json.dumps(to_json(summaries, trace.metadata), indent=1) + "\n")
+    else:
+        raise PcispyError(f"unknown export format {fmt!r} (one of {', '.join(FORMATS)})")
+    return len(summaries)
