@@ -356,7 +356,6 @@ class BehaviouralInitiator(wiring.Component):
         retry_run = Signal(16)
         fill_left = Signal(20)
         backoff = Signal(9)
-        first_xfer = Signal()
         latency_done = Signal()
         oneshot_irdy_drop = Signal()
         oneshot_irdy_idle = Signal()
@@ -854,6 +853,12 @@ class InitiatorDriver:
     Every operation has a blocking form (``mem_write``) and a non-blocking one
     (``submit_mem_write`` returning a handle for :meth:`wait`). Results come back in
     order; :meth:`wait` keeps results of other handles until they are asked for.
+
+    Memory commands stage their data in the initiator's buffer at ``buf_off`` (DWORDs;
+    default 0, or 1 for 64-bit transfers from an odd DWORD address so that buffer and bus
+    pairs line up). Memory commands in flight at the same time need distinct ``buf_off``
+    ranges. Extra keyword arguments are COMMAND fields (``wait_first``, ``wait_next``,
+    ``wait_rand``, ``idle``, ``burst``, ...).
     """
 
     def __init__(self, ctl, *, width=32):

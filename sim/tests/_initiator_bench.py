@@ -159,13 +159,12 @@ class ScriptedTarget:
         self.writes.append((dword_addr, value, cbe))
 
     async def process(self, ctx):
-        h, s = self.h, self.s
+        h = self.h
         wide = h.width == 64
         out = {name: 0 for name in h.t}
         oe = {name: 0 for name in h.t}
         xfer = None            # the transaction being served
         release = False        # drive s/t/s lines deasserted one clock, then float
-        par_next = None        # PAR/PAR64 covering what we drove on AD this clock
         while True:
             now = {name: ctx.get(sig) for name, sig in h.bus.items()}
             now["contention"] = ctx.get(h.contention)
@@ -182,7 +181,7 @@ class ScriptedTarget:
                     oe[name] = 1
                 release = False
 
-            if xfer is None and now["frame"] and not self._busy_before():
+            if xfer is None and now["frame"]:
                 xfer = {"clock": 1, "addr": now["ad"], "cmd": now["cbe"], "dac": now["cbe"] == 0b1101,
                         "req64": now.get("req64", 0), "phases": 0, "stopping": None,
                         "ready_at": None, "start": len(self.trace) - 1}
@@ -217,9 +216,6 @@ class ScriptedTarget:
 
     _bad_par = False
     _drove_hi = 0
-
-    def _busy_before(self):
-        return False
 
     def _is_read(self, xfer):
         return not xfer["cmd"] & 1
