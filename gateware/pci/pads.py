@@ -61,9 +61,11 @@ def simulation_ports(width=32):
     """``{line: io.SimulationPort}`` for every line of :func:`bus_lines`, pin-level.
 
     Each port is named after its line, so a converted design exposes ``frame__o``,
-    ``frame__oe`` and ``frame__i`` (low = asserted for the active-low lines).
+    ``frame__oe`` and ``frame__i`` (low = asserted for the active-low lines). Every port
+    is bidirectional so that a bus model can treat all lines alike; the pads never enable
+    the outputs of the :data:`INPUT_ONLY_LINES`.
     """
-    return {name: io.SimulationPort("i" if name in INPUT_ONLY_LINES else "io", bits, name=name)
+    return {name: io.SimulationPort("io", bits, name=name)
             for name, bits in bus_lines(width).items()}
 
 
@@ -118,6 +120,8 @@ class PCIPads(wiring.Component):
 
     def _next_drive(self, m, name, line):
         """(value, enable) the pin must show during the next clock, inside-level."""
+        if name in INPUT_ONLY_LINES:
+            return 0, 0
         if name in OPEN_DRAIN:
             # Pull low while asserted; never drive the line high.
             return 1, line.oe & line.o
@@ -141,7 +145,9 @@ class PCIPads(wiring.Component):
             port = self.ports[name]
             if name in ACTIVE_LOW:
                 port = ~port
-            direction = "i" if name in INPUT_ONLY_LINES else "io"
+            # Input-only lines on a bidirectional port (simulation) get an I/O buffer that
+            # is never enabled, so the port's output enable is a defined 0.
+            direction = "io" if port.direction == io.Direction.Bidir else "i"
             unregistered = name in LIVE_LINES or name in _PARITY_LIVE_LINES or (
                 self.fast_decode and name in DECODE_LINES)
             if unregistered:

@@ -11,7 +11,7 @@ transaction at a time, clock by clock, and returns what happened on the bus in e
 
 from dataclasses import dataclass, field
 
-from amaranth import Module, Signal
+from amaranth import Cat, Module, Signal
 from amaranth.lib import wiring
 
 from pcispy.gateware.pci.bus import (ACTIVE_LOW, OPEN_DRAIN, Command, Termination, bus_lines,
@@ -32,8 +32,11 @@ class PinBus:
         self.width = width
         self.drive, self.enable, self.value = {}, {}, {}
         self.contention = Signal()
+        #: The board enabled an output on RST#, GNT# or IDSEL (it must never).
+        self.input_only_driven = Signal()
         clash = Signal()
         clashes = []
+        input_enables = []
         for name, bits in bus_lines(width).items():
             port = ports[name]
             tb_o, tb_oe = Signal(bits, name=f"tb_{name}"), Signal(name=f"tb_{name}_oe")
@@ -42,6 +45,7 @@ class PinBus:
             low = name in ACTIVE_LOW
             if name in INPUT_ONLY_LINES:
                 board_oe, board_v = 0, 0
+                input_enables.append(port.oe.any())
             else:
                 board_oe = port.oe[0]
                 board_v = ~port.o if low else port.o
@@ -61,6 +65,8 @@ class PinBus:
         m.d.comb += clash.eq(sum(clashes) != 0)
         with m.If(clash):
             m.d.pci += self.contention.eq(1)
+        with m.If(Cat(*input_enables).any()):
+            m.d.pci += self.input_only_driven.eq(1)
 
 
 @dataclass
@@ -308,6 +314,7 @@ def simulate(board, bench, *, processes=(), vcd=None):
         await host.idle(2)
         await bench(host, pins, ctx)
         assert not ctx.get(pins.contention), "two drivers on one bus line"
+        assert not ctx.get(pins.input_only_driven), "the board drove an input-only line"
 
     sim.add_testbench(testbench)
     if vcd:
