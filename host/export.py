@@ -164,8 +164,10 @@ def write_table(summaries, out, use_rich=None):
     """Print the table to ``out``; ``use_rich`` defaults to whether ``out`` is a terminal."""
     rows = [[_text(row, key) for _, key in TABLE_COLUMNS] for row in summary_rows(summaries)]
     headings = [heading for heading, _ in TABLE_COLUMNS]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headings)]
+    terminal = hasattr(out, "isatty") and out.isatty()
     if use_rich is None:
-        use_rich = hasattr(out, "isatty") and out.isatty()
+        use_rich = terminal
     if use_rich:
         from rich.console import Console
         from rich.table import Table
@@ -174,9 +176,10 @@ def write_table(summaries, out, use_rich=None):
             column.justify = "right"
         for row in rows:
             table.add_row(*row)
-        Console(file=out).print(table)
+        # Off a terminal rich would assume 80 columns and cut cells: give it the full width.
+        width = None if terminal else sum(widths) + 3 * len(widths) + 1
+        Console(file=out, width=width).print(table)
         return
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headings)]
     for row in [headings] + rows:
         out.write("  ".join(cell.rjust(width) for cell, width in zip(row, widths)).rstrip()
                   + "\n")
