@@ -292,43 +292,92 @@ def raw_records(clocks, width=32, masters=1, deltas=1):
     return pack_records(RawRecord(width, masters), fields, count)
 
 
-def _synthetic_clocks(rng):
-    """One random transaction and the idle clocks after it, from the PCI rules (the bench's
-    traffic): medium/slow/fast DEVSEL#, target waits, retries, disconnects, master aborts."""
-    command = rng.choice([Command.MEM_READ, Command.MEM_WRITE, Command.MEM_READ_LINE,
-                          Command.IO_READ, Command.IO_WRITE, Command.MEM_READ_MULTIPLE])
-    words = int(rng.integers(1, 9))
-    devsel_at = int(rng.integers(1, 4))
-    ending = rng.choice(["completion", "completion", "retry", "disconnect", "master_abort"])
-    clocks = [{"frame": 1, "ad": int(rng.integers(0, 1 << 30)) << 2, "cbe": command.value}]
-    moved = 0
+_ENDINGS = ("completion", "completion", "retry", "disconnect_data", "disconnect_nodata",
+            "target_abort", "master_abort")
+_COMMANDS = (Command.MEM_READ, Command.MEM_WRITE, Command.MEM_READ_LINE,
+             Command.MEM_READ_MULTIPLE, Command.MEM_WRITE_INVALIDATE, Command.IO_READ,
+             Command.IO_WRITE, Command.CONFIG_READ, Command.CONFIG_WRITE)
+
+
+def _synthetic_clocks(rng, width=32, masters=1):
+    """One random transaction and 0-3 idle clocks after it (none: fast back-to-back), clock
+    by clock, from the PCI rules: DAC, 64-bit requests (accepted or not), every DEVSEL#
+    speed, initiator and target waits, every ending, GNT# removed at the end, PERR#."""
+    command = _COMMANDS[rng.integers(len(_COMMANDS))]
+    read = command.is_read
+    dac = command.is_memory and rng.random() < 0.15
+    wide = width == 64 and command.is_memory and rng.random() < 0.5
+    ack = wide and rng.random() < 0.7
+    ending = _ENDINGS[rng.integers(len(_ENDINGS))]
+    words = int(rng.integers(1, 7))
+    stop_phase = int(rng.integers(0 if ending in ("disconnect_data", "target_abort") else 1,
+                                  words + 1)) if ending != "retry" else 0
+    devsel_at = int(rng.integers(1, 5))       # fast, medium, slow, subtractive
+    grant = int(rng.integers(0, 1 << masters))
+    preempted = rng.random() < 0.3            # GNT# removed before the master ends
+    extra = {"req64": 1} if wide else {}
+    clocks = []
+    if dac:
+        clocks.append(dict(frame=1, ad=int(rng.integers(0, 1 << 32)) & ~3,
+                           cbe=Command.DUAL_ADDRESS.value, **extra))
+    clocks.append(dict(frame=1, ad=int(rng.integers(0, 1 << 32)) & ~3, cbe=command.value,
+                       **extra))
+    base = len(clocks) - 1                    # the last address phase
+    moved = phase_waits = 0
+    irdy = trdy = False
     while True:
-        clock = len(clocks)
+        rel = len(clocks) - base
         last = moved == words - 1
-        c = {"irdy": 1, "frame": int(not last), "ad": int(rng.integers(0, 1 << 32))}
+        if not irdy and phase_waits == 0 and rng.random() < 0.3:
+            phase_waits = int(rng.integers(1, 3))     # initiator wait states
+        if phase_waits:
+            phase_waits -= 1
+        else:
+            irdy = True
+        c = {"frame": int(not (irdy and last)), "irdy": int(irdy), "cbe": 0 if irdy else 0xF,
+             "ad": int(rng.integers(0, 1 << 32)), **extra}
+        if wide:
+            c["ad_hi"] = int(rng.integers(0, 1 << 32))
         clocks.append(c)
         if ending == "master_abort":
-            if clock == 5:           # no DEVSEL# by clock 5: give up
+            if rel >= 5 and irdy:             # nobody claimed it by clock 5: give up
                 c["frame"] = 0
                 break
             c["frame"] = 1
             continue
-        if clock < devsel_at:
+        if rel < devsel_at:
             continue
         c["devsel"] = 1
-        if command.is_read and clock == 1:
-            continue                 # turnaround: the target may drive AD from clock 2
-        if ending == "retry" or (ending == "disconnect" and moved == words // 2):
+        if ack:
+            c["ack64"] = 1
+        if read and rel < 2:
+            continue                          # turnaround: no read data before clock 2
+        if moved == stop_phase and irdy and ending != "completion" and rel > devsel_at - (
+                ending != "target_abort"):
             c["stop"] = 1
-            c["trdy"] = int(ending == "disconnect")
-            if c["frame"]:           # the initiator sees STOP# and ends on the next clock
-                clocks.append({"irdy": 1, "devsel": 1, "stop": 1})
+            c["trdy"] = int(ending == "disconnect_data")
+            if ending == "target_abort":
+                c.pop("devsel")
+                c.pop("ack64", None)
+            if c["frame"]:                    # the master sees STOP# and ends next clock
+                clocks.append(dict(irdy=1, stop=1, **({} if ending == "target_abort"
+                                                      else {"devsel": 1}),
+                                   ad=c["ad"], cbe=c["cbe"]))
             break
-        c["trdy"] = int(rng.random() < 0.8)
-        moved += c["trdy"]
-        if c["trdy"] and last:
-            break
-    return clocks + [{}] * int(rng.integers(1, 4))
+        trdy = trdy or rng.random() < 0.7
+        c["trdy"] = int(trdy)
+        if irdy and trdy:
+            moved += 1
+            irdy = trdy = False
+            if last:
+                break
+    for c in clocks:
+        c["gnt"] = grant
+    if preempted:
+        clocks[-1]["gnt"] = clocks[-2]["gnt"] = 0
+    if rng.random() < 0.05:
+        clocks[int(rng.integers(len(clocks)))]["perr"] = 1
+    return clocks + [{"gnt": grant}] * int(rng.integers(0, 4))
 
 
 def synthetic_trace(cycles, seed=1, width=32, distinct=64):
