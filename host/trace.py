@@ -283,6 +283,8 @@ def _check_metadata(metadata, name, record_bytes):
             raise bad(f"{key} {full[key]!r} is not a non-negative integer")
     if not 1 <= full["masters"] <= 15:
         raise bad(f"masters {full['masters']} is not 1..15")
+    if full["latency_timer"] > 255:
+        raise bad(f"latency_timer {full['latency_timer']} is not 0..255")
     if not isinstance(full["clock_mhz"], (int, float)) or full["clock_mhz"] <= 0:
         raise bad(f"clock_mhz {full['clock_mhz']!r} is not a positive number")
     mode = CaptureMode[full["mode"].upper()]

@@ -148,6 +148,8 @@ DAMAGED = [
     ("unknown mode", _with_metadata(GOOD, b'{"mode": "both"}'), 16, "mode 'both'"),
     ("bad bus width", _with_metadata(GOOD, b'{"mode": "raw", "bus_width": 48}'), 16,
      "bus_width 48"),
+    ("bad latency timer", _with_metadata(GOOD, b'{"mode": "raw", "latency_timer": 256}'),
+     16, "latency_timer 256"),
     ("metadata layout", _with_metadata(GOOD, b'{"mode": "raw", "record_bits": 256}'), 16,
      "record_bits 256"),
     ("record size vs layout", _header(GOOD, size=32)[:-16], 10, "record size 32 bytes"),
