@@ -99,6 +99,7 @@ class LegacyDevice(BehaviouralTarget):
     def __init__(self, *, profile=RTC, seed=1, fields=None):
         values = {"io_base": RTC_PORT, "io_size": 2, "mem_size": 0}
         values.update(fields or {})
+        # 6 address bits: word 0 (the ports) and 32 words of CMOS (see RTCStorage).
         super().__init__(width=32, mem_addr_bits=6, verilog_ram=False, profile=profile,
                          seed=seed, fields=values)
 

@@ -65,6 +65,7 @@ class Reg(enum.IntEnum):
     STAT_PARITY_ERRORS = 29
     BD_ADDR = 30       # storage backdoor: DWORD index
     BD_DATA = 31       # read/write the DWORD at BD_ADDR, then BD_ADDR += 1
+    INFO = 32          # read-only: bus width in bits | storage address bits << 8
 
 
 #: Statistics registers and the names :meth:`TargetDriver.stats` gives them.
@@ -803,6 +804,8 @@ class BehaviouralTarget(wiring.Component):
                                 m.d.sync += bd_index.eq(bd_index + 1)
                             elif reg == Reg.BD_ADDR:
                                 m.d.sync += bd_index.eq(ctl.w_data)
+                            elif reg == Reg.INFO:
+                                pass  # read-only
                             elif reg == Reg.SEED:
                                 m.d.sync += [bank[reg].eq(ctl.w_data), rng.eq(ctl.w_data)]
                             else:
@@ -855,6 +858,8 @@ class BehaviouralTarget(wiring.Component):
                         m.d.sync += read_reg.eq(bd_index)
                     elif reg == Reg.STATUS:
                         m.d.sync += read_reg.eq(status)
+                    elif reg == Reg.INFO:
+                        m.d.sync += read_reg.eq(W | (self.mem_addr_bits << 8))
                     else:
                         m.d.sync += read_reg.eq(bank[reg])
             with m.Default():
@@ -878,13 +883,19 @@ class TargetDriver:
     #: Path from the agent instance to the storage array (see BehaviouralTarget).
     BACKDOOR_PATH = ("ram", "ram", "bd_storage")
 
-    def __init__(self, ctl, *, width=32):
+    def __init__(self, ctl, *, width=None):
         self.ctl = ctl
-        self.width = width
+        self.width = width    # None: asked from the target (Reg.INFO) on first use
+
+    async def bus_width(self):
+        """The target's bus width (32 or 64), read once from :attr:`Reg.INFO`."""
+        if self.width is None:
+            self.width = (await self.ctl.read(Reg.INFO)) & 0xFF
+        return self.width
 
     async def write_reg(self, reg, value):
         """Write a whole register; raise :class:`TargetConfigError` if refused."""
-        reason = _refusal(Reg(reg), value, self.width)
+        reason = _refusal(Reg(reg), value, await self.bus_width())
         if reason:
             raise TargetConfigError(f"{Reg(reg).name} = {value:#x}: {reason}")
         await self.ctl.write(reg, value)
@@ -908,7 +919,7 @@ class TargetDriver:
         if isinstance(profile, str):
             from pcispy.sim.bfm.profiles import profile_by_name
             profile = profile_by_name(profile)
-        await self.set_fields(**profile_fields(profile, width=self.width, seed=seed))
+        await self.set_fields(**profile_fields(profile, width=await self.bus_width(), seed=seed))
 
     async def set_windows(self, *, mem=None, io=None, io_ram_offset=0, config=None,
                           claim_all=None):
@@ -972,7 +983,7 @@ class TargetDriver:
         first, last = addr // 4, (addr + n + 3) // 4
         words = []
         if array is not None:
-            per = self.width // 32
+            per = await self.bus_width() // 32
             for dw in range(first, last):
                 value = int(array[dw // per].value)
                 words.append((value >> (32 * (dw % per))) & 0xFFFF_FFFF)
@@ -994,7 +1005,7 @@ class TargetDriver:
         words = [int.from_bytes(raw[i:i + 4], "little") for i in range(0, len(raw), 4)]
         array = self._backdoor_array()
         if array is not None:
-            per = self.width // 32
+            per = await self.bus_width() // 32
             for i, w in enumerate(words):
                 dw = first + i
                 cell = array[dw // per]

@@ -55,8 +55,8 @@ class Bench:
         self.bus = dut.bus
         self.wide = dut.width == 64
         self.ctl = PysimControl(ctx, dut.ctl)
-        self.drv = (LegacyDriver if isinstance(dut, LegacyDevice) else TargetDriver)(
-            self.ctl, width=dut.width)
+        # The driver learns the width from the target (Reg.INFO).
+        self.drv = (LegacyDriver if isinstance(dut, LegacyDevice) else TargetDriver)(self.ctl)
         self.init = {}    # initiator-driven lines: name -> value (absent = not driving)
         self.extra_devsel = False
         self.resolve()
@@ -531,9 +531,10 @@ def test_refused_values_and_backdoor_registers():
             raised = str(e)
         await b.drv.backdoor_write(5, b"\x01\x02\x03\x04\x05")
         back = await b.drv.backdoor_read(4, 8)
-        return err, lat, ev, raised, back
-    err, lat, ev, raised, back = run(target(), body)
+        return err, lat, ev, raised, back, await b.ctl.read(Reg.INFO)
+    err, lat, ev, raised, back, info = run(target(), body)
     assert err == (1 | Reg.LAT_READ << 16) and lat == 0
+    assert info == 32 | 10 << 8
     assert ev & (1 << Event.REFUSED)
     assert "power of two" in raised
     assert back == b"\x00\x01\x02\x03\x04\x05\x00\x00"
