@@ -21,8 +21,13 @@ def _sim_empty():
     return {"sim.empty_cycles_per_s": round(measure_empty_cycles_per_s())}
 
 
+def _spy_decode():
+    from pcispy.host.decode import measure_decode_speed
+    return {"spy.decode_cycles_per_s": round(measure_decode_speed())}
+
+
 #: Measurement functions; each returns ``{figure name: value}``.
-MEASUREMENTS = [_sim_empty]
+MEASUREMENTS = [_sim_empty, _spy_decode]
 
 
 def main(argv=None):

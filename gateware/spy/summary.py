@@ -191,7 +191,9 @@ class Summariser(wiring.Component):
         ]
         speed = Signal(16)
         m.d.comb += speed.eq(devsel_clock - last_address_clock)
-        with m.If(speed <= 1):
+        # No DEVSEL# (master abort) reports FAST (0); without this test the unsigned
+        # difference of a DAC's two address clocks would wrap and read as subtractive.
+        with m.If(~devsel_seen | (speed <= 1)):
             m.d.comb += rec.devsel.eq(DevselSpeed.FAST)
         with m.Elif(speed == 2):
             m.d.comb += rec.devsel.eq(DevselSpeed.MEDIUM)
