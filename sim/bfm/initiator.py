@@ -363,10 +363,9 @@ class BehaviouralInitiator(wiring.Component):
 
         remaining = Signal(20)
         m.d.comb += remaining.eq(cur.length - idx)
-        m.d.comb += [is_read.eq(~cur.code[0]), is_dac.eq(cur.addr[32:] != 0)]
-
-        xfer_addr = Signal(64)
+        xfer_addr = Signal(64)   # this transaction's address (idx is fixed until its data)
         m.d.comb += xfer_addr.eq(cur.addr + (idx << 2))
+        m.d.comb += [is_read.eq(~cur.code[0]), is_dac.eq(xfer_addr[32:] != 0)]
 
         # ---- buffer addressing -------------------------------------------------------
         # The read port is addressed with the DWORD index the next clock will use, so the
@@ -899,11 +898,17 @@ class InitiatorDriver:
                 for i, word in enumerate(words):
                     storage[dword + i].value = word
             else:
+                # Whole 64-bit words, each written once: a backdoor write only lands at the
+                # end of the time step, so a second read-modify-write would undo the first.
+                pairs = {}
                 for i, word in enumerate(words):
                     index, lane = divmod(dword + i, 2)
-                    old = int(storage[index].value)
-                    shift = 32 * lane
-                    storage[index].value = (old & ~(0xFFFF_FFFF << shift)) | (word << shift)
+                    pairs.setdefault(index, {})[lane] = word
+                for index, lanes in pairs.items():
+                    value = int(storage[index].value) if len(lanes) < 2 else 0
+                    for lane, word in lanes.items():
+                        value = (value & ~(0xFFFF_FFFF << (32 * lane))) | (word << (32 * lane))
+                    storage[index].value = value
             return
         await self._until_idle()
         await self.ctl.write(Reg.BUF_ADDR, dword)
