@@ -666,3 +666,55 @@ def test_enumerate_bus_sizes_assigns_and_enables():
     # Slot 0 is empty: its Vendor ID read ends in a master abort.
     first = target.transactions[0]
     assert first["addr"] == 1 << 16 and first["cmd"] == Command.CONFIG_READ.value
+
+
+# ---- the cocotb backdoor path of the driver ---------------------------------------------
+
+class _DeferredCell:
+    """A cocotb-like memory word: a write lands only when the time step ends."""
+    def __init__(self, cells, index):
+        self.cells, self.index = cells, index
+
+    @property
+    def value(self):
+        return self.cells.now.get(self.index, 0)
+
+    @value.setter
+    def value(self, v):
+        self.cells.pending[self.index] = v
+
+
+class _DeferredStorage:
+    def __init__(self):
+        self.now, self.pending = {}, {}
+
+    def __getitem__(self, index):
+        return _DeferredCell(self, index)
+
+    def settle(self):
+        self.now.update(self.pending)
+        self.pending.clear()
+
+
+@pytest.mark.parametrize("width", [32, 64])
+def test_driver_backdoor_writes_each_word_once(width):
+    import asyncio
+    from types import SimpleNamespace
+    from pcispy.sim.bfm.initiator import BUFFER_PATH, InitiatorDriver
+
+    storage = _DeferredStorage()
+    handle = storage
+    for name in reversed(BUFFER_PATH):
+        handle = SimpleNamespace(**{name: handle})
+    driver = InitiatorDriver(SimpleNamespace(backdoor=handle), width=width)
+
+    async def scenario():
+        await driver.buffer_write(1, [0x1111_1111, 0x2222_2222, 0x3333_3333])
+        storage.settle()
+        await driver.buffer_write(0, [0xAAAA_AAAA])
+        storage.settle()
+        return await driver.buffer_read(0, 4)
+
+    assert asyncio.run(scenario()) == [0xAAAA_AAAA, 0x1111_1111, 0x2222_2222, 0x3333_3333]
+    if width == 64:
+        assert storage.now == {0: 0x1111_1111_AAAA_AAAA, 1: 0x3333_3333_2222_2222}
