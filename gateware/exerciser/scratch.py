@@ -43,7 +43,8 @@ class ScratchRAM(wiring.Component):
         m = Module()
         bus = self.bus
         w_en = Signal(self.width // 8)
-        m.d.comb += [bus.ready.eq(1), w_en.eq(bus.w_be & (bus.valid & bus.write).replicate(self.width // 8))]
+        writing = bus.valid & bus.write
+        m.d.comb += [bus.ready.eq(1), w_en.eq(bus.w_be & writing.replicate(self.width // 8))]
         m.d.pci += bus.r_valid.eq(bus.valid & ~bus.write)
         if self.verilog:
             m.submodules.ram = Instance(

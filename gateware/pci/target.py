@@ -149,16 +149,18 @@ class _RegisterFIFO:
             m.d.pci += [self.rp.eq(0), self.wp.eq(0), self.level.eq(0)]
 
 
+def _command_in(cmd, predicate):
+    """``cmd`` (a C/BE# value) is one of the commands for which ``predicate`` holds
+    (the classification lives on :class:`Command`)."""
+    return Cat(*(cmd == code for code in Command if predicate(code))).any()
+
+
 def _is_memory(cmd):
-    return (cmd == Command.MEM_READ) | (cmd == Command.MEM_WRITE) | \
-           (cmd == Command.MEM_READ_MULTIPLE) | (cmd == Command.MEM_READ_LINE) | \
-           (cmd == Command.MEM_WRITE_INVALIDATE)
+    return _command_in(cmd, lambda code: code.is_memory)
 
 
 def _is_read(cmd):
-    return (cmd == Command.IO_READ) | (cmd == Command.MEM_READ) | \
-           (cmd == Command.CONFIG_READ) | (cmd == Command.MEM_READ_MULTIPLE) | \
-           (cmd == Command.MEM_READ_LINE)
+    return _command_in(cmd, lambda code: code.is_read and code != Command.INTERRUPT_ACK)
 
 
 class PCITarget(wiring.Component):
@@ -242,7 +244,7 @@ class PCITarget(wiring.Component):
         cmd_read = _is_read(cmd)
 
         hits = []  # (select index, hit, dword offset, last dword, window or None)
-        config_hit = (((cmd == Command.CONFIG_READ) | (cmd == Command.CONFIG_WRITE))
+        config_hit = (_command_in(cmd, lambda code: code.is_config)
                       & source.idsel & (ad[0:2] == 0) & (ad[8:11] == 0))
         hits.append((0, config_hit, ad[2:8], 63, None))
         present = [(i, w) for i, w in enumerate(self.windows) if w is not None]
@@ -253,8 +255,7 @@ class PCITarget(wiring.Component):
             if bar.kind == "mem":
                 hit = _is_memory(cmd) & self.memory_enable & in_range
             else:
-                hit = ((cmd == Command.IO_READ) | (cmd == Command.IO_WRITE)) \
-                      & self.io_enable & in_range
+                hit = _command_in(cmd, lambda code: code.is_io) & self.io_enable & in_range
             hits.append((sel, hit, ad[2:bar.size_bits], bar.size // 4 - 1, window))
 
         any_hit = Signal()
