@@ -138,13 +138,14 @@ class ScriptedInitiator:
 
     async def transaction(self, cmd, addr, *, count=1, data=None, be=0x0, idsel=False,
                           req64=False, corrupt_addr_par=False, corrupt_data_par=False,
-                          irdy_waits=(), timeout=48):
+                          irdy_waits=(), devsel_timeout=5, timeout=48):
         """Run one transaction of up to ``count`` data phases (``data`` for writes).
 
         ``be`` is C/BE# (pin level, 0 = all bytes); for 64-bit, bits 7:4 go on C/BE#[7:4].
         ``irdy_waits``: phase numbers (0-based) before which the initiator inserts one
         wait state (IRDY# deasserted, FRAME# held). ``timeout``: clocks beyond ``count``
-        before giving up.
+        before giving up. ``devsel_timeout``: the clock by which DEVSEL# must be seen
+        (5 per the specification: subtractive decode) before a master abort.
         Returns a :class:`Result`.
         """
         cmd = Command(cmd)
@@ -209,7 +210,7 @@ class ScriptedInitiator:
                     res.termination = Termination.RETRY
                 else:
                     res.termination = Termination.DISCONNECT_NODATA
-            if not devsel_seen and clock >= 5:
+            if not devsel_seen and clock >= devsel_timeout:
                 res.termination = Termination.MASTER_ABORT
                 stop_seen = True
                 if last:

@@ -421,3 +421,21 @@ def test_fast_decode_option():
         assert [k for k, c in enumerate(w.clocks, start=1) if c["serr"]] == [3]
         assert (await host.config_read(1)) >> 16 & (1 << 15)
     simulate(PCIBoard(32, exerciser_size=EXERCISER_SIZE, fast_decode=True), bench)
+
+
+def test_initiator_giving_up_before_devsel_is_released():
+    async def bench(host, ctx):
+        await csr_write(host, "target.response", DevselSpeed.SUBTRACTIVE.value)
+        # An impatient initiator gives up after clock 4, before DEVSEL# (clock 5), and
+        # leaves the bus idle from clock 5. The target, which cannot know at clock 4,
+        # answers on clock 5, sees the idle bus and lets go at once.
+        w = await host.write(BAR2, [1], devsel_timeout=4)
+        assert w.termination == Termination.MASTER_ABORT and w.moved == 0
+        assert [k for k, c in enumerate(w.clocks, 1) if c["devsel"]] == [5]
+        for _ in range(3):
+            assert not any(ctx.get(host.pins.value[n]) for n in ("devsel", "trdy", "stop"))
+            await host.idle()
+        w = await host.write(BAR2, [2])
+        assert w.first("devsel") == 5 and w.moved == 1
+        assert (await host.read(BAR2, 1)).data == [2]
+    run(bench)
