@@ -98,6 +98,16 @@ class Profile:
     irq_ack_delay: tuple = field(default=IRQ_ACK_DELAY_DEFAULT)
     breaks_rules: tuple = ()
 
+    @property
+    def deterministic(self):
+        """True when every transaction's timing follows from the knobs alone (no draw from
+        the seeded generator): fixed latencies, and no random retry choice."""
+        fixed = (self.read_latency[0] == self.read_latency[1]
+                 and self.write_latency[0] == self.write_latency[1])
+        random_retry = (self.retry == RetryMode.RANDOM
+                        or (self.retry == RetryMode.FIRST and self.retry_probability < 256))
+        return fixed and not random_retry
+
     def but(self, **changes):
         """A copy with some knobs changed (``PROFILES["ideal"].but(ack64=False)``)."""
         return replace(self, **changes)

@@ -17,15 +17,16 @@ Everything is programmed through the control port (:class:`Reg`, :data:`FIELDS`)
 import math
 from dataclasses import dataclass
 
-from amaranth import Cat, Const, Module, Mux, Signal, C
-from amaranth.lib import enum as aenum, wiring, memory
-from amaranth.lib.wiring import In, Out
 import enum
+
+from amaranth import Cat, Module, Mux, Signal, C
+from amaranth.lib import wiring
+from amaranth.lib.wiring import Out
 
 from pcispy.gateware.pci.bus import PCIBusSignature, DevselSpeed, Command
 from pcispy.sim.control import ControlSignature
 from pcispy.sim.bfm.backdoor_ram import BackdoorRAM
-from pcispy.sim.bfm.profiles import DisconnectMode, RetryMode, Profile, PROFILES
+from pcispy.sim.bfm.profiles import DisconnectMode, RetryMode, PROFILES
 
 __all__ = ["Reg", "Field", "FIELDS", "Knob", "Event", "REFUSALS", "BehaviouralTarget",
            "TargetDriver", "profile_fields", "check_profile", "TargetConfigError"]
@@ -1005,13 +1006,20 @@ class TargetDriver:
         words = [int.from_bytes(raw[i:i + 4], "little") for i in range(0, len(raw), 4)]
         array = self._backdoor_array()
         if array is not None:
+            # Merge DWORDs per storage cell first and write each cell once: a backdoor
+            # write lands only at the end of the time step, so reading a cell back to merge
+            # its other half would see the old value and undo the first write.
             per = await self.bus_width() // 32
+            cells = {}
             for i, w in enumerate(words):
                 dw = first + i
-                cell = array[dw // per]
+                index = dw // per
+                if index not in cells:
+                    cells[index] = int(array[index].value) if per > 1 else 0
                 shift = 32 * (dw % per)
-                old = int(cell.value) if per > 1 else 0
-                cell.value = (old & ~(0xFFFF_FFFF << shift)) | (w << shift)
+                cells[index] = (cells[index] & ~(0xFFFF_FFFF << shift)) | (w << shift)
+            for index, value in cells.items():
+                array[index].value = value
         else:
             await self.ctl.write(Reg.BD_ADDR, first)
             for w in words:

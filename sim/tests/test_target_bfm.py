@@ -119,7 +119,6 @@ class Bench:
         n = len(data) if write else count
         waits = dict(irdy_waits or {})
         res = Result(clocks=[])
-        ctx = self.ctx
         self.init = {"frame": 1, "irdy": 0, "ad": addr, "cbe": cmd.value,
                      "idsel": int(idsel)}
         if self.wide:
@@ -557,6 +556,9 @@ def test_profiles_apply():
         expected |= {"target_initial_latency_bridge"} if worst > 32 else set()
         assert set(p.breaks_rules) == expected, p.name
         assert set(p.breaks_rules) <= set(RULES_BY_NAME), p.name
+    assert [n for n, p in PROFILES.items() if not p.deterministic] == ["pentiumpro200", "rtc"]
+    assert not PROFILES["ideal"].but(retry=RetryMode.RANDOM, retry_probability=10).deterministic
+    assert PROFILES["ideal"].but(retry=RetryMode.EVERY, retry_count=3).deterministic
     with pytest.raises(TargetConfigError, match="read latency min > max"):
         check_profile(PROFILES["ideal"].but(read_latency=(9, 3)))
 
