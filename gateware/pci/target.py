@@ -332,7 +332,6 @@ class PCITarget(wiring.Component):
         t_data64 = Signal()
         t_last = Signal(30)
         t_retry = Signal()
-        t_start = Signal(30)     # dword offset of the first phase
         devsel_wait = Signal(2)
         wait_cnt = Signal(9)
         phases = Signal(16)      # data phases completed
@@ -376,7 +375,7 @@ class PCITarget(wiring.Component):
             m.d.pci += [t_sel.eq(c_sel), t_read.eq(cmd_read), t_single.eq(c_single),
                         t_prefetch.eq(c_prefetch), t_exerciser.eq(c_exerciser),
                         t_xfer64.eq(c_xfer64), t_data64.eq(c_data64), t_retry.eq(c_retry),
-                        t_last.eq(c_last), t_start.eq(c_offset)]
+                        t_last.eq(c_last)]
 
         step = Mux(e_xfer64, 2, 1)
 

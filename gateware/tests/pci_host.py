@@ -12,7 +12,6 @@ transaction at a time, clock by clock, and returns what happened on the bus in e
 from dataclasses import dataclass, field
 
 from amaranth import Cat, Module, Signal
-from amaranth.lib import wiring
 
 from pcispy.gateware.pci.bus import (ACTIVE_LOW, OPEN_DRAIN, Command, Termination, bus_lines,
                                      parity)
