@@ -648,7 +648,9 @@ class BehaviouralTarget(wiring.Component):
         m.d.sync += shown_reg.eq(shown_off)
         cfg_rdata = Signal(32)
         bd_index = Signal(32)
-        reading = claimed & t["read"] & ~t["cfg"] | start & a_read
+        # From the address phase on (not only once claimed: slower DEVSEL# still needs the
+        # first word ready for clock 3).
+        reading = busy & t["read"] & ~t["cfg"] | start & a_read
         m.d.comb += ram.r_addr.eq(Mux(reading, shown_off >> word_shift,
                                       bd_index >> (word_shift - 2)))
         word = Signal(32)
