@@ -31,7 +31,9 @@ from pcispy.sim.bfm.backdoor_ram import BackdoorRAM
 from pcispy.sim.control import ControlSignature
 
 __all__ = [
-    "COMMAND", "RESULT", "INJECT", "CONFIG", "Reg", "Status", "BUFFER_PATH",
+    "COMMAND", "RESULT", "INJECT", "CONFIG", "Reg", "Status", "BUFFER_PATH", "ID_VALUE",
+    "STATUS_BUSY", "STATUS_RESULT", "STATUS_QUEUE_FULL", "STATUS_PUSH_REFUSED",
+    "STATUS_BUF_REFUSED", "STATUS_CONFIG_REFUSED",
     "pack", "unpack",
     "BehaviouralInitiator", "InitiatorDriver", "InitiatorResult", "InitiatorCommand",
 ]
@@ -100,6 +102,7 @@ CONFIG = data.StructLayout({
     "lat_timer":   8,   # Latency Timer: expired once more clocks than this passed since
                         # FRAME# (reset 255: never, as the clock count saturates there)
     "perr_enable": 1,   # (p) assert PERR# two clocks after a read data phase with bad parity
+    "cache_line":  8,   # Cache Line Size in DWORDs (0 or a power of two; others refused)
 })
 
 
@@ -129,6 +132,7 @@ STATUS_RESULT        = 1 << 1   # a result waits (same as ``event``)
 STATUS_QUEUE_FULL    = 1 << 2
 STATUS_PUSH_REFUSED  = 1 << 8   # sticky: PUSH while the queue was full
 STATUS_BUF_REFUSED   = 1 << 9   # sticky: BUF_DATA access while busy (reads return all ones)
+STATUS_CONFIG_REFUSED = 1 << 10  # sticky: CONFIG write with a cache line not a power of two
 
 #: Path from the initiator's instance to its buffer words, for cocotb backdoor access.
 BUFFER_PATH = ("buffer", "ram", "bd_storage")
@@ -247,6 +251,7 @@ class BehaviouralInitiator(wiring.Component):
         buf_ptr = Signal(21)
         push_refused = Signal()
         buf_refused = Signal()
+        config_refused = Signal()
         head = Signal(RESULT)
         m.d.comb += head.as_value().eq(results.r_data)
 
@@ -272,8 +277,15 @@ class BehaviouralInitiator(wiring.Component):
                         m.d.sync += push_refused.eq(0)
                     with m.If(ctl.w_data[9]):
                         m.d.sync += buf_refused.eq(0)
+                    with m.If(ctl.w_data[10]):
+                        m.d.sync += config_refused.eq(0)
                 with m.Case(Reg.CONFIG):
-                    m.d.sync += config.as_value().eq(ctl.w_data)
+                    new_config = CONFIG(ctl.w_data[:CONFIG.size])
+                    line = new_config.cache_line
+                    with m.If((line & (line - 1)) != 0):
+                        m.d.sync += config_refused.eq(1)
+                    with m.Else():
+                        m.d.sync += config.eq(new_config)
                 with m.Case(Reg.SEED):
                     m.d.sync += lfsr.eq(Mux(ctl.w_data == 0, 1, ctl.w_data))
                 with m.Case(Reg.RETRY_LIMIT):
@@ -309,7 +321,7 @@ class BehaviouralInitiator(wiring.Component):
                 m.d.comb += read_mux.eq(ID_VALUE)
             with m.Case(Reg.STATUS):
                 m.d.comb += read_mux.eq(Cat(engaged, results.r_rdy, ~queue.w_rdy, Const(0, 5),
-                                            push_refused, buf_refused))
+                                            push_refused, buf_refused, config_refused))
             with m.Case(Reg.CONFIG):
                 m.d.comb += read_mux.eq(config.as_value())
             with m.Case(Reg.SEED):
@@ -525,11 +537,19 @@ class BehaviouralInitiator(wiring.Component):
         with m.If(state != _State.IDLE):
             m.d.sync += res.clocks.eq(res.clocks + 1)
 
-        def start_phase(rem, phases):
+        line_mask = Mux(config.cache_line == 0, 0, config.cache_line - 1)
+        is_mwi = cur.code == Command.MEM_WRITE_INVALIDATE
+
+        def start_phase(rem, phases, at):
             # Decided as IRDY# is asserted: FRAME# may not change again until it completes.
+            # Memory Write and Invalidate only gives way to the Latency Timer at the end of
+            # a cache line (the phase starting at DWORD ``at`` ends one).
+            dw = Mux(is64 & ack64_now, 2, 1)
+            line_end = (((cur.addr >> 2) + at + dw) & line_mask) == 0
+            lt_end = lt_stop_now & (~is_mwi | line_end)
             m.d.sync += [irdy_on.eq(1), wait_seen.eq(0),
-                         frame_on.eq(~(ends_here(rem) | burst_hit(phases) | lt_stop_now)),
-                         lt_ended.eq(lt_stop_now & ~ends_here(rem) & ~burst_hit(phases))]
+                         frame_on.eq(~(ends_here(rem) | burst_hit(phases) | lt_end)),
+                         lt_ended.eq(lt_end & ~ends_here(rem) & ~burst_hit(phases))]
 
         def draw_wait(base):
             return base + (lfsr[:4] & cur.wait_rand)
@@ -616,7 +636,7 @@ class BehaviouralInitiator(wiring.Component):
                 goto(_State.DATA)
                 first_wait = Mux(inject.irdy_late, 9, draw_wait(cur.wait_first))
                 with m.If((first_wait == 0) & ~undecided(remaining, 0)):
-                    start_phase(remaining, 0)
+                    start_phase(remaining, 0, idx)
                 with m.Else():
                     m.d.sync += [irdy_on.eq(0), frame_on.eq(1), wait_cnt.eq(first_wait)]
 
@@ -685,7 +705,7 @@ class BehaviouralInitiator(wiring.Component):
                 with m.Elif(completes):
                     next_wait = draw_wait(cur.wait_next)
                     with m.If(next_wait == 0):
-                        start_phase(rem_n, phases_n)
+                        start_phase(rem_n, phases_n, idx_next)
                     with m.Else():
                         m.d.sync += [irdy_on.eq(0), wait_cnt.eq(next_wait)]
                 with m.Elif(irdy_on):
@@ -696,7 +716,7 @@ class BehaviouralInitiator(wiring.Component):
                     with m.If(wait_cnt > 1):
                         m.d.sync += wait_cnt.eq(wait_cnt - 1)
                     with m.Elif(~undecided(remaining, xfer_phases)):
-                        start_phase(remaining, xfer_phases)
+                        start_phase(remaining, xfer_phases, idx)
 
             with m.Case(_State.END):
                 m.d.sync += res.ack64.eq(ack64_seen)
@@ -868,8 +888,17 @@ class InitiatorDriver:
         self._results = {}
 
     # -- settings --------------------------------------------------------------------
-    async def configure(self, *, lat_timer=0xFF, perr_enable=False, retry_limit=None, seed=None):
-        await self.ctl.write(Reg.CONFIG, pack(CONFIG, lat_timer=lat_timer, perr_enable=perr_enable))
+    async def configure(self, *, lat_timer=0xFF, perr_enable=False, cache_line=0,
+                        retry_limit=None, seed=None):
+        """Latency Timer (clocks), PERR# on read parity errors, Cache Line Size (DWORDs,
+        used by Memory Write and Invalidate), retry limit, LFSR seed. Raises ValueError
+        when the initiator refuses the settings (they are then left as they were)."""
+        await self.ctl.write(Reg.CONFIG, pack(CONFIG, lat_timer=lat_timer, perr_enable=perr_enable,
+                                              cache_line=cache_line))
+        if (await self.ctl.read(Reg.STATUS)) & STATUS_CONFIG_REFUSED:
+            await self.ctl.write(Reg.STATUS, STATUS_CONFIG_REFUSED)
+            raise ValueError(f"the initiator refused cache line size {cache_line} "
+                             "(0 or a power of two)")
         if retry_limit is not None:
             await self.ctl.write(Reg.RETRY_LIMIT, retry_limit)
         if seed is not None:

@@ -9,7 +9,8 @@ import pytest
 
 from pcispy.gateware.pci.bus import Command, parity
 from pcispy.sim.bfm.firmware import COMMAND_ENABLES, enumerate_bus
-from pcispy.sim.bfm.initiator import Reg, Status, STATUS_BUF_REFUSED
+from pcispy.sim.bfm.initiator import (CONFIG, Reg, Status, STATUS_BUF_REFUSED,
+                                      STATUS_CONFIG_REFUSED, unpack)
 from pcispy.sim.bfm.irq_responder import InterruptResponderDriver, IrqReg
 from pcispy.sim.control import PysimControl
 from pcispy.sim.tests._initiator_bench import ConfigFunction, TargetScript, run_bench, waves
@@ -301,6 +302,42 @@ def test_latency_timer_ends_burst_when_gnt_removed():
     }
     assert target.transactions[1]["start"] - t0 == 10
     assert target.transactions[1]["addr"] == 0x110
+
+
+def test_latency_timer_lets_mwi_finish_its_cache_line():
+    async def gnt(ctx, h):
+        while not ctx.get(h.bus["frame"]):
+            await ctx.tick()
+        await ctx.tick()
+        ctx.set(h.gnt, 0)
+        await ctx.tick().repeat(12)
+        ctx.set(h.gnt, 1)
+
+    async def op(d):
+        await d.configure(lat_timer=3, cache_line=8)
+        return await d.mem_write(0x100, bytes(64), command=Command.MEM_WRITE_INVALIDATE)
+
+    r, target = _run_one(TargetScript(), op, gnt=gnt)
+    assert (r.status, r.lt_ends, r.transactions, r.phases) == (Status.OK, 1, 2, 16)
+    t0 = _start(target)
+    # Plain Memory Write would end with phase 4 (clock 5); MWI runs to DWORD 7.
+    assert waves(target.trace, t0, 11, ["frame", "irdy"]) == {
+        "frame": "11111111000",
+        "irdy":  "01111111100",
+    }
+    assert [x["addr"] for x in target.transactions] == [0x100, 0x120]
+
+
+def test_cache_line_size_not_a_power_of_two_is_refused():
+    async def op(d):
+        await d.configure(cache_line=8)
+        with pytest.raises(ValueError, match="cache line size 6"):
+            await d.configure(cache_line=6)
+        return await d.ctl.read(Reg.CONFIG), await d.status()
+
+    (config, status), _ = _run_one(TargetScript(), op)
+    assert unpack(CONFIG, config)["cache_line"] == 8
+    assert not status & STATUS_CONFIG_REFUSED
 
 
 def test_burst_limit_one_means_one_data_phase_per_transaction():
