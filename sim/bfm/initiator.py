@@ -74,7 +74,7 @@ RESULT = _fields(256, {
     "retries":      (16, 112),
     "disconnects":  (16, 128),  # with or without data
     "lt_ends":      (16, 144),  # transactions ended by the Latency Timer
-    "clocks":       (32, 160),  # from leaving the queue to completion
+    "clocks":       (32, 160),  # from taking the command to its last idle clock, inclusive
     "latency":      (16, 192),  # first transaction: clocks from address phase to TRDY#
     "last_data":    (32, 224),  # last DWORD read (all ones after an abort)
 })
@@ -209,7 +209,8 @@ class BehaviouralInitiator(wiring.Component):
     code is DUAL_ADDRESS (the initiator adds DAC itself), REQ64# is asked on a 32-bit bus,
     or the buffer range (for reads, or writes without ``imm``) runs past the buffer.
     A transaction asks for REQ64# only when the command asks for it, the address and the
-    buffer DWORD are 8-byte aligned and at least two DWORDs remain.
+    buffer DWORD are 8-byte aligned and at least two DWORDs remain. A Special Cycle is
+    claimed by nobody and so ends as a master abort (Status.MASTER_ABORT), as on a bus.
     """
 
     def __init__(self, width=32, buffer_addr_bits=14, verilog_ram=True):
