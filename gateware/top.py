@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The board core: pads, configuration space, target, BAR0 registers, exerciser windows.
+"""The board core: pads, configuration space, target, BAR0 registers, exerciser windows,
+DMA master, spy, protocol checker and interrupt unit.
 
 :class:`PCIBoard` is everything of the board that lives on the PCI clock. The caller
 supplies clock domain ``pci`` (the simulated system drives it; the hardware platform
@@ -10,19 +11,22 @@ are kept as ``board.ports`` so the simulated system can wire them).
 BARs (DESIGN.md, "BARs"):
 
 - BAR0, memory, 4 KiB: the register bank (:class:`~pcispy.gateware.csr.CSRBank`).
-- BAR1, memory, prefetchable: the trace window; its backend bus is the board port
-  ``trace`` (the spy's trace memory answers it). Present when ``trace_size`` is not 0.
+- BAR1, memory, prefetchable: the trace window, answered by the spy's trace memory.
+  Present when ``spy_addr_bits`` is not 0 (the spy is built only then).
 - BAR2, memory: the exerciser window, scratch RAM with the programmed response. On a
   64-bit board its upper half (offset bit ``log2(exerciser_size) - 1`` set) aliases the
   lower half's RAM but answers 32-bit only (no ACK64#).
 - BAR3, I/O, 256 bytes: the I/O exerciser window (its own small scratch RAM), same response.
 
-Several blocks may drive the bus (the target now; the DMA initiator and the interrupt
-unit later): every core's ``PCIBusSignature`` joins :func:`merge_bus_drivers`, which ORs
-the values of the owners. A core that does not own a line keeps its ``oe`` low.
+Several blocks drive the bus (the target, the DMA initiator, the interrupt unit's INTA#):
+every core's ``PCIBusSignature`` joins :func:`merge_bus_drivers`, which ORs the values of
+the owners. A core that does not own a line keeps its ``oe`` low.
+
+The spy and the protocol checker watch the same sample of the bus the cores see: the
+pads' input flip-flops.
 """
 
-from amaranth import Const, Module, Value
+from amaranth import Cat, ClockDomain, ClockSignal, Const, DomainRenamer, Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
@@ -31,9 +35,14 @@ from .exerciser.response import ExerciserResponse
 from .exerciser.scratch import ScratchRAM
 from .pci.bus import DevselSpeed, bus_lines
 from .pci.config import BarSpec, ConfigSpace
-from .pci.pads import PCIPads, simulation_ports
+from .exerciser.dma import DMAEngine
+from .irq.unit import InterruptUnit
+from .pci.bus import BusState
+from .pci.pads import LIVE_LINES, PCIPads, simulation_ports
+from .spy.checker import RULES, ProtocolChecker
+from .spy.spy import Spy, connect_spy_registers
 from .pci.target import BackendSignature, PCITarget, Window
-from .regs import BAR0_SIZE, REGISTER_MAP
+from .regs import BAR0_SIZE, IRQ_MARKERS, REGISTER_MAP
 
 __all__ = ["PCIBoard", "merge_bus_drivers", "IO_WINDOW_SIZE"]
 
@@ -75,10 +84,8 @@ class PCIBoard(wiring.Component):
     """The board on the PCI clock (domain ``pci``).
 
     Ports:
-        trace (Out, BackendSignature): BAR1 backend (only when ``trace_size`` != 0): read
-            requests for the trace memory, word-addressed, ``width`` bits (writes to BAR1
-            are dropped by the target; reads may take any latency: beyond the PCI
-            latency rules the target retries or disconnects).
+        trace (Out, BackendSignature): only with ``external_trace``: the BAR1 backend
+            (word-addressed reads of any latency; writes are dropped by the target).
         The PCI pins are not component ports: they are ``board.ports`` (io ports).
 
     Parameters:
@@ -86,7 +93,10 @@ class PCIBoard(wiring.Component):
         ports: ``{line: io port}`` for every line of ``bus_lines(width)``, or None for
             :func:`simulation_ports`.
         exerciser_size: bytes of BAR2 (power of two, >= 16).
-        trace_size: bytes of BAR1, 0 for no BAR1.
+        spy_addr_bits: log2 of the spy's trace memory in 16-byte slots (BAR1 is
+            ``16 << spy_addr_bits`` bytes); 0 builds the board without spy and BAR1.
+        external_trace: answer BAR1 from the ``trace`` port instead of the spy (no spy is
+            built): unit tests use it to put a deliberately slow backend behind BAR1.
         clock_mhz: nominal PCI clock (reported in ``id.config`` and ``66 MHz capable``).
         scratch_verilog: build the scratch RAM from the hand-written Verilog
             (:data:`pcispy.gateware.exerciser.scratch.VERILOG_SOURCE`, for Verilator and
@@ -95,8 +105,9 @@ class PCIBoard(wiring.Component):
             pads offer AD, C/BE#, IDSEL unregistered: check timing before using it).
         config: extra keyword arguments of :class:`ConfigSpace` (IDs, class code ...).
     """
-    def __init__(self, width=32, ports=None, *, exerciser_size=16 * 1024, trace_size=0,
-                 clock_mhz=33, scratch_verilog=False, fast_decode=False, config=None):
+    def __init__(self, width=32, ports=None, *, exerciser_size=16 * 1024, spy_addr_bits=12,
+                 external_trace=False, clock_mhz=33, scratch_verilog=False,
+                 fast_decode=False, config=None):
         if width not in (32, 64):
             raise ValueError(f"PCI bus width must be 32 or 64, not {width!r}")
         self.width = width
@@ -106,7 +117,10 @@ class PCIBoard(wiring.Component):
         self.fast_decode = fast_decode
         self.config_args = dict(config or {})
         exerciser_bar = BarSpec("exerciser", "mem", exerciser_size)
-        trace_bar = BarSpec("trace", "mem", trace_size, prefetchable=True) if trace_size else None
+        self.spy_addr_bits = spy_addr_bits
+        # BAR1 is the spy's trace memory: 2**spy_addr_bits slots of 16 bytes.
+        trace_bar = (BarSpec("trace", "mem", 16 << spy_addr_bits, prefetchable=True)
+                     if spy_addr_bits else None)
         self.windows = (
             Window(BarSpec("registers", "mem", BAR0_SIZE)),
             Window(trace_bar, data_width=width, prefetch=True, read_only=True)
@@ -115,8 +129,9 @@ class PCIBoard(wiring.Component):
                    ack64_bit=exerciser_bar.size_bits - 1 if width == 64 else None),
             Window(BarSpec("io", "io", IO_WINDOW_SIZE), exerciser=True),
         )
+        self.external_trace = external_trace
         members = {}
-        if trace_bar:
+        if external_trace and trace_bar:
             members["trace"] = Out(BackendSignature(self.windows[1].addr_bits, width))
         super().__init__(members)
 
@@ -137,14 +152,21 @@ class PCIBoard(wiring.Component):
         if fast:
             wiring.connect(m, pads.decode, target.decode)
 
-        # The bus: every core that drives it joins here (DMA initiator: helper E; the
-        # interrupt unit drives INTA# through its own bus port or `inta` below).
-        merge_bus_drivers(m, pads.bus, [target])
-        wiring.connect(m, pads.live, target.live)
+        m.submodules.dma = dma = DMAEngine(self.width)
+        m.submodules.irq = irq = DomainRenamer("pci")(InterruptUnit())
+
+        # The bus: the target and the DMA master drive it; the interrupt unit pulls INTA#.
+        merge_bus_drivers(m, pads.bus, [target, dma], lines=[("inta", irq.inta, irq.inta)])
+        for name in LIVE_LINES:
+            m.d.comb += getattr(target.live, name).eq(getattr(pads.live, name))
+            m.d.comb += getattr(dma.now, name).eq(getattr(pads.live, name))
+        m.d.comb += dma.now.ack64.eq(pads.live.ack64 if self.width == 64 else 0)
         m.d.comb += [target.par_error.eq(pads.par_error), pads.corrupt_par.eq(target.corrupt_par)]
+        m.d.comb += dma.par_error.eq(pads.par_error)
         if self.width == 64:
             m.d.comb += [target.par64_error.eq(pads.par64_error),
-                         pads.corrupt_par64.eq(target.corrupt_par64)]
+                         pads.corrupt_par64.eq(target.corrupt_par64),
+                         dma.par64_error.eq(pads.par64_error)]
 
         # Configuration space <-> target.
         wiring.connect(m, target.config, config.access)
@@ -155,17 +177,29 @@ class PCIBoard(wiring.Component):
             target.memory_enable.eq(config.memory_enable),
             target.parity_response.eq(config.parity_response),
             target.serr_enable.eq(config.serr_enable),
-            config.set_detected_parity.eq(target.detected_parity),
+            config.set_detected_parity.eq(target.detected_parity | dma.status.detected_parity),
             config.set_signaled_serr.eq(target.signaled_serr),
             config.set_signaled_target_abort.eq(target.signaled_target_abort),
         ]
-        # Received master/target abort and master data parity: the DMA initiator (E)
-        # drives config.set_received_*/set_master_parity. Interrupt status: the irq unit (H).
+
+        # Configuration space <-> DMA master and interrupt unit.
+        wiring.connect(m, bank.dma, dma.regs)
+        m.d.comb += [
+            dma.bus_master.eq(config.master_enable),
+            dma.mwi_enable.eq(config.command[4]),
+            dma.parity_response.eq(config.parity_response),
+            dma.latency_timer.eq(config.latency_timer),
+            dma.cache_line.eq(config.cache_line_size),
+            config.set_received_master_abort.eq(dma.status.received_master_abort),
+            config.set_received_target_abort.eq(dma.status.received_target_abort),
+            config.set_master_parity.eq(dma.status.master_data_parity),
+            irq.interrupt_disable.eq(config.int_disable),
+            config.interrupt_status.eq(irq.interrupt_status),
+        ]
+        self._connect_irq_registers(m, bank.irq, irq)
 
         # BAR backends.
         wiring.connect(m, target.bar0, bank.access)
-        if self.windows[1] is not None:
-            wiring.connect(m, target.bar1, wiring.flipped(self.trace))
         exerciser = self.windows[2]
         # On a 64-bit board the top offset bit of BAR2 only selects 32-bit answers: both
         # halves reach the same RAM.
@@ -188,12 +222,81 @@ class PCIBoard(wiring.Component):
             response.parity_error.eq(target.detected_parity),
         ]
 
+        # What the board sees of the bus, one sample per clock (the pads' input flip-flops).
+        sample = Signal(BusState(self.width))
+        for name in bus_lines(self.width):
+            m.d.comb += getattr(sample, name).eq(getattr(pads.bus, name).i)
+
+        # The protocol checker watches the bus, RST# included: it runs on the bus clock
+        # without the bus reset (it has a rule about what may happen during RST#).
+        m.domains.pci_monitor = monitor = ClockDomain("pci_monitor", reset_less=True)
+        m.d.comb += monitor.clk.eq(ClockSignal("pci"))
+        m.submodules.checker = checker = DomainRenamer("pci_monitor")(
+            ProtocolChecker(self.width))
+        m.d.comb += checker.bus.eq(sample)
+        self._connect_check_registers(m, bank.check, checker)
+
+        # The spy: capture, summaries, filters, counters; its trace memory answers BAR1.
+        if self.external_trace and self.windows[1] is not None:
+            wiring.connect(m, target.bar1, wiring.flipped(self.trace))
+        elif self.windows[1] is not None:
+            m.submodules.spy = spy = DomainRenamer("pci")(
+                Spy(self.width, rules=len(RULES), addr_bits=self.spy_addr_bits))
+            m.d.comb += [spy.bus.eq(sample), spy.timestamp.eq(irq.timestamp),
+                         spy.violation.eq(checker.violation)]
+            connect_spy_registers(m, bank.spy, spy)
+            wiring.connect(m, target.bar1, spy.trace)
+
         # Identity.
         m.d.comb += [
             bank.id.config.bus_width.eq(self.width == 64),
             bank.id.config.clock_mhz.eq(self.clock_mhz),
         ]
-        # Blocks still to wire (each reports its ports): DMA engine (bank.dma, a bus
-        # port into merge_bus_drivers), spy (bank.spy, BAR1 `trace`), interrupt unit
-        # (bank.irq, INTA#), protocol checker (bank.check, watching pads.bus inputs).
         return m
+
+    @staticmethod
+    def _connect_irq_registers(m, regs, irq):
+        """The ``irq`` register block <-> :class:`InterruptUnit` (ports named alike)."""
+        m.d.comb += [
+            irq.mode.eq(regs.ctrl.mode), irq.delay.eq(regs.delay.delay),
+            irq.period.eq(regs.period.period), irq.min_gap.eq(regs.min_gap.min_gap),
+            irq.max_gap.eq(regs.max_gap.max_gap), irq.seed.eq(regs.seed.seed),
+            irq.arm.eq(regs.command.arm), irq.stop.eq(regs.command.stop),
+            irq.clear.eq(regs.command.clear), irq.ack.eq(regs.ack.ack),
+            irq.hist_index.eq(regs.hist_index.index),
+            regs.hist_count.hist_count.eq(irq.hist_count),
+            regs.marker_id.id.eq(irq.marker_id.id), regs.marker_id.valid.eq(irq.marker_id.valid),
+        ]
+        for field in REGISTER_MAP["irq.status"][1].fields:
+            m.d.comb += getattr(regs.status, field.name).eq(getattr(irq.status, field.name))
+        for name in ("now", "raise_ts", "ack_ts", "marker_ts"):
+            lo, hi = getattr(regs, f"{name}_lo"), getattr(regs, f"{name}_hi")
+            m.d.comb += [
+                getattr(lo, f"{name}_lo").eq(getattr(irq, f"{name}_lo")),
+                getattr(hi, f"{name}_hi").eq(getattr(irq, f"{name}_hi")),
+                getattr(irq, f"{name}_lo_read").eq(lo.r_stb),
+            ]
+        for name in ("raised", "acked", "missed", "overruns"):
+            m.d.comb += getattr(getattr(regs, name), name).eq(getattr(irq, name))
+        # A write to marker register k pushes checkpoint k (its address is the marker id).
+        for k in range(IRQ_MARKERS):
+            with m.If(getattr(regs, f"marker_{k}").w_stb):
+                m.d.comb += [irq.marker_write.eq(1), irq.marker_write_id.eq(k)]
+
+    @staticmethod
+    def _connect_check_registers(m, regs, checker):
+        """The ``check`` register block <-> :class:`ProtocolChecker`."""
+        rules = len(checker.rule_enable)
+        m.d.comb += [
+            checker.clear.eq(regs.control.clear),
+            checker.rule_enable.eq(Cat(regs.enable_lo.enable, regs.enable_hi.enable)[:rules]),
+            regs.flags_lo.flags.eq(checker.flags[:32]),
+            regs.flags_hi.flags.eq(checker.flags[32:]),
+            regs.status.any.eq(checker.any),
+            regs.status.index_error.eq(checker.count_index_error),
+            regs.status.first_rule.eq(checker.first_rule),
+            regs.first_cycle.first_cycle.eq(checker.first_cycle),
+            regs.cycle.cycle.eq(checker.cycle),
+            checker.count_index.eq(regs.count_index.index),
+            regs.count.count.eq(checker.count),
+        ]

@@ -83,6 +83,7 @@ class SystemConfig:
     checker: bool = True
     host_memory_addr_bits: int = 20     # words of host memory (2**20 x 4 bytes = 4 MiB)
     test_memory_addr_bits: int = 12
+    exerciser_size: int = 64 * 1024     # bytes of the board's BAR2
 
     @property
     def name(self):
@@ -154,7 +155,11 @@ class PCISystem(wiring.Component):
                 drivers.append((component.bus, master, slot))
         if cfg.board:
             from pcispy.gateware.top import PCIBoard
-            board = PCIBoard(width=cfg.width)
+            # The exerciser window is backed by the hand-written scratch RAM (a large
+            # Amaranth memory would be emitted a line per word); its storage is the
+            # backdoor `board.scratch.ram.bd_storage`.
+            board = PCIBoard(width=cfg.width, exerciser_size=cfg.exerciser_size,
+                             scratch_verilog=True)
             m.submodules.board = board
             drivers.append((_PinAdaptor(m, board.ports, cfg.width), MASTERS["board"],
                             BOARD_SLOT))
@@ -330,5 +335,7 @@ def build_system(config=SystemConfig()):
     from pcispy.sim.verilate import build_model
     system = PCISystem(config)
     text = verilog.convert(system, name="pcisystem", emit_src=False)
+    from pcispy.gateware.exerciser import scratch
     return build_model(text, "pcisystem", public=[("*", "bd_*")],
-                       sources=[backdoor_ram.VERILOG_SOURCE], name=config.name)
+                       sources=[backdoor_ram.VERILOG_SOURCE, scratch.VERILOG_SOURCE],
+                       name=config.name)

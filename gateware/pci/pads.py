@@ -35,11 +35,17 @@ from amaranth.lib.wiring import In, Out
 
 from .bus import ACTIVE_LOW, OPEN_DRAIN, SUSTAINED_TRISTATE, PCIBusSignature, bus_lines
 
-__all__ = ["LIVE_LINES", "INPUT_ONLY_LINES", "DECODE_LINES", "decode_signature",
+__all__ = ["LIVE_LINES", "live_lines", "INPUT_ONLY_LINES", "DECODE_LINES", "decode_signature",
            "simulation_ports", "PCIPads"]
 
 #: Handshake lines offered unregistered (``pads.live.NAME``) for the same-clock paths.
 LIVE_LINES = ("frame", "irdy", "trdy", "stop", "devsel", "gnt")
+
+
+def live_lines(width):
+    """The live lines of a ``width``-bit board: a 64-bit master must also know within the
+    clock whether ACK64# answered, to move 32 or 64 bits in that data phase."""
+    return LIVE_LINES + (("ack64",) if width == 64 else ())
 
 #: Lines the board only ever samples.
 INPUT_ONLY_LINES = frozenset({"rst", "gnt", "idsel"})
@@ -107,7 +113,7 @@ class PCIPads(wiring.Component):
         self.fast_decode = fast_decode
         members = {
             "bus": In(PCIBusSignature(width)),
-            "live": Out(wiring.Signature({name: Out(1) for name in LIVE_LINES})),
+            "live": Out(wiring.Signature({name: Out(1) for name in live_lines(width)})),
             "par_error": Out(1),
             "corrupt_par": In(1),
         }
@@ -148,7 +154,7 @@ class PCIPads(wiring.Component):
             # Input-only lines on a bidirectional port (simulation) get an I/O buffer that
             # is never enabled, so the port's output enable is a defined 0.
             direction = "io" if port.direction == io.Direction.Bidir else "i"
-            unregistered = name in LIVE_LINES or name in _PARITY_LIVE_LINES or (
+            unregistered = name in live_lines(self.width) or name in _PARITY_LIVE_LINES or (
                 self.fast_decode and name in DECODE_LINES)
             if unregistered:
                 buf = io.Buffer(direction, port)
@@ -182,7 +188,7 @@ class PCIPads(wiring.Component):
                 ad_driven[name] = driven
                 ad_parity[name] = par
 
-        for name in LIVE_LINES:
+        for name in live_lines(self.width):
             m.d.comb += getattr(self.live, name).eq(live_values[name])
         if self.fast_decode:
             for name in self.decode.signature.members:

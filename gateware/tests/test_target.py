@@ -343,7 +343,7 @@ def slow_trace_backend(board, latency):
 
 @pytest.mark.parametrize("latency,first_data", [(1, 4), (4, 7)])
 def test_slow_plain_backend_within_latency_rules(latency, first_data):
-    board = PCIBoard(32, exerciser_size=EXERCISER_SIZE, trace_size=4096)
+    board = PCIBoard(32, exerciser_size=EXERCISER_SIZE, spy_addr_bits=8, external_trace=True)
     BAR1 = BAR_ADDRESSES[1]
 
     async def bench(host, pins, ctx):
@@ -356,7 +356,7 @@ def test_slow_plain_backend_within_latency_rules(latency, first_data):
 
 
 def test_too_slow_backend_is_retried_by_clock_16():
-    board = PCIBoard(32, exerciser_size=EXERCISER_SIZE, trace_size=4096)
+    board = PCIBoard(32, exerciser_size=EXERCISER_SIZE, spy_addr_bits=8, external_trace=True)
     BAR1 = BAR_ADDRESSES[1]
 
     async def bench(host, pins, ctx):

@@ -17,14 +17,12 @@ def board_ports(board):
     ports = []
     for port in board.ports.values():
         ports += [port.i, port.o, port.oe]
-    if "trace" in board.signature.members:
-        ports += [getattr(board.trace, n) for n in board.trace.signature.members]
     return ports
 
 
 @pytest.mark.parametrize("width", [32, 64])
 def test_board_converts_with_pin_ports(width):
-    board = PCIBoard(width, trace_size=64 * 1024, scratch_verilog=True)
+    board = PCIBoard(width, scratch_verilog=True)
     text = verilog.convert(board, ports=board_ports(board), name="pcispy_board")
     header = text[text.index("module pcispy_board("):]
     header = header[:header.index(");")]
@@ -38,10 +36,10 @@ def test_board_converts_with_pin_ports(width):
 
 
 @pytest.mark.filterwarnings("ignore:.*created but never used")
-def test_board_without_trace_window_has_no_bar1_port():
-    board = PCIBoard(32)
-    assert "trace" not in board.signature.members
+def test_board_without_spy_has_no_bar1():
+    board = PCIBoard(32, spy_addr_bits=0)
     assert board.bars[1] is None
+    assert PCIBoard(32, spy_addr_bits=10).bars[1].size == 16 << 10
     del board
     gc.collect()                # report the unelaborated board within this test
 
