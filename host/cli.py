@@ -196,7 +196,22 @@ class DecodeCommand(Command):
         return None
 
 
-COMMANDS = [InfoCommand(), RegsCommand(), ConfigCommand(), CheckCommand(), DecodeCommand()]
+#: Commands defined in other modules, as "module:Class" (each a :class:`Command` subclass);
+#: a feature module keeps its command beside its feature code. One line per command.
+_COMMAND_PATHS = [
+]
+
+
+def _load_commands():
+    import importlib
+    commands = [InfoCommand(), RegsCommand(), ConfigCommand(), CheckCommand(), DecodeCommand()]
+    for path in _COMMAND_PATHS:
+        module, _, name = path.partition(":")
+        commands.append(getattr(importlib.import_module(module), name)())
+    return commands
+
+
+COMMANDS = _load_commands()
 
 
 def build_parser():
@@ -207,9 +222,9 @@ def build_parser():
         epilog="Examples:\n  pcispy check --list-rules\n  pcispy --json regs --map",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     transport = parser.add_mutually_exclusive_group()
-    transport.add_argument("--sim", nargs="?", const="ideal", metavar="PROFILE",
-                           help="use the simulated PCI system with this host-bridge "
-                                "profile or scenario (default: ideal)")
+    transport.add_argument("--sim", metavar="PROFILE",
+                           help="use the simulated PCI system; --sim=PROFILE picks the "
+                                "host-bridge profile or scenario (plain --sim: ideal)")
     transport.add_argument("--sysfs", metavar="BDF",
                            help="a board in a PCI slot of this Linux machine, e.g. 0000:03:00.0")
     transport.add_argument("--uart", metavar="DEV",
@@ -235,6 +250,10 @@ def main(argv=None, out=None):
     """Run the CLI; return the exit status."""
     out = out or sys.stdout
     parser = build_parser()
+    # A bare --sim means the ideal profile; its value is only ever given as --sim=PROFILE,
+    # so `--sim info` is the ideal profile and the info command.
+    argv = ["--sim=ideal" if arg == "--sim" else arg
+            for arg in (sys.argv[1:] if argv is None else argv)]
     args = parser.parse_args(argv)       # exits 2 with a usage line on bad arguments
     try:
         result = args.handler.run(args, out)
