@@ -146,7 +146,7 @@ class SimSystem:
         await self.host_memory.apply_profile(profile, seed=self.seed)
 
     async def enumerate(self):
-        """Enumerate the bus like firmware; return the per-slot description."""
+        """Enumerate the bus like firmware; return the :class:`Function` of every slot."""
         from pcispy.sim.bfm.firmware import enumerate_bus
         from pcispy.sim.system import BOARD_SLOT, TEST_DEVICE_SLOT
         slots = [BOARD_SLOT] if self.config.board else []
@@ -160,12 +160,11 @@ class SimSystem:
         from pcispy.host.errors import TransportError
         from pcispy.sim.system import BOARD_SLOT
         devices = await self.enumerate()
-        board = devices.get(BOARD_SLOT)
-        if not board:
+        board = next((function for function in devices if function.slot == BOARD_SLOT), None)
+        if board is None:
             raise TransportError("no device answers in the board's slot")
-        return {bar["index"]: {"kind": bar["kind"], "address": bar["address"],
-                               "size": bar["size"]}
-                for bar in board["bars"]}
+        return {bar.index: {"kind": bar.kind, "address": bar.address, "size": bar.size}
+                for bar in board.bars}
 
     async def wait_interrupt(self, timeout_s):
         """Wait until INTA# is asserted on the bus (``timeout_s`` of simulated time);
@@ -224,11 +223,13 @@ class SimSystem:
         await ctl.write(SystemReg.CHECK_ENABLE_LO, mask & 0xFFFF_FFFF)
         await ctl.write(SystemReg.CHECK_ENABLE_HI, mask >> 32)
 
-    async def assert_clean(self):
-        """Fail unless no checker rule fired and no line saw two drivers."""
+    async def assert_clean(self, expected=()):
+        """Fail unless no line saw two drivers and the checker rules that fired are exactly
+        ``expected`` (rule names: a profile's ``breaks_rules``, broken on purpose)."""
         report = await self.checker_report()
-        assert not report["violations"] and not report["contention"], \
-            f"bus not clean: {report}"
+        assert not report["contention"], f"two drivers on a line: {report}"
+        assert set(report["violations"]) == set(expected), \
+            f"checker rules fired {sorted(report['violations'])}, expected {sorted(expected)}: {report}"
 
 
 def bench_env(config=None, *, profile="ideal", seed=1, **extra):

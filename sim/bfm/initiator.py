@@ -258,6 +258,7 @@ class BehaviouralInitiator(wiring.Component):
 
         state = Signal(_State)
         busy = state != _State.IDLE
+        req_in_end = Signal()
         # Queued or running: the register path to the buffer is closed.
         engaged = busy | (queue.level != 0)
         m.d.comb += ctl.event.eq(results.r_rdy)
@@ -442,7 +443,7 @@ class BehaviouralInitiator(wiring.Component):
             bus.irdy.o.eq(data_cycle | (state == _State.JUNK)),
             bus.irdy.oe.eq(owning | _is(state, _State.JUNK, _State.JUNK_END)),
             bus.req.o.eq(_is(state, _State.ARB, _State.JUNK, _State.JUNK_END,
-                                        _State.ADDR, _State.ADDR2, _State.DATA)),
+                                        _State.ADDR, _State.ADDR2, _State.DATA) | req_in_end),
             bus.req.oe.eq(1),
         ]
         addr_cmd = Mux((state == _State.ADDR) & is_dac, Command.DUAL_ADDRESS.value, cur.code)
@@ -571,6 +572,10 @@ class BehaviouralInitiator(wiring.Component):
         stop_valid = Signal()
         term_now = Signal(Termination)
         xfer_term = Signal(Termination)
+        # REQ# stays asserted through the idle clock when more transactions follow (a
+        # retried master releases it: it backs off through BACKOFF).
+        m.d.comb += req_in_end.eq((state == _State.END) & (remaining != 0) &
+                                  (xfer_term != Termination.RETRY) & (cur.idle == 0))
         m_abort = Signal()
         m.d.comb += [
             completes.eq(in_data & irdy_on & trdy),
@@ -613,7 +618,8 @@ class BehaviouralInitiator(wiring.Component):
                 with m.Else():
                     goto(_State.ARB)
 
-            with m.Case(_State.ARB):
+            def start_if_granted(otherwise=None):
+                """With GNT# on an idle bus, the address phase is the next clock."""
                 with m.If((bus.gnt.i | inject.no_gnt) & bus_idle):
                     with m.If(inject.irdy_idle & ~oneshot_irdy_idle):
                         m.d.sync += oneshot_irdy_idle.eq(1)
@@ -627,6 +633,12 @@ class BehaviouralInitiator(wiring.Component):
                             res.transactions.eq(res.transactions + 1),
                         ]
                         goto(_State.ADDR)
+                if otherwise is not None:
+                    with m.Else():
+                        goto(otherwise)
+
+            with m.Case(_State.ARB):
+                start_if_granted()
 
             with m.Case(_State.JUNK):
                 goto(_State.JUNK_END)
@@ -725,7 +737,9 @@ class BehaviouralInitiator(wiring.Component):
 
                 def again():
                     with m.If(pause == 0):
-                        goto(_State.ARB)
+                        # END is the idle clock after the last data phase: still granted,
+                        # the next transaction's address phase follows at once.
+                        start_if_granted(otherwise=_State.ARB)
                     with m.Else():
                         m.d.sync += backoff.eq(pause - 1)
                         goto(_State.BACKOFF)
