@@ -23,8 +23,11 @@ $(STAMP): requirements.txt pyproject.toml
 	$(VPY) -m pip install -q --no-deps -e .
 	touch $@
 
+# Two workers: the machine CI runs on has two cores.
+JOBS ?= 2
+
 test: venv
-	$(VPY) -m pytest $(ARGS)
+	$(VPY) -m pytest -n $(JOBS) $(ARGS)
 
 demo: venv
 	$(VPY) -m pcispy.host.demo $(ARGS)
