@@ -199,6 +199,7 @@ class DecodeCommand(Command):
 #: Commands defined in other modules, as "module:Class" (each a :class:`Command` subclass);
 #: a feature module keeps its command beside its feature code. One line per command.
 _COMMAND_PATHS = [
+    "pcispy.host.features.dma:DmaCommand",
 ]
 
 
@@ -211,7 +212,13 @@ def _load_commands():
     return commands
 
 
-COMMANDS = _load_commands()
+def __getattr__(name):
+    # The commands load on first use, not at import: a feature module imports this one
+    # (for Command) and may itself be imported first (inside the simulator).
+    if name == "COMMANDS":
+        globals()["COMMANDS"] = commands = _load_commands()
+        return commands
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def build_parser():
@@ -237,7 +244,7 @@ def build_parser():
                         help="print one JSON object on stdout instead of tables")
     parser.add_argument("--verbose", "-v", action="store_true", help="show details")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command in COMMANDS:
+    for command in __getattr__("COMMANDS") if "COMMANDS" not in globals() else COMMANDS:
         epilog = "Examples:\n" + "\n".join(f"  {e}" for e in command.examples)
         p = sub.add_parser(command.name, help=command.help, description=command.help,
                            epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -11,23 +11,30 @@ from pcispy.gateware.pci.bus import Command
 from pcispy.host.errors import TransportError
 from pcispy.host.transports.base import DmaBuffer, Transport
 
-__all__ = ["SimTransport", "SimDmaBuffer"]
+__all__ = ["SimTransport", "SimDmaBuffer", "IO_DMA_BASE"]
+
+#: I/O address where the simulated host memory answers the board's I/O DMA (clear of the
+#: I/O BARs firmware assigns from 0x1000 and of the legacy devices below 0x400).
+IO_DMA_BASE = 0x0100_0000
 
 
 class SimDmaBuffer(DmaBuffer):
     """A slice of the simulated host memory, reached through its backdoor."""
 
-    def __init__(self, host_memory, bus_address, size):
+    def __init__(self, host_memory, bus_address, size, *, storage=None):
         super().__init__(bus_address, size)
         self.host_memory = host_memory
+        #: Byte address of the buffer in the host memory's RAM (the bus address, except
+        #: for I/O buffers).
+        self.storage = bus_address if storage is None else storage
 
     async def read(self, offset, length):
         self._check(offset, length)
-        return await self.host_memory.backdoor_read(self.bus_address + offset, length)
+        return await self.host_memory.backdoor_read(self.storage + offset, length)
 
     async def write(self, offset, data):
         self._check(offset, len(data))
-        await self.host_memory.backdoor_write(self.bus_address + offset, data)
+        await self.host_memory.backdoor_write(self.storage + offset, data)
 
     def _check(self, offset, length):
         if offset < 0 or offset + length > self.size:
@@ -90,6 +97,11 @@ class SimTransport(Transport):
                              f"configuration read at {offset:#x}")
         return result.value
 
+    async def config_write(self, offset, value):
+        from pcispy.sim.system import BOARD_SLOT
+        self._check(await self.system.host.config_write(BOARD_SLOT, offset, value),
+                    f"configuration write at {offset:#x}")
+
     async def read_block(self, bar, offset, count):
         kind, address = self._address(bar, offset, 4 * count)
         if kind == "io":
@@ -111,6 +123,20 @@ class SimTransport(Transport):
                                  f"DMA buffer ({end - start} bytes in all)")
         self._next_dma = address + size
         return SimDmaBuffer(self.system.host_memory, address, size)
+
+    async def sleep(self, seconds):
+        from pcispy.sim.system import Agent
+        await self.system.ctl[Agent.SYSTEM].clocks(max(1, round(seconds * self.system.clock_mhz * 1e6)))
+
+    async def io_dma_buffer(self, size):
+        # The host memory also answers I/O commands in one window, mapped onto a buffer
+        # of its RAM; a new I/O buffer moves the window (one at a time).
+        buffer = await self.dma_buffer(size)
+        window = 1 << max(2, (size - 1).bit_length())
+        await self.system.host_memory.set_windows(io=(IO_DMA_BASE, window),
+                                                  io_ram_offset=buffer.bus_address)
+        return SimDmaBuffer(self.system.host_memory, IO_DMA_BASE, size,
+                            storage=buffer.bus_address)
 
     def describe(self):
         return {"transport": "sim", "profile": self.system.profile_name,

@@ -49,6 +49,11 @@ class Transport(ABC):
     async def config_read(self, offset):
         """Read the 32-bit word at byte ``offset`` (0..252) of the board's config space."""
 
+    @abstractmethod
+    async def config_write(self, offset, value):
+        """Write the 32-bit word ``value`` at byte ``offset`` (0..252) of the board's config
+        space (e.g. Command bits, Cache Line Size, Latency Timer)."""
+
     async def read_block(self, bar, offset, count):
         """Read ``count`` consecutive 32-bit words; transports override this with bursts."""
         return [await self.read32(bar, offset + 4 * i) for i in range(count)]
@@ -60,6 +65,19 @@ class Transport(ABC):
     @abstractmethod
     async def dma_buffer(self, size):
         """A :class:`DmaBuffer` of at least ``size`` bytes the board may DMA into."""
+
+    async def sleep(self, seconds):
+        """Let ``seconds`` pass on the board's side (simulated time in simulation), e.g.
+        while a DMA runs, instead of polling the bus with register reads."""
+        import asyncio
+        await asyncio.sleep(seconds)
+
+    async def io_dma_buffer(self, size):
+        """A :class:`DmaBuffer` the board reaches with I/O commands (``bus_address`` is an
+        I/O address). Only the simulated host answers I/O as a target; others refuse."""
+        from pcispy.host.errors import TransportError
+        raise TransportError(f"the {self.kind} transport has no host I/O space the board "
+                             "can master into (I/O DMA works in simulation only)")
 
     def describe(self):
         """A dict describing the transport (for ``pcispy info`` and reports)."""
