@@ -85,11 +85,12 @@ class Arbiter(wiring.Component):
                 m.d.comb += [next_master.eq(candidate), someone_else.eq(1)]
 
         def move_to(master):
-            # On an idle bus one GNT# may not be asserted in the clock another is
-            # deasserted (PCI 3.0 3.4.1): leave one clock with no grant.
-            m.d.sync += [owner.eq(master), started.eq(0), withheld.eq(0), gap.eq(bus_idle),
+            m.d.sync += [owner.eq(master), started.eq(0), withheld.eq(0), gap.eq(1),
                          grants.eq(grants + 1)]
 
+        # On an idle bus one GNT# may not be asserted in the clock another is deasserted
+        # (PCI 3.0 3.4.1): in the clock a new grant would show, if the bus is idle then,
+        # show no grant at all; the new owner's GNT# follows a clock later.
         m.d.sync += gap.eq(0)
 
         owner_requests = self.req.bit_select(owner, 1)
@@ -104,7 +105,7 @@ class Arbiter(wiring.Component):
             m.d.sync += withheld.eq(0)
 
         owner_gnt = Signal(n)
-        m.d.comb += owner_gnt.eq(Mux(withheld | gap, 0, 1 << owner))
+        m.d.comb += owner_gnt.eq(Mux(withheld | (gap & bus_idle), 0, 1 << owner))
         second = Signal(range(n))
         m.d.comb += second.eq(Mux(owner + 1 >= n, 0, owner + 1))
         m.d.comb += self.gnt.eq(owner_gnt | Mux(double_grant, 1 << second, 0))

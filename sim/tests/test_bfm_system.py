@@ -35,3 +35,14 @@ def test_test_device_masters_host_memory_32(profile):
 @pytest.mark.parametrize("profile", ["ideal", "alphaserver4100"])
 def test_test_device_masters_host_memory_64(profile):
     run_bench(BENCH, "test_device_masters_host_memory", _config(64), profile=profile)
+
+
+#: The fixed seeds CI runs; more with PCISPY_SEEDS=N.
+SEEDS = list(range(1, 1 + int(__import__("os").environ.get("PCISPY_SEEDS", "4"))))
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("width", [32, 64])
+def test_randomised_traffic(width, seed):
+    run_bench(BENCH, "randomised_traffic", _config(width), seed=seed)
