@@ -34,12 +34,17 @@ async def run_feature(dut):
     """Run the feature named in the environment against the simulated board."""
     from pcispy.sim.api import SimSystem
     from pcispy.sim.transport import SimTransport
+    from pcispy.sim.irq_service import ResponderService
     feature = resolve_feature(os.environ[FEATURE_ENV])
     arguments = json.loads(os.environ.get(ARGS_ENV, "{}"))
     system = await SimSystem(dut).start()
     try:
         bars = await system.enumerate_board()
-        result = {"result": await feature(SimTransport(system, bars), **arguments)}
+        transport = SimTransport(system, bars)
+        # The host bridge's interrupt responder services the board's interrupts (it idles
+        # until a feature starts it).
+        transport.interrupt_service = ResponderService(system, bars)
+        result = {"result": await feature(transport, **arguments)}
     except PcispyError as error:
         result = {"error": str(error), "kind": type(error).__name__}
     result["checker"] = await system.checker_report()
