@@ -200,6 +200,7 @@ class DecodeCommand(Command):
 #: a feature module keeps its command beside its feature code. One line per command.
 _COMMAND_PATHS = [
     "pcispy.host.features.dma:DmaCommand",
+    "pcispy.host.features.irq:IrqCommand",
 ]
 
 
