@@ -41,10 +41,15 @@ class Command:
 
 def run_feature(args, feature, **arguments):
     """Run ``feature`` ("module:function") against the transport the options select."""
-    if args.sysfs or args.uart:
-        kind = "sysfs" if args.sysfs else "uart"
-        raise PcispyError(f"the {kind} transport is not available in this version of pcispy; "
-                          "use --sim")
+    if args.sysfs:
+        import importlib
+        from pcispy.host.transports.sysfs import run as run_on_sysfs
+        module, _, name = feature.partition(":")
+        return run_on_sysfs(getattr(importlib.import_module(module), name), arguments,
+                            args.sysfs, buffer=args.buffer)
+    if args.uart:
+        raise PcispyError("the uart transport is not available in this version of pcispy; "
+                          "use --sim or --sysfs")
     from pcispy.sim.api import run_feature as run_in_simulator
     from pcispy.sim.system import SystemConfig
     return run_in_simulator(feature, arguments, SystemConfig(width=args.bus_width),
@@ -201,6 +206,7 @@ class DecodeCommand(Command):
 _COMMAND_PATHS = [
     "pcispy.host.features.dma:DmaCommand",
     "pcispy.host.features.irq:IrqCommand",
+    "pcispy.host.transports.sysfs:ListCommand",
 ]
 
 
@@ -237,6 +243,9 @@ def build_parser():
                            help="a board in a PCI slot of this Linux machine, e.g. 0000:03:00.0")
     transport.add_argument("--uart", metavar="DEV",
                            help="the board's UART side channel, e.g. /dev/ttyUSB0")
+    parser.add_argument("--buffer", metavar="ADDR:SIZE",
+                        help="with --sysfs: physical memory reserved at boot for DMA "
+                             "(memmap=SIZE$ADDR), e.g. 0x7f000000:16M")
     parser.add_argument("--bus-width", type=int, choices=(32, 64), default=32,
                         help="bus width of the simulated system (default: 32)")
     parser.add_argument("--seed", type=int, default=1,

@@ -1,0 +1,96 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The ULX3S (Lattice ECP5, BG381) with a 32-bit PCI slot on its 56-pin GPIO header.
+
+The header has 28 pin pairs (GP0..GP27 / GN0..GN27 on the silkscreen, ``"N+"``/``"N-"``
+of connector ``gpio 0`` in amaranth-boards). A 32-bit PCI slot needs 54 signals; RST#
+goes to two header pins (see :data:`PCI_PINOUT`), one pin is spare. Every pin is 3.3 V
+LVCMOS: the board only attaches to 3.3 V signalling PCI (docs/wiring.md).
+
+:data:`PCI_PINOUT` is the one declaration of the wiring: the platform resource, the
+wiring table in docs/wiring.md and the tests all derive from it.
+"""
+
+from amaranth.build import Attrs, Clock, Pins, Resource, Subsignal
+from amaranth_boards.ulx3s import (ULX3S_12F_Platform, ULX3S_25F_Platform,
+                                   ULX3S_45F_Platform, ULX3S_85F_Platform)
+
+from pcispy.gateware.pci.bus import bus_lines
+from pcispy.gateware.pci.pads import INPUT_ONLY_LINES
+
+__all__ = ["PCI_PINOUT", "PCI_EDGE_PINS", "CLOCK_LINE", "RESET_LINE", "BOARDS",
+           "pci_resource", "header_label", "add_pci"]
+
+#: Resource subsignal of the PCI clock, and of RST#'s second pin (the reset of domain
+#: ``pci``: an FPGA pin feeds one input buffer, and the pads already sample ``rst``).
+CLOCK_LINE = "clk"
+RESET_LINE = "rst_domain"
+
+#: ``{subsignal: [gpio connector pins, bit 0 first]}``. AD uses pairs 0..15 in order, so
+#: a ribbon or adapter board keeps the byte lanes together.
+PCI_PINOUT = {
+    "ad": [f"{pair}{side}" for pair in range(16) for side in "+-"],
+    "cbe": ["16+", "16-", "17+", "17-"],
+    "par": ["18+"], "frame": ["18-"], "irdy": ["19+"], "trdy": ["19-"],
+    "stop": ["20+"], "devsel": ["20-"], "idsel": ["21+"], "lock": ["21-"],
+    "perr": ["22+"], "serr": ["22-"], "req": ["23+"], "gnt": ["23-"],
+    "inta": ["24+"], "intb": ["24-"], "intc": ["25+"], "intd": ["25-"],
+    "rst": ["26+"], RESET_LINE: ["26-"],
+    CLOCK_LINE: ["27+"],
+}
+
+#: The PCI edge-connector pin of each signal bit (PCI Local Bus spec, 32-bit connector,
+#: side A/B), ``{subsignal: [pin, bit 0 first]}``.
+PCI_EDGE_PINS = {
+    "ad": ["A58", "B58", "A57", "B56", "A55", "B55", "A54", "B53",
+           "B52", "A49", "B48", "A47", "B47", "A46", "B45", "A44",
+           "A32", "B32", "A31", "B30", "A29", "B29", "A28", "B27",
+           "A25", "B24", "A23", "B23", "A22", "B21", "A20", "B20"],
+    "cbe": ["A52", "B44", "B33", "B26"],
+    "par": ["A43"], "frame": ["A34"], "irdy": ["B35"], "trdy": ["A36"],
+    "stop": ["A38"], "devsel": ["B37"], "idsel": ["A26"], "lock": ["B39"],
+    "perr": ["B40"], "serr": ["B42"], "req": ["B18"], "gnt": ["A17"],
+    "inta": ["A6"], "intb": ["B7"], "intc": ["A7"], "intd": ["B8"],
+    "rst": ["A15"], RESET_LINE: ["A15"],
+    CLOCK_LINE: ["B16"],
+}
+
+
+def header_label(pin):
+    """The silkscreen label of a gpio connector pin: ``"3+"`` -> ``"GP3"``."""
+    return ("GP" if pin.endswith("+") else "GN") + pin[:-1]
+
+
+def pci_resource(passive=False):
+    """The ``pci`` resource: one subsignal per line of ``bus_lines(32)`` plus the clock
+    and RST#'s reset pin. Pins are pin-level (the pads invert the active-low lines).
+
+    A ``passive`` resource makes every PCI pin an input: the bitstream then contains no
+    output driver on the bus at all.
+    """
+    subsignals = []
+    for name in list(bus_lines(32)) + [RESET_LINE, CLOCK_LINE]:
+        inputs = passive or name in INPUT_ONLY_LINES or name in (RESET_LINE, CLOCK_LINE)
+        attrs = Attrs(IO_TYPE="LVCMOS33", PULLMODE="NONE")
+        if not inputs:
+            # PCI lines are terminated by the bus's pull-ups; fast edges for 66 MHz.
+            attrs = Attrs(IO_TYPE="LVCMOS33", PULLMODE="NONE", DRIVE="8", SLEWRATE="FAST")
+        extra = [Clock(66e6)] if name == CLOCK_LINE else []
+        subsignals.append(Subsignal(name, Pins(" ".join(PCI_PINOUT[name]),
+                                               dir="i" if inputs else "io",
+                                               conn=("gpio", 0)), attrs, *extra))
+    return Resource("pci", 0, *subsignals)
+
+
+def add_pci(platform, passive=False):
+    """Add the ``pci`` resource to ``platform`` and return it."""
+    platform.add_resources([pci_resource(passive)])
+    return platform
+
+
+#: ``{board name: platform class}`` for ``make bitstream BOARD=...``.
+BOARDS = {
+    "ulx3s-85f": ULX3S_85F_Platform,
+    "ulx3s-45f": ULX3S_45F_Platform,
+    "ulx3s-25f": ULX3S_25F_Platform,
+    "ulx3s-12f": ULX3S_12F_Platform,
+}

@@ -1,0 +1,82 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The platform wrapper: :class:`~pcispy.gateware.top.PCIBoard` on a real FPGA board.
+
+:class:`BoardTop` takes the ``pci`` resource of a platform (pcispy.constraints adds it),
+derives clock domain ``pci`` from the PCI clock with its reset from RST#, leaves ``sync``
+to the platform's oscillator, and shows liveness on the LEDs. A passive build's resource
+declares every PCI pin an input, so the pads build no output driver at all.
+"""
+
+from amaranth import ClockDomain, ClockSignal, Module, Signal
+from amaranth.lib import io, wiring
+from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
+
+from .pci.bus import bus_lines
+from .top import PCIBoard
+
+__all__ = ["BoardTop", "LED_MEANING"]
+
+#: What each board LED shows, LED 0 first (documented in docs/wiring.md).
+LED_MEANING = (
+    "PCI clock running (blinks about once a second at 33 MHz)",
+    "RST# asserted",
+    "board oscillator running (blinks, domain sync)",
+    "passive build (no PCI output drivers)",
+)
+
+
+class BoardTop(wiring.Component):
+    """A board with one 32-bit PCI slot. No ports: everything is a platform resource.
+
+    Resources used: ``pci`` (subsignals for every line of ``bus_lines(32)``, ``clk`` and
+    ``rst_domain``: RST# on a second pin), ``led`` 0..3, and the platform's default clock
+    for domain ``sync``.
+
+    Parameters:
+        passive: the ``pci`` resource is all inputs (a spy that cannot disturb the bus);
+            it is recorded in ``id.config.passive`` by the caller's choice of resource.
+        clock_mhz: nominal PCI clock reported by the board (33 or 66).
+        board: extra keyword arguments of :class:`PCIBoard` (e.g. ``spy_addr_bits``).
+    """
+    def __init__(self, *, passive=False, clock_mhz=33, board=None):
+        self.passive = passive
+        self.clock_mhz = clock_mhz
+        self.board_args = dict(board or {})
+        super().__init__({})
+
+    def elaborate(self, platform):
+        m = Module()
+        pins = platform.request("pci", 0, dir="-")
+        ports = {name: getattr(pins, name) for name in bus_lines(32)}
+        directions = {port.direction for port in ports.values()}
+        if self.passive and directions != {io.Direction.Input}:
+            raise ValueError("a passive build needs a pci resource whose pins are all inputs")
+
+        # Domain pci: the bus clock; reset asserted with RST# at once, released on the
+        # clock (RST# deasserts asynchronously to CLK; a synchronous release keeps every
+        # flip-flop leaving reset in the same clock).
+        m.submodules.clk_buffer = clk_buffer = io.Buffer("i", pins.clk)
+        m.submodules.rst_buffer = rst_buffer = io.Buffer("i", ~pins.rst_domain)
+        m.domains.pci = ClockDomain("pci", async_reset=True)
+        m.d.comb += ClockSignal("pci").eq(clk_buffer.i)
+        m.submodules.pci_reset = ResetSynchronizer(rst_buffer.i, domain="pci")
+
+        m.submodules.board = PCIBoard(32, ports, clock_mhz=self.clock_mhz,
+                                      **self.board_args)
+
+        # LEDs. They cross no data between domains: a human watches them.
+        leds = [platform.request("led", i) for i in range(len(LED_MEANING))]
+        pci_count = Signal(25)
+        m.d.pci += pci_count.eq(pci_count + 1)
+        sync_count = Signal(25)
+        m.d.sync += sync_count.eq(sync_count + 1)
+        # RST# shown from the sync domain, so the LED lights even with no PCI clock.
+        in_reset = Signal()
+        m.submodules.rst_led_sync = FFSynchronizer(rst_buffer.i, in_reset, o_domain="sync")
+        m.d.comb += [
+            leds[0].o.eq(pci_count[-1]),
+            leds[1].o.eq(in_reset),
+            leds[2].o.eq(sync_count[-1]),
+            leds[3].o.eq(self.passive),
+        ]
+        return m
