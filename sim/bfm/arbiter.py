@@ -10,7 +10,9 @@ turn, and the owner finishes what its latency timer allows.
 
 To exercise latency timers the arbiter can take GNT# away from an owner a programmable
 number of clocks after its FRAME# was asserted, even when no one else requests. To
-provoke the checker's "more than one GNT#" rule it can, on request, grant two masters.
+provoke the checker's "more than one GNT#" rule it can, on request, grant two masters, and
+to provoke its "GNT# switched on an idle bus" rule it can leave out the clock with no GNT#
+between two grants.
 """
 
 from amaranth import Module, Signal, Mux
@@ -29,6 +31,8 @@ class ArbiterReg:
     DOUBLE_GRANT = 2  # bit 0: grant the next master as well (breaks the one-GNT# rule)
     GRANTS = 3        # read: number of grant changes since reset
     REMOVALS = 4      # read: number of forced removals since reset
+    NO_IDLE_GAP = 5   # bit 0: move GNT# on an idle bus with no clock between the grants
+                      # (breaks the idle-bus grant rule)
 
 
 class Arbiter(wiring.Component):
@@ -38,7 +42,8 @@ class Arbiter(wiring.Component):
         req (In, masters): REQ# of each master, inside-level (1 = requesting).
         gnt (Out, masters): GNT# to each master, inside-level (1 = granted).
         frame (In, 1), irdy (In, 1): the resolved bus, to know idle and ownership.
-        ctl (Out, ControlSignature): parking, forced removal, double grant (ArbiterReg).
+        ctl (Out, ControlSignature): parking, forced removal, double grant, idle-gap
+            skipping (ArbiterReg).
 
     Parameters:
         masters: number of masters (1..4).
@@ -60,6 +65,7 @@ class Arbiter(wiring.Component):
         park = Signal(range(n))
         remove_after = Signal(16)
         double_grant = Signal()
+        no_idle_gap = Signal()
         grants = Signal(32)
         removals = Signal(32)
         frame_clocks = Signal(16)      # clocks since the owner's FRAME# was asserted
@@ -105,7 +111,7 @@ class Arbiter(wiring.Component):
             m.d.sync += withheld.eq(0)
 
         owner_gnt = Signal(n)
-        m.d.comb += owner_gnt.eq(Mux(withheld | (gap & bus_idle), 0, 1 << owner))
+        m.d.comb += owner_gnt.eq(Mux(withheld | (gap & bus_idle & ~no_idle_gap), 0, 1 << owner))
         second = Signal(range(n))
         m.d.comb += second.eq(Mux(owner + 1 >= n, 0, owner + 1))
         m.d.comb += self.gnt.eq(owner_gnt | Mux(double_grant, 1 << second, 0))
@@ -119,6 +125,8 @@ class Arbiter(wiring.Component):
                     m.d.sync += remove_after.eq(self.ctl.w_data)
                 with m.Case(ArbiterReg.DOUBLE_GRANT):
                     m.d.sync += double_grant.eq(self.ctl.w_data[0])
+                with m.Case(ArbiterReg.NO_IDLE_GAP):
+                    m.d.sync += no_idle_gap.eq(self.ctl.w_data[0])
         with m.Switch(self.ctl.addr):
             with m.Case(ArbiterReg.PARK):
                 m.d.sync += self.ctl.r_data.eq(park)
@@ -126,6 +134,8 @@ class Arbiter(wiring.Component):
                 m.d.sync += self.ctl.r_data.eq(remove_after)
             with m.Case(ArbiterReg.DOUBLE_GRANT):
                 m.d.sync += self.ctl.r_data.eq(double_grant)
+            with m.Case(ArbiterReg.NO_IDLE_GAP):
+                m.d.sync += self.ctl.r_data.eq(no_idle_gap)
             with m.Case(ArbiterReg.GRANTS):
                 m.d.sync += self.ctl.r_data.eq(grants)
             with m.Case(ArbiterReg.REMOVALS):
@@ -150,6 +160,10 @@ class ArbiterDriver:
 
     async def double_grant(self, enable=True):
         await self.ctl.write(ArbiterReg.DOUBLE_GRANT, int(enable))
+
+    async def skip_idle_gap(self, enable=True):
+        """Move GNT# on an idle bus without the clock with no GNT# (a protocol error)."""
+        await self.ctl.write(ArbiterReg.NO_IDLE_GAP, int(enable))
 
     async def counters(self):
         return {"grants": await self.ctl.read(ArbiterReg.GRANTS),

@@ -95,6 +95,9 @@ INJECT = data.StructLayout({
     "wdata_change":    1,  # (m) change write data during a data-phase wait
     "early_abort":     1,  # (n) give up waiting for DEVSEL# after clock 3, not 5
     "perr_wrong":      1,  # (o) assert PERR# in clock 2 (no data phase two clocks before)
+    "irdy_in_addr":    1,  # (q) assert IRDY# in the address phase(s) as well
+    "frame_drop_wait": 1,  # (r) deassert FRAME# while IRDY# waits for the target (not last)
+    "dac_twice":       1,  # (s) the second address phase of a DAC carries DAC again
 })
 
 #: ``Reg.CONFIG``: settings that hold across commands.
@@ -440,13 +443,15 @@ class BehaviouralInitiator(wiring.Component):
         m.d.comb += [
             bus.frame.o.eq(frame_out),
             bus.frame.oe.eq(owning),
-            bus.irdy.o.eq(data_cycle | (state == _State.JUNK)),
+            bus.irdy.o.eq(data_cycle | (state == _State.JUNK)
+                          | (in_addr & inject.irdy_in_addr)),
             bus.irdy.oe.eq(owning | _is(state, _State.JUNK, _State.JUNK_END)),
             bus.req.o.eq(_is(state, _State.ARB, _State.JUNK, _State.JUNK_END,
                                         _State.ADDR, _State.ADDR2, _State.DATA) | req_in_end),
             bus.req.oe.eq(1),
         ]
-        addr_cmd = Mux((state == _State.ADDR) & is_dac, Command.DUAL_ADDRESS.value, cur.code)
+        dac_phase = ((state == _State.ADDR) & is_dac) | ((state == _State.ADDR2) & inject.dac_twice)
+        addr_cmd = Mux(dac_phase, Command.DUAL_ADDRESS.value, cur.code)
         addr_ad = Mux((state == _State.ADDR2), xfer_addr[32:], xfer_addr[:32])
         with m.If(in_addr):
             m.d.comb += [bus.ad.o.eq(addr_ad), bus.ad.oe.eq(1),
@@ -725,6 +730,10 @@ class BehaviouralInitiator(wiring.Component):
                     m.d.sync += wait_seen.eq(1)
                     with m.If(inject.irdy_drop & frame_on & ~oneshot_irdy_drop):
                         m.d.sync += [irdy_on.eq(0), wait_cnt.eq(1), oneshot_irdy_drop.eq(1)]
+                    with m.Elif(inject.frame_drop_wait & frame_on):
+                        # (r) the waiting phase becomes the last one after all: FRAME# goes
+                        # while IRDY# waits; the rest follows in a new transaction.
+                        m.d.sync += frame_on.eq(0)
                 with m.Else():
                     with m.If(wait_cnt > 1):
                         m.d.sync += wait_cnt.eq(wait_cnt - 1)

@@ -134,7 +134,7 @@ FIELDS = {
     "bad_par64_enable":  Field(Reg.PARITY, 1, 1),
     "bad_par_phase":     Field(Reg.PARITY, 8, 8),
     "seed":              Field(Reg.SEED, 0, 32),
-    "inject":            Field(Reg.INJECT, 0, 18),
+    "inject":            Field(Reg.INJECT, 0, 22),
     "event_mask":        Field(Reg.EVENT_MASK, 0, 3),
 }
 
@@ -152,7 +152,9 @@ class Knob(enum.IntEnum):
     """Error-injection knobs: bit numbers of :attr:`Reg.INJECT`. Each breaks one rule.
 
     Knobs act on every transaction the target claims while set, except
-    ``DEVSEL_ON_IDLE``, which fires once on an idle bus and clears itself.
+    ``DEVSEL_ON_IDLE``, which fires once on an idle bus and clears itself, and
+    ``DEVSEL_IN_RESET``, which outlives the reset it acts in and disarms itself when RST#
+    is released.
     """
     TRDY_WITHOUT_DEVSEL = 0    # (a) claim silently: TRDY# (and data) with DEVSEL# deasserted
     STOP_WITHOUT_CLAIM = 1     # (b) retry (STOP#) a transaction it never claimed
@@ -172,6 +174,10 @@ class Knob(enum.IntEnum):
     IGNORE_BURST_ORDER = 15    # (p) keep bursting after a non-linear burst order
     READ_DATA_CHANGE = 16      # (q) change AD while TRDY# waits for IRDY#
     CLAIM_SPECIAL = 17         # (r) DEVSEL# on a Special Cycle
+    STOP_ADDED_IN_WAIT = 18    # (s) STOP# added beside a TRDY# that waits for IRDY#
+    TRDY_AFTER_STOP = 19       # (t) TRDY# kept one more data phase after disconnect with data
+    PERR_ON_GOOD_DATA = 20     # (u) PERR# after a write data phase whose parity was right
+    DEVSEL_IN_RESET = 21       # (v) DEVSEL# asserted while RST# is asserted
 
 
 class Event(enum.IntEnum):
@@ -501,7 +507,7 @@ class BehaviouralTarget(wiring.Component):
         moved = busy & trdy_o & irdy
         last_edge = busy & claimed & irdy & ~frame & (trdy_o | stop_o)
         bus_idle = ~frame & ~irdy
-        g_done, e_drop, f_done = Signal(), Signal(), Signal()
+        g_done, e_drop, f_done, t_done = Signal(), Signal(), Signal(), Signal()
         stopped = Signal()       # STOP# was given: no more TRDY# in this transaction
 
         # The data phase about to be presented: disconnect-with-data due?
@@ -537,7 +543,7 @@ class BehaviouralTarget(wiring.Component):
             with m.If(start):
                 m.d.sync += [busy.eq(1), claimed.eq(0), started.eq(0), other_devsel.eq(0),
                              off.eq(a_off), phases.eq(0), g_done.eq(0), e_drop.eq(0), f_done.eq(0),
-                             stopped.eq(0)]
+                             t_done.eq(0), stopped.eq(0)]
             with m.Elif(~claimed):
                 m.d.sync += other_devsel.eq(other_devsel | bus.devsel.i)
 
@@ -589,6 +595,10 @@ class BehaviouralTarget(wiring.Component):
                     with m.If(stop_o | stopped):
                         # Hold STOP# until FRAME# goes; TRDY# only until its word moved.
                         m.d.sync += [trdy_o.eq(trdy_o & ~moved), stopped.eq(1)]
+                        # Knob (t): TRDY# stays for the initiator's final data phase, so
+                        # one more word moves after the disconnect.
+                        with m.If(knob[Knob.TRDY_AFTER_STOP] & ~t_done & trdy_o & moved & frame):
+                            m.d.sync += [trdy_o.eq(1), t_done.eq(1)]
                         # Knob (f): one clock without STOP# while FRAME# is still asserted,
                         # then STOP# again, so the initiator can still end the transaction.
                         with m.If(knob[Knob.STOP_EARLY_RELEASE] & ~f_done & stop_o & frame):
@@ -598,6 +608,9 @@ class BehaviouralTarget(wiring.Component):
                     with m.Elif(trdy_o & ~moved):
                         with m.If(knob[Knob.TRDY_WITHDRAW] & ~g_done):
                             m.d.sync += [trdy_o.eq(0), wcnt.eq(0), g_done.eq(1)]
+                        with m.Elif(knob[Knob.STOP_ADDED_IN_WAIT] & ~g_done):
+                            # Knob (s): the answer given changes to a disconnect with data.
+                            m.d.sync += [stop_o.eq(1), g_done.eq(1)]
                     with m.Elif(moved):
                         waits = waits_before(nxt)
                         with m.If(knob[Knob.DEVSEL_DROP] & (phases == 0)):
@@ -633,10 +646,24 @@ class BehaviouralTarget(wiring.Component):
         with m.Elif(idle_pulse == 2):
             m.d.sync += [ctl_oe.eq(0), idle_pulse.eq(0)]
 
+        # Knob (v) must outlive the reset it acts in: a reset-less copy, armed by the INJECT
+        # write and disarmed when RST# is released.
+        reset_knob = Signal(reset_less=True)
+        rst_prev = Signal(reset_less=True)
+        m.d.sync += rst_prev.eq(bus.rst.i)
+        inject_refused = Signal()
+        m.d.comb += inject_refused.eq(REFUSALS[Reg.INJECT][1](ctl.w_data, W))
+        with m.If(ctl.w_en & (ctl.addr == Reg.INJECT) & ~inject_refused):
+            m.d.sync += reset_knob.eq(ctl.w_data[Knob.DEVSEL_IN_RESET])
+        with m.Elif(rst_prev & ~bus.rst.i):
+            m.d.sync += reset_knob.eq(0)
+        devsel_in_reset = reset_knob & bus.rst.i
+
         m.d.comb += [
             bus.trdy.o.eq(trdy_o), bus.trdy.oe.eq(ctl_oe),
             bus.stop.o.eq(stop_o), bus.stop.oe.eq(ctl_oe),
-            bus.devsel.o.eq(devsel_o), bus.devsel.oe.eq(ctl_oe),
+            bus.devsel.o.eq(devsel_o | devsel_in_reset),
+            bus.devsel.oe.eq(ctl_oe | devsel_in_reset),
         ]
         if wide_bus:
             m.d.comb += [bus.ack64.o.eq(ack64_o), bus.ack64.oe.eq(ctl_oe)]
@@ -733,7 +760,8 @@ class BehaviouralTarget(wiring.Component):
         # deasserted for one clock before release (sustained tri-state).
         perr_step = Signal(2)
         fire_perr = (data_par_error & fld("parity_response")) | \
-            (start & a_hit & knob[Knob.PERR_WRONG_TIME])
+            (start & a_hit & knob[Knob.PERR_WRONG_TIME]) | \
+            (dchk & knob[Knob.PERR_ON_GOOD_DATA])
         with m.If(fire_perr):
             m.d.sync += perr_step.eq(1)
         with m.Elif(perr_step != 0):

@@ -572,6 +572,34 @@ def test_inject_o_perr_at_a_wrong_time():
     assert waves(target.trace, t0, 6, ["perr"]) == {"perr": "010000"}
 
 
+def test_inject_q_irdy_in_address_phase():
+    r, target, t0 = _knob("irdy_in_addr", TargetScript(), _write12)
+    assert waves(target.trace, t0, 5, ["frame", "irdy"]) == {"frame": "11100", "irdy": "11110"}
+    assert r.ok and r.phases == 3
+
+
+def test_inject_r_frame_dropped_while_irdy_waits():
+    r, target, t0 = _knob("frame_drop_wait", TargetScript(wait=2), _write12)
+    # Phase 1 waits for TRDY#: FRAME# goes in its second clock with IRDY# still asserted;
+    # the third DWORD follows in a second transaction.
+    assert waves(target.trace, t0, 6, ["frame", "irdy", "trdy"]) == {
+        "frame": "111000",
+        "irdy":  "011110",
+        "trdy":  "010010",
+    }
+    assert r.ok and (r.phases, r.transactions) == (3, 2)
+    assert [target.s.memory[(0x100 >> 2) + i] for i in range(3)] == [
+        0x0302_0100, 0x0706_0504, 0x0B0A_0908]
+
+
+def test_inject_s_dac_after_dac():
+    r, target, t0 = _knob("dac_twice", TargetScript(devsel_clock=None),
+                          lambda d: d.mem_write(0x1_0000_0100, bytes(4)))
+    assert [target.trace[t0 + i]["cbe"] for i in (0, 1)] == [Command.DUAL_ADDRESS.value] * 2
+    assert [target.trace[t0 + i]["ad"] for i in (0, 1)] == [0x100, 0x1]
+    assert r.status == Status.MASTER_ABORT
+
+
 # ---- randomised IRDY# waits ----------------------------------------------------------------
 
 @pytest.mark.fuzz

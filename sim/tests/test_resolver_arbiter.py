@@ -92,3 +92,24 @@ def test_arbiter_parks_rotates_and_removes_gnt():
         assert bin(ctx.get(dut.gnt)).count("1") == 2
 
     _run(dut, bench)
+
+
+def test_arbiter_skip_idle_gap_moves_gnt_without_a_free_clock():
+    dut = Arbiter(masters=3)
+
+    async def bench(ctx):
+        arbiter = ArbiterDriver(PysimControl(ctx, dut.ctl))
+        await ctx.tick().repeat(2)
+        assert ctx.get(dut.gnt) == 0b001              # parked on master 0
+        await arbiter.skip_idle_gap(True)
+        ctx.set(dut.req, 0b100)
+        await ctx.tick()
+        assert ctx.get(dut.gnt) == 0b100              # no clock without GNT# in between
+        await arbiter.skip_idle_gap(False)
+        ctx.set(dut.req, 0)
+        await ctx.tick()
+        assert ctx.get(dut.gnt) == 0                  # back to the park master, with a gap
+        await ctx.tick()
+        assert ctx.get(dut.gnt) == 0b001
+
+    _run(dut, bench)

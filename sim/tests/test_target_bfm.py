@@ -590,6 +590,10 @@ KNOB_RULES = {
     Knob.IGNORE_BURST_ORDER: "reserved_burst_order_continued",
     Knob.READ_DATA_CHANGE: "read_data_changed_in_wait",
     Knob.CLAIM_SPECIAL: "devsel_on_special_cycle",
+    Knob.STOP_ADDED_IN_WAIT: "target_response_changed",
+    Knob.TRDY_AFTER_STOP: "data_after_stop",
+    Knob.PERR_ON_GOOD_DATA: "perr_without_parity_error",
+    Knob.DEVSEL_IN_RESET: "signals_during_reset",
 }
 
 
@@ -722,6 +726,52 @@ def test_knob_r_claim_special():
     res = knob_run(Knob.CLAIM_SPECIAL,
                    lambda b: b.transaction(Command.SPECIAL_CYCLE, 0, data=[0x1234]))
     assert res.first("devsel") == 2
+
+
+def test_knob_s_stop_added_in_wait():
+    res = knob_run(Knob.STOP_ADDED_IN_WAIT,
+                   lambda b: b.transaction(MW, BASE, data=[1, 2], irdy_waits={0: 3}))
+    # TRDY# from clock 2; STOP# joins it in clock 3 while IRDY# still waits; the word moves
+    # with both (a disconnect with data) once IRDY# comes.
+    assert [c["trdy"] for c in res.clocks[1:4]] == [1, 1, 1]
+    assert [c["stop"] for c in res.clocks[1:4]] == [0, 1, 1]
+    assert res.clocks_where(trdy=1, irdy=1) == [4]
+    assert res.termination == "disconnect_data" and res.phases == 1
+
+
+def test_knob_t_trdy_after_stop():
+    res = knob_run(Knob.TRDY_AFTER_STOP, lambda b: b.transaction(MW, BASE, data=[1, 2, 3]),
+                   disconnect_mode=DisconnectMode.WITH_DATA.value, disconnect_every=1)
+    # Phase 0 moves with STOP# (FRAME# still asserted); TRDY# stays for the initiator's
+    # final phase, so a second word moves although STOP# was given.
+    assert res.clocks_where(trdy=1, irdy=1) == [2, 3]
+    assert res.clocks_where(stop=1) == [2, 3] and res.clocks[2]["frame"] == 0
+    assert res.phases == 2
+
+
+def test_knob_u_perr_on_good_data():
+    res = knob_run(Knob.PERR_ON_GOOD_DATA, lambda b: b.transaction(MW, BASE, data=[5]))
+    c, nxt = res.clocks[1], res.clocks[2]
+    assert nxt["par"] == parity(c["ad"], c["cbe"])      # the data's parity was right
+    assert res.clocks_where(trdy=1, irdy=1) == [2] and res.clocks_where(perr=1) == [4]
+
+
+def test_knob_v_devsel_in_reset():
+    """DEVSEL# is driven while RST# is asserted (the knob outlives that reset), never
+    outside it, and the knob disarms itself when RST# is released."""
+    async def body(b):
+        await b.drv.inject(Knob.DEVSEL_IN_RESET)
+        seen = []
+        for rst in (0, 1, 1, 1, 0, 0, 1, 1, 0):
+            b.ctx.set(b.bus.rst.i, rst)
+            b.ctx.set(b.checker.bus.rst, rst)
+            snap = await b.tick()
+            seen.append((snap["devsel"], snap["devsel_t"]))
+        return seen
+    seen, rules = run(target(), body, checked=True)
+    assert rules == {KNOB_RULES[Knob.DEVSEL_IN_RESET]}
+    # Armed: asserted through the first reset; disarmed: released with RST#, not again.
+    assert seen == [(0, 0), (1, 1), (1, 1), (1, 1), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0)]
 
 
 def test_checker_clean_under_profiles():
