@@ -207,6 +207,8 @@ _COMMAND_PATHS = [
     "pcispy.host.features.dma:DmaCommand",
     "pcispy.host.features.irq:IrqCommand",
     "pcispy.host.transports.sysfs:ListCommand",
+    "pcispy.host.features.target:TargetCommand",
+    "pcispy.host.features.pio:PioCommand",
 ]
 
 

@@ -9,9 +9,13 @@ the board driver (pcispy.host.board) and the features run unchanged on top of it
 
 from pcispy.gateware.pci.bus import Command
 from pcispy.host.errors import TransportError
-from pcispy.host.transports.base import DmaBuffer, Transport
+from pcispy.host.transports.base import BlockTiming, DmaBuffer, Transport
 
-__all__ = ["SimTransport", "SimDmaBuffer", "IO_DMA_BASE"]
+__all__ = ["SimTransport", "SimDmaBuffer", "IO_DMA_BASE", "BLOCK_CHUNK"]
+
+#: Bytes one host-bridge command of a block transfer moves at most (the behavioural
+#: initiator stages data in its buffer, 16 Ki words deep; a chunk fits at either width).
+BLOCK_CHUNK = 32 * 1024
 
 #: I/O address where the simulated host memory answers the board's I/O DMA (clear of the
 #: I/O BARs firmware assigns from 0x1000 and of the legacy devices below 0x400).
@@ -62,7 +66,7 @@ class SimTransport(Transport):
             info = self.bars[bar]
         except KeyError:
             raise TransportError(f"the board has no BAR{bar}") from None
-        if not 0 <= offset and offset + size <= info["size"]:
+        if offset < 0 or offset + size > info["size"]:
             raise TransportError(f"BAR{bar} access [{offset:#x}, {offset + size:#x}) outside "
                                  f"its {info['size']:#x} bytes")
         return info["kind"], info["address"] + offset
@@ -111,6 +115,47 @@ class SimTransport(Transport):
             f"memory read of {count} words at {address:#x}")
         data = result.data
         return [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data), 4)]
+
+    async def write_block(self, bar, offset, data, *, burst=0, width=32):
+        # The host bridge generates the PIO as a CPU's write buffer would: transactions of
+        # at most ``burst`` data phases (1: no write aggregation).
+        self._check_block(offset, len(data))
+        kind, address = self._address(bar, offset, len(data))
+        if kind == "io":
+            return await super().write_block(bar, offset, data, burst=burst, width=width)
+        timing = None
+        for start in range(0, len(data), BLOCK_CHUNK):
+            chunk = data[start:start + BLOCK_CHUNK]
+            result = self._check(await self.system.host.mem_write(
+                address + start, chunk, burst=burst, width=width),
+                f"memory write of {len(chunk)} bytes at {address + start:#x}")
+            timing = self._timing(result) if timing is None else timing.add(self._timing(result))
+        return timing or BlockTiming(clocks=0, transactions=0, data_phases=0, retries=0,
+                                     disconnects=0)
+
+    async def read_block_timed(self, bar, offset, length, *, burst=0, width=32):
+        # Reads longer than one data phase use Memory Read Multiple (a prefetching bridge).
+        self._check_block(offset, length)
+        kind, address = self._address(bar, offset, length)
+        if kind == "io":
+            return await super().read_block_timed(bar, offset, length, burst=burst, width=width)
+        command = Command.MEM_READ if burst == 1 else Command.MEM_READ_MULTIPLE
+        parts, timing = [], None
+        for start in range(0, length, BLOCK_CHUNK):
+            size = min(BLOCK_CHUNK, length - start)
+            result = self._check(await self.system.host.mem_read(
+                address + start, size, burst=burst, width=width, command=command),
+                f"memory read of {size} bytes at {address + start:#x}")
+            parts.append(result.data)
+            timing = self._timing(result) if timing is None else timing.add(self._timing(result))
+        return b"".join(parts), timing or BlockTiming(clocks=0, transactions=0, data_phases=0,
+                                                       retries=0, disconnects=0)
+
+    @staticmethod
+    def _timing(result):
+        return BlockTiming(clocks=result.clocks, first_data_clocks=result.latency,
+                           transactions=result.transactions, data_phases=result.phases,
+                           retries=result.retries, disconnects=result.disconnects)
 
     async def wait_irq(self, timeout_s):
         return await self.system.wait_interrupt(timeout_s)

@@ -7,8 +7,45 @@ code runs under asyncio on hardware and under cocotb in simulation (DESIGN.md, "
 """
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Optional
 
-__all__ = ["Transport", "DmaBuffer"]
+__all__ = ["Transport", "DmaBuffer", "BlockTiming"]
+
+
+@dataclass
+class BlockTiming:
+    """What a block transfer (:meth:`Transport.write_block`, :meth:`Transport.read_block_timed`)
+    cost on the bus, as far as the transport can see it; ``None`` where it cannot (a CPU
+    doing PIO on hardware sees no bus clocks: the caller then times the transfer with the
+    board's own cycle counter).
+
+    Attributes:
+        clocks: bus clocks from the first arbitration to the end of the last transaction.
+        first_data_clocks: clocks from the first address phase to its first data phase.
+        transactions: address phases (retried attempts included).
+        data_phases: data phases that moved data.
+        retries: attempts the target retried.
+        disconnects: transactions the target ended early (with or without data).
+    """
+    clocks: Optional[int] = None
+    first_data_clocks: Optional[int] = None
+    transactions: Optional[int] = None
+    data_phases: Optional[int] = None
+    retries: Optional[int] = None
+    disconnects: Optional[int] = None
+
+    def add(self, other):
+        """The sum of two parts of one transfer (the first part's first-data latency)."""
+        def total(a, b):
+            return None if a is None or b is None else a + b
+        return BlockTiming(
+            clocks=total(self.clocks, other.clocks),
+            first_data_clocks=self.first_data_clocks,
+            transactions=total(self.transactions, other.transactions),
+            data_phases=total(self.data_phases, other.data_phases),
+            retries=total(self.retries, other.retries),
+            disconnects=total(self.disconnects, other.disconnects))
 
 
 class DmaBuffer(ABC):
@@ -57,6 +94,34 @@ class Transport(ABC):
     async def read_block(self, bar, offset, count):
         """Read ``count`` consecutive 32-bit words; transports override this with bursts."""
         return [await self.read32(bar, offset + 4 * i) for i in range(count)]
+
+    async def write_block(self, bar, offset, data, *, burst=0, width=32):
+        """PIO-write ``data`` (bytes, a multiple of 4) at byte ``offset`` of memory BAR
+        ``bar``; return a :class:`BlockTiming`.
+
+        ``burst`` is the most data phases one transaction may carry (1: every store its own
+        transaction, i.e. no write aggregation; 0: no limit); ``width`` 64 asks for 64-bit
+        data phases. Transports that cannot shape the bus traffic (a CPU's stores) take
+        them as hints. This default stores word by word and knows no bus timing.
+        """
+        self._check_block(offset, len(data))
+        for i in range(0, len(data), 4):
+            await self.write32(bar, offset + i, int.from_bytes(data[i:i + 4], "little"))
+        return BlockTiming()
+
+    async def read_block_timed(self, bar, offset, length, *, burst=0, width=32):
+        """PIO-read ``length`` bytes (a multiple of 4) at byte ``offset`` of memory BAR
+        ``bar``; return ``(data, BlockTiming)``. ``burst`` and ``width`` as for
+        :meth:`write_block`."""
+        self._check_block(offset, length)
+        words = await self.read_block(bar, offset, length // 4)
+        return b"".join(w.to_bytes(4, "little") for w in words), BlockTiming()
+
+    @staticmethod
+    def _check_block(offset, length):
+        if offset % 4 or length % 4:
+            raise ValueError(f"block transfers move whole DWORDs: offset {offset:#x}, "
+                             f"length {length} bytes")
 
     @abstractmethod
     async def wait_irq(self, timeout_s):
