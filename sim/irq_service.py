@@ -45,6 +45,8 @@ class ResponderService:
         self.driver = InterruptResponderDriver(self.ctl)
         #: Every log entry taken so far (dicts: delay, t_irq, t_ack, t_ckpt).
         self.log = []
+        #: Entries of interrupts taken after the last one a feature waited for.
+        self.extra = []
         self._queue = []
 
     async def start(self, *, ack_offset, ack_value, checkpoint_offset):
@@ -75,6 +77,17 @@ class ResponderService:
         return True
 
     async def stop(self):
-        """Stop responding (an interrupt already taken is still finished)."""
+        """Stop responding, and wait until an interrupt already taken is finished (its
+        late acknowledge must not land in the next measurement). Its log entry, if any,
+        goes to :attr:`extra`."""
         from pcispy.sim.bfm.irq_responder import IrqReg
         await self.ctl.write(IrqReg.CONTROL, 0)
+        # Control-port reads do not touch the bus; one every 16 clocks is plenty.
+        for _ in range((self.delay_range[1] + 4 * self.user_offset) // 16 + 64):
+            if not await self.ctl.read(IrqReg.STATUS) & 1:
+                break
+            await self.ctl.clocks(16)
+        else:
+            raise PcispyError("simulated interrupt service: the responder did not finish")
+        self.extra = self._queue + await self.driver.entries()
+        self._queue = []

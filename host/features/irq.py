@@ -44,8 +44,9 @@ USER_MARKER = 1
 #: typical handler, so that few interrupts are missed.
 DEFAULT_MIN_GAP = 1000
 DEFAULT_MAX_GAP = 10000
-#: Checkpoints are drained from the board's FIFO every this many interrupts.
-DRAIN_EVERY = 16
+#: Checkpoints popped from the board's FIFO after each interrupt (this code writes one
+#: per interrupt; a handler may write more, then the FIFO is drained at the end).
+MARKERS_PER_INTERRUPT = 2
 
 _ERRORS = {
     "err_mode": "reserved generator mode",
@@ -130,11 +131,12 @@ def _lfsr_after(state, draws):
     return state
 
 
-async def _pop_markers(board):
-    """Every checkpoint waiting in the board's FIFO: ``[(timestamp, id), ...]``."""
+async def _pop_markers(board, most=None):
+    """The checkpoints waiting in the board's FIFO (at most ``most``), oldest first:
+    ``[(timestamp, id), ...]``."""
     level = (await board.fields("irq.status"))["marker_level"]
     out = []
-    for _ in range(level):
+    for _ in range(level if most is None else min(level, most)):
         lo = await board.read("irq.marker_ts_lo")
         hi = await board.read("irq.marker_ts_hi")
         marker = await board.fields("irq.marker_id")
@@ -149,7 +151,7 @@ async def irq_latency(transport, *, count, min_gap=DEFAULT_MIN_GAP, max_gap=DEFA
 
     The result has ``count``, ``missed`` (raises that found the previous interrupt
     pending, the board's counter), ``raised``, ``acked``, ``overruns`` (checkpoints lost),
-    ``clock_mhz``, ``handler`` and ``user`` (see :func:`distribution`), ``interrupts``
+    ``pending`` (an interrupt left pending at the stop), ``clock_mhz``, ``handler`` and ``user`` (see :func:`distribution`), ``interrupts``
     (per interrupt: raise, ack, user timestamps and missed raises) and
     ``board_histogram`` (the board's own raise-to-ack histogram, non-empty bins,
     including the anchor).
@@ -210,8 +212,9 @@ async def irq_latency(transport, *, count, min_gap=DEFAULT_MIN_GAP, max_gap=DEFA
                                   f"seen {j + 1}: interrupts came faster than the host could "
                                   "read their timestamps; raise --min-gap")
             acks.append(ack)
-            if j % DRAIN_EVERY == DRAIN_EVERY - 1:
-                markers += await _pop_markers(board)
+            # A few checkpoints per interrupt keep the FIFO near empty; draining many at
+            # once would let the next interrupts pass before their timestamps are read.
+            markers += await _pop_markers(board, MARKERS_PER_INTERRUPT)
         await board.write("irq.command", stop=1)
     finally:
         if service is not None:
@@ -219,6 +222,7 @@ async def irq_latency(transport, *, count, min_gap=DEFAULT_MIN_GAP, max_gap=DEFA
     markers += await _pop_markers(board)
     counters = {name: await board.read(f"irq.{name}")
                 for name in ("raised", "acked", "missed", "overruns")}
+    pending = (await board.fields("irq.status"))["pending"]
     board_histogram = []
     for index in range(DEFAULT_BINS):
         await board.write("irq.hist_index", index=index)
@@ -240,7 +244,7 @@ async def irq_latency(transport, *, count, min_gap=DEFAULT_MIN_GAP, max_gap=DEFA
     user = [i["user"] - i["raise"] for i in interrupts if i["user"] is not None]
     return {
         "count": count, "missed": counters["missed"], "raised": counters["raised"],
-        "acked": counters["acked"], "overruns": counters["overruns"],
+        "acked": counters["acked"], "overruns": counters["overruns"], "pending": pending,
         "min_gap": min_gap, "max_gap": max_gap, "seed": seed, "clock_mhz": clock_mhz,
         "anchor": {"raise": first_raise, "ack": acks[0]},
         "handler": distribution(handler, clock_mhz),
