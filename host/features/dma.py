@@ -45,6 +45,13 @@ _W1C = {f.name: 1 for f in _STATUS.fields if f.access.value == "w1c"}
 #: Latency Timer.
 _CFG_COMMAND, _CFG_LINE = 0x04, 0x0C
 _BUS_MASTER, _MWI_ENABLE, _PARITY_RESPONSE = 1 << 2, 1 << 4, 1 << 6
+#: Latency Timer set when the one found is below MIN_LATENCY_TIMER (and none is given).
+DEFAULT_LATENCY_TIMER, MIN_LATENCY_TIMER = 64, 16
+#: Configuration Status error bits (write 1 to clear), reported after a run.
+_STATUS_ERRORS = {"master_data_parity_error": 8, "signaled_target_abort": 11,
+                  "received_target_abort": 12, "received_master_abort": 13,
+                  "signaled_system_error": 14, "detected_parity_error": 15}
+_STATUS_ERRORS_MASK = sum(1 << bit for bit in _STATUS_ERRORS.values())
 #: Cache Line Size set for Memory Write and Invalidate when none is set (32 bytes).
 DEFAULT_CACHE_LINE = 8
 
@@ -91,10 +98,15 @@ async def _enable_master(transport, *, mwi, cache_line, latency_timer):
     Size and Latency Timer when given (Cache Line Size also when MWI needs one)."""
     command = await transport.config_read(_CFG_COMMAND) & 0xFFFF   # not the W1C Status
     command |= _BUS_MASTER | _PARITY_RESPONSE | (_MWI_ENABLE if mwi else 0)
-    await transport.config_write(_CFG_COMMAND, command)
+    # Writing ones to the Status error bits clears them: they then tell about this run.
+    await transport.config_write(_CFG_COMMAND, command | _STATUS_ERRORS_MASK << 16)
     word = await transport.config_read(_CFG_LINE)
     if cache_line is None and mwi and word & 0xFF == 0:
         cache_line = DEFAULT_CACHE_LINE
+    if latency_timer is None and word >> 8 & 0xFF < MIN_LATENCY_TIMER:
+        # As Linux's pci_set_master does: a master with a Latency Timer of (almost) 0
+        # gives the bus up at every GNT# change, which measures the arbiter, not the DMA.
+        latency_timer = DEFAULT_LATENCY_TIMER
     new = word
     if cache_line is not None:
         new = (new & ~0xFF) | cache_line
@@ -123,6 +135,9 @@ async def _wait_done(board, transport, *, estimate, clock_rate, timeout_s):
     interval = max(64, estimate // 16)
     while True:
         status = await board.fields("dma.status")
+        refused = [doc for name, doc in _REFUSALS.items() if status[name]]
+        if refused and not status["busy"]:
+            raise RefusedSetting(f"the board refused the DMA settings: {'; '.join(refused)}")
         if status["done"] and not status["busy"]:
             return status, None
         if waited / clock_rate >= timeout_s:
@@ -233,15 +248,15 @@ async def dma(transport, *, cmd="MW", addr=None, length=4096, burst=256, idle=0,
     await board.write("dma.wait", irdy=irdy_wait)
     await board.write("dma.status", **_W1C)
     await board.write("dma.control", start=1)
-    started = await board.fields("dma.status")
-    refused = [doc for name, doc in _REFUSALS.items() if started[name]]
-    if refused:
-        raise RefusedSetting(f"the board refused the DMA settings: {'; '.join(refused)}")
-
+    # No register read until the run can be over: a read would take the bus from the
+    # engine and change what is measured. The refusal bits stay until the next start.
     estimate = _estimate_clocks(length, width, burst, idle, write) * max(1, passes)
     status, error = await _wait_done(board, transport, estimate=estimate, clock_rate=rate,
                                      timeout_s=timeout_s)
     results = _summary(await _results(board), rate)
+    pci_status = await transport.config_read(_CFG_COMMAND) >> 16
+    results["pci_status"] = {name: bool(pci_status >> bit & 1)
+                             for name, bit in _STATUS_ERRORS.items()}
     if status["master_abort"]:
         error = f"master abort: no target claimed the address ({addr:#x} onwards)"
     elif status["target_abort"]:
@@ -307,6 +322,9 @@ def format_result(result):
                         if result["first_mismatch"] is not None else "")
                        if result["checked"] else "not checked"),
     ]
+    flagged = [name.replace("_", " ") for name, on in result["pci_status"].items() if on]
+    if flagged:
+        lines.append(f"  PCI status: {', '.join(flagged)}")
     if result["error"]:
         lines.append(f"  error: {result['error']}")
     return "\n".join(lines) + "\n"
