@@ -205,10 +205,13 @@ class DecodeCommand(Command):
 #: a feature module keeps its command beside its feature code. One line per command.
 _COMMAND_PATHS = [
     "pcispy.host.features.dma:DmaCommand",
+    "pcispy.host.features.sweep:SweepCommand",
     "pcispy.host.features.irq:IrqCommand",
     "pcispy.host.transports.sysfs:ListCommand",
     "pcispy.host.features.target:TargetCommand",
     "pcispy.host.features.pio:PioCommand",
+    "pcispy.host.features.capture:CaptureCommand",
+    "pcispy.host.features.stats:StatsCommand",
 ]
 
 

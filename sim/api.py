@@ -130,7 +130,13 @@ class SimSystem:
         await FallingEdge(dut.pci_clk)
         dut.pci_rst.value = 0
         await self.host_memory.set_windows(mem=(0, self.host_memory_size))
-        await self.apply_profile(self.profile_name)
+        # A scenario name (sim/scenarios.py) runs its background traffic on the host
+        # bridge profile it names.
+        from pcispy.sim.scenarios import SCENARIOS, start_scenario
+        scenario = SCENARIOS.get(self.profile_name)
+        await self.apply_profile(scenario.profile if scenario else self.profile_name)
+        if scenario:
+            start_scenario(self, scenario.name, self.seed)
         return self
 
     async def apply_profile(self, name):

@@ -1,0 +1,400 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Bus capture with the spy, and the ``pcispy capture`` command.
+
+:func:`capture` programs the ``spy`` register block (filters, trigger, pre-trigger depth,
+record count, ring mode), arms, waits while the capture fills (polling ``spy.status`` and
+``spy.count`` every ``poll`` seconds of bus time), then reads the valid records out of
+BAR1 and returns them with the trace metadata of host/trace.py; the CLI writes them as a
+``.pcitrace`` file. A stop by the user (Ctrl-C on hardware) or the end of ``duration``
+stops the capture and keeps what it holds.
+
+Filter specs (``--filter``, up to :data:`~pcispy.gateware.regs.SPY_FILTERS`)::
+
+    [!]WHAT[:VALUE[/MASK]]
+
+``WHAT`` is an address space (``mem``, ``io``, ``cfg``, ``any``) or commands joined with
+``+`` (``IOR+IOW``, ``MW``; the mnemonics of the CSV export); ``VALUE`` the address and
+``MASK`` the address bits compared (default: all of them when a value is given, none
+otherwise); ``!`` makes the comparator exclude what it hits. ``io:0x70/0xfffe`` selects I/O
+cycles to 0x70 and 0x71. Include comparators combine with ``--combine any|all``.
+
+Trigger specs: ``now`` (at arm), ``filter`` (the first transaction the filters select),
+``register`` (a write to the spy's trigger register, e.g. by the software under test),
+``violation[:RULE,...]`` (a protocol violation; all rules, or the named ones).
+
+Traffic the tool itself makes while it waits (its status polls of BAR0) is on the bus and
+is captured like any other: a filter such as ``--filter io`` or an exclude comparator on
+the board's BAR0 keeps it out.
+"""
+
+import asyncio
+import base64
+
+from pcispy.gateware.pci.bus import COMMAND_MNEMONICS
+from pcispy.gateware.regs import SPY_FILTERS
+from pcispy.gateware.spy.filters import (ALL_COMMANDS, CONFIG_COMMANDS, IO_COMMANDS,
+                                         MEMORY_COMMANDS, FilterCombine, command_set)
+from pcispy.gateware.spy.format import (CaptureMode, RecordKind, TriggerSource, record_bits,
+                                        record_layouts)
+from pcispy.gateware.spy.trigger import RecorderState
+from pcispy.host.board import Board
+from pcispy.host.cli import Command as CliCommand, run_feature
+from pcispy.host.errors import PcispyError, RefusedSetting
+
+__all__ = ["capture", "FilterSpec", "parse_filter", "parse_trigger", "TRIGGERS", "TRACE_BAR",
+           "trace_metadata", "raw_start_timestamp", "read_trace_memory", "program_filters",
+           "ADDRESS_BITS", "CaptureCommand"]
+
+#: The BAR the trace memory answers.
+TRACE_BAR = 1
+#: Width of a comparator's address and mask.
+ADDRESS_BITS = 64
+#: Trigger spec keywords and the source each selects.
+TRIGGERS = {"now": TriggerSource.IMMEDIATE, "filter": TriggerSource.FILTER,
+            "register": TriggerSource.REGISTER, "violation": TriggerSource.VIOLATION}
+_SPACES = {"mem": MEMORY_COMMANDS, "io": IO_COMMANDS, "cfg": CONFIG_COMMANDS,
+           "any": ALL_COMMANDS}
+_MNEMONIC = {name: command for command, name in COMMAND_MNEMONICS.items()}
+#: 32-bit words read from BAR1 per transport block read.
+_READ_WORDS = 2048
+
+
+class FilterSpec(dict):
+    """One comparator's settings: ``enable``, ``exclude``, ``commands``, ``address``,
+    ``mask`` (a dict, so it travels as JSON into the simulator)."""
+
+
+def parse_filter(text):
+    """``[!]WHAT[:VALUE[/MASK]]`` -> :class:`FilterSpec`; a :class:`PcispyError` naming the
+    problem otherwise."""
+    spec = text.strip()
+    exclude = spec.startswith("!")
+    spec = spec[1:] if exclude else spec
+    what, _, where = spec.partition(":")
+    what = what.strip()
+    if what.lower() in _SPACES:
+        commands = _SPACES[what.lower()]
+    else:
+        names = [name.strip().upper() for name in what.split("+")]
+        unknown = [name for name in names if name not in _MNEMONIC]
+        if not what or unknown:
+            raise PcispyError(f"filter {text!r}: {', '.join(unknown) or 'nothing'} is not an "
+                              f"address space ({', '.join(_SPACES)}) or a command "
+                              f"({', '.join(sorted(_MNEMONIC))})")
+        commands = command_set(*(_MNEMONIC[name] for name in names))
+    address, mask = 0, 0
+    if where:
+        value, slash, mask_text = where.partition("/")
+        try:
+            address = int(value, 0)
+            mask = int(mask_text, 0) if slash else (1 << ADDRESS_BITS) - 1
+        except ValueError:
+            raise PcispyError(f"filter {text!r}: {where!r} is not VALUE or VALUE/MASK "
+                              "(numbers, e.g. 0x70/0xfffe)") from None
+        for name, number in (("address", address), ("mask", mask)):
+            if not 0 <= number < 1 << ADDRESS_BITS:
+                raise PcispyError(f"filter {text!r}: the {name} does not fit in "
+                                  f"{ADDRESS_BITS} bits")
+    return FilterSpec(enable=1, exclude=int(exclude), commands=commands,
+                      address=address & mask, mask=mask)
+
+
+def parse_trigger(text):
+    """``now``, ``filter``, ``register``, ``violation[:RULE,...]`` -> ``(TriggerSource,
+    violation mask)`` (mask: every rule unless named)."""
+    from pcispy.gateware.spy.checker import RULES
+    keyword, _, rules = text.strip().partition(":")
+    if keyword.lower() not in TRIGGERS:
+        raise PcispyError(f"trigger {text!r}: give one of {', '.join(TRIGGERS)}")
+    source = TRIGGERS[keyword.lower()]
+    every = (1 << len(RULES)) - 1
+    if not rules:
+        return source, every
+    if source is not TriggerSource.VIOLATION:
+        raise PcispyError(f"trigger {text!r}: only 'violation' takes rule names")
+    by_name = {rule.name: rule.id for rule in RULES}
+    mask = 0
+    for name in rules.split(","):
+        name = name.strip()
+        if name not in by_name:
+            raise PcispyError(f"trigger {text!r}: no checker rule {name!r} (pcispy check "
+                              "--list-rules)")
+        mask |= 1 << by_name[name]
+    return source, mask
+
+
+async def program_filters(board, filters, combine="any"):
+    """Write every comparator: ``filters`` (FilterSpec dicts) first, the rest disabled."""
+    if len(filters) > SPY_FILTERS:
+        raise PcispyError(f"{len(filters)} filters given; the spy has {SPY_FILTERS} "
+                          "comparators")
+    for index in range(SPY_FILTERS):
+        spec = filters[index] if index < len(filters) else \
+            FilterSpec(enable=0, exclude=0, commands=ALL_COMMANDS, address=0, mask=0)
+        name = f"spy.filter{index}"
+        await board.write(f"{name}_address_lo", spec["address"] & 0xFFFF_FFFF)
+        await board.write(f"{name}_address_hi", spec["address"] >> 32)
+        await board.write(f"{name}_mask_lo", spec["mask"] & 0xFFFF_FFFF)
+        await board.write(f"{name}_mask_hi", spec["mask"] >> 32)
+        await board.write(f"{name}_control", enable=spec["enable"], exclude=spec["exclude"],
+                          commands=spec["commands"])
+    return FilterCombine[combine.upper()]
+
+
+async def read_trace_memory(transport, start, count, capacity, record_bytes):
+    """``count`` records from index ``start`` (wrapping at ``capacity``) out of BAR1, as
+    bytes in capture order."""
+    words_per_record = record_bytes // 4
+    parts = []
+    index, left = start, count
+    while left:
+        run = min(left, capacity - index, _READ_WORDS // words_per_record)
+        words = await transport.read_block(TRACE_BAR, index * record_bytes,
+                                           run * words_per_record)
+        parts.append(b"".join(word.to_bytes(4, "little") for word in words))
+        index, left = (index + run) % capacity, left - run
+    return b"".join(parts)
+
+
+def raw_start_timestamp(data, record_bytes, trigger_timestamp, width, masters):
+    """The ``start_timestamp`` of a raw capture whose trigger record (the raw record with its
+    ``trigger`` bit) is among ``data``: the time its first delta counts from, so that the
+    trigger record's time (host/trace.py ``Trace.times``) is ``trigger_timestamp``. None
+    when no trigger record precedes every time-anchoring event record."""
+    import numpy as np
+    from pcispy.host.trace import Trace
+    trace = Trace({"mode": "raw", "bus_width": width, "masters": masters,
+                   "record_bits": record_bytes * 8, "start_timestamp": 0,
+                   "raw_time_offset": 1}, np.frombuffer(data, dtype=np.uint8))
+    raw_at = trace.indices(RecordKind.RAW)
+    marked = raw_at[trace.columns(RecordKind.RAW, ["trigger"])["trigger"] == 1]
+    anchors = np.flatnonzero((trace.kinds != RecordKind.RAW.value) &
+                             (trace.kinds != RecordKind.EMPTY.value))
+    if not len(marked) or (len(anchors) and anchors[0] < marked[0]):
+        return None
+    return int(trigger_timestamp - trace.times()[marked[0]])
+
+
+def trace_metadata(*, mode, width, masters, clock_mhz, settings, status, start_timestamp,
+                   latency_timer):
+    """The ``.pcitrace`` metadata of a capture (keys: host/trace.py)."""
+    mode = CaptureMode(mode)
+    kind = RecordKind.RAW if mode is CaptureMode.RAW else RecordKind.SUMMARY
+    return {
+        "mode": mode.name.lower(), "bus_width": width, "masters": masters,
+        "clock_mhz": clock_mhz, "record_bits": record_bits(mode),
+        "record_layout": type(record_layouts(width, masters)[kind]).__name__,
+        "capture": settings, "overruns": status["overruns"], "lost": status["lost"],
+        "start_timestamp": start_timestamp,
+        # Raw records are pushed one clock after the bus clock they hold.
+        "raw_time_offset": 1 if mode is CaptureMode.RAW else 0,
+        "latency_timer": latency_timer,
+    }
+
+
+async def _status(board):
+    fields = await board.fields("spy.status")
+    return {"state": RecorderState(fields["state"]).name.lower(), "done": fields["done"],
+            "count": await board.read("spy.count")}
+
+
+async def capture(transport, *, mode="summary", filters=(), combine="any", trigger="now",
+                  pre=0, count=0, ring=False, idle_compress=True, raw_select=False,
+                  latency_timer=0, duration=None, poll=0.0005, progress=None):
+    """Capture bus traffic with the spy and read it back.
+
+    Parameters: ``mode`` ``"raw"`` or ``"summary"``; ``filters`` filter specs (strings
+    for :func:`parse_filter`, or FilterSpec dicts); ``combine`` ``"any"``/``"all"``;
+    ``trigger`` a trigger spec (:func:`parse_trigger`); ``pre`` pre-trigger records kept;
+    ``count`` post-trigger records before it stops (0: when memory is full, or never in
+    ring mode); ``ring`` overwrite the oldest records after the trigger; ``idle_compress``
+    and ``raw_select`` (raw mode: leave out idle clocks; keep only clocks of the
+    transactions the filters select); ``latency_timer`` the masters' Latency Timer (to
+    classify endings); ``duration`` seconds of bus time to wait at most (None: until the
+    capture stops by itself); ``poll`` seconds between status polls; ``progress`` an
+    optional ``callable(count, capacity, state)`` (in-process transports only).
+
+    Returns ``{"metadata": ..., "records": base64 of the records in capture order,
+    "records_count", "status": {...}, "interrupted": bool, "timed_out": bool}``.
+    """
+    if mode not in ("raw", "summary"):
+        raise PcispyError(f"mode {mode!r}: give 'raw' or 'summary'")
+    specs = [parse_filter(f) if isinstance(f, str) else FilterSpec(f) for f in filters]
+    source, violation_mask = parse_trigger(trigger)
+    if combine.lower() not in ("any", "all"):
+        raise PcispyError(f"combine {combine!r}: give 'any' or 'all'")
+    for name, value, top in (("pre", pre, 1 << 32), ("count", count, 1 << 32),
+                             ("latency_timer", latency_timer, 256)):
+        if not 0 <= value < top:
+            raise PcispyError(f"{name} {value}: give 0..{top - 1}")
+    if ring and source is TriggerSource.IMMEDIATE and not count:
+        # A ring capture triggered at once with no post count would never stop by itself.
+        if duration is None:
+            raise PcispyError("a ring capture triggered 'now' needs --count or a duration "
+                              "to stop")
+    board = Board(transport)
+    identity = await board.identify()
+    width = 64 if identity["config.bus_width"] else 32
+    capture_mode = CaptureMode[mode.upper()]
+    await board.write("spy.control", stop=1)
+    combine_value = await program_filters(board, specs, combine.lower())
+    await board.write("spy.config", mode=capture_mode.value, source=source.value,
+                      ring=int(bool(ring)), idle_compress=int(bool(idle_compress)),
+                      raw_select=int(bool(raw_select)), combine=combine_value.value,
+                      latency_timer=latency_timer)
+    await board.write("spy.pre", pre)
+    await board.write("spy.post", count)
+    await board.write("spy.violation_mask_lo", violation_mask & 0xFFFF_FFFF)
+    await board.write("spy.violation_mask_hi", violation_mask >> 32)
+    arm_time = await board.read64("irq.now")
+    await board.write("spy.control", arm=1)
+    if (await board.fields("spy.status"))["pre_error"]:
+        capacity = await board.read("spy.capacity")
+        raise RefusedSetting(f"pre {pre}: the trace memory holds {capacity} {mode} records; "
+                             f"keep fewer than that before the trigger")
+    capacity = await board.read("spy.capacity")
+
+    clock_hz = 1e9 / round(1000 / identity["config.clock_mhz"])
+    waited, interrupted, timed_out = 0.0, False, False
+    try:
+        while True:
+            status = await _status(board)
+            if progress is not None:
+                progress(status["count"], capacity, status["state"])
+            if status["state"] == "done":
+                break
+            if duration is not None and waited >= duration:
+                timed_out = True
+                break
+            step = poll if duration is None else min(poll, duration - waited)
+            await transport.sleep(max(step, 1 / clock_hz))
+            waited += step
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        interrupted = True
+    await board.write("spy.control", stop=1)
+    while not (await board.fields("spy.status"))["done"]:
+        await transport.sleep(16 / clock_hz)
+
+    status = {name: await board.read(f"spy.{name}")
+              for name in ("capacity", "start", "count", "trigger_index", "lost", "overruns")}
+    status["state"] = RecorderState((await board.fields("spy.status"))["state"]).name.lower()
+    status["trigger_timestamp"] = await board.read64("spy.trigger_time")
+    triggered = status["trigger_timestamp"] != 0 or status["trigger_index"] != 0
+    status["triggered"] = triggered
+    record_bytes = record_bits(capture_mode) // 8
+    data = await read_trace_memory(transport, status["start"], status["count"],
+                                   status["capacity"], record_bytes)
+    start_timestamp = arm_time
+    time_base = "arm"
+    if capture_mode is CaptureMode.RAW:
+        anchored = raw_start_timestamp(data, record_bytes, status["trigger_timestamp"],
+                                       width, 1)
+        if anchored is not None:
+            start_timestamp, time_base = anchored, "trigger"
+    settings = {"filters": [dict(s) for s in specs], "combine": combine.lower(),
+                "trigger": trigger, "pre": pre, "count": count, "ring": bool(ring),
+                "idle_compress": bool(idle_compress), "raw_select": bool(raw_select),
+                "time_base": time_base, "trigger_timestamp": status["trigger_timestamp"],
+                "trigger_index": status["trigger_index"], "triggered": triggered,
+                "interrupted": interrupted, "timed_out": timed_out}
+    metadata = trace_metadata(mode=capture_mode, width=width, masters=1,
+                              clock_mhz=identity["config.clock_mhz"], settings=settings,
+                              status=status, start_timestamp=max(0, start_timestamp),
+                              latency_timer=latency_timer)
+    return {"metadata": metadata, "records": base64.b64encode(data).decode(),
+            "records_count": len(data) // record_bytes, "status": status,
+            "interrupted": interrupted, "timed_out": timed_out}
+
+
+class CaptureCommand(CliCommand):
+    name = "capture"
+    help = "capture bus traffic with the spy (raw clocks or transaction summaries) into a " \
+           ".pcitrace file"
+    examples = (
+        "pcispy --sim=rtc capture --filter io:0x70/0xfffe --count 40 -o rtc.pcitrace",
+        "pcispy capture --mode raw --trigger filter --filter MW:0x80000000/0xffff0000 "
+        "--pre 64 --count 512 -o burst.pcitrace",
+        "pcispy capture --trigger register --filter '!mem:0xf0000000/0xfffff000' -o run.pcitrace",
+        "pcispy capture --trigger violation --mode raw --pre 200 --count 200 -o bad.pcitrace",
+        "pcispy decode rtc.pcitrace",
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--mode", choices=("raw", "summary"), default="summary",
+                            help="raw: every bus clock; summary: one record per transaction "
+                                 "(default)")
+        parser.add_argument("--filter", action="append", default=[], metavar="SPEC",
+                            help="[!]WHAT[:VALUE[/MASK]]: WHAT is mem, io, cfg, any or "
+                                 "commands joined by + (MR+MW); ! excludes; repeat for up "
+                                 f"to {SPY_FILTERS} comparators")
+        parser.add_argument("--combine", choices=("any", "all"), default="any",
+                            help="how include filters combine (default any)")
+        parser.add_argument("--trigger", default="now", metavar="SPEC",
+                            help="now (default), filter, register, or violation[:RULE,...]")
+        parser.add_argument("--pre", type=int, default=0, metavar="N",
+                            help="records kept from before the trigger (default 0)")
+        parser.add_argument("--count", type=int, default=0, metavar="N",
+                            help="stop after N records from the trigger on (default 0: when "
+                                 "the memory is full)")
+        parser.add_argument("--ring", action="store_true",
+                            help="after the trigger, overwrite the oldest records until "
+                                 "--count or a stop")
+        parser.add_argument("--no-idle-compress", action="store_true",
+                            help="raw mode: store idle clocks too")
+        parser.add_argument("--select", action="store_true",
+                            help="raw mode: store only the clocks of transactions the "
+                                 "filters select")
+        parser.add_argument("--latency-timer", type=int, default=0, metavar="CLOCKS",
+                            help="the masters' Latency Timer, to classify its endings "
+                                 "(default 0: none)")
+        parser.add_argument("--duration", type=float, metavar="SECONDS",
+                            help="wait at most this long (bus time), then stop and keep "
+                                 "what was captured")
+        parser.add_argument("-o", "--output", required=True, metavar="FILE",
+                            help="the .pcitrace file to write")
+
+    def run(self, args, out):
+        from pcispy.host.trace import write_trace
+        arguments = dict(mode=args.mode, filters=args.filter, combine=args.combine,
+                         trigger=args.trigger, pre=args.pre, count=args.count,
+                         ring=args.ring, idle_compress=not args.no_idle_compress,
+                         raw_select=args.select, latency_timer=args.latency_timer,
+                         duration=args.duration)
+        # Bad specs end here, before any board or simulator is started.
+        for spec in args.filter:
+            parse_filter(spec)
+        parse_trigger(args.trigger)
+        result = _run_with_progress(args, arguments)
+        try:
+            write_trace(args.output, base64.b64decode(result["records"]), result["metadata"])
+        except OSError as error:
+            raise PcispyError(f"cannot write {args.output}: {error.strerror}") from None
+        result = {key: value for key, value in result.items() if key != "records"}
+        result["output"] = args.output
+        if not args.json:
+            status = result["status"]
+            how = ("interrupted" if result["interrupted"] else
+                   "stopped at the end of --duration" if result["timed_out"] else status["state"])
+            out.write(f"{args.output}: {result['records_count']} {args.mode} records "
+                      f"({how}; {'triggered' if status['triggered'] else 'not triggered'}"
+                      f", {status['lost']} lost in {status['overruns']} overruns)\n")
+        return result
+
+
+def _run_with_progress(args, arguments):
+    """Run the capture feature with a progress display on a terminal (a live count on an
+    in-process transport, a spinner while the simulator runs)."""
+    import sys
+    if not sys.stderr.isatty() or args.json:
+        return run_feature(args, "pcispy.host.features.capture:capture", **arguments)
+    from rich.progress import Progress
+    with Progress(transient=True) as bar:
+        task = bar.add_task("capturing", total=None)
+        if args.sysfs:
+            def progress(count, capacity, state):
+                bar.update(task, completed=count, total=capacity,
+                           description=f"capturing ({state})")
+            arguments = dict(arguments, progress=progress)
+        else:
+            bar.update(task, description="capturing in the simulator")
+        return run_feature(args, "pcispy.host.features.capture:capture", **arguments)
