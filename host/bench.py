@@ -26,8 +26,32 @@ def _spy_decode():
     return {"spy.decode_cycles_per_s": round(measure_decode_speed())}
 
 
+def _dma():
+    """dma.mw_mbps_32, dma.mrm_mbps_32, dma.mw_mbps_64 (ideal host, burst 256, 1 MiB) and
+    sim.dma_cycles_per_s (during the 32-bit MW run): bench_dma.measure_throughput."""
+    import os
+    import tempfile
+    from pcispy.sim.api import bench_env
+    from pcispy.sim.speed import RESULT_ENV
+    from pcispy.sim.system import SystemConfig, build_system
+    figures = {}
+    for width in (32, 64):
+        config = SystemConfig(width=width)
+        with tempfile.TemporaryDirectory() as tmp:
+            env = bench_env(config, profile="ideal")
+            env[RESULT_ENV] = os.path.join(tmp, "dma.json")
+            build_system(config).run("pcispy.sim.tests.bench_dma", "measure_throughput",
+                                     env=env)
+            with open(env[RESULT_ENV]) as f:
+                measured = json.load(f)
+        if width == 64:
+            measured.pop("sim.dma_cycles_per_s")
+        figures.update({name: round(value, 2) for name, value in measured.items()})
+    return figures
+
+
 #: Measurement functions; each returns ``{figure name: value}``.
-MEASUREMENTS = [_sim_empty, _spy_decode]
+MEASUREMENTS = [_sim_empty, _spy_decode, _dma]
 
 
 def main(argv=None):
