@@ -50,8 +50,25 @@ def _dma():
     return figures
 
 
+def _irq():
+    """irq.sim_handler_{median,p98}_us and irq.sim_user_{median,p98}_us (``pcispy irq
+    --count 200`` on the ideal profile: responder delay uniform 100..400 clocks) and
+    irq.sim_interrupts_per_s (wall clock, simulator start included, build excluded)."""
+    from pcispy.sim.api import run_feature
+    from pcispy.sim.system import SystemConfig, build_system
+    config = SystemConfig(width=32)
+    build_system(config)
+    start = time.perf_counter()
+    result = run_feature("pcispy.host.features.irq:irq_latency", {"count": 200}, config)
+    elapsed = time.perf_counter() - start
+    figures = {f"irq.sim_{key}_{stat}_us": result[key]["us"][stat]
+               for key in ("handler", "user") for stat in ("median", "p98")}
+    figures["irq.sim_interrupts_per_s"] = round(result["count"] / elapsed, 1)
+    return figures
+
+
 #: Measurement functions; each returns ``{figure name: value}``.
-MEASUREMENTS = [_sim_empty, _spy_decode, _dma]
+MEASUREMENTS = [_sim_empty, _spy_decode, _dma, _irq]
 
 
 def main(argv=None):
