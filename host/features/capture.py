@@ -36,15 +36,18 @@ from pcispy.gateware.spy.filters import (ALL_COMMANDS, CONFIG_COMMANDS, IO_COMMA
                                          MEMORY_COMMANDS, FilterCombine, command_set)
 from pcispy.gateware.spy.format import (CaptureMode, RecordKind, TriggerSource, record_bits,
                                         record_layouts)
+from pcispy.gateware.spy.spy import Spy
 from pcispy.gateware.spy.trigger import RecorderState
 from pcispy.host.board import Board
 from pcispy.host.cli import Command as CliCommand, run_feature
 from pcispy.host.errors import PcispyError, RefusedSetting
 
-__all__ = ["capture", "FilterSpec", "parse_filter", "parse_trigger", "TRIGGERS", "TRACE_BAR",
-           "trace_metadata", "raw_start_timestamp", "read_trace_memory", "program_filters",
+__all__ = ["capture", "start_capture", "wait_capture", "finish_capture", "SPY_MASTERS", "FilterSpec", "parse_filter", "parse_trigger", "TRIGGERS", "TRACE_BAR",
+           "trace_metadata", "check_settings", "raw_start_timestamp", "read_trace_memory", "program_filters",
            "ADDRESS_BITS", "CaptureCommand"]
 
+#: REQ#/GNT# pairs the board's spy records (gateware/top.py builds it with the default).
+SPY_MASTERS = __import__("inspect").signature(Spy).parameters["masters"].default
 #: The BAR the trace memory answers.
 TRACE_BAR = 1
 #: Width of a comparator's address and mask.
@@ -198,6 +201,123 @@ async def _status(board):
             "count": await board.read("spy.count")}
 
 
+def check_settings(*, mode, filters, combine, trigger, pre, count, latency_timer):
+    """Refuse settings the spy cannot honour (one clear error); return the comparator
+    settings, the trigger source and the violation mask."""
+    if mode not in ("raw", "summary"):
+        raise PcispyError(f"mode {mode!r}: give 'raw' or 'summary'")
+    specs = [parse_filter(f) if isinstance(f, str) else FilterSpec(f) for f in filters]
+    if len(specs) > SPY_FILTERS:
+        raise PcispyError(f"{len(specs)} filters given; the spy has {SPY_FILTERS} "
+                          "comparators")
+    source, violation_mask = parse_trigger(trigger)
+    if combine.lower() not in ("any", "all"):
+        raise PcispyError(f"combine {combine!r}: give 'any' or 'all'")
+    for name, value, top in (("pre", pre, 1 << 32), ("count", count, 1 << 32),
+                             ("latency_timer", latency_timer, 256)):
+        if not 0 <= value < top:
+            raise PcispyError(f"{name} {value}: give 0..{top - 1}")
+    return specs, source, violation_mask
+
+
+async def start_capture(transport, *, mode="summary", filters=(), combine="any",
+                        trigger="now", pre=0, count=0, ring=False, idle_compress=True,
+                        raw_select=False, latency_timer=0):
+    """Check the settings, program the spy and arm it (parameters as :func:`capture`).
+    Returns the run's state for :func:`wait_capture` and :func:`finish_capture`."""
+    specs, source, violation_mask = check_settings(mode=mode, filters=filters,
+                                                   combine=combine, trigger=trigger, pre=pre,
+                                                   count=count, latency_timer=latency_timer)
+    board = Board(transport)
+    identity = await board.identify()
+    capture_mode = CaptureMode[mode.upper()]
+    await board.write("spy.control", stop=1)
+    combine_value = await program_filters(board, specs, combine.lower())
+    await board.write("spy.config", mode=capture_mode.value, source=source.value,
+                      ring=int(bool(ring)), idle_compress=int(bool(idle_compress)),
+                      raw_select=int(bool(raw_select)), combine=combine_value.value,
+                      latency_timer=latency_timer)
+    await board.write("spy.pre", pre)
+    await board.write("spy.post", count)
+    await board.write("spy.violation_mask_lo", violation_mask & 0xFFFF_FFFF)
+    await board.write("spy.violation_mask_hi", violation_mask >> 32)
+    arm_time = await board.read64("irq.now")
+    await board.write("spy.control", arm=1)
+    if (await board.fields("spy.status"))["pre_error"]:
+        capacity = await board.read("spy.capacity")
+        raise RefusedSetting(f"pre {pre}: the trace memory holds {capacity} {mode} records; "
+                             f"keep fewer than that before the trigger")
+    settings = {"filters": [dict(s) for s in specs], "combine": combine.lower(),
+                "trigger": trigger, "pre": pre, "count": count, "ring": bool(ring),
+                "idle_compress": bool(idle_compress), "raw_select": bool(raw_select),
+                "latency_timer": latency_timer}
+    return {"board": board, "identity": identity, "mode": capture_mode,
+            "settings": settings, "arm_time": arm_time,
+            "capacity": await board.read("spy.capacity")}
+
+
+async def wait_capture(run, *, duration=None, poll=0.0005, progress=None):
+    """Poll until the capture stops by itself, ``duration`` seconds (bus time) pass, or the
+    user interrupts (Ctrl-C). Returns ``(interrupted, timed_out)``."""
+    board = run["board"]
+    clock_hz = 1e9 / round(1000 / run["identity"]["config.clock_mhz"])
+    waited = 0.0
+    try:
+        while True:
+            status = await _status(board)
+            if progress is not None:
+                progress(status["count"], run["capacity"], status["state"])
+            if status["state"] == "done":
+                return False, False
+            if duration is not None and waited >= duration:
+                return False, True
+            step = poll if duration is None else min(poll, duration - waited)
+            await board.transport.sleep(max(step, 1 / clock_hz))
+            waited += step
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        return True, False
+
+
+async def finish_capture(run, *, interrupted=False, timed_out=False):
+    """Stop the capture (if it still runs), wait for its last records, read them out of
+    BAR1. Returns the result of :func:`capture`."""
+    board = run["board"]
+    transport = board.transport
+    clock_hz = 1e9 / round(1000 / run["identity"]["config.clock_mhz"])
+    await board.write("spy.control", stop=1)
+    while not (await board.fields("spy.status"))["done"]:
+        await transport.sleep(16 / clock_hz)
+    status = {name: await board.read(f"spy.{name}")
+              for name in ("capacity", "start", "count", "trigger_index", "lost", "overruns")}
+    status["state"] = RecorderState((await board.fields("spy.status"))["state"]).name.lower()
+    status["trigger_timestamp"] = await board.read64("spy.trigger_time")
+    # The timestamp counts from reset, so a trigger never fires at time 0.
+    status["triggered"] = status["trigger_timestamp"] != 0
+    capture_mode = run["mode"]
+    width = 64 if run["identity"]["config.bus_width"] else 32
+    record_bytes = record_bits(capture_mode) // 8
+    data = await read_trace_memory(transport, status["start"], status["count"],
+                                   status["capacity"], record_bytes)
+    start_timestamp, time_base = run["arm_time"], "arm"
+    if capture_mode is CaptureMode.RAW:
+        anchored = raw_start_timestamp(data, record_bytes, status["trigger_timestamp"],
+                                       width, SPY_MASTERS)
+        if anchored is not None:
+            start_timestamp, time_base = anchored, "trigger"
+    settings = dict(run["settings"], time_base=time_base,
+                    trigger_timestamp=status["trigger_timestamp"],
+                    trigger_index=status["trigger_index"], triggered=status["triggered"],
+                    interrupted=interrupted, timed_out=timed_out)
+    metadata = trace_metadata(mode=capture_mode, width=width, masters=SPY_MASTERS,
+                              clock_mhz=run["identity"]["config.clock_mhz"],
+                              settings=settings, status=status,
+                              start_timestamp=max(0, start_timestamp),
+                              latency_timer=run["settings"]["latency_timer"])
+    return {"metadata": metadata, "records": base64.b64encode(data).decode(),
+            "records_count": len(data) // record_bytes, "status": status,
+            "interrupted": interrupted, "timed_out": timed_out}
+
+
 async def capture(transport, *, mode="summary", filters=(), combine="any", trigger="now",
                   pre=0, count=0, ring=False, idle_compress=True, raw_select=False,
                   latency_timer=0, duration=None, poll=0.0005, progress=None):
@@ -217,93 +337,15 @@ async def capture(transport, *, mode="summary", filters=(), combine="any", trigg
     Returns ``{"metadata": ..., "records": base64 of the records in capture order,
     "records_count", "status": {...}, "interrupted": bool, "timed_out": bool}``.
     """
-    if mode not in ("raw", "summary"):
-        raise PcispyError(f"mode {mode!r}: give 'raw' or 'summary'")
-    specs = [parse_filter(f) if isinstance(f, str) else FilterSpec(f) for f in filters]
-    source, violation_mask = parse_trigger(trigger)
-    if combine.lower() not in ("any", "all"):
-        raise PcispyError(f"combine {combine!r}: give 'any' or 'all'")
-    for name, value, top in (("pre", pre, 1 << 32), ("count", count, 1 << 32),
-                             ("latency_timer", latency_timer, 256)):
-        if not 0 <= value < top:
-            raise PcispyError(f"{name} {value}: give 0..{top - 1}")
-    if ring and source is TriggerSource.IMMEDIATE and not count:
-        # A ring capture triggered at once with no post count would never stop by itself.
-        if duration is None:
-            raise PcispyError("a ring capture triggered 'now' needs --count or a duration "
-                              "to stop")
-    board = Board(transport)
-    identity = await board.identify()
-    width = 64 if identity["config.bus_width"] else 32
-    capture_mode = CaptureMode[mode.upper()]
-    await board.write("spy.control", stop=1)
-    combine_value = await program_filters(board, specs, combine.lower())
-    await board.write("spy.config", mode=capture_mode.value, source=source.value,
-                      ring=int(bool(ring)), idle_compress=int(bool(idle_compress)),
-                      raw_select=int(bool(raw_select)), combine=combine_value.value,
-                      latency_timer=latency_timer)
-    await board.write("spy.pre", pre)
-    await board.write("spy.post", count)
-    await board.write("spy.violation_mask_lo", violation_mask & 0xFFFF_FFFF)
-    await board.write("spy.violation_mask_hi", violation_mask >> 32)
-    arm_time = await board.read64("irq.now")
-    await board.write("spy.control", arm=1)
-    if (await board.fields("spy.status"))["pre_error"]:
-        capacity = await board.read("spy.capacity")
-        raise RefusedSetting(f"pre {pre}: the trace memory holds {capacity} {mode} records; "
-                             f"keep fewer than that before the trigger")
-    capacity = await board.read("spy.capacity")
-
-    clock_hz = 1e9 / round(1000 / identity["config.clock_mhz"])
-    waited, interrupted, timed_out = 0.0, False, False
-    try:
-        while True:
-            status = await _status(board)
-            if progress is not None:
-                progress(status["count"], capacity, status["state"])
-            if status["state"] == "done":
-                break
-            if duration is not None and waited >= duration:
-                timed_out = True
-                break
-            step = poll if duration is None else min(poll, duration - waited)
-            await transport.sleep(max(step, 1 / clock_hz))
-            waited += step
-    except (KeyboardInterrupt, asyncio.CancelledError):
-        interrupted = True
-    await board.write("spy.control", stop=1)
-    while not (await board.fields("spy.status"))["done"]:
-        await transport.sleep(16 / clock_hz)
-
-    status = {name: await board.read(f"spy.{name}")
-              for name in ("capacity", "start", "count", "trigger_index", "lost", "overruns")}
-    status["state"] = RecorderState((await board.fields("spy.status"))["state"]).name.lower()
-    status["trigger_timestamp"] = await board.read64("spy.trigger_time")
-    triggered = status["trigger_timestamp"] != 0 or status["trigger_index"] != 0
-    status["triggered"] = triggered
-    record_bytes = record_bits(capture_mode) // 8
-    data = await read_trace_memory(transport, status["start"], status["count"],
-                                   status["capacity"], record_bytes)
-    start_timestamp = arm_time
-    time_base = "arm"
-    if capture_mode is CaptureMode.RAW:
-        anchored = raw_start_timestamp(data, record_bytes, status["trigger_timestamp"],
-                                       width, 1)
-        if anchored is not None:
-            start_timestamp, time_base = anchored, "trigger"
-    settings = {"filters": [dict(s) for s in specs], "combine": combine.lower(),
-                "trigger": trigger, "pre": pre, "count": count, "ring": bool(ring),
-                "idle_compress": bool(idle_compress), "raw_select": bool(raw_select),
-                "time_base": time_base, "trigger_timestamp": status["trigger_timestamp"],
-                "trigger_index": status["trigger_index"], "triggered": triggered,
-                "interrupted": interrupted, "timed_out": timed_out}
-    metadata = trace_metadata(mode=capture_mode, width=width, masters=1,
-                              clock_mhz=identity["config.clock_mhz"], settings=settings,
-                              status=status, start_timestamp=max(0, start_timestamp),
+    if ring and trigger.strip().lower() == "now" and not count and duration is None:
+        raise PcispyError("a ring capture triggered 'now' needs --count or --duration to stop")
+    run = await start_capture(transport, mode=mode, filters=filters, combine=combine,
+                              trigger=trigger, pre=pre, count=count, ring=ring,
+                              idle_compress=idle_compress, raw_select=raw_select,
                               latency_timer=latency_timer)
-    return {"metadata": metadata, "records": base64.b64encode(data).decode(),
-            "records_count": len(data) // record_bytes, "status": status,
-            "interrupted": interrupted, "timed_out": timed_out}
+    interrupted, timed_out = await wait_capture(run, duration=duration, poll=poll,
+                                                progress=progress)
+    return await finish_capture(run, interrupted=interrupted, timed_out=timed_out)
 
 
 class CaptureCommand(CliCommand):
@@ -360,10 +402,11 @@ class CaptureCommand(CliCommand):
                          ring=args.ring, idle_compress=not args.no_idle_compress,
                          raw_select=args.select, latency_timer=args.latency_timer,
                          duration=args.duration)
-        # Bad specs end here, before any board or simulator is started.
-        for spec in args.filter:
-            parse_filter(spec)
-        parse_trigger(args.trigger)
+        # Bad settings end here, before any board or simulator is started.
+        check_settings(**{k: arguments[k] for k in ("mode", "filters", "combine", "trigger",
+                                                    "pre", "count", "latency_timer")})
+        if args.duration is not None and args.duration <= 0:
+            raise PcispyError(f"--duration {args.duration}: give a positive number of seconds")
         result = _run_with_progress(args, arguments)
         try:
             write_trace(args.output, base64.b64decode(result["records"]), result["metadata"])

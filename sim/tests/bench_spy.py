@@ -1,0 +1,253 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""cocotb benches of the board's spy in the simulated system, driven through the host
+features (``pcispy capture``/``stats`` code) over the sim transport.
+
+Run by ``sim/tests/test_spy_system.py`` (pytest), which picks the system and seed.
+"""
+
+import base64
+import os
+import random
+
+import cocotb
+
+from pcispy.gateware.pci.bus import Command, Termination
+from pcispy.host.decode import summarise
+from pcispy.host.board import Board
+from pcispy.host.features.capture import (capture, finish_capture, parse_filter,
+                                          program_filters, start_capture)
+from pcispy.host.features.stats import stats
+from pcispy.host.trace import parse_trace, trace_bytes
+from pcispy.sim.api import SimSystem
+from pcispy.sim.bfm.legacy import RTC_PORT
+from pcispy.sim.bfm.profiles import PROFILES, RTC, DisconnectMode, RetryMode
+from pcispy.sim.scenarios import RTC_TICK_CLOCKS
+from pcispy.sim.transport import SimTransport
+
+#: Where the benches open the test device's windows.
+TEST_MEM = 0x9000_0000
+TEST_MEM_SIZE = 0x4000
+TEST_IO = 0x2000
+#: An address no agent claims (master abort).
+NOBODY = 0xF000_0000
+#: Summary fields compared between hardware and software decoder (timestamps rebased).
+COMPARED = ("address", "command", "first_be", "first_data", "data_phases", "latency",
+            "initiator_wait", "target_wait", "duration", "termination", "devsel", "is64",
+            "dac", "parity_error", "master")
+
+
+async def _setup(dut):
+    system = await SimSystem(dut).start()
+    bars = await system.enumerate_board()
+    if system.config.test_device:
+        await system.test_target.set_windows(mem=(TEST_MEM, TEST_MEM_SIZE),
+                                             io=(TEST_IO, 0x100))
+    return system, SimTransport(system, bars)
+
+
+def _trace(result):
+    return parse_trace(trace_bytes(base64.b64decode(result["records"]), result["metadata"]))
+
+
+def _not_board_regs(summaries, bars):
+    """Summaries other than the bench's own register accesses to the board's BAR0."""
+    bar0 = bars[0]
+    inside = ((summaries["address"] >= bar0["address"]) &
+              (summaries["address"] < bar0["address"] + bar0["size"]))
+    return summaries[~inside]
+
+
+def _exclude_bar0(bars):
+    return f"!mem:{bars[0]['address']:#x}/{~(bars[0]['size'] - 1) & 0xFFFF_FFFF:#x}"
+
+
+async def _reseed(system, seed):
+    """Bring every random behaviour back to the same state (the same traffic replays
+    clock for clock)."""
+    target_profile = PROFILES["ideal"].but(
+        retry=RetryMode.FIRST, retry_count=2, retry_probability=64,
+        disconnect=DisconnectMode.WITH_DATA, disconnect_every=5,
+        abort_range=(TEST_MEM + 0x3000, 0x100))
+    await system.test_target.apply_profile(target_profile, seed=seed)
+    await system.legacy.apply_profile(RTC, seed=seed)
+    await system.host_memory.apply_profile(system.profile, seed=seed)
+
+
+async def _random_traffic(system, transport, rng, operations):
+    """Seeded traffic from every agent: host PIO (memory, I/O, the legacy RTC, the board's
+    exerciser window, master aborts), the test device mastering host memory."""
+    host, device = system.host, system.test_initiator
+    for _ in range(operations):
+        choice = rng.randrange(8)
+        offset = 4 * rng.randrange(0x300)
+        size = 4 * rng.randrange(1, 12)
+        if choice == 0:
+            await host.mem_write(TEST_MEM + offset, rng.randbytes(size), burst=rng.choice((0, 2)))
+        elif choice == 1:
+            await host.mem_read(TEST_MEM + rng.choice((offset, 0x3000)), size,
+                                command=rng.choice((Command.MEM_READ, Command.MEM_READ_LINE,
+                                                    Command.MEM_READ_MULTIPLE)))
+        elif choice == 2:
+            await host.io_write(TEST_IO + rng.randrange(0, 0x100, 4), rng.getrandbits(32), 4)
+            await host.io_read(TEST_IO + rng.randrange(0, 0x100, 4), 4)
+        elif choice == 3:
+            await host.io_write(RTC_PORT, rng.randrange(0x0E), 1)
+            await host.io_read(RTC_PORT + 1, 1)
+        elif choice == 4:
+            await device.mem_write(0x2000 + offset, rng.randbytes(size), burst=rng.choice((0, 3)))
+        elif choice == 5:
+            await device.mem_read(0x2000 + offset, size)
+        elif choice == 6:
+            await transport.write_block(2, offset, rng.randbytes(size), burst=rng.choice((0, 1)))
+        else:
+            await host.mem_read(NOBODY, 4)
+
+
+def _seed():
+    return int(os.environ.get("PCISPY_SEED", "1"))
+
+
+@cocotb.test()
+async def summaries_equal_decoded_raw(dut):
+    """The same seeded traffic, captured once raw and once as hardware summaries: the
+    summaries equal the software decoder's, record for record (times rebased)."""
+    system, transport = await _setup(dut)
+    seed = _seed()
+    captured = {}
+    for mode in ("raw", "summary"):
+        await _reseed(system, seed)
+        # Arm, make the traffic, stop: no status polls while it runs.
+        run = await start_capture(transport, mode=mode, filters=[_exclude_bar0(transport.bars)]
+                                  if mode == "summary" else ())
+        await _random_traffic(system, transport, random.Random(seed), 40)
+        result = await finish_capture(run)
+        assert result["status"]["lost"] == 0, result["status"]
+        captured[mode] = _not_board_regs(summarise(_trace(result)), transport.bars)
+    hardware, software = captured["summary"], captured["raw"]
+    assert len(hardware) > 60, len(hardware)
+    assert len(hardware) == len(software), (seed, len(hardware), len(software))
+    for name in COMPARED:
+        assert (hardware[name] == software[name]).all(), \
+            (seed, name, hardware[name].tolist(), software[name].tolist())
+    rebased = lambda s: s["timestamp"].astype(int) - int(s["timestamp"][0])
+    assert (rebased(hardware) == rebased(software)).all(), seed
+    endings = {Termination(int(t)) for t in hardware["termination"]}
+    assert {Termination.COMPLETION, Termination.RETRY, Termination.DISCONNECT_DATA,
+            Termination.TARGET_ABORT, Termination.MASTER_ABORT} <= endings, (seed, endings)
+    await system.assert_clean(RTC.breaks_rules)
+
+
+@cocotb.test()
+async def filters_triggers_pre_ring(dut):
+    """Filters select exactly what they say; register and filter triggers with pre-trigger
+    records; ring mode keeps the last records; raw captures lose nothing; stats count."""
+    system, transport = await _setup(dut)
+    host = system.host
+    board = Board(transport)
+
+    async def writes(base, count):
+        for i in range(count):
+            await host.mem_write(base + 4 * i, (i + 1).to_bytes(4, "little"))
+
+    # Filter: only I/O writes to 0x70/0x71 of a mix.
+    run = await start_capture(transport, filters=["IOW:0x70/0xfffe"])
+    await writes(TEST_MEM, 3)
+    for index in range(3):
+        await host.io_write(RTC_PORT, index, 1)
+        await host.io_read(RTC_PORT + 1, 1)
+    records = _trace(await finish_capture(run)).summaries
+    assert set(Command(int(c)) for c in records["command"]) == {Command.IO_WRITE}
+    assert sorted(set(records["address"].tolist())) == [RTC_PORT]
+    completed = records[records["data_phases"] == 1]
+    assert completed["first_data"].tolist() == [0, 1, 2]
+
+    # Register trigger with pre-trigger records: 4 kept from before, then 5 after.
+    run = await start_capture(transport, trigger="register", pre=4, count=5,
+                              filters=[f"MW:{TEST_MEM:#x}/0xffff0000"])
+    await writes(TEST_MEM, 10)
+    await board.write("spy.control", trigger=1)
+    await writes(TEST_MEM + 0x100, 10)
+    result = await finish_capture(run)
+    trace = _trace(result)
+    summaries = trace.summaries
+    assert [int(a) - TEST_MEM for a in summaries["address"]] == \
+        [24, 28, 32, 36, 0x100, 0x104, 0x108, 0x10C], summaries["address"]
+    # The TRIGGER event follows the pre-trigger records and is the first of the 5 post.
+    kinds = trace.kinds.tolist()
+    assert kinds.count(3) == 1 and kinds.index(3) == 4 and len(kinds) == 9, kinds
+    assert result["status"]["state"] == "done"
+
+    # Filter trigger, ring mode: the 6 records up to the stop are kept.
+    run = await start_capture(transport, trigger="filter", ring=True, count=0,
+                              filters=[f"MW:{TEST_MEM:#x}/0xffffc000"])
+    await host.io_write(TEST_IO, 1, 4)
+    capacity = await board.read("spy.capacity")
+    # One host command, one single-phase write transaction per DWORD.
+    await host.mem_write(TEST_MEM + 0x200, bytes(4 * (capacity + 6)), burst=1)
+    result = await finish_capture(run)
+    summaries = _trace(result).summaries
+    assert result["status"]["count"] == capacity
+    assert int(summaries["address"][-1]) == TEST_MEM + 0x200 + 4 * (capacity + 5)
+    assert (summaries["address"][1:] - summaries["address"][:-1] == 4).all()
+
+    # Raw capture of every clock (no idle compression) during a long burst: nothing lost.
+    run = await start_capture(transport, mode="raw", idle_compress=False,
+                              trigger="filter", filters=["MW"], count=600)
+    await host.mem_write(TEST_MEM, bytes(range(256)) * 8)
+    result = await finish_capture(run)
+    assert result["status"]["lost"] == 0 and result["status"]["overruns"] == 0
+    trace = _trace(result)
+    assert len(trace) == 600
+    times = trace.times()
+    assert (times[1:] - times[:-1] == 1).all()
+    assert trace.metadata["capture"]["time_base"] == "trigger"
+
+    # Counters over a known batch: the filter selects the 7 writes only (not the bench's
+    # own register accesses).
+    await program_filters(board, [parse_filter(f"MW:{TEST_MEM:#x}/0xffff0000")])
+    await stats(transport, clear=True, histograms=False)
+    await writes(TEST_MEM + 0x800, 7)
+    snapshot = (await stats(transport, histograms=True))["snapshots"][0]
+    counters = snapshot["counters"]
+    assert (counters["transactions"], counters["data_phases"], counters["bytes"],
+            counters["hits"][0], counters["retries"]) == (7, 7, 28, 7, 0), counters
+    assert counters["latency_min"] == counters["latency_max"] == 2, counters
+    assert snapshot["histograms"]["latency"][2] == 7 and \
+        sum(snapshot["histograms"]["latency"]) == 7, snapshot["histograms"]
+    assert counters["busy_clocks"] > 0 and counters["idle_clocks"] > 0
+    await system.assert_clean(RTC.breaks_rules)
+
+
+@cocotb.test()
+async def rtc_figure3(dut):
+    """The rtc scenario reproduces Pamette Figure 3: reads of 0x71 with first-data latency
+    39, writes of 0x70 with 31-34, a run of 7 retried writes before one goes through,
+    groups about 32000 clocks apart. Also measures idle compression on it."""
+    from pcispy.sim.scenarios import start_scenario
+    system, transport = await _setup(dut)
+    start_scenario(system, "rtc", _seed())
+    result = await capture(transport, filters=["io:0x70/0xfffe"], count=56, poll=0.0005)
+    summaries = summarise(_trace(result))
+    command = [Command(int(c)) for c in summaries["command"]]
+    reads = summaries[[c is Command.IO_READ for c in command]]
+    writes = summaries[[c is Command.IO_WRITE for c in command]]
+    assert (reads["address"] == RTC_PORT + 1).all() and (writes["address"] == RTC_PORT).all()
+    assert (reads["latency"] == 39).all(), reads["latency"]
+    done = writes[writes["termination"] == Termination.COMPLETION.value]
+    assert set(done["latency"].tolist()) <= set(range(31, 35)), done["latency"]
+    retried = (writes["termination"] == Termination.RETRY.value).astype(int)
+    runs, current = [], 0
+    for flag, phases in zip(retried, writes["data_phases"]):
+        if flag:
+            assert phases == 0
+            current += 1
+        elif current:
+            runs.append(current)
+            current = 0
+    assert 7 in runs and set(runs) <= {7}, runs
+    starts = summaries["timestamp"].astype(int)
+    gaps = starts[1:] - starts[:-1]
+    group_gaps = gaps[gaps > 5000]
+    assert len(group_gaps) >= 4
+    assert (abs(group_gaps - RTC_TICK_CLOCKS) < 2000).all(), group_gaps
+    dut._log.info(f"rtc: {len(summaries)} transactions, retry runs {runs}")
