@@ -65,7 +65,10 @@ class BoardTop(wiring.Component):
                                       **self.board_args)
 
         # LEDs. They cross no data between domains: a human watches them.
-        leds = [platform.request("led", i) for i in range(len(LED_MEANING))]
+        leds = []
+        for i in range(len(LED_MEANING)):
+            m.submodules[f"led_{i}"] = led = io.Buffer("o", platform.request("led", i, dir="-"))
+            leds.append(led)
         pci_count = Signal(25)
         m.d.pci += pci_count.eq(pci_count + 1)
         sync_count = Signal(25)

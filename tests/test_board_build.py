@@ -1,0 +1,200 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The hardware build: the ULX3S pin-out, the platform wrapper, and the report reader
+that turns nextpnr's SDF and routed netlist into report.json.
+
+The bitstream build itself (yosys + nextpnr under WebAssembly) is measured in the report
+of issue 7 and run by ``make bitstream``; it takes far longer than the test budget on
+the two shared cores, so these tests check everything up to the tools' input (the
+elaborated design and its LPF) and the report reader on a placed design's files.
+"""
+
+import json
+import re
+
+import pytest
+
+from pcispy.constraints.build import analyse_io, parse_sdf
+from pcispy.constraints.ulx3s import (BOARDS, CLOCK_LINE, PCI_EDGE_PINS, PCI_PINOUT,
+                                      RESET_LINE, add_pci, header_label)
+from pcispy.gateware.board_top import BoardTop
+from pcispy.gateware.pci.bus import bus_lines
+from pcispy.gateware.pci.pads import INPUT_ONLY_LINES
+
+pytestmark = pytest.mark.board
+
+
+def test_pinout_covers_every_line_once():
+    assert set(PCI_PINOUT) == set(bus_lines(32)) | {CLOCK_LINE, RESET_LINE}
+    for name, bits in bus_lines(32).items():
+        assert len(PCI_PINOUT[name]) == bits == len(PCI_EDGE_PINS[name]), name
+    header = [pin for pins in PCI_PINOUT.values() for pin in pins]
+    assert len(header) == len(set(header)) == 55          # 56-pin header, one spare
+    edge = [pin for name, pins in PCI_EDGE_PINS.items() if name != RESET_LINE for pin in pins]
+    assert len(edge) == len(set(edge)) == 54
+    assert PCI_EDGE_PINS[RESET_LINE] == PCI_EDGE_PINS["rst"] == ["A15"]
+    assert all(re.fullmatch(r"[AB]([1-9]|[1-5][0-9]|6[0-2])", pin) for pin in edge)
+    assert header_label("3+") == "GP3" and header_label("27-") == "GN27"
+
+
+def test_wiring_table_matches_the_pinout():
+    from pathlib import Path
+    text = (Path(__file__).parents[1] / "docs" / "wiring.md").read_text()
+    rows = re.findall(r"^\| (\S+) \| ([AB]\d+) \| (G[PN]\d+) \| (\w+) \|", text, re.MULTILINE)
+    platform = BOARDS["ulx3s-85f"]()
+    balls = {pin: ball for pin, ball in platform.connectors[("gpio", 0)].mapping.items()}
+    expected = set()
+    for name, pins in PCI_PINOUT.items():
+        for bit, pin in enumerate(pins):
+            signal = name if len(pins) == 1 else f"{name}[{bit}]"
+            expected.add((signal, PCI_EDGE_PINS[name][bit], header_label(pin), balls[pin]))
+    assert set(rows) == expected
+
+
+def _lpf(passive):
+    platform = add_pci(BOARDS["ulx3s-25f"](), passive=passive)
+    # Small memories: the pin-out and the pads do not depend on them.
+    plan = platform.build(BoardTop(passive=passive, board={"spy_addr_bits": 6,
+                                                          "exerciser_size": 256}),
+                          name="top", do_build=False)
+    return plan.files["top.lpf"], plan.files["top.il"]
+
+
+@pytest.mark.parametrize("passive", [False, True])
+def test_board_top_elaborates_with_the_pinout(passive):
+    lpf, il = _lpf(passive)
+    located = dict(re.findall(r'LOCATE COMP "(\S+)" SITE "(\w+)";', lpf))
+    platform = BOARDS["ulx3s-25f"]()
+    balls = platform.connectors[("gpio", 0)].mapping
+    for name, pins in PCI_PINOUT.items():
+        for bit, pin in enumerate(pins):
+            port = f"pci_0__{name}__io" + (f"[{bit}]" if len(pins) > 1 else "")
+            assert located[port] == balls[pin], port
+    assert 'FREQUENCY PORT "pci_0__clk__io" 66000000.0 HZ;' in lpf
+    # Top-level PCI ports: inout where the board may drive, input everywhere else; a
+    # passive build has no PCI output at all.
+    directions = {}
+    for direction, name in re.findall(r"^\s*wire (?:width \d+ )?(input|output|inout) \d+\s+"
+                                      r"\\(pci_0__\w+?__io)$", il, re.MULTILINE):
+        directions[name] = direction
+    assert len(directions) == len(PCI_PINOUT)
+    for name in PCI_PINOUT:
+        drives = not passive and name not in INPUT_ONLY_LINES | {CLOCK_LINE, RESET_LINE}
+        assert directions[f"pci_0__{name}__io"] == ("inout" if drives else "input"), name
+
+
+# A placed design's files, cut down: pin a[0] (bus line "frame") reaches a fabric
+# flip-flop through one LUT; pin a[1] ("irdy") feeds the LUT and the output register of
+# pin b ("trdy"), whose data and enable come from its I/O registers; pin c ("stop")
+# drives its data straight from the fabric.
+SDF = r"""(DELAYFILE
+  (CELL
+    (CELLTYPE "top")
+    (INSTANCE )
+    (DELAY
+      (ABSOLUTE
+        (INTERCONNECT f.buf0/O lut/C (831:1040:1249) (831:1040:1249))
+        (INTERCONNECT i.buf0/O lut/D (678:773:869) (678:773:869))
+        (INTERCONNECT i.buf0/O i.buf0\$IOL/DI (10:10:10) (10:10:10))
+        (INTERCONNECT i.buf0/O t.buf0\$IOL/TSDATA0 (1800:1900:2000) (1800:1900:2000))
+        (INTERCONNECT lut/F ff/DI (110:120:130) (110:120:130))
+        (INTERCONNECT ff/Q s.buf0/I (900:900:900) (900:900:900))
+      )
+    )
+  )
+  (CELL
+    (CELLTYPE "TRELLIS_COMB")
+    (INSTANCE lut)
+    (DELAY
+      (ABSOLUTE
+        (IOPATH C F (200:218:236) (200:218:236))
+        (IOPATH D F (200:218:236) (200:218:236))
+      )
+    )
+  )
+  (CELL
+    (CELLTYPE "TRELLIS_FF")
+    (INSTANCE ff)
+    (TIMINGCHECK
+      (SETUPHOLD (posedge DI) (posedge CLK) (0:0:50) (267:285:303))
+    )
+  )
+  (CELL
+    (CELLTYPE "SIOLOGIC")
+    (INSTANCE t.buf0\$IOL)
+    (TIMINGCHECK
+      (SETUPHOLD (posedge TSDATA0) (posedge CLK) (100:100:100) (0:0:0))
+      (SETUPHOLD (posedge DI) (posedge CLK) (100:100:100) (0:0:0))
+    )
+  )
+  (CELL
+    (CELLTYPE "SIOLOGIC")
+    (INSTANCE i.buf0\$IOL)
+    (TIMINGCHECK
+      (SETUPHOLD (posedge DI) (posedge CLK) (100:100:100) (0:0:0))
+    )
+  )
+)
+"""
+
+
+def _netlist(c_registered):
+    def io(direction, pad, **extra):
+        return {"type": "TRELLIS_IO", "parameters": {"DIR": direction, **extra},
+                "connections": {"B": [pad], "I": [], "T": []}}
+    cells = {
+        "f.buf0": io("INPUT", 10), "i.buf0": io("INPUT", 11),
+        "t.buf0": io("BIDIR", 12, DATAMUX_OREG="IOLDO", TRIMUX_TSREG="IOLTO"),
+        "s.buf0": io("BIDIR", 13, TRIMUX_TSREG="IOLTO"),
+        "k.buf0": io("INPUT", 14),
+    }
+    if c_registered:
+        cells["s.buf0"]["parameters"]["DATAMUX_OREG"] = "IOLDO"
+    else:
+        cells["s.buf0"]["connections"]["I"] = [99]
+    ports = {"pci_0__frame__io": {"direction": "input", "bits": [10]},
+             "pci_0__irdy__io": {"direction": "input", "bits": [11]},
+             "pci_0__trdy__io": {"direction": "inout", "bits": [12]},
+             "pci_0__stop__io": {"direction": "inout", "bits": [13]},
+             "pci_0__clk__io": {"direction": "input", "bits": [14]}}
+    return {"modules": {"top": {"attributes": {"top": "1"}, "ports": ports, "cells": cells}}}
+
+
+def test_sdf_is_read_with_worst_case_delays():
+    timing = parse_sdf(SDF)
+    assert timing["wires"][("f.buf0", "O")] == [("lut", "C", 1.249)]
+    assert ("t.buf0$IOL", "TSDATA0", 2.0) in timing["wires"][("i.buf0", "O")]
+    assert timing["cells"]["lut"] == {("C", "F"): 0.236, ("D", "F"): 0.236}
+    assert timing["setup"]["ff"] == {"DI": 0.05}
+    assert timing["types"]["t.buf0$IOL"] == "SIOLOGIC"
+
+
+def test_input_paths_and_output_registers_come_from_the_placed_design():
+    timing = parse_sdf(SDF)
+    paths, registered = analyse_io(_netlist(c_registered=True), timing)
+    assert registered is True
+    # Worst first (delay + setup); the pin's own input register is not a path.
+    assert paths == [
+        {"pin": "irdy", "to": "t.buf0$IOL", "ns": 2.0, "setup_ns": 0.1},
+        {"pin": "frame", "to": "ff", "ns": round(1.249 + 0.236 + 0.13, 3), "setup_ns": 0.05},
+        {"pin": "irdy", "to": "ff", "ns": round(0.869 + 0.236 + 0.13, 3), "setup_ns": 0.05},
+    ]
+    _, registered = analyse_io(_netlist(c_registered=False), timing)
+    assert registered is False
+
+
+def test_build_report_is_json_of_the_promised_shape(tmp_path):
+    from pcispy.constraints.build import read_report
+    (tmp_path / "pcispy.sdf").write_text(SDF)
+    (tmp_path / "pcispy_routed.json").write_text(json.dumps(_netlist(True)))
+    (tmp_path / "nextpnr_report.json").write_text(json.dumps({
+        "fmax": {"$glbnet$pci_clk": {"achieved": 71.25, "constraint": 66.0},
+                 "$glbnet$clk25_0__i": {"achieved": 180.5, "constraint": 25.0}},
+        "utilization": {"TRELLIS_COMB": {"used": 9000, "available": 24288},
+                        "TRELLIS_FF": {"used": 5000, "available": 24288},
+                        "DP16KD": {"used": 40, "available": 56}}}))
+    report = read_report(tmp_path)
+    assert report["fmax_mhz"] == {"pci": 71.25, "sync": 180.5}
+    assert (report["luts"], report["ffs"], report["brams"]) == (9000, 5000, 40)
+    assert report["outputs_registered"] is True
+    assert report["input_paths"][0] == {"pin": "irdy", "to": "t.buf0$IOL", "ns": 2.0}
+    assert report["input_setup_ns_max"] == 2.1
