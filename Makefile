@@ -39,8 +39,19 @@ bench: venv
 lint: venv
 	$(VPY) -m pyflakes gateware sim host pcispy constraints
 
+# Synthesis, place and route with the pip-installed yowasp tools into build/BOARD/,
+# which also gets report.json (fmax, usage, I/O registers, input paths). ARGS=--passive
+# builds without PCI output drivers (into build/BOARD-passive/).
 bitstream: venv
 	$(VPY) -m pcispy.constraints.build $(BOARD) $(ARGS)
+
+# Load build/BOARD/pcispy.bit into the FPGA (FLASH=1: into its configuration flash).
+OPENFPGALOADER ?= openFPGALoader
+BITFILE = build/$(BOARD)$(if $(findstring --passive,$(ARGS)),-passive)/pcispy.bit
+program:
+	@command -v $(OPENFPGALOADER) >/dev/null || { echo "program: $(OPENFPGALOADER) not found: install it (Debian: apt-get install openfpgaloader) or set OPENFPGALOADER=" >&2; exit 2; }
+	@test -f $(BITFILE) || { echo "program: no $(BITFILE); run make bitstream BOARD=$(BOARD) first" >&2; exit 2; }
+	$(OPENFPGALOADER) -b ulx3s $(if $(FLASH),-f) $(BITFILE)
 
 clean:
 	rm -rf build
