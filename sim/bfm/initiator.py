@@ -82,8 +82,11 @@ RESULT = _fields(256, {
 #: Error-injection enable bits (``Reg.INJECT``); each breaks exactly one protocol rule.
 INJECT = data.StructLayout({
     "irdy_drop":       1,  # (a) deassert IRDY# for one clock before its data phase completed
-    "frame_no_irdy":   1,  # (b) deassert FRAME# while IRDY# is deasserted (wait before last phase)
-    "frame_reassert":  1,  # (c) reassert FRAME# in the last data phase (while it waits)
+    "frame_no_irdy":   1,  # (b) deassert FRAME# while IRDY# is deasserted (wait before last
+                           #     phase), once per command; the bus then looks idle, so the
+                           #     transaction is over and the rest follows in a new one
+    "frame_reassert":  1,  # (c) reassert FRAME# while the last phase of a burst cut short by
+                           #     ``burst`` waits, and keep it: the burst goes on (once per command)
     "irdy_late":       1,  # (d) first IRDY# 9 waits after the address phase (clock 11)
     "addr_parity":     1,  # (f) wrong PAR for the address phase(s)
     "wdata_parity":    1,  # (g) wrong PAR for write data
@@ -424,22 +427,22 @@ class BehaviouralInitiator(wiring.Component):
         pending_last = (remaining <= Mux(is64 & ack64_seen, 2, 1)) | \
                        ((cur.burst != 0) & (xfer_phases + 1 >= cur.burst)) | lt_stop
 
-        # (c) FRAME# asserted again for one clock while the last data phase waits.
-        reassert = Signal()
+        # (c) happens once per command; (b) likewise.
         reassert_done = Signal()
-        m.d.comb += reassert.eq(inject.frame_reassert & ~frame_on & wait_seen & ~reassert_done)
-        with m.If(in_data & irdy_on & reassert):
-            m.d.sync += reassert_done.eq(1)
+        oneshot_frame_no_irdy = Signal()
+        abandon = Signal()   # (b): FRAME# goes in this clock while IRDY# is deasserted
+        m.d.comb += abandon.eq(inject.frame_no_irdy & frame_on & pending_last
+                               & ~oneshot_frame_no_irdy)
         with m.If(state == _State.IDLE):
-            m.d.sync += reassert_done.eq(0)
+            m.d.sync += [reassert_done.eq(0), oneshot_frame_no_irdy.eq(0)]
         frame_out = Signal()
         with m.If(in_addr):
             m.d.comb += frame_out.eq(1)
         with m.Elif(in_data):
             with m.If(irdy_on):
-                m.d.comb += frame_out.eq(frame_on | reassert)
+                m.d.comb += frame_out.eq(frame_on)
             with m.Else():
-                m.d.comb += frame_out.eq(frame_on & ~(inject.frame_no_irdy & pending_last))
+                m.d.comb += frame_out.eq(frame_on & ~abandon)
         m.d.comb += [
             bus.frame.o.eq(frame_out),
             bus.frame.oe.eq(owning),
@@ -730,10 +733,21 @@ class BehaviouralInitiator(wiring.Component):
                     m.d.sync += wait_seen.eq(1)
                     with m.If(inject.irdy_drop & frame_on & ~oneshot_irdy_drop):
                         m.d.sync += [irdy_on.eq(0), wait_cnt.eq(1), oneshot_irdy_drop.eq(1)]
+                    with m.Elif(inject.frame_reassert & ~frame_on & ~reassert_done
+                                & ~ends_here(remaining)):
+                        # (c) the phase signalled last is not the last after all: FRAME#
+                        # is asserted again while it waits and the burst continues.
+                        m.d.sync += [frame_on.eq(1), reassert_done.eq(1)]
                     with m.Elif(inject.frame_drop_wait & frame_on):
                         # (r) the waiting phase becomes the last one after all: FRAME# goes
                         # while IRDY# waits; the rest follows in a new transaction.
                         m.d.sync += frame_on.eq(0)
+                with m.Elif(abandon):
+                    # (b) FRAME# went while IRDY# was deasserted: to every agent the bus is
+                    # idle now, so the transaction is over; the rest follows in a new one.
+                    m.d.sync += [oneshot_frame_no_irdy.eq(1),
+                                 xfer_term.eq(Termination.COMPLETION)]
+                    goto(_State.END)
                 with m.Else():
                     with m.If(wait_cnt > 1):
                         m.d.sync += wait_cnt.eq(wait_cnt - 1)

@@ -483,17 +483,28 @@ def test_inject_a_irdy_dropped_before_its_phase_completed():
 
 def test_inject_b_frame_deasserted_without_irdy():
     r, target, t0 = _knob("frame_no_irdy", TargetScript(),
-                          lambda d: d.mem_write(0x100, bytes(8), wait_next=1))
-    assert waves(target.trace, t0, 5, ["frame", "irdy"]) == {"frame": "11000", "irdy": "01010"}
+                          lambda d: d.mem_write(0x100, bytes(range(8)), wait_next=1))
+    # FRAME# goes in the wait before the last phase, IRDY# stays deasserted: the bus is
+    # idle, the transaction over; the second DWORD follows in a new transaction.
+    assert waves(target.trace, t0, 5, ["frame", "irdy"]) == {"frame": "11001", "irdy": "01000"}
+    assert r.ok and (r.phases, r.transactions) == (2, 2)
+    assert [target.s.memory[(0x100 >> 2) + i] for i in range(2)] == [0x0302_0100, 0x0706_0504]
 
 
 def test_inject_c_frame_reasserted_in_last_phase():
-    r, target, t0 = _knob("frame_reassert", TargetScript(wait=2), _write12)
+    r, target, t0 = _knob("frame_reassert", TargetScript(wait=2),
+                          lambda d: d.mem_write(0x100, bytes(range(16)), burst=2))
+    # The burst limit makes phase 1 the last (FRAME# off in clock 3); while it waits FRAME#
+    # comes back (clock 4) and stays: phase 1 completes as a middle phase, phase 2 is the
+    # last; the fourth DWORD follows in a new transaction (clock 10).
     assert waves(target.trace, t0, 10, ["frame", "irdy", "trdy"]) == {
-        "frame": "1111101000",
+        "frame": "1101100001",
         "irdy":  "0111111100",
         "trdy":  "0100100100",
     }
+    assert r.ok and (r.phases, r.transactions) == (4, 2)
+    assert [target.s.memory[(0x100 >> 2) + i] for i in range(4)] == [
+        0x0302_0100, 0x0706_0504, 0x0B0A_0908, 0x0F0E_0D0C]
 
 
 def test_inject_d_irdy_later_than_8_clocks():
