@@ -21,6 +21,7 @@ timing.
 """
 
 import argparse
+import hashlib
 import json
 import re
 import subprocess
@@ -52,9 +53,11 @@ def _run(command, cwd, log):
 
 
 def build(board, *, passive=False, synth_only=False, build_dir=None, seed=1,
-          clock_mhz=33, threads=1):
+          clock_mhz=33, threads=1, reuse=True):
     """Build ``board`` (a key of :data:`pcispy.constraints.BOARDS`); return the report
-    dict (also written to ``build_dir/report.json``)."""
+    dict (also written to ``build_dir/report.json``). With ``reuse``, a build directory
+    whose last build had the same design (hash of netlist and constraints) is not
+    rebuilt."""
     from pcispy.constraints.ulx3s import BOARDS, add_pci
     from pcispy.gateware.board_top import BoardTop
 
@@ -67,19 +70,28 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=1,
     plan = platform.build(BoardTop(passive=passive, clock_mhz=clock_mhz), name=name,
                           build_dir=str(build_dir), do_build=False)
     plan.extract(str(build_dir))
+    # The same design (netlist and constraints) as the last full build: keep its report.
+    digest = hashlib.sha256(plan.files[f"{name}.il"].encode() +
+                            plan.files[f"{name}.lpf"].encode()).hexdigest()[:16]
+    previous = build_dir / "report.json"
+    if reuse and previous.exists() and (build_dir / f"{name}.bit").exists():
+        old = json.loads(previous.read_text())
+        if old.get("design_hash") == digest and old.get("synth_only") == synth_only:
+            return old
 
     report = {"board": board, "device": platform.device, "passive": passive,
-              "synth_only": synth_only, "seconds": {}}
+              "synth_only": synth_only, "design_hash": digest, "seconds": {}}
     start = time.monotonic()
     _run([_tool("yosys"), "-q", "-l", f"{name}.rpt", f"{name}.ys"], build_dir, "yosys.log")
     report["seconds"]["synthesis"] = round(time.monotonic() - start, 1)
     if synth_only:
+        (build_dir / f"{name}.bit").unlink(missing_ok=True)
         report.update(_netlist_usage(build_dir / f"{name}.json"))
     else:
         start = time.monotonic()
         device = platform._nextpnr_device_options[platform.device]
         _run([_tool("nextpnr"), "--log", f"{name}.tim", *device.split(),
-              "--package", platform.package.upper(), "--speed", platform.speed,
+              "--package", platform._nextpnr_package_options[platform.package].upper(), "--speed", platform.speed,
               "--json", f"{name}.json", "--lpf", f"{name}.lpf", "--textcfg", f"{name}.config",
               "--write", f"{name}_routed.json", "--sdf", f"{name}.sdf",
               "--report", "nextpnr_report.json", "--detailed-timing-report",

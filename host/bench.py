@@ -68,7 +68,25 @@ def _irq():
 
 
 #: Measurement functions; each returns ``{figure name: value}``.
-MEASUREMENTS = [_sim_empty, _spy_decode, _dma, _irq]
+def _board():
+    """board.ulx3s_85f.*: the default board's full build (place and route, reused while
+    the design is unchanged): pci fmax, worst input setup, LUTs, block RAMs, whether the
+    output enables and outputs sit in I/O registers, and whether the usage fits the
+    25F's LUTs and block RAMs."""
+    from pcispy.constraints.build import build
+    report = build("ulx3s-85f")
+    prefix = "board.ulx3s_85f."
+    return {prefix + "fmax_pci_mhz": report["fmax_mhz"]["pci"],
+            prefix + "fmax_sync_mhz": report["fmax_mhz"].get("sync"),
+            prefix + "input_setup_ns_max": report["input_setup_ns_max"],
+            prefix + "luts": report["luts"], prefix + "ffs": report["ffs"],
+            prefix + "brams": report["brams"],
+            prefix + "outputs_registered": report["outputs_registered"],
+            prefix + "fits_25f_by_count": report["luts"] <= 24288 and report["brams"] <= 56,
+            prefix + "build_s": sum(report["seconds"].values())}
+
+
+MEASUREMENTS = [_sim_empty, _spy_decode, _dma, _irq, _board]
 
 
 def main(argv=None):
