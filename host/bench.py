@@ -21,6 +21,11 @@ def _sim_empty():
     return {"sim.empty_cycles_per_s": round(measure_empty_cycles_per_s())}
 
 
+def _sim_bfm():
+    from pcispy.sim.speed import measure_bfm_cycles_per_s
+    return {"sim.bfm_cycles_per_s": round(measure_bfm_cycles_per_s())}
+
+
 def _spy_decode():
     from pcispy.host.decode import measure_decode_speed
     return {"spy.decode_cycles_per_s": round(measure_decode_speed())}
@@ -86,7 +91,7 @@ def _board():
             prefix + "build_s": sum(report["seconds"].values())}
 
 
-MEASUREMENTS = [_sim_empty, _spy_decode, _dma, _irq, _board]
+MEASUREMENTS = [_sim_empty, _sim_bfm, _spy_decode, _dma, _irq, _board]
 
 
 def main(argv=None):

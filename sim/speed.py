@@ -15,7 +15,8 @@ from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
-__all__ = ["EmptyDesign", "measure_empty_cycles_per_s", "RESULT_ENV"]
+__all__ = ["EmptyDesign", "measure_empty_cycles_per_s", "measure_bfm_cycles_per_s",
+           "RESULT_ENV"]
 
 #: Benches write their JSON result to the file this variable names.
 RESULT_ENV = "PCISPY_RESULT"
@@ -49,6 +50,19 @@ def measure_empty_cycles_per_s(cycles=2_000_000):
             return json.load(f)["cycles_per_s"]
 
 
+def measure_bfm_cycles_per_s():
+    """Simulated clocks per second while the host bridge bursts to the test device (the
+    32-bit system model, ideal profile)."""
+    import tempfile
+    from pcispy.sim.api import run_bench
+    from pcispy.sim.system import SystemConfig
+    with tempfile.TemporaryDirectory() as tmp:
+        result = os.path.join(tmp, "speed.json")
+        run_bench("pcispy.sim.speed", "bfm_speed", SystemConfig(width=32), result=result)
+        with open(result) as f:
+            return json.load(f)["cycles_per_s"]
+
+
 try:
     import cocotb
 except ImportError:        # the host tool does not need cocotb
@@ -71,3 +85,24 @@ if cocotb is not None:
         assert int(dut.count.value) >= cycles - 2
         with open(os.environ[RESULT_ENV], "w") as f:
             json.dump({"cycles_per_s": cycles / elapsed}, f)
+
+    @cocotb.test()
+    async def bfm_speed(dut):
+        """Host bridge -> test device, 16 KiB unlimited bursts, 64 times; time only the
+        commands (the data is placed in the initiator's buffer once)."""
+        from pcispy.gateware.pci.bus import Command
+        from pcispy.sim.api import SimSystem
+        system = await SimSystem(dut).start()
+        window = 0x4000
+        await system.test_target.set_windows(mem=(0x9000_0000, window))
+        await system.host.buffer_write(0, range(window // 4))
+        begin_clock, begin = await system.cycle(), time.perf_counter()
+        for _ in range(64):
+            result = await system.host.run(Command.MEM_WRITE, 0x9000_0000, window // 4,
+                                           burst=0, buf_off=0)
+            assert result.ok, result
+        elapsed = time.perf_counter() - begin
+        clocks = await system.cycle() - begin_clock
+        await system.assert_clean()
+        with open(os.environ[RESULT_ENV], "w") as f:
+            json.dump({"cycles_per_s": clocks / elapsed}, f)
