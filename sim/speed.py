@@ -10,7 +10,7 @@ import json
 import os
 import time
 
-from amaranth import Module, Signal
+from amaranth import Module
 from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out

@@ -14,7 +14,6 @@ import time
 
 import cocotb
 
-from pcispy.gateware.exerciser.patterns import pattern_dwords
 from pcispy.host.errors import RefusedSetting
 from pcispy.host.features.dma import dma
 from pcispy.sim.api import SimSystem
