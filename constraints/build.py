@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["build", "read_report", "main", "PCI_SETUP_BUDGET_NS"]
+__all__ = ["build", "read_report", "check", "main", "PCI_SETUP_BUDGET_NS"]
 
 #: PCI's input setup budget (Tsu) at 33 and 66 MHz, ns.
 PCI_SETUP_BUDGET_NS = {33: 7.0, 66: 3.0}
@@ -131,14 +131,15 @@ def read_report(build_dir, name="pcispy"):
     usage = nextpnr["utilization"]
     netlist = json.loads((build_dir / f"{name}_routed.json").read_text())
     timing = parse_sdf((build_dir / f"{name}.sdf").read_text())
-    paths, registered = analyse_io(netlist, timing)
+    paths, unregistered = analyse_io(netlist, timing)
     setup = max((p["ns"] + p["setup_ns"] for p in paths), default=0.0)
     return {
         "fmax_mhz": fmax,
         "luts": usage["TRELLIS_COMB"]["used"] if "TRELLIS_COMB" in usage else None,
         "ffs": usage.get("TRELLIS_FF", {}).get("used"),
         "brams": usage.get("DP16KD", {}).get("used", 0),
-        "outputs_registered": registered,
+        "outputs_registered": not unregistered,
+        "unregistered_outputs": unregistered,
         "input_paths": [{k: p[k] for k in ("pin", "to", "ns")} for p in paths],
         "input_setup_ns_max": round(setup, 3),
     }
@@ -210,7 +211,7 @@ def _pin_label(line, bit, width):
 
 
 def analyse_io(netlist, timing):
-    """(input paths, outputs registered) of a routed design.
+    """(input paths, unregistered outputs) of a routed design.
 
     Input paths: from each PCI input pin's I/O cell output, through combinational cells
     (their SDF IOPATH delays) and wires (INTERCONNECT delays), to every port with a setup
@@ -218,13 +219,13 @@ def analyse_io(netlist, timing):
     input register does not count. One entry per (pin, flip-flop), the worst delay,
     sorted worst first, each with ``setup_ns`` of its end point.
 
-    Outputs registered: every PCI pin that drives takes its data from the I/O cell's
-    output register (``DATAMUX_OREG = IOLDO``) and its enable from the tristate register
-    (``TRIMUX_TSREG = IOLTO``), or from a constant.
+    Unregistered outputs: the PCI pins that drive but do not take their data from the
+    I/O cell's output register (``DATAMUX_OREG = IOLDO``) and their enable from its
+    tristate register (``TRIMUX_TSREG = IOLTO``), or from a constant.
     """
     wires, cells, setup = timing["wires"], timing["cells"], timing["setup"]
     paths = {}
-    registered = True
+    unregistered = []
     for io_name, (line, bit, width, cell) in _pci_pins(netlist).items():
         label = _pin_label(line, bit, width)
         params = cell["parameters"]
@@ -233,7 +234,8 @@ def analyse_io(netlist, timing):
             data_ok = params.get("DATAMUX_OREG") == "IOLDO" or _constant(cell, "I")
             enable_ok = (direction == "OUTPUT" or params.get("TRIMUX_TSREG") == "IOLTO"
                          or _constant(cell, "T"))
-            registered &= data_ok and enable_ok
+            if not (data_ok and enable_ok):
+                unregistered.append(label)
         if line in _NOT_BUS_INPUTS:
             continue
         # Walk the combinational fan-out of the pin (worst arrival per cell output).
@@ -262,12 +264,31 @@ def analyse_io(netlist, timing):
     rows = [{"pin": pin, "to": to, "ns": round(ns, 3), "setup_ns": round(su, 3)}
             for (pin, to), (ns, su) in paths.items()]
     rows.sort(key=lambda r: (-(r["ns"] + r["setup_ns"]), r["pin"], r["to"]))
-    return rows, registered
+    return rows, sorted(unregistered)
 
 
 def _constant(cell, port):
     bits = cell["connections"].get(port, [])
     return not bits or all(b in ("0", "1", "x") for b in bits)
+
+
+def check(report, clock_mhz=33):
+    """What keeps a full build's report from meeting PCI at ``clock_mhz``: a list of
+    one-line problems (empty when it meets the clock, registers every output and keeps
+    every input path inside the setup budget)."""
+    budget = PCI_SETUP_BUDGET_NS[clock_mhz]
+    problems = []
+    if report["fmax_mhz"].get("pci", 0) < clock_mhz:
+        problems.append(f"pci clock reaches {report['fmax_mhz'].get('pci')} MHz, "
+                        f"not {clock_mhz} MHz")
+    if not report["outputs_registered"]:
+        problems.append("some PCI outputs or output enables do not leave through I/O "
+                        "registers")
+    if report["input_setup_ns_max"] > budget:
+        worst = report["input_paths"][0]
+        problems.append(f"input setup {report['input_setup_ns_max']} ns exceeds the "
+                        f"{budget} ns budget (worst: {worst['pin']} -> {worst['to']})")
+    return problems
 
 
 def main(argv=None):
@@ -288,6 +309,9 @@ def main(argv=None):
                         help="nominal PCI clock the board reports (default 33)")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
     parser.add_argument("--build-dir", help="default: build/BOARD (build/BOARD-passive)")
+    parser.add_argument("--check", type=int, choices=(33, 66), metavar="MHZ",
+                        help="exit 1 unless the build meets PCI at 33 or 66 MHz (clock, "
+                             "output registers, input setup budget)")
     args = parser.parse_args(argv)
     try:
         report = build(args.board, passive=args.passive, synth_only=args.synth_only,
@@ -296,6 +320,12 @@ def main(argv=None):
         print(f"bitstream: error: {error}", file=sys.stderr)
         return 2
     print(json.dumps({k: v for k, v in report.items() if k != "input_paths"}, indent=2))
+    if args.check and not args.synth_only:
+        problems = check(report, args.check)
+        for problem in problems:
+            print(f"bitstream: does not meet PCI at {args.check} MHz: {problem}",
+                  file=sys.stderr)
+        return 1 if problems else 0
     return 0
 
 

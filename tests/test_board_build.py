@@ -170,16 +170,16 @@ def test_sdf_is_read_with_worst_case_delays():
 
 def test_input_paths_and_output_registers_come_from_the_placed_design():
     timing = parse_sdf(SDF)
-    paths, registered = analyse_io(_netlist(c_registered=True), timing)
-    assert registered is True
+    paths, unregistered = analyse_io(_netlist(c_registered=True), timing)
+    assert unregistered == []
     # Worst first (delay + setup); the pin's own input register is not a path.
     assert paths == [
         {"pin": "irdy", "to": "t.buf0$IOL", "ns": 2.0, "setup_ns": 0.1},
         {"pin": "frame", "to": "ff", "ns": round(1.249 + 0.236 + 0.13, 3), "setup_ns": 0.05},
         {"pin": "irdy", "to": "ff", "ns": round(0.869 + 0.236 + 0.13, 3), "setup_ns": 0.05},
     ]
-    _, registered = analyse_io(_netlist(c_registered=False), timing)
-    assert registered is False
+    _, unregistered = analyse_io(_netlist(c_registered=False), timing)
+    assert unregistered == ["stop"]
 
 
 def test_build_report_is_json_of_the_promised_shape(tmp_path):
@@ -195,6 +195,19 @@ def test_build_report_is_json_of_the_promised_shape(tmp_path):
     report = read_report(tmp_path)
     assert report["fmax_mhz"] == {"pci": 71.25, "sync": 180.5}
     assert (report["luts"], report["ffs"], report["brams"]) == (9000, 5000, 40)
-    assert report["outputs_registered"] is True
+    assert report["outputs_registered"] is True and report["unregistered_outputs"] == []
     assert report["input_paths"][0] == {"pin": "irdy", "to": "t.buf0$IOL", "ns": 2.0}
     assert report["input_setup_ns_max"] == 2.1
+
+
+def test_check_names_what_misses_the_pci_budget():
+    from pcispy.constraints.build import check
+    report = {"fmax_mhz": {"pci": 50.0}, "outputs_registered": True,
+              "input_setup_ns_max": 2.5,
+              "input_paths": [{"pin": "irdy", "to": "target.state", "ns": 2.4}]}
+    assert check(report, 33) == []
+    assert check(report, 66) == ["pci clock reaches 50.0 MHz, not 66 MHz"]
+    report.update(outputs_registered=False, input_setup_ns_max=7.5)
+    assert check(report, 33) == [
+        "some PCI outputs or output enables do not leave through I/O registers",
+        "input setup 7.5 ns exceeds the 7.0 ns budget (worst: irdy -> target.state)"]
