@@ -16,12 +16,13 @@ Expected failures end with one line ``pcispy: error: ...`` and exit status 2.
 """
 
 import argparse
+import functools
 import json
 import sys
 
 from pcispy.host.errors import EXIT_ERROR, PcispyError
 
-__all__ = ["main", "build_parser", "COMMANDS"]
+__all__ = ["main", "build_parser", "commands", "Command", "run_feature"]
 
 
 class Command:
@@ -215,22 +216,17 @@ _COMMAND_PATHS = [
 ]
 
 
-def _load_commands():
+@functools.cache
+def commands():
+    """Every command, in order. Loaded on first use, not at import: a feature module
+    imports this one (for :class:`Command`) and may itself be imported first (inside the
+    simulator)."""
     import importlib
-    commands = [InfoCommand(), RegsCommand(), ConfigCommand(), CheckCommand(), DecodeCommand()]
+    loaded = [InfoCommand(), RegsCommand(), ConfigCommand(), CheckCommand(), DecodeCommand()]
     for path in _COMMAND_PATHS:
         module, _, name = path.partition(":")
-        commands.append(getattr(importlib.import_module(module), name)())
-    return commands
-
-
-def __getattr__(name):
-    # The commands load on first use, not at import: a feature module imports this one
-    # (for Command) and may itself be imported first (inside the simulator).
-    if name == "COMMANDS":
-        globals()["COMMANDS"] = commands = _load_commands()
-        return commands
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        loaded.append(getattr(importlib.import_module(module), name)())
+    return loaded
 
 
 def build_parser():
@@ -259,7 +255,7 @@ def build_parser():
                         help="print one JSON object on stdout instead of tables")
     parser.add_argument("--verbose", "-v", action="store_true", help="show details")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command in __getattr__("COMMANDS") if "COMMANDS" not in globals() else COMMANDS:
+    for command in commands():
         epilog = "Examples:\n" + "\n".join(f"  {e}" for e in command.examples)
         p = sub.add_parser(command.name, help=command.help, description=command.help,
                            epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)

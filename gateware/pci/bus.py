@@ -16,7 +16,6 @@ This module is imported by the gateware, the simulated bus models and the host (
 enum names), so it holds no state machine.
 """
 
-from amaranth.hdl import Shape
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 

@@ -317,7 +317,7 @@ def format_result(result):
         f"{result['latency_timer_ends']}",
         f"  GNT# wait min/mean/max {minmax('gnt_wait')} clocks, first-data latency "
         f"min/mean/max {minmax('latency')} clocks",
-        f"  data: " + (f"{result['mismatches']} mismatched DWORDs" +
+        "  data: " + (f"{result['mismatches']} mismatched DWORDs" +
                        (f" (first at DWORD {result['first_mismatch']})"
                         if result["first_mismatch"] is not None else "")
                        if result["checked"] else "not checked"),
