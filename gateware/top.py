@@ -27,7 +27,7 @@ pads' input flip-flops.
 """
 
 from amaranth import Cat, ClockDomain, ClockSignal, Const, DomainRenamer, Module, Signal, Value
-from amaranth.lib import wiring
+from amaranth.lib import io, wiring
 from amaranth.lib.wiring import Out
 
 from .csr import CSRBank
@@ -252,6 +252,9 @@ class PCIBoard(wiring.Component):
             bank.id.config.bus_width.eq(self.width == 64),
             bank.id.config.clock_mhz.eq(self.clock_mhz),
         ]
+        # A passive build's pins are all inputs (pcispy.constraints): say so.
+        if all(port.direction == io.Direction.Input for port in self.ports.values()):
+            m.d.comb += bank.id.config.passive.eq(1)
         return m
 
     @staticmethod
