@@ -155,8 +155,10 @@ async def filters_triggers_pre_ring(dut):
     for index in range(3):
         await host.io_write(RTC_PORT, index, 1)
         await host.io_read(RTC_PORT + 1, 1)
-    records = _trace(await finish_capture(run)).summaries
-    assert set(Command(int(c)) for c in records["command"]) == {Command.IO_WRITE}
+    result = await finish_capture(run)
+    records = _trace(result).summaries
+    assert set(Command(int(c)) for c in records["command"]) == {Command.IO_WRITE}, \
+        (result["status"], result["metadata"], _trace(result).kinds.tolist())
     assert sorted(set(records["address"].tolist())) == [RTC_PORT]
     completed = records[records["data_phases"] == 1]
     assert completed["first_data"].tolist() == [0, 1, 2]
@@ -244,7 +246,8 @@ async def rtc_figure3(dut):
         elif current:
             runs.append(current)
             current = 0
-    assert 7 in runs and set(runs) <= {7}, runs
+    assert 7 in runs and set(runs) <= {7}, (runs, writes["termination"].tolist(),
+                                            writes["latency"].tolist(), reads["latency"].tolist())
     starts = summaries["timestamp"].astype(int)
     gaps = starts[1:] - starts[:-1]
     group_gaps = gaps[gaps > 5000]
