@@ -28,18 +28,15 @@ from pcispy.gateware.spy.checker import RULES
 from pcispy.sim.api import SimSystem
 from pcispy.sim.bfm.profiles import DisconnectMode, RetryMode
 from pcispy.sim.bfm.target import Knob
+# The test device's windows and an address nobody claims (only constants: importing a
+# bench would register its tests here too).
+from pcispy.sim.tests.bench_bfm import NOBODY, TEST_IO, TEST_IO_SIZE, TEST_MEM, TEST_MEM_SIZE
 
 __all__ = ["PROVOKE", "RESULT_ENV", "judge"]
 
 #: Environment variable naming the JSON file the benches write their outcomes to.
 RESULT_ENV = "PCISPY_RESULT"
 
-#: The test device's windows (as in bench_bfm.py) and an address nobody claims.
-TEST_MEM = 0x9000_0000
-TEST_MEM_SIZE = 0x4000
-TEST_IO = 0x2000
-TEST_IO_SIZE = 0x100
-NOBODY = 0xF000_0000
 #: A memory address above 4 GiB (a Dual Address Cycle), claimed by nobody.
 ABOVE_4GIB = 0x1_0000_0100
 #: Clocks to wait after a provocation: PERR# comes two clocks after its data, the
