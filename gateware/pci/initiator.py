@@ -458,7 +458,7 @@ class Initiator(wiring.Component):
                     m.d.comb += seen_term.eq(Termination.MASTER_ABORT)
                 with m.If(forced_end):
                     m.d.pci += term.eq(seen_term)
-                lt_end = pin_frame & voluntary_end & irdy_next & ~stopping & \
+                lt_end = pin_frame & voluntary_end & irdy_next & ~hold_data & ~stopping & \
                     (txn_left_after > next_size)
                 with m.Elif(lt_end):
                     m.d.pci += term.eq(Termination.LATENCY_TIMER)
@@ -512,8 +512,11 @@ class Initiator(wiring.Component):
                     m.d.pci += ending.eq(1)
                     drive_data_phase(1)
                 with m.Else():
-                    drive_data_phase(~pin_frame | (txn_left_after <= next_size) |
-                                     voluntary_end)
+                    # Once IRDY# is asserted FRAME# may not change until that data phase
+                    # completes: a latency-timer exit or stop request seen while the
+                    # target holds the phase in wait states ends the burst at the next one.
+                    drive_data_phase(~pin_frame | (~hold_data & ((txn_left_after <= next_size) |
+                                                                 voluntary_end)))
 
         # --- read data and its parity ------------------------------------------------------
         rd_count = Signal(2)

@@ -577,3 +577,43 @@ def test_stop_ends_at_the_next_data_phase():
     assert d[-1] == 12 and not res.trace[12]["frame"]
     assert [e["result"] for e in res.events if e["done"]] == [DescriptorResult.STOPPED]
     assert len(tgt.mem) == len(d)
+
+
+def frame_dropped_in_wait(res):
+    """Clocks where FRAME# went off while IRDY# still waited for the target (a PCI rule
+    break: FRAME# may not change until the data phase completes)."""
+    return [t for t in range(1, len(res.trace))
+            if res.trace[t - 1]["irdy"] and res.trace[t - 1]["frame"]
+            and not (res.trace[t - 1]["trdy"] or res.trace[t - 1]["stop"])
+            and res.trace[t]["irdy"] and not res.trace[t]["frame"]]
+
+
+def test_latency_timer_expiring_in_a_target_wait_keeps_frame_until_the_phase_completes():
+    """Slow DEVSEL#, two target wait states per phase: the timer (8) expires with GNT#
+    gone while phase 3 waits for TRDY#. FRAME# stays asserted through that phase; phase
+    4 is the last (the system bench's seed 5 broke frame_dropped_in_wait here)."""
+    tgt = ScriptedTarget(devsel=3, wait=2)
+    res = run([{"cmd": Command.MEM_WRITE, "addr": 0x0, "dwords": 32}], tgt, clocks=120,
+              latency_timer=8, gnt=lambda t: int(not 7 <= t < 13))
+    a = addr_phases(res)
+    assert a[0] == 1
+    first = [t for t in data_phases(res) if a[0] < t < a[1]]
+    assert first == [4, 7, 10, 13]
+    assert all(res.trace[t]["frame"] for t in range(1, 11))
+    assert [res.trace[t]["frame"] for t in (11, 12, 13)] == [0, 0, 0]
+    assert all(res.trace[t]["irdy"] for t in range(2, 14)) and not res.trace[14]["irdy"]
+    assert frame_dropped_in_wait(res) == []
+    assert terms(res)[0] == Termination.LATENCY_TIMER
+    assert [tgt.mem[i] for i in range(32)] == counter_words(32)
+
+
+def test_stop_request_in_a_target_wait_keeps_frame_until_the_phase_completes():
+    """A stop request seen (clock 7, held a clock) while phase 3 waits for TRDY#: FRAME#
+    stays asserted through it; phase 4 is the last."""
+    tgt = ScriptedTarget(devsel=3, wait=2)
+    res = run([{"cmd": Command.MEM_WRITE, "addr": 0x0, "dwords": 1000}], tgt, clocks=30,
+              stop_at=7)
+    assert data_phases(res) == [4, 7, 10, 13]
+    assert res.trace[10]["frame"] and not res.trace[11]["frame"]
+    assert frame_dropped_in_wait(res) == []
+    assert [e["result"] for e in res.events if e["done"]] == [DescriptorResult.STOPPED]
