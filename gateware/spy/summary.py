@@ -189,33 +189,40 @@ class Summariser(wiring.Component):
             rec.parity_error.eq(parity_error | par_bad),
             rec.master.eq(master),
         ]
+        # The record's fields are driven only by plain assignments: were one field set
+        # under a condition, the Verilog output would make the whole record a `reg` and
+        # give its constant fields (kind) an `always @*` block with nothing to wake it,
+        # which Verilator never runs (the kind would read EMPTY on the simulated board).
+        devsel = Signal(DevselSpeed)
+        termination = Signal(Termination)
+        m.d.comb += [rec.devsel.eq(devsel), rec.termination.eq(termination)]
         speed = Signal(16)
         m.d.comb += speed.eq(devsel_clock - last_address_clock)
         # No DEVSEL# (master abort) reports FAST (0); without this test the unsigned
         # difference of a DAC's two address clocks would wrap and read as subtractive.
         with m.If(~devsel_seen | (speed <= 1)):
-            m.d.comb += rec.devsel.eq(DevselSpeed.FAST)
+            m.d.comb += devsel.eq(DevselSpeed.FAST)
         with m.Elif(speed == 2):
-            m.d.comb += rec.devsel.eq(DevselSpeed.MEDIUM)
+            m.d.comb += devsel.eq(DevselSpeed.MEDIUM)
         with m.Elif(speed == 3):
-            m.d.comb += rec.devsel.eq(DevselSpeed.SLOW)
+            m.d.comb += devsel.eq(DevselSpeed.SLOW)
         with m.Else():
-            m.d.comb += rec.devsel.eq(DevselSpeed.SUBTRACTIVE)
+            m.d.comb += devsel.eq(DevselSpeed.SUBTRACTIVE)
         with m.If(target_abort):
-            m.d.comb += rec.termination.eq(Termination.TARGET_ABORT)
+            m.d.comb += termination.eq(Termination.TARGET_ABORT)
         with m.Elif(~devsel_seen):
-            m.d.comb += rec.termination.eq(Termination.MASTER_ABORT)
+            m.d.comb += termination.eq(Termination.MASTER_ABORT)
         with m.Elif(stop_seen & (phases == 0)):
-            m.d.comb += rec.termination.eq(Termination.RETRY)
+            m.d.comb += termination.eq(Termination.RETRY)
         with m.Elif(stop_seen & stop_phase_seen & stop_phase_data):
-            m.d.comb += rec.termination.eq(Termination.DISCONNECT_DATA)
+            m.d.comb += termination.eq(Termination.DISCONNECT_DATA)
         with m.Elif(stop_seen):
-            m.d.comb += rec.termination.eq(Termination.DISCONNECT_NODATA)
+            m.d.comb += termination.eq(Termination.DISCONNECT_NODATA)
         with m.Elif((self.latency_timer != 0) & ~frame_end_gnt &
                     (frame_end_clock >= self.latency_timer)):
-            m.d.comb += rec.termination.eq(Termination.LATENCY_TIMER)
+            m.d.comb += termination.eq(Termination.LATENCY_TIMER)
         with m.Else():
-            m.d.comb += rec.termination.eq(Termination.COMPLETION)
+            m.d.comb += termination.eq(Termination.COMPLETION)
 
         # --- address and command, for the filters
         m.d.comb += [self.address.eq(address), self.command.eq(command)]

@@ -2,6 +2,8 @@
 """The transaction summariser: exact records for every termination, waits, 64-bit, DAC,
 fast back-to-back, parity errors and master identity."""
 
+import re
+
 import pytest
 
 from pcispy.gateware.pci.bus import Command, Termination, DevselSpeed
@@ -264,3 +266,21 @@ def test_random_traffic_summaries(seed):
     assert got == wants, f"seed {seed}"
     # summarise() leads with 2 idle clocks
     assert [r["timestamp"] for r in recs] == [s + 2 for s in starts], f"seed {seed}"
+
+
+#: An ``always @*`` block that only assigns a constant: nothing wakes it, so Verilator
+#: never runs it and the bits keep their initial 0 (the simulated board's summaries read
+#: kind EMPTY although the Python simulator gives SUMMARY).
+_SLEEPING_ALWAYS = re.compile(r"always @\*\s*\n\s*([^\n;]+?)\s*=\s*\d+'[hdbo][0-9a-fA-F_]+;")
+
+
+@pytest.mark.parametrize("width", [32, 64])
+def test_verilog_drives_every_constant_field_continuously(width):
+    from amaranth.back import verilog
+    from pcispy.gateware.spy.spy import Spy
+    for name, design in (("summariser", Summariser(width)),
+                         ("spy", Spy(width, addr_bits=4, fifo_depth=4))):
+        text = verilog.convert(design, name=name)
+        assert _SLEEPING_ALWAYS.findall(text) == [], name
+        if name == "summariser":
+            assert "assign summary[3:0] = 4'h2;" in text
