@@ -28,14 +28,13 @@ from pcispy.gateware.spy.checker import RULES
 from pcispy.sim.api import SimSystem
 from pcispy.sim.bfm.profiles import DisconnectMode, RetryMode
 from pcispy.sim.bfm.target import Knob
+# The environment variable naming the JSON file the outcomes go to.
+from pcispy.sim.speed import RESULT_ENV
 # The test device's windows and an address nobody claims (only constants: importing a
 # bench would register its tests here too).
 from pcispy.sim.tests.bench_bfm import NOBODY, TEST_IO, TEST_IO_SIZE, TEST_MEM, TEST_MEM_SIZE
 
-__all__ = ["PROVOKE", "RESULT_ENV", "judge"]
-
-#: Environment variable naming the JSON file the benches write their outcomes to.
-RESULT_ENV = "PCISPY_RESULT"
+__all__ = ["PROVOKE", "judge"]
 
 #: A memory address above 4 GiB (a Dual Address Cycle), claimed by nobody.
 ABOVE_4GIB = 0x1_0000_0100
