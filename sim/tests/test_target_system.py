@@ -20,3 +20,19 @@ BENCH = "pcispy.sim.tests.bench_target"
                                    "pio_integrity", "features"])
 def test_target_in_system(bench, width):
     run_bench(BENCH, bench, SystemConfig(width=width))
+
+
+def test_cli_target_refusal_and_pio_json(capsys):
+    """A refused value ends in one ``pcispy: error:`` line naming the reason (exit 2);
+    ``pio --json`` prints one object with the figures the issue names."""
+    import json
+    from pcispy.host.cli import main
+    assert main(["target", "--devsel", "subtractive", "--initial-wait", "13"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("pcispy: error: ") and \
+        "initial latency over 16 clocks" in err, err
+    assert main(["--json", "pio", "--size", "4K", "--burst", "16"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["bytes"] == 4096 and result["errors"] == 0
+    assert result["write"]["transactions"] == 64 and result["read"]["transactions"] == 64
+    assert {"write_mbps", "read_mbps", "read_first_data_clocks"} <= set(result)
