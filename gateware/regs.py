@@ -261,7 +261,7 @@ TARGET = Block("target", 0x080, (
               {s.value: s.name.lower() for s in _DevselSpeed}),
         Field("initial_wait", 8, 8, Access.RW, 0,
               "extra clocks before the first TRDY# (initial latency is 2 + DEVSEL# delay "
-              "+ this, at most 16 unless allow_noncompliant)"),
+              "+ this, and at least 3 for reads; at most 16 unless allow_noncompliant)"),
         Field("allow_noncompliant", 31, 1, Access.RW, 0,
               "accept latencies beyond the specification's 16/8 clocks and retry-forever"),
     ), "DEVSEL# speed and initial wait states"),

@@ -74,6 +74,10 @@ class Transport(ABC):
     #: A short name for reports ("sim", "sysfs", "uart").
     kind = "abstract"
 
+    #: A simulated host's interrupt service (the host bridge's responder acknowledges and
+    #: writes checkpoints itself), or None: on hardware the feature services interrupts.
+    interrupt_service = None
+
     @abstractmethod
     async def read32(self, bar, offset):
         """Read the 32-bit word at byte ``offset`` of BAR ``bar``."""
