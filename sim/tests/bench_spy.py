@@ -15,7 +15,7 @@ from pcispy.gateware.pci.bus import Command, Termination
 from pcispy.host.decode import summarise
 from pcispy.host.board import Board
 from pcispy.host.features.capture import (capture, finish_capture, parse_filter,
-                                          program_filters, start_capture)
+                                          program_filters, start_capture, wait_capture)
 from pcispy.host.features.stats import stats
 from pcispy.host.trace import parse_trace, trace_bytes
 from pcispy.sim.api import SimSystem
@@ -120,6 +120,9 @@ async def summaries_equal_decoded_raw(dut):
         run = await start_capture(transport, mode=mode, filters=[_exclude_bar0(transport.bars)]
                                   if mode == "summary" else ())
         await _random_traffic(system, transport, random.Random(seed), 40)
+        # Every ending below must be in the trace whatever the seed: the random reads
+        # reach the abort range only by chance (seed 2's never do), so read it once here.
+        await system.host.mem_read(TEST_MEM + 0x3000, 4)
         result = await finish_capture(run)
         assert result["status"]["lost"] == 0, result["status"]
         captured[mode] = _not_board_regs(summarise(_trace(result)), transport.bars)
@@ -196,6 +199,8 @@ async def filters_triggers_pre_ring(dut):
     run = await start_capture(transport, mode="raw", idle_compress=False,
                               trigger="filter", filters=["MW"], count=600)
     await host.mem_write(TEST_MEM, bytes(range(256)) * 8)
+    # The burst is shorter than 600 clocks: let the capture reach its count by itself.
+    assert await wait_capture(run) == (False, False)
     result = await finish_capture(run)
     assert result["status"]["lost"] == 0 and result["status"]["overruns"] == 0
     trace = _trace(result)
@@ -213,8 +218,9 @@ async def filters_triggers_pre_ring(dut):
     counters = snapshot["counters"]
     assert (counters["transactions"], counters["data_phases"], counters["bytes"],
             counters["hits"][0], counters["retries"]) == (7, 7, 28, 7, 0), counters
-    assert counters["latency_min"] == counters["latency_max"] == 2, counters
-    assert snapshot["histograms"]["latency"][2] == 7 and \
+    # A write to a fast-DEVSEL# zero-wait target completes on the clock after its address.
+    assert counters["latency_min"] == counters["latency_max"] == 1, counters
+    assert snapshot["histograms"]["latency"][1] == 7 and \
         sum(snapshot["histograms"]["latency"]) == 7, snapshot["histograms"]
     assert counters["busy_clocks"] > 0 and counters["idle_clocks"] > 0
     await system.assert_clean(RTC.breaks_rules)
@@ -228,7 +234,9 @@ async def rtc_figure3(dut):
     from pcispy.sim.scenarios import start_scenario
     system, transport = await _setup(dut)
     start_scenario(system, "rtc", _seed())
-    result = await capture(transport, filters=["io:0x70/0xfffe"], count=56, poll=0.0005)
+    # Every RTC access also breaks a rule or two (the legacy profile): their VIOLATION
+    # events share the count, so 160 records hold about six groups of transactions.
+    result = await capture(transport, filters=["io:0x70/0xfffe"], count=160, poll=0.0005)
     summaries = summarise(_trace(result))
     command = [Command(int(c)) for c in summaries["command"]]
     reads = summaries[[c is Command.IO_READ for c in command]]
