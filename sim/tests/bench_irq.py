@@ -14,7 +14,7 @@ import cocotb
 from pcispy.gateware.irq.generator import MODES, random_gaps
 from pcispy.gateware.pci.config import COMMAND_BITS, STATUS_BITS
 from pcispy.host.board import Board
-from pcispy.host.features.irq import irq_latency, histogram, USER_MARKER
+from pcispy.host.features.irq import irq_latency, histogram
 from pcispy.sim.api import SimSystem
 from pcispy.sim.irq_service import ResponderService, USER_WAKEUP_CLOCKS
 from pcispy.sim.system import Agent, BOARD_SLOT
