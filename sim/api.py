@@ -141,13 +141,12 @@ class SimSystem:
 
     async def apply_profile(self, name):
         """Program the host-memory target with the named behaviour profile."""
-        from pcispy.sim.bfm.profiles import PROFILES
+        from pcispy.sim.bfm.profiles import profile_by_name
         from pcispy.host.errors import PcispyError
         try:
-            profile = PROFILES[name]
-        except KeyError:
-            raise PcispyError(f"unknown simulation profile {name!r}; "
-                              f"known: {', '.join(sorted(PROFILES))}") from None
+            profile = profile_by_name(name)
+        except ValueError as error:      # its message names the known profiles
+            raise PcispyError(str(error)) from None
         self.profile = profile
         await self.host_memory.apply_profile(profile, seed=self.seed)
 
