@@ -60,3 +60,12 @@ def test_check_list_rules_json_has_every_rule():
     assert len(rules) == len(RULES) >= 40
     assert [r["id"] for r in rules] == list(range(len(RULES)))
     assert all(r["description"] for r in rules)
+
+
+def test_unknown_simulation_profile_is_one_line_naming_the_known_ones(capsys):
+    status, _ = _run("--sim=nosuch", "info")
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.count("\n") == 1
+    assert err.startswith("pcispy: error: unknown simulation profile 'nosuch'; known: ")
+    assert "ideal" in err and "alphastation200" in err
