@@ -330,12 +330,23 @@ class _SystemRegisters(wiring.Component):
         return m
 
 
+#: Models found in this process, by config: elaborating the system to Verilog (which
+#: names its cached model) takes ~20 s, and the gateware does not change within a process.
+_MODELS = {}
+
+
 def build_system(config=SystemConfig()):
-    """Build (or reuse from the cache) the Verilator model of the system ``config``."""
+    """Build (or reuse from the cache) the Verilator model of the system ``config``
+    (elaborated once per process and config)."""
     from pcispy.sim.verilate import build_model
+    model = _MODELS.get(config)
+    if model is not None and (model.build_dir / model.toplevel).exists():
+        return model
     system = PCISystem(config)
     text = verilog.convert(system, name="pcisystem", emit_src=False)
     from pcispy.gateware.exerciser import scratch
-    return build_model(text, "pcisystem", public=[("*", "bd_*")],
-                       sources=[backdoor_ram.VERILOG_SOURCE, scratch.VERILOG_SOURCE],
-                       name=config.name)
+    model = build_model(text, "pcisystem", public=[("*", "bd_*")],
+                        sources=[backdoor_ram.VERILOG_SOURCE, scratch.VERILOG_SOURCE],
+                        name=config.name)
+    _MODELS[config] = model
+    return model
