@@ -12,17 +12,28 @@ board: ``check --list-rules``, ``regs --header``, ``decode``) or a *feature*: an
 ``--sim`` the feature runs inside the simulator's Python (cocotb) against the cached
 Verilator model, and its result comes back here to be printed (DESIGN.md, "Host").
 
-Expected failures end with one line ``pcispy: error: ...`` and exit status 2.
+Expected failures end with one line ``pcispy: error: ...`` and exit status 2 (``--verbose``
+adds the exception chain and where it was raised); invalid arguments end with the command's
+usage line and exit status 2, whether argparse or the command finds them (:class:`UsageError`);
+Ctrl-C ends with ``pcispy: interrupted`` and status 130; a closed output pipe ends quietly.
+Any other exception is a bug: one line saying so and where to report it, status 1, the
+traceback only with ``--verbose``. ``--json`` and ``--verbose`` may also follow the command.
 """
 
 import argparse
 import functools
 import json
+import os
 import sys
+import traceback
 
-from pcispy.host.errors import EXIT_ERROR, PcispyError
+from pcispy.host.errors import EXIT_BUG, EXIT_ERROR, PcispyError, UsageError
 
-__all__ = ["main", "build_parser", "commands", "Command", "run_feature"]
+__all__ = ["main", "build_parser", "commands", "Command", "run_feature", "int_range",
+           "BUG_REPORTS"]
+
+#: Where users report a bug (named by the last-resort error handler).
+BUG_REPORTS = "the pcispy issue tracker"
 
 
 class Command:
@@ -40,15 +51,30 @@ class Command:
         raise PcispyError(f"{self.name}: not available")
 
 
+def int_range(low, high):
+    """An argparse ``type``: a whole number (decimal or 0x hex) in ``low..high``."""
+    def whole_number(text):
+        try:
+            value = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is outside {low}..{high}")
+        return value
+    return whole_number
+
+
 def run_feature(args, feature, **arguments):
     """Run ``feature`` ("module:function") against the transport the options select."""
-    if args.sysfs:
+    # `is not None`: an empty --sysfs "" or --uart "" names no device; it must not fall
+    # through to the simulator.
+    if args.sysfs is not None:
         import importlib
         from pcispy.host.transports.sysfs import run as run_on_sysfs
         module, _, name = feature.partition(":")
         return run_on_sysfs(getattr(importlib.import_module(module), name), arguments,
                             args.sysfs, buffer=args.buffer)
-    if args.uart:
+    if args.uart is not None:
         raise PcispyError("the uart transport is not available in this version of pcispy; "
                           "use --sim or --sysfs")
     from pcispy.sim.api import run_feature as run_in_simulator
@@ -114,8 +140,8 @@ class CheckCommand(Command):
 
     def run(self, args, out):
         if not args.list_rules:
-            raise PcispyError("check: give --list-rules (reading a live report needs a board "
-                              "feature that is not built yet)")
+            raise UsageError("give --list-rules (reading a live report needs a board "
+                             "feature that is not built yet)")
         from pcispy.gateware.spy.checker import RULES
         result = {"rules": [{"id": r.id, "name": r.name, "description": r.description,
                              "reference": r.reference} for r in RULES]}
@@ -177,17 +203,15 @@ class DecodeCommand(Command):
                             help="output format (default: table); vcd needs a raw capture")
         parser.add_argument("-o", "--output", metavar="OUT",
                             help="write to this file instead of standard output")
-        parser.add_argument("--latency-timer", type=int, metavar="CLOCKS",
-                            help="the masters' Latency Timer, to recognise latency-timer "
-                                 "endings in a raw trace (default: from the trace)")
+        parser.add_argument("--latency-timer", type=int_range(0, 255), metavar="CLOCKS",
+                            help="the masters' Latency Timer (0..255), to recognise "
+                                 "latency-timer endings in a raw trace (default: from the "
+                                 "trace)")
 
     def run(self, args, out):
         from pcispy.host.decode import summarise
         from pcispy.host.export import export, to_json
         from pcispy.host.trace import read_trace
-        if args.latency_timer is not None and not 0 <= args.latency_timer <= 255:
-            raise PcispyError(f"--latency-timer {args.latency_timer}: the Latency Timer "
-                              "register holds 0..255 clocks")
         trace = read_trace(args.file)
         if args.json:
             return to_json(summarise(trace, args.latency_timer), trace.metadata)
@@ -234,7 +258,8 @@ def build_parser():
         prog="pcispy",
         description="Parallel-PCI exerciser and bus spy. Without a transport option the "
                     "simulated system is used (--sim=ideal).",
-        epilog="Examples:\n  pcispy check --list-rules\n  pcispy --json regs --map",
+        epilog="Examples:\n  pcispy check --list-rules\n  pcispy --json regs --map\n"
+               "  pcispy COMMAND --help    (each command's options and examples)",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     transport = parser.add_mutually_exclusive_group()
     transport.add_argument("--sim", metavar="PROFILE",
@@ -260,12 +285,19 @@ def build_parser():
         p = sub.add_parser(command.name, help=command.help, description=command.help,
                            epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
         command.add_arguments(p)
-        p.set_defaults(handler=command)
+        # The output options also after the command (`pcispy check --list-rules --json`);
+        # absent there, they keep the value given (or defaulted) before the command.
+        p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                       help="print one JSON object on stdout instead of tables")
+        p.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
+                       help="show details")
+        p.set_defaults(handler=command, command_parser=p)
     return parser
 
 
 def main(argv=None, out=None):
-    """Run the CLI; return the exit status."""
+    """Run the CLI; return the exit status (argparse's usage errors and --help raise
+    SystemExit)."""
     out = out or sys.stdout
     parser = build_parser()
     # A bare --sim means the ideal profile; its value is only ever given as --sim=PROFILE,
@@ -275,19 +307,63 @@ def main(argv=None, out=None):
     args = parser.parse_args(argv)       # exits 2 with a usage line on bad arguments
     try:
         result = args.handler.run(args, out)
+        if args.json and result is not None:
+            out.write(json.dumps(result, indent=None) + "\n")
+        out.flush()                      # a closed pipe shows here, not at exit
+    except UsageError as error:
+        args.command_parser.error(str(error))      # usage line, one error line, exit 2
     except PcispyError as error:
         print(f"pcispy: error: {error}", file=sys.stderr)
+        if args.verbose:
+            _print_details(error)
         return EXIT_ERROR
     except KeyboardInterrupt:
         print("pcispy: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # The reader (e.g. `| head`) went away: not an error of ours.
-        sys.stderr.close()
+        _discard_stdout()
         return 0
-    if args.json and result is not None:
-        out.write(json.dumps(result, indent=None) + "\n")
+    except Exception as error:
+        print(f"pcispy: internal error: {type(error).__name__}: {_one_line(error)}. This is "
+              f"a bug in pcispy; please report it to {BUG_REPORTS} with the command line"
+              + (" and the traceback below" if args.verbose else
+                 " and what `--verbose` adds"), file=sys.stderr)
+        if args.verbose:
+            traceback.print_exception(error, file=sys.stderr)
+        return EXIT_BUG
     return 0
+
+
+def _one_line(error):
+    return " ".join(str(error).split())
+
+
+def _print_details(error):
+    """``--verbose`` on an expected failure: where it was raised, and what caused it (the
+    chain, also where a message replaced its cause with ``from None``)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if frames:
+        frame = frames[-1]
+        print(f"pcispy: detail: {type(error).__name__} raised in {frame.name} "
+              f"({frame.filename}:{frame.lineno})", file=sys.stderr)
+    cause, seen = error.__cause__ or error.__context__, set()
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        print(f"pcispy: detail: caused by {type(cause).__name__}: {_one_line(cause)}",
+              file=sys.stderr)
+        cause = cause.__cause__ or cause.__context__
+
+
+def _discard_stdout():
+    """Point standard output at /dev/null, so that the interpreter's last flush at exit
+    does not fail on the closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):
+        pass                             # not a file descriptor (e.g. captured in a test)
 
 
 if __name__ == "__main__":

@@ -4,14 +4,19 @@
 Anything that can go wrong for a user (a missing device, a damaged trace file, a refused
 register setting, an interrupted run) is raised as a :class:`PcispyError` subclass with a
 message that says what happened and what to do; the CLI prints it as one line and exits
-with status 2. Any other exception is a bug in pcispy.
+with status 2. An argument value a command finds unusable after parsing is a
+:class:`UsageError`: the CLI ends it like argparse does (the command's usage line, one error
+line, status 2). Any other exception is a bug in pcispy: one line saying so, status
+:data:`EXIT_BUG` (the traceback only with ``--verbose``).
 """
 
 __all__ = ["PcispyError", "TransportError", "TraceFormatError", "RefusedSetting",
-           "EXIT_ERROR"]
+           "UsageError", "EXIT_ERROR", "EXIT_BUG"]
 
 #: Exit status for an expected failure (same as argparse's usage errors).
 EXIT_ERROR = 2
+#: Exit status for an unexpected exception: a bug in pcispy, not a failure we expect.
+EXIT_BUG = 1
 
 
 class PcispyError(Exception):
@@ -28,3 +33,8 @@ class TraceFormatError(PcispyError):
 
 class RefusedSetting(PcispyError):
     """The board refused a register setting (its status register says why)."""
+
+
+class UsageError(PcispyError):
+    """An argument value the command cannot take, found after parsing (ends with the
+    command's usage line, like argparse's own errors)."""

@@ -25,7 +25,7 @@ from pcispy.gateware.pci.bus import (ACTIVE_LOW, COMMAND_MNEMONICS, TERMINATION_
                                      Command, DevselSpeed, Termination)
 from pcispy.gateware.spy.format import RecordKind
 from pcispy.host.decode import SUMMARY_DTYPE, summarise
-from pcispy.host.errors import PcispyError
+from pcispy.host.errors import PcispyError, TraceFormatError
 
 __all__ = ["CSV_COLUMNS", "TABLE_COLUMNS", "summary_rows", "to_csv", "read_csv",
            "to_json", "summaries_from_json", "write_table", "write_vcd", "pin_name",
@@ -199,6 +199,15 @@ def write_vcd(trace, out):
     if not len(raw_at):
         raise PcispyError("VCD needs a raw capture; this trace has no raw records")
     times = trace.times()[raw_at]
+    # A capture's times never go back (and start at 0 or later); a damaged file's may.
+    wrong = np.flatnonzero(np.diff(times, prepend=0) < 0)
+    if len(wrong):
+        index = int(raw_at[wrong[0]])
+        raise TraceFormatError(
+            f"cannot write a VCD: record {index} is at clock {int(times[wrong[0]])}, "
+            + (f"before the raw record before it (clock {int(times[wrong[0] - 1])})"
+               if wrong[0] else "before clock 0")
+            + f"; the trace is damaged at byte offset {trace.offset + index * trace.record_bytes}")
     period = round(1e6 / trace.metadata["clock_mhz"])
     raw = trace.columns(RecordKind.RAW)
     signals = []

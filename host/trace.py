@@ -24,10 +24,12 @@ Every damage a file can have raises :class:`~pcispy.host.errors.TraceFormatError
 byte offset.
 """
 
+import enum
 import json
 import struct
 
 import numpy as np
+from amaranth.lib import data
 
 from pcispy.gateware.spy.format import (
     FORMAT_VERSION, CaptureMode, RecordKind, record_bits, record_fields, record_layouts,
@@ -260,6 +262,41 @@ class Trace:
         return times
 
 
+def _enum_fields(layout, prefix=""):
+    """``[(field name, enum class)]`` of the fields of ``layout`` that hold an enum (a
+    record with another value in one is damaged)."""
+    fields = []
+    for name, field in layout:
+        shape = field.shape
+        if isinstance(shape, data.StructLayout):
+            fields += _enum_fields(shape, f"{prefix}{name}.")
+        elif isinstance(shape, type) and issubclass(shape, enum.Enum) and name != "kind":
+            fields.append((f"{prefix}{name}", shape))
+    return fields
+
+
+def _check_enum_fields(trace, name):
+    """Refuse a record whose enum field holds a value its enum does not have (e.g. a
+    summary's termination 7), naming the first such record's offset."""
+    for kind in RecordKind:
+        where = trace.indices(kind)
+        if kind is RecordKind.EMPTY or not len(where):
+            continue
+        layout = trace.layouts[kind]
+        fields = _enum_fields(layout)
+        if not fields:
+            continue
+        columns = trace.columns(kind, [field for field, _ in fields])
+        for field, shape in fields:
+            known = np.array([member.value for member in shape], dtype=columns[field].dtype)
+            bad = np.flatnonzero(~np.isin(columns[field], known))
+            if len(bad):
+                index = int(where[bad[0]])
+                raise _error(name, trace.offset + index * trace.record_bytes,
+                             f"record {index} ({kind.name}) has {field} "
+                             f"{int(columns[field][bad[0]])}, which is no {shape.__name__}")
+
+
 def _error(name, offset, message):
     return TraceFormatError(f"{name}: {message} at byte offset {offset}")
 
@@ -283,6 +320,11 @@ def _check_metadata(metadata, name, record_bytes):
             raise bad(f"{key} {full[key]!r} is not a non-negative integer")
     if not 1 <= full["masters"] <= 15:
         raise bad(f"masters {full['masters']} is not 1..15")
+    try:
+        record_layouts(full["bus_width"], full["masters"])
+    except ValueError as error:
+        raise bad(f"masters {full['masters']} on a {full['bus_width']}-bit bus: "
+                  f"{error}") from None
     if full["latency_timer"] > 255:
         raise bad(f"latency_timer {full['latency_timer']} is not 0..255")
     if not isinstance(full["clock_mhz"], (int, float)) or full["clock_mhz"] <= 0:
@@ -368,6 +410,7 @@ def parse_trace(blob, name="trace"):
                 else f"unknown record kind {code}")
         raise _error(name, end + index * record_bytes, f"record {index} is {what}, which a "
                      f"{trace.mode.name.lower()} capture cannot hold")
+    _check_enum_fields(trace, name)
     return trace
 
 

@@ -177,7 +177,7 @@ class StatsCommand(CliCommand):
         if not args.watch:
             result = run_feature(args, "pcispy.host.features.stats:stats", clear=args.clear,
                                  **options)
-        elif args.sysfs and args.samples is None:
+        elif args.sysfs is not None and args.samples is None:
             return self._watch_live(args, out, options)     # printed as it went
         else:
             result = run_feature(args, "pcispy.host.features.stats:stats", clear=args.clear,

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from pcispy.gateware.pci.bus import Termination
 from pcispy.gateware.spy.format import (
     FORMAT_VERSION, RawRecord, RecordKind, SummaryRecord, TriggerEvent, OverrunEvent,
     WrapEvent, record_fields, record_layouts,
@@ -87,7 +88,9 @@ def test_raw_trace_round_trip(tmp_path):
 
 def test_summary_trace_round_trip(tmp_path):
     rng = np.random.default_rng(8)
-    summaries = pack_records(SummaryRecord(), _random_fields(SummaryRecord(), 30, rng))
+    fields = _random_fields(SummaryRecord(), 30, rng)
+    fields["termination"] %= len(Termination)        # 7 is no termination: a damaged file
+    summaries = pack_records(SummaryRecord(), fields)
     trigger = pack_records(TriggerEvent(), {"timestamp": 5, "source": 1}, size_bits=256)
     stream = np.concatenate([trigger, summaries])
     path = tmp_path / "sum.pcitrace"
@@ -133,6 +136,8 @@ def _with_metadata(blob, text):
 
 GOOD = _good_file()
 JSON_END = HEADER_BYTES + struct.unpack_from("<I", GOOD, 12)[0]
+_SUMMARIES = _good_file("summary")
+_SUMMARIES_END = HEADER_BYTES + struct.unpack_from("<I", _SUMMARIES, 12)[0]
 
 #: (case, damaged bytes, the offset the message must name, words it must contain)
 DAMAGED = [
@@ -158,6 +163,11 @@ DAMAGED = [
      JSON_END + 32, "SUMMARY record"),
     ("unknown kind", GOOD[:-16] + bytes([9]) + bytes(15), JSON_END + 32,
      "unknown record kind 9"),
+    ("reserved enum value", _SUMMARIES[:-32] + pack_records(
+        SummaryRecord(), {"termination": 7}).tobytes(), _SUMMARIES_END + 64,
+     "record 2 (SUMMARY) has termination 7, which is no Termination"),
+    ("too many masters for the record", _with_metadata(
+        GOOD, b'{"mode": "raw", "bus_width": 64, "masters": 15}'), 16, "masters 15 on a 64"),
 ]
 
 
