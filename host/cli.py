@@ -237,6 +237,7 @@ _COMMAND_PATHS = [
     "pcispy.host.features.pio:PioCommand",
     "pcispy.host.features.capture:CaptureCommand",
     "pcispy.host.features.stats:StatsCommand",
+    "pcispy.host.features.report:ReportCommand",
 ]
 
 

@@ -1,7 +1,33 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """PNG plots of measurements (matplotlib, Agg backend: no display needed)."""
 
-__all__ = ["plot_throughput_vs_burst"]
+import json
+
+__all__ = ["plot_throughput_vs_burst", "plot_throughput_by_command", "plot_latency_histograms",
+           "save_figure", "AXES_METADATA"]
+
+#: PNG text key under which :func:`save_figure` stores each plot's title and axis labels
+#: (JSON ``[[title, xlabel, ylabel], ...]``), so a reader can tell what a PNG shows.
+AXES_METADATA = "pcispy-axes"
+
+
+def save_figure(figure, path, dpi=100):
+    """Save ``figure`` as a PNG at ``path`` with its axes' titles and labels in the
+    :data:`AXES_METADATA` text chunk, then close it. Raises OSError if it cannot write."""
+    from matplotlib import pyplot
+    axes = [[a.get_title(), a.get_xlabel(), a.get_ylabel()] for a in figure.get_axes()]
+    try:
+        figure.savefig(path, dpi=dpi, format="png",
+                       metadata={AXES_METADATA: json.dumps(axes)})
+    finally:
+        pyplot.close(figure)
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+    return pyplot
 
 
 def plot_throughput_vs_burst(rows, path, *, title="DMA throughput against burst length",
@@ -9,9 +35,7 @@ def plot_throughput_vs_burst(rows, path, *, title="DMA throughput against burst 
     """One line per (command, width, idle) of ``rows`` (``pcispy sweep`` rows: ``cmd``,
     ``width``, ``idle``, ``burst`` (0 = unlimited, drawn at the right), ``mbps``); an
     optional dashed line at ``peak_mbps``. Writes ``path``; raises OSError if it cannot."""
-    import matplotlib
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
+    pyplot = _pyplot()
     finite = [row["burst"] for row in rows if row["burst"]]
     unlimited_at = 2 * max(finite) if finite else 1
     figure, axes = pyplot.subplots(figsize=(7, 4.5))
@@ -33,7 +57,59 @@ def plot_throughput_vs_burst(rows, path, *, title="DMA throughput against burst 
     axes.grid(True, which="both", alpha=0.3)
     axes.legend(fontsize="small")
     figure.tight_layout()
-    try:
-        figure.savefig(path, dpi=100)
-    finally:
-        pyplot.close(figure)
+    save_figure(figure, path)
+
+
+def plot_throughput_by_command(machines, path):
+    """One panel per DMA command, one line per (machine, width): MB/s against burst
+    length. ``machines``: ``{name: [sweep rows]}`` (``cmd``, ``width``, ``idle``,
+    ``burst`` (0 = unlimited, drawn at the right), ``mbps``); of several idles the best
+    MB/s at each burst is drawn. Writes ``path``; raises OSError if it cannot."""
+    pyplot = _pyplot()
+    rows = [row for machine in machines.values() for row in machine]
+    cmds = list(dict.fromkeys(row["cmd"] for row in rows))
+    finite = [row["burst"] for row in rows if row["burst"]]
+    unlimited_at = 2 * max(finite) if finite else 1
+    figure, panels = pyplot.subplots(1, max(1, len(cmds)), figsize=(4.5 * max(1, len(cmds)),
+                                                                     4.5), squeeze=False)
+    for cmd, axes in zip(cmds, panels[0]):
+        for name, machine in machines.items():
+            series = {}
+            for row in machine:
+                if row["cmd"] != cmd or row["error"] or row["mismatches"]:
+                    continue
+                at = row["burst"] or unlimited_at
+                points = series.setdefault(row["width"], {})
+                points[at] = max(points.get(at, 0), row["mbps"])
+            for width, points in sorted(series.items()):
+                xs = sorted(points)
+                axes.plot(xs, [points[x] for x in xs], marker="o",
+                          label=f"{name}" + (" 64-bit" if width == 64 else ""))
+        axes.set_xscale("log", base=2)
+        axes.set_xlabel("burst length (data phases)" +
+                        ("; rightmost: unlimited" if len(finite) < len(rows) else ""))
+        axes.set_ylabel("MB/s")
+        axes.set_title(f"DMA {cmd}")
+        axes.grid(True, which="both", alpha=0.3)
+        axes.legend(fontsize="small")
+    figure.tight_layout()
+    save_figure(figure, path)
+
+
+def plot_latency_histograms(machines, path):
+    """First-data latency histograms, one step line per machine. ``machines``: ``{name:
+    [count of latency n clocks, per n; the last bin holds everything from there up]}``.
+    Writes ``path``; raises OSError if it cannot."""
+    pyplot = _pyplot()
+    figure, axes = pyplot.subplots(figsize=(7, 4.5))
+    for name, counts in machines.items():
+        if sum(counts):
+            axes.step(range(len(counts)), counts, where="mid", label=name)
+    axes.set_yscale("symlog", linthresh=1)
+    axes.set_xlabel("first-data latency (clocks from the address phase; last bin: and more)")
+    axes.set_ylabel("transactions")
+    axes.set_title("first-data latency of DMA transactions")
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize="small")
+    figure.tight_layout()
+    save_figure(figure, path)

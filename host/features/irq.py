@@ -293,12 +293,11 @@ def plot_histograms(result, path):
                    f"{result['missed']} missed")
     axes.legend()
     figure.tight_layout()
+    from pcispy.host.plots import save_figure
     try:
-        figure.savefig(path)
+        save_figure(figure, path)
     except OSError as error:
         raise PcispyError(f"cannot write {path}: {error.strerror}") from None
-    finally:
-        plt.close(figure)
 
 
 def _positive(text):
