@@ -16,6 +16,8 @@ from amaranth.hdl import Module, Signal, Mux
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..logic import top_bit
+
 __all__ = ["SUB_BITS", "BINS_PER_OCTAVE", "DEFAULT_BINS", "bin_of", "bin_low", "bin_high",
            "bin_edges", "LatencyHistogram"]
 
@@ -108,9 +110,7 @@ class LatencyHistogram(wiring.Component):
 
         # Stage 1: the bin index of the sample, computed from SUB_BITS as bin_of() does.
         octave = Signal(range(64))
-        for bit in range(64):                      # the last assignment wins: top set bit
-            with m.If(latency[bit]):
-                m.d.comb += octave.eq(bit)
+        m.d.comb += octave.eq(top_bit(latency)[1])   # log2(64) mux levels, not 64
         shift = Signal(range(64))
         m.d.comb += shift.eq(octave - SUB_BITS)
         mantissa = (latency >> shift)[:SUB_BITS]

@@ -18,6 +18,7 @@ from amaranth.hdl import Module, Signal, Cat, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from ..logic import bottom_bit
 from ..pci.bus import BusState
 from .format import RawRecord, RecordKind
 
@@ -82,10 +83,8 @@ class RawCapture(wiring.Component):
 
         violated = Signal()
         m.d.comb += violated.eq(self.violation.any())
-        lowest = Signal(6)
-        for i in reversed(range(self.rules)):
-            with m.If(self.violation[i]):
-                m.d.comb += lowest.eq(i)
+        lowest = Signal(6)                      # in log2(rules) mux levels, not a chain
+        m.d.comb += lowest.eq(bottom_bit(self.violation)[1])
         many = Signal()
         m.d.comb += many.eq((self.violation & (self.violation - 1)).any())
 

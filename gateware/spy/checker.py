@@ -27,6 +27,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
+from ..logic import bottom_bit
 from ..pci.bus import BusState, Command
 
 __all__ = ["Rule", "RULES", "RULES_BY_NAME", "LATENCY_RULES", "COUNT_WIDTH",
@@ -546,9 +547,8 @@ class ProtocolChecker(wiring.Component):
         # --- flags, counters, first violation ------------------------------------------
         counts = [Signal(self.count_width, name=f"count_{rule.name}") for rule in RULES]
         first_now = Signal(range(len(RULES)))
-        for rule in reversed(RULES):  # the lowest id wins
-            with m.If(self.violation[rule.id]):
-                m.d.comb += first_now.eq(rule.id)
+        # The lowest id wins (rule ids are bit positions), in log2(rules) mux levels.
+        m.d.comb += first_now.eq(bottom_bit(self.violation)[1])
 
         m.d.sync += self.cycle.eq(self.cycle + 1)
         with m.If(self.clear):

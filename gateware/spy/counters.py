@@ -28,6 +28,7 @@ from amaranth.hdl import Module, Signal, Mux
 from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..logic import top_bit
 from ..pci.bus import Termination
 from .format import SummaryRecord, TIMESTAMP_BITS
 from .summary import saturating_increment
@@ -181,10 +182,9 @@ class Counters(wiring.Component):
         have_last = Signal()
         gap = Signal(TIMESTAMP_BITS)
         m.d.comb += gap.eq(s.timestamp - last_start)
-        gap_index = Signal(6)
-        for k in range(TIMESTAMP_BITS):
-            with m.If(gap[k]):
-                m.d.comb += gap_index.eq(k + 1)
+        gap_index = Signal(6)                     # gap.bit_length(), in log2(48) mux levels
+        gap_any, gap_top = top_bit(gap)
+        m.d.comb += gap_index.eq(Mux(gap_any, gap_top + 1, 0))
 
         def count(counter, enable):
             return saturating_increment(counter, enable)
