@@ -26,13 +26,18 @@ The same-clock paths (DESIGN.md, "I/O timing") are the only uses of unregistered
 - PAR into ``par_error`` (one XOR level: PERR#/SERR# must be driven the clock after PAR).
 
 Lines with a live path use an ``io.Buffer`` with the I/O flip-flops written out here
-(``*_out_ff``/``*_oe_ff``/``*_in_ff``); every other line uses ``io.FFBuffer``.
+(``*_out_ff``/``*_oe_ff``/``*_in_ff``) in simulation; on an FPGA platform they use
+:class:`~pcispy.gateware.pci.iocell.IOCellFlops`, whose output and output-enable registers
+are the ECP5 I/O cell's own (the sampled input stays a fabric flip-flop next to the pin:
+the I/O cell cannot give both its input register and the live pin to the fabric). Every
+other line uses ``io.FFBuffer`` (all three registers in the I/O cell).
 """
 
 from amaranth import Module, Signal, Cat
 from amaranth.lib import io, wiring
 from amaranth.lib.wiring import In, Out
 
+from .iocell import IOCellFlops
 from .bus import ACTIVE_LOW, OPEN_DRAIN, SUSTAINED_TRISTATE, PCIBusSignature, bus_lines
 
 __all__ = ["LIVE_LINES", "live_lines", "INPUT_ONLY_LINES", "DECODE_LINES", "decode_signature",
@@ -156,7 +161,18 @@ class PCIPads(wiring.Component):
             direction = "io" if port.direction == io.Direction.Bidir else "i"
             unregistered = name in live_lines(self.width) or name in _PARITY_LIVE_LINES or (
                 self.fast_decode and name in DECODE_LINES)
-            if unregistered:
+            if unregistered and platform is not None:
+                # On an FPGA the output and enable registers go into the I/O cell.
+                cell = IOCellFlops(direction, port)
+                m.submodules[f"{name}_buffer"] = cell
+                m.d.comb += line.i.eq(cell.i)
+                live_values[name] = cell.live
+                if direction == "io" and name not in ("par", "par64"):
+                    value, enable = self._next_drive(m, name, line)
+                    m.d.comb += [cell.o.eq(value), cell.oe.eq(enable)]
+                if name in ("par", "par64"):
+                    sampled[name] = cell
+            elif unregistered:
                 buf = io.Buffer(direction, port)
                 m.submodules[f"{name}_buffer"] = buf
                 in_ff = Signal(len(line.i), name=f"{name}_in_ff")
@@ -200,14 +216,20 @@ class PCIPads(wiring.Component):
         for ad, cbe, par, error in groups:
             par_buf = sampled[par]
             # Generation: PAR in the next clock covers the AD we drive now and C/BE# now.
-            par_out_ff = Signal(name=f"{par}_out_ff")
-            par_oe_ff = Signal(name=f"{par}_oe_ff")
-            m.d.pci += [
-                par_out_ff.eq(ad_parity[ad] ^ live_values[cbe].xor()),
-                par_oe_ff.eq(ad_driven[ad]),
-            ]
-            if par_buf.direction is not io.Direction.Input:   # a passive build: no drivers
-                m.d.comb += [par_buf.o.eq(par_out_ff), par_buf.oe.eq(par_oe_ff)]
+            if isinstance(par_buf, IOCellFlops):
+                # The I/O cell's registers are PAR's output flip-flops.
+                if par_buf.direction is not io.Direction.Input:
+                    m.d.comb += [par_buf.o.eq(ad_parity[ad] ^ live_values[cbe].xor()),
+                                 par_buf.oe.eq(ad_driven[ad])]
+            else:
+                par_out_ff = Signal(name=f"{par}_out_ff")
+                par_oe_ff = Signal(name=f"{par}_oe_ff")
+                m.d.pci += [
+                    par_out_ff.eq(ad_parity[ad] ^ live_values[cbe].xor()),
+                    par_oe_ff.eq(ad_driven[ad]),
+                ]
+                if par_buf.direction is not io.Direction.Input:   # passive: no drivers
+                    m.d.comb += [par_buf.o.eq(par_out_ff), par_buf.oe.eq(par_oe_ff)]
             # Checking: PAR now must cover AD and C/BE# sampled at the previous edge.
             expected = Signal(name=f"{par}_expected")
             m.d.comb += expected.eq(Cat(getattr(bus, ad).i, getattr(bus, cbe).i).xor())
