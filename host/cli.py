@@ -220,7 +220,11 @@ class DecodeCommand(Command):
             return None
         try:
             with open(args.output, "w", newline="") as file:
-                export(trace, args.format, file, args.latency_timer)
+                try:
+                    export(trace, args.format, file, args.latency_timer)
+                except BaseException:
+                    os.unlink(args.output)      # no partial export is left behind
+                    raise
         except OSError as error:
             raise PcispyError(f"cannot write {args.output}: {error.strerror}") from None
         return None

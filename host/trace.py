@@ -32,7 +32,8 @@ import numpy as np
 from amaranth.lib import data
 
 from pcispy.gateware.spy.format import (
-    FORMAT_VERSION, CaptureMode, RecordKind, record_bits, record_fields, record_layouts,
+    FORMAT_VERSION, TIMESTAMP_BITS, CaptureMode, RecordKind, record_bits, record_fields,
+    record_layouts,
 )
 from pcispy.host.errors import PcispyError, TraceFormatError
 
@@ -56,6 +57,9 @@ _KINDS_OF_MODE = {
 }
 
 _KIND_OF_LAYOUT = {type(layout): kind for kind, layout in record_layouts().items()}
+
+#: Highest bus clock a trace may name (PCI runs at 33 or 66 MHz; a VCD clock is >= 1 ps).
+_MAX_CLOCK_MHZ = 1000
 
 _METADATA_DEFAULTS = {
     "bus_width": 32, "masters": 1, "clock_mhz": 100 / 3, "capture": {}, "overruns": 0,
@@ -312,7 +316,7 @@ def _check_metadata(metadata, name, record_bytes):
         raise bad(f"mode {metadata.get('mode')!r} is not 'raw' or 'summary'")
     full = dict(_METADATA_DEFAULTS)
     full.update(metadata)
-    if full["bus_width"] not in (32, 64):
+    if full["bus_width"] not in (32, 64) or not isinstance(full["bus_width"], int):
         raise bad(f"bus_width {full['bus_width']!r} is not 32 or 64")
     for key in ("masters", "overruns", "lost", "start_timestamp", "raw_time_offset",
                 "latency_timer"):
@@ -327,8 +331,14 @@ def _check_metadata(metadata, name, record_bytes):
                   f"{error}") from None
     if full["latency_timer"] > 255:
         raise bad(f"latency_timer {full['latency_timer']} is not 0..255")
-    if not isinstance(full["clock_mhz"], (int, float)) or full["clock_mhz"] <= 0:
-        raise bad(f"clock_mhz {full['clock_mhz']!r} is not a positive number")
+    for key in ("start_timestamp", "raw_time_offset"):
+        if full[key] >> TIMESTAMP_BITS:
+            raise bad(f"{key} {full[key]} does not fit the {TIMESTAMP_BITS}-bit timestamp")
+    clock = full["clock_mhz"]
+    if not isinstance(clock, (int, float)) or isinstance(clock, bool) or \
+            not 0 < clock <= _MAX_CLOCK_MHZ:      # also refuses NaN
+        raise bad(f"clock_mhz {clock!r} is not a clock frequency (0 < MHz <= "
+                  f"{_MAX_CLOCK_MHZ})")
     mode = CaptureMode[full["mode"].upper()]
     bits = record_bits(mode)
     layout = type(record_layouts()[RecordKind.RAW if mode is CaptureMode.RAW
@@ -386,12 +396,23 @@ def parse_trace(blob, name="trace"):
         raise _error(name, len(blob), f"truncated header: metadata of {json_length} bytes "
                      f"from offset {HEADER_BYTES} ends past the file ({len(blob)} bytes)")
     try:
-        metadata = json.loads(bytes(blob[HEADER_BYTES:end]).decode())
+        text = bytes(blob[HEADER_BYTES:end]).decode()
     except UnicodeDecodeError as error:
         raise _error(name, HEADER_BYTES + error.start, "metadata is not UTF-8") from None
+
+    def byte_offset(position):
+        return HEADER_BYTES + len(text[:position].encode())
+
+    def not_json(constant):
+        # Python's json reads NaN and Infinity, which JSON does not have.
+        raise json.JSONDecodeError(f"{constant} is not a JSON number", text, text.find(constant))
+    try:
+        metadata = json.loads(text, parse_constant=not_json)
     except json.JSONDecodeError as error:
-        raise _error(name, HEADER_BYTES + error.pos,
+        raise _error(name, byte_offset(error.pos),
                      f"metadata is not valid JSON ({error.msg})") from None
+    except RecursionError:
+        raise _error(name, HEADER_BYTES, "metadata nests too deeply") from None
     metadata = _check_metadata(metadata, name, record_bytes)
     body = len(blob) - end
     whole, partial = divmod(body, record_bytes)
