@@ -30,7 +30,7 @@ import traceback
 from pcispy.host.errors import EXIT_BUG, EXIT_ERROR, PcispyError, UsageError
 
 __all__ = ["main", "build_parser", "commands", "Command", "run_feature", "int_range",
-           "BUG_REPORTS"]
+           "positive_seconds", "bare_sim_is_ideal", "BUG_REPORTS"]
 
 #: Where users report a bug (named by the last-resort error handler).
 BUG_REPORTS = "the pcispy issue tracker"
@@ -62,6 +62,17 @@ def int_range(low, high):
             raise argparse.ArgumentTypeError(f"{value} is outside {low}..{high}")
         return value
     return whole_number
+
+
+def positive_seconds(text):
+    """An argparse ``type``: a finite positive number of seconds (not 0, NaN or inf)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text}: give a positive, finite number of seconds")
+    return value
 
 
 def run_feature(args, feature, **arguments):
@@ -300,16 +311,19 @@ def build_parser():
     return parser
 
 
+def bare_sim_is_ideal(argv):
+    """A bare ``--sim`` means the ideal profile; its value is only ever given as
+    ``--sim=PROFILE``, so ``--sim info`` is the ideal profile and the info command."""
+    return ["--sim=ideal" if arg == "--sim" else arg for arg in argv]
+
+
 def main(argv=None, out=None):
     """Run the CLI; return the exit status (argparse's usage errors and --help raise
     SystemExit)."""
     out = out or sys.stdout
     parser = build_parser()
-    # A bare --sim means the ideal profile; its value is only ever given as --sim=PROFILE,
-    # so `--sim info` is the ideal profile and the info command.
-    argv = ["--sim=ideal" if arg == "--sim" else arg
-            for arg in (sys.argv[1:] if argv is None else argv)]
-    args = parser.parse_args(argv)       # exits 2 with a usage line on bad arguments
+    args = parser.parse_args(bare_sim_is_ideal(sys.argv[1:] if argv is None else argv))
+    # (parse_args exits 2 with a usage line on bad arguments)
     try:
         result = args.handler.run(args, out)
         if args.json and result is not None:
@@ -318,7 +332,7 @@ def main(argv=None, out=None):
     except UsageError as error:
         args.command_parser.error(str(error))      # usage line, one error line, exit 2
     except PcispyError as error:
-        print(f"pcispy: error: {error}", file=sys.stderr)
+        print(f"pcispy: error: {_one_line(error)}", file=sys.stderr)
         if args.verbose:
             _print_details(error)
         return EXIT_ERROR

@@ -20,7 +20,7 @@ from pcispy.gateware.exerciser.patterns import Pattern, pattern_dwords
 from pcispy.gateware.pci.bus import Command, COMMAND_MNEMONICS
 from pcispy.gateware.regs import DMA, DMA_MAX_BURST
 from pcispy.host.board import Board
-from pcispy.host.cli import Command as CliCommand, run_feature
+from pcispy.host.cli import Command as CliCommand, positive_seconds, run_feature
 from pcispy.host.errors import PcispyError, RefusedSetting
 
 __all__ = ["COMMANDS", "PATTERNS", "dma", "parse_size", "parse_address", "DmaCommand",
@@ -295,7 +295,7 @@ def add_dma_arguments(parser, *, single=True):
                         help="set the Cache Line Size (MWI gets 8 when none is set)")
     parser.add_argument("--latency-timer", type=int, metavar="CLOCKS",
                         help="set the Latency Timer")
-    parser.add_argument("--timeout", type=float, default=1.0, metavar="SECONDS",
+    parser.add_argument("--timeout", type=positive_seconds, default=1.0, metavar="SECONDS",
                         help="bus time before a run is stopped (default 1)")
 
 

@@ -15,8 +15,8 @@ from pcispy.gateware.regs import SPY_FILTERS
 from pcispy.gateware.spy.checker import RULES
 from pcispy.gateware.spy.counters import HISTOGRAM_BINS, CounterValues
 from pcispy.host.board import Board
-from pcispy.host.cli import Command as CliCommand, run_feature
-from pcispy.host.errors import PcispyError
+from pcispy.host.cli import Command as CliCommand, positive_seconds, run_feature
+from pcispy.host.errors import PcispyError, UsageError
 
 __all__ = ["stats", "read_counters", "read_histograms", "read_checker", "histogram_edges",
            "format_stats", "StatsCommand", "HISTOGRAMS"]
@@ -157,7 +157,7 @@ class StatsCommand(CliCommand):
         parser.add_argument("--watch", action="store_true",
                             help="read again every --interval seconds (on hardware until "
                                  "Ctrl-C, in simulation --samples times)")
-        parser.add_argument("--interval", type=float, default=1.0, metavar="S",
+        parser.add_argument("--interval", type=positive_seconds, default=1.0, metavar="S",
                             help="seconds between readings with --watch (default 1; bus "
                                  "time in simulation)")
         parser.add_argument("--samples", type=int, default=None, metavar="N",
@@ -169,10 +169,8 @@ class StatsCommand(CliCommand):
                             help="skip the histograms (128 register reads)")
 
     def run(self, args, out):
-        if args.interval <= 0:
-            raise PcispyError(f"--interval {args.interval}: give a positive number of seconds")
         if args.samples is not None and args.samples < 1:
-            raise PcispyError(f"--samples {args.samples}: give at least 1")
+            raise UsageError(f"--samples {args.samples}: give at least 1")
         options = dict(histograms=not args.no_histograms)
         if not args.watch:
             result = run_feature(args, "pcispy.host.features.stats:stats", clear=args.clear,
