@@ -303,10 +303,13 @@ def build_parser():
         command.add_arguments(p)
         # The output options also after the command (`pcispy check --list-rules --json`);
         # absent there, they keep the value given (or defaulted) before the command.
-        p.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                       help="print one JSON object on stdout instead of tables")
-        p.add_argument("--verbose", "-v", action="store_true", default=argparse.SUPPRESS,
-                       help="show details")
+        for flags, text in ((("--json",), "print one JSON object on stdout instead of tables"),
+                            (("--verbose", "-v"), "show details")):
+            try:
+                p.add_argument(*flags, action="store_true", default=argparse.SUPPRESS,
+                               help=text)
+            except argparse.ArgumentError:
+                pass                     # the command has an option of that name itself
         p.set_defaults(handler=command, command_parser=p)
     return parser
 
