@@ -22,6 +22,11 @@ Trigger specs: ``now`` (at arm), ``filter`` (the first transaction the filters s
 ``register`` (a write to the spy's trigger register, e.g. by the software under test),
 ``violation[:RULE,...]`` (a protocol violation; all rules, or the named ones).
 
+Protocol violations the board's checker sees are stored as VIOLATION event records among
+the transactions (``--violations``: ``all`` rules, the default, ``none``, or rule names);
+they take room in the memory and count towards ``--count`` like any record. A violation
+trigger fires only on rules that are also recorded.
+
 Traffic the tool itself makes while it waits (its status polls of BAR0) is on the bus and
 is captured like any other: a filter such as ``--filter io`` or an exclude comparator on
 the board's BAR0 keeps it out.
@@ -42,9 +47,10 @@ from pcispy.host.board import Board
 from pcispy.host.cli import Command as CliCommand, run_feature
 from pcispy.host.errors import PcispyError, RefusedSetting
 
-__all__ = ["capture", "start_capture", "wait_capture", "finish_capture", "SPY_MASTERS", "FilterSpec", "parse_filter", "parse_trigger", "TRIGGERS", "TRACE_BAR",
-           "trace_metadata", "check_settings", "raw_start_timestamp", "read_trace_memory", "program_filters",
-           "ADDRESS_BITS", "CaptureCommand"]
+__all__ = ["capture", "start_capture", "wait_capture", "finish_capture", "CaptureCommand",
+           "SPY_MASTERS", "TRIGGERS", "TRACE_BAR", "ADDRESS_BITS", "FilterSpec",
+           "parse_filter", "parse_trigger", "parse_violations", "check_settings",
+           "trace_metadata", "raw_start_timestamp", "read_trace_memory", "program_filters"]
 
 #: REQ#/GNT# pairs the board's spy records (gateware/top.py builds it with the default).
 SPY_MASTERS = __import__("inspect").signature(Spy).parameters["masters"].default
@@ -102,27 +108,48 @@ def parse_filter(text):
                       address=address & mask, mask=mask)
 
 
+def _rule_mask(names, context):
+    """Comma-separated checker rule names -> a mask with bit ``rule.id`` set for each."""
+    from pcispy.gateware.spy.checker import RULES
+    by_name = {rule.name: rule.id for rule in RULES}
+    mask = 0
+    for name in names.split(","):
+        name = name.strip()
+        if name not in by_name:
+            raise PcispyError(f"{context}: no checker rule {name!r} (pcispy check "
+                              "--list-rules)")
+        mask |= 1 << by_name[name]
+    return mask
+
+
+def _every_rule():
+    from pcispy.gateware.spy.checker import RULES
+    return (1 << len(RULES)) - 1
+
+
+def parse_violations(text):
+    """``all``, ``none`` or ``RULE,...`` -> the mask of checker rules whose violations the
+    spy records as events."""
+    keyword = text.strip().lower()
+    if keyword == "all":
+        return _every_rule()
+    if keyword == "none":
+        return 0
+    return _rule_mask(text, f"violations {text!r}")
+
+
 def parse_trigger(text):
     """``now``, ``filter``, ``register``, ``violation[:RULE,...]`` -> ``(TriggerSource,
     violation mask)`` (mask: every rule unless named)."""
-    from pcispy.gateware.spy.checker import RULES
     keyword, _, rules = text.strip().partition(":")
     if keyword.lower() not in TRIGGERS:
         raise PcispyError(f"trigger {text!r}: give one of {', '.join(TRIGGERS)}")
     source = TRIGGERS[keyword.lower()]
-    every = (1 << len(RULES)) - 1
     if not rules:
-        return source, every
+        return source, _every_rule()
     if source is not TriggerSource.VIOLATION:
         raise PcispyError(f"trigger {text!r}: only 'violation' takes rule names")
-    by_name = {rule.name: rule.id for rule in RULES}
-    mask = 0
-    for name in rules.split(","):
-        name = name.strip()
-        if name not in by_name:
-            raise PcispyError(f"trigger {text!r}: no checker rule {name!r} (pcispy check "
-                              "--list-rules)")
-        mask |= 1 << by_name[name]
+    mask = _rule_mask(rules, f"trigger {text!r}")
     return source, mask
 
 
@@ -201,16 +228,22 @@ async def _status(board):
             "count": await board.read("spy.count")}
 
 
-def check_settings(*, mode, filters, combine, trigger, pre, count, latency_timer):
+def check_settings(*, mode, filters, combine, trigger, pre, count, latency_timer,
+                   violations="all"):
     """Refuse settings the spy cannot honour (one clear error); return the comparator
-    settings, the trigger source and the violation mask."""
+    settings, the trigger source and the violation mask (the rules recorded, and the
+    rules a violation trigger fires on: the board has one mask for both)."""
     if mode not in ("raw", "summary"):
         raise PcispyError(f"mode {mode!r}: give 'raw' or 'summary'")
     specs = [parse_filter(f) if isinstance(f, str) else FilterSpec(f) for f in filters]
     if len(specs) > SPY_FILTERS:
         raise PcispyError(f"{len(specs)} filters given; the spy has {SPY_FILTERS} "
                           "comparators")
-    source, violation_mask = parse_trigger(trigger)
+    source, trigger_mask = parse_trigger(trigger)
+    violation_mask = trigger_mask & parse_violations(violations)
+    if source is TriggerSource.VIOLATION and not violation_mask:
+        raise PcispyError(f"trigger {trigger!r} with violations {violations!r}: no rule "
+                          "is left to trigger on")
     if combine.lower() not in ("any", "all"):
         raise PcispyError(f"combine {combine!r}: give 'any' or 'all'")
     for name, value, top in (("pre", pre, 1 << 32), ("count", count, 1 << 32),
@@ -222,12 +255,13 @@ def check_settings(*, mode, filters, combine, trigger, pre, count, latency_timer
 
 async def start_capture(transport, *, mode="summary", filters=(), combine="any",
                         trigger="now", pre=0, count=0, ring=False, idle_compress=True,
-                        raw_select=False, latency_timer=0):
+                        raw_select=False, latency_timer=0, violations="all"):
     """Check the settings, program the spy and arm it (parameters as :func:`capture`).
     Returns the run's state for :func:`wait_capture` and :func:`finish_capture`."""
     specs, source, violation_mask = check_settings(mode=mode, filters=filters,
                                                    combine=combine, trigger=trigger, pre=pre,
-                                                   count=count, latency_timer=latency_timer)
+                                                   count=count, latency_timer=latency_timer,
+                                                   violations=violations)
     board = Board(transport)
     identity = await board.identify()
     capture_mode = CaptureMode[mode.upper()]
@@ -250,7 +284,7 @@ async def start_capture(transport, *, mode="summary", filters=(), combine="any",
     settings = {"filters": [dict(s) for s in specs], "combine": combine.lower(),
                 "trigger": trigger, "pre": pre, "count": count, "ring": bool(ring),
                 "idle_compress": bool(idle_compress), "raw_select": bool(raw_select),
-                "latency_timer": latency_timer}
+                "latency_timer": latency_timer, "violations": violations}
     return {"board": board, "identity": identity, "mode": capture_mode,
             "settings": settings, "arm_time": arm_time,
             "capacity": await board.read("spy.capacity")}
@@ -320,7 +354,8 @@ async def finish_capture(run, *, interrupted=False, timed_out=False):
 
 async def capture(transport, *, mode="summary", filters=(), combine="any", trigger="now",
                   pre=0, count=0, ring=False, idle_compress=True, raw_select=False,
-                  latency_timer=0, duration=None, poll=0.0005, progress=None):
+                  latency_timer=0, violations="all", duration=None, poll=0.0005,
+                  progress=None):
     """Capture bus traffic with the spy and read it back.
 
     Parameters: ``mode`` ``"raw"`` or ``"summary"``; ``filters`` filter specs (strings
@@ -330,7 +365,8 @@ async def capture(transport, *, mode="summary", filters=(), combine="any", trigg
     ring mode); ``ring`` overwrite the oldest records after the trigger; ``idle_compress``
     and ``raw_select`` (raw mode: leave out idle clocks; keep only clocks of the
     transactions the filters select); ``latency_timer`` the masters' Latency Timer (to
-    classify endings); ``duration`` seconds of bus time to wait at most (None: until the
+    classify endings); ``violations`` the checker rules whose violations are stored as
+    events (:func:`parse_violations`); ``duration`` seconds of bus time to wait at most (None: until the
     capture stops by itself); ``poll`` seconds between status polls; ``progress`` an
     optional ``callable(count, capacity, state)`` (in-process transports only).
 
@@ -342,7 +378,7 @@ async def capture(transport, *, mode="summary", filters=(), combine="any", trigg
     run = await start_capture(transport, mode=mode, filters=filters, combine=combine,
                               trigger=trigger, pre=pre, count=count, ring=ring,
                               idle_compress=idle_compress, raw_select=raw_select,
-                              latency_timer=latency_timer)
+                              latency_timer=latency_timer, violations=violations)
     interrupted, timed_out = await wait_capture(run, duration=duration, poll=poll,
                                                 progress=progress)
     return await finish_capture(run, interrupted=interrupted, timed_out=timed_out)
@@ -354,6 +390,8 @@ class CaptureCommand(CliCommand):
            ".pcitrace file"
     examples = (
         "pcispy --sim=rtc capture --filter io:0x70/0xfffe --count 40 -o rtc.pcitrace",
+        "pcispy --sim=rtc capture --filter io:0x70/0xfffe --violations none --count 40 "
+        "-o rtc-only.pcitrace",
         "pcispy capture --mode raw --trigger filter --filter MW:0x80000000/0xffff0000 "
         "--pre 64 --count 512 -o burst.pcitrace",
         "pcispy capture --trigger register --filter '!mem:0xf0000000/0xfffff000' -o run.pcitrace",
@@ -373,6 +411,10 @@ class CaptureCommand(CliCommand):
                             help="how include filters combine (default any)")
         parser.add_argument("--trigger", default="now", metavar="SPEC",
                             help="now (default), filter, register, or violation[:RULE,...]")
+        parser.add_argument("--violations", default="all", metavar="RULES",
+                            help="protocol violations stored as event records among the "
+                                 "transactions: all (default), none, or rule names joined "
+                                 "by commas (pcispy check --list-rules)")
         parser.add_argument("--pre", type=int, default=0, metavar="N",
                             help="records kept from before the trigger (default 0)")
         parser.add_argument("--count", type=int, default=0, metavar="N",
@@ -401,10 +443,11 @@ class CaptureCommand(CliCommand):
                          trigger=args.trigger, pre=args.pre, count=args.count,
                          ring=args.ring, idle_compress=not args.no_idle_compress,
                          raw_select=args.select, latency_timer=args.latency_timer,
-                         duration=args.duration)
+                         violations=args.violations, duration=args.duration)
         # Bad settings end here, before any board or simulator is started.
         check_settings(**{k: arguments[k] for k in ("mode", "filters", "combine", "trigger",
-                                                    "pre", "count", "latency_timer")})
+                                                    "pre", "count", "latency_timer",
+                                                    "violations")})
         if args.duration is not None and args.duration <= 0:
             raise PcispyError(f"--duration {args.duration}: give a positive number of seconds")
         result = _run_with_progress(args, arguments)
