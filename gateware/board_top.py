@@ -26,9 +26,9 @@ LED_MEANING = (
 
 
 class BoardTop(wiring.Component):
-    """A board with one 32-bit PCI slot. No ports: everything is a platform resource.
+    """A board with one PCI slot. No ports: everything is a platform resource.
 
-    Resources used: ``pci`` (subsignals for every line of ``bus_lines(32)``, ``clk`` and
+    Resources used: ``pci`` (subsignals for every line of ``bus_lines(width)``, ``clk`` and
     ``rst_domain``: RST# on a second pin), ``led`` 0..3, and the platform's default clock
     for domain ``sync``.
 
@@ -36,10 +36,12 @@ class BoardTop(wiring.Component):
         passive: the ``pci`` resource is all inputs (a spy that cannot disturb the bus);
             it is recorded in ``id.config.passive`` by the caller's choice of resource.
         clock_mhz: nominal PCI clock reported by the board (33 or 66).
+        width: bus width of the slot, 32 or 64 (the resource must have its lines).
         board: extra keyword arguments of :class:`PCIBoard` (e.g. ``spy_addr_bits``).
     """
-    def __init__(self, *, passive=False, clock_mhz=33, board=None):
+    def __init__(self, *, passive=False, clock_mhz=33, board=None, width=32):
         self.passive = passive
+        self.width = width
         self.clock_mhz = clock_mhz
         self.board_args = dict(board or {})
         super().__init__({})
@@ -47,7 +49,7 @@ class BoardTop(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         pins = platform.request("pci", 0, dir="-")
-        ports = {name: getattr(pins, name) for name in bus_lines(32)}
+        ports = {name: getattr(pins, name) for name in bus_lines(self.width)}
         directions = {port.direction for port in ports.values()}
         if self.passive and directions != {io.Direction.Input}:
             raise ValueError("a passive build needs a pci resource whose pins are all inputs")
@@ -61,7 +63,7 @@ class BoardTop(wiring.Component):
         m.d.comb += ClockSignal("pci").eq(clk_buffer.i)
         m.submodules.pci_reset = ResetSynchronizer(rst_buffer.i, domain="pci")
 
-        m.submodules.board = PCIBoard(32, ports, clock_mhz=self.clock_mhz,
+        m.submodules.board = PCIBoard(self.width, ports, clock_mhz=self.clock_mhz,
                                       **self.board_args)
 
         # LEDs. They cross no data between domains: a human watches them.

@@ -50,6 +50,62 @@ def test_wiring_table_matches_the_pinout():
     assert set(rows) == expected
 
 
+def test_wiring_doc_tables_are_current():
+    from pcispy.constraints.wiring import main
+    assert main(["--check"]) == 0
+
+
+def test_64bit_pinout_covers_every_line_once():
+    from pcispy.constraints import ecp5_evn
+    pinout = ecp5_evn.PCI_PINOUT
+    assert set(pinout) == set(bus_lines(64)) | {CLOCK_LINE, RESET_LINE}
+    for name, bits in bus_lines(64).items():
+        assert len(pinout[name]) == bits == len(ecp5_evn.PCI_EDGE_PINS[name]), name
+    pins = [pin for pins in pinout.values() for pin in pins]
+    assert len(pins) == len(set(pins)) == 94
+    platform = ecp5_evn.platform()
+    balls = [ecp5_evn.ball(platform, pin) for pin in pins]
+    assert len(set(balls)) == 94
+    # No bank-1 ball (2.5 V unless the board is modified), nothing another resource uses.
+    assert not {"A15", "C14", "E14", "D14"} & set(balls)
+    edge = [pin for name, pins in ecp5_evn.PCI_EDGE_PINS.items() if name != RESET_LINE
+            for pin in pins]
+    assert len(edge) == len(set(edge)) == 93          # 92 bus lines and CLK
+    assert all(re.fullmatch(r"[AB]([1-9]|[1-8][0-9]|9[0-4])", pin) for pin in edge)
+    # The 64-bit extension lies beyond the key at pins 62/63; REQ64#/ACK64# at 60.
+    assert all(int(pin[1:]) >= 63 for name in ("ad_hi", "cbe_hi", "par64")
+               for pin in ecp5_evn.PCI_EDGE_PINS[name])
+
+
+@pytest.mark.parametrize("board,width", [("ulx3s-85f", 32), ("ecp5-evn", 64)])
+def test_board_platform_names_its_width(board, width):
+    from pcispy.constraints import board_platform
+    platform, got = board_platform(board)
+    assert got == width
+    assert len(platform.lookup("pci", 0).ios) == len(bus_lines(width)) + 2
+
+
+def test_64bit_board_elaborates_with_io_cell_output_registers():
+    from pcispy.constraints import ecp5_evn
+    platform = ecp5_evn.add_pci(ecp5_evn.platform())
+    plan = platform.build(BoardTop(width=64, board={"spy_addr_bits": 6,
+                                                    "exerciser_size": 256}),
+                          name="top", do_build=False)
+    lpf, il = plan.files["top.lpf"], plan.files["top.il"]
+    located = dict(re.findall(r'LOCATE COMP "(\S+)" SITE "(\w+)";', lpf))
+    for name, pins in ecp5_evn.PCI_PINOUT.items():
+        for bit, pin in enumerate(pins):
+            port = f"pci_0__{name}__io" + (f"[{bit}]" if len(pins) > 1 else "")
+            assert located[port] == ecp5_evn.ball(platform, pin), port
+    # Every live line that drives (handshakes, C/BE#, PAR, and ACK64# at 64 bits) gets
+    # an output register and a preset tristate register of the I/O cell.
+    driven_live = {"frame", "irdy", "trdy", "stop", "devsel", "ack64", "par", "par64",
+                   "cbe", "cbe_hi"}
+    bits = sum(len(ecp5_evn.PCI_PINOUT[name]) for name in driven_live)
+    assert len(re.findall(r"^\s*cell \\OFS1P3BX ", il, re.MULTILINE)) == bits
+    assert len(re.findall(r"^\s*cell \\OFS1P3DX ", il, re.MULTILINE)) >= bits
+
+
 def _lpf(passive):
     platform = add_pci(BOARDS["ulx3s-25f"](), passive=passive)
     # Small memories: the pin-out and the pads do not depend on them.
