@@ -148,7 +148,7 @@ class PCIPads(wiring.Component):
         bus = self.bus
         live_values = {}
         ad_driven = {}       # AD group name -> (its output-enable flip-flop)
-        ad_parity = {}       # AD group name -> parity flip-flop of the driven AD value
+        ad_parity = {}       # AD group name -> parity of the driven AD value (registered)
         sampled = {}         # line name -> registered input
 
         for name in bus_lines(self.width):
@@ -198,11 +198,14 @@ class PCIPads(wiring.Component):
             if name in ("ad", "ad_hi"):
                 # Shadow of the AD output flip-flops, for parity generation.
                 driven = Signal(name=f"{name}_driven")
-                par = Signal(name=f"{name}_parity")
+                # A copy of the AD value and the corrupt request: the XOR over them runs
+                # in the next clock, not behind the cores' output logic in this one.
+                shadow = Signal(len(line.o), name=f"{name}_shadow")
+                corrupted = Signal(name=f"{name}_corrupt")
                 corrupt = self.corrupt_par if name == "ad" else self.corrupt_par64
-                m.d.pci += [driven.eq(line.oe), par.eq(line.o.xor() ^ corrupt)]
+                m.d.pci += [driven.eq(line.oe), shadow.eq(line.o), corrupted.eq(corrupt)]
                 ad_driven[name] = driven
-                ad_parity[name] = par
+                ad_parity[name] = shadow.xor() ^ corrupted
 
         for name in live_lines(self.width):
             m.d.comb += getattr(self.live, name).eq(live_values[name])

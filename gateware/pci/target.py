@@ -417,34 +417,62 @@ class PCITarget(wiring.Component):
         load = Signal()
         abort_now = Signal()
 
+        # The arithmetic of the next-clock decision (address and phase count after this
+        # edge, their compares) is computed for the claim's and the running transaction's
+        # values and for both values of ``moved``, and selected last: the decode and the
+        # live IRDY# then reach the output flip-flops through a few mux levels instead of
+        # feeding adders and comparators (Shannon expansion; the same values as the
+        # arithmetic on e_* and ``moved`` that it replaces).
+        def ahead(fn):
+            views = [(c_offset, Const(0, 16), c_xfer64, c_last),    # at the claim
+                     (addr, phases, t_xfer64, t_last)]              # later
+            per_move = [Mux(claim, fn(*views[0], mv), fn(*views[1], mv)) for mv in (0, 1)]
+            return Mux(moved, per_move[1], per_move[0])
+
+        def after(address, xfer64, mv):
+            """The dword offset after this edge (30 bits, as ``next_addr``)."""
+            return (address + Mux(xfer64, 2, 1))[:30] if mv else address
+
+        def phases_after(count, mv):
+            return (count + 1)[:16] if mv else count
+
         next_addr = Signal(30)
         next_phases = Signal(16)
-        m.d.comb += [next_addr.eq(e_addr + Mux(moved, step, 0)),
-                     next_phases.eq(e_phases + moved)]
+        m.d.comb += [next_addr.eq(ahead(lambda a, p, x, last, mv: after(a, x, mv))),
+                     next_phases.eq(ahead(lambda a, p, x, last, mv: phases_after(p, mv)))]
         group_full = Signal()
         m.d.comb += group_full.eq(e_exerciser & (knobs.wait_every != 0) & (knobs.wait_clocks != 0)
-                                  & moved & (e_group + 1 == knobs.wait_every))
+                                  & moved & Mux(claim, knobs.wait_every == 1,
+                                                group + 1 == knobs.wait_every))
         wcount = Signal(9)
         m.d.comb += wcount.eq(Mux(group_full, knobs.wait_clocks, e_wait))
+        wcount_zero = Mux(group_full, knobs.wait_clocks == 0, e_wait == 0)
 
         # Read word for the next phase: keep the current one, or load the FIFO head.
         m.d.comb += load.eq(e_active & e_read & read_avail & (moved | ~cur_valid) & ~final)
         next_valid = Signal()
         m.d.comb += next_valid.eq(load | (cur_valid & ~moved))
         # Room for posted writes: the one being pushed, the one moving, the next one.
-        write_room = (wfifo.level + wr_moved + moved + 1) <= WRITE_FIFO_DEPTH
+        write_room = Mux(moved, (wfifo.level + wr_moved + 2) <= WRITE_FIFO_DEPTH,
+                         (wfifo.level + wr_moved + 1) <= WRITE_FIFO_DEPTH)
 
-        byte_addr = Cat(Const(0, 2), next_addr)
-        in_abort = (e_exerciser & knobs.abort_enable & (byte_addr >= knobs.abort_first)
-                    & (byte_addr <= knobs.abort_last))
+        def abort_range(a, p, x, last, mv):
+            byte_addr = Cat(Const(0, 2), after(a, x, mv))
+            return (byte_addr >= knobs.abort_first) & (byte_addr <= knobs.abort_last)
+        in_abort = e_exerciser & knobs.abort_enable & ahead(abort_range)
         disc_n = e_exerciser & (knobs.disconnect_after != 0)
-        at_end = next_addr + step > e_last
-        with_data = (e_single & (next_phases == 0)) | at_end \
-            | (disc_n & knobs.disconnect_data & (next_phases + 1 == knobs.disconnect_after))
-        without_data = disc_n & ~knobs.disconnect_data & (next_phases == knobs.disconnect_after)
+        at_end = ahead(lambda a, p, x, last, mv: after(a, x, mv) + Mux(x, 2, 1) > last)
+        first_phase = ahead(lambda a, p, x, last, mv: phases_after(p, mv) == 0)
+        disconnect_next = ahead(
+            lambda a, p, x, last, mv: phases_after(p, mv) + 1 == knobs.disconnect_after)
+        disconnect_now = ahead(
+            lambda a, p, x, last, mv: phases_after(p, mv) == knobs.disconnect_after)
+        with_data = (e_single & first_phase) | at_end \
+            | (disc_n & knobs.disconnect_data & disconnect_next)
+        without_data = disc_n & ~knobs.disconnect_data & disconnect_now
 
         ready = Signal()
-        m.d.comb += ready.eq((wcount == 0) & ~in_abort & Mux(e_read, next_valid, write_room))
+        m.d.comb += ready.eq(wcount_zero & ~in_abort & Mux(e_read, next_valid, write_room))
         # Latency rules for the plain windows (the exerciser breaks them only on purpose):
         # clocks since the claim or the last data phase, counted at the deciding edge.
         stall = Signal(5)
@@ -452,8 +480,10 @@ class PCITarget(wiring.Component):
         m.d.comb += e_stall.eq(Mux(claim | moved, 0, stall))
         m.d.pci += stall.eq(Mux(e_stall == 31, 31, e_stall + 1))
         late = Signal()
-        m.d.comb += late.eq(~e_exerciser & (e_stall >= Mux(e_phases == 0, INITIAL_STALL_LIMIT,
-                                                             SUBSEQUENT_STALL_LIMIT)))
+        # e_stall is 0 at a claim or a moved phase, below either (positive) limit.
+        m.d.comb += late.eq(~e_exerciser & ~(claim | moved)
+                            & (stall >= Mux(phases == 0, INITIAL_STALL_LIMIT,
+                                            SUBSEQUENT_STALL_LIMIT)))
 
         with m.If(backoff):
             # Hold STOP# (and DEVSEL#, unless aborting) until FRAME# is deasserted.
