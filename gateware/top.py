@@ -28,7 +28,7 @@ pads' input flip-flops.
 
 from amaranth import Cat, ClockDomain, ClockSignal, Const, DomainRenamer, Module, Signal, Value
 from amaranth.lib import io, wiring
-from amaranth.lib.wiring import Out
+from amaranth.lib.wiring import In, Out
 
 from .csr import CSRBank
 from .exerciser.response import ExerciserResponse
@@ -43,6 +43,8 @@ from .spy.checker import RULES, ProtocolChecker
 from .spy.spy import Spy, connect_spy_registers
 from .pci.target import BackendSignature, PCITarget, Window
 from .regs import BAR0_SIZE, IRQ_MARKERS, REGISTER_MAP
+from .sidechannel.local import LocalAccess, LocalAccessSignature, SharedBackend
+from .sidechannel.protocol import Space
 
 __all__ = ["PCIBoard", "merge_bus_drivers", "IO_WINDOW_SIZE"]
 
@@ -86,6 +88,9 @@ class PCIBoard(wiring.Component):
     Ports:
         trace (Out, BackendSignature): only with ``external_trace``: the BAR1 backend
             (word-addressed reads of any latency; writes are dropped by the target).
+        local (In, LocalAccessSignature()): local access (the UART side channel) to BAR0,
+            BAR1 and the configuration space, shared with the PCI target (the target has
+            priority); left idle in the simulated system.
         The PCI pins are not component ports: they are ``board.ports`` (io ports).
 
     Parameters:
@@ -130,7 +135,7 @@ class PCIBoard(wiring.Component):
             Window(BarSpec("io", "io", IO_WINDOW_SIZE), exerciser=True),
         )
         self.external_trace = external_trace
-        members = {}
+        members = {"local": In(LocalAccessSignature())}
         if external_trace and trace_bar:
             members["trace"] = Out(BackendSignature(self.windows[1].addr_bits, width))
         super().__init__(members)
@@ -168,8 +173,8 @@ class PCIBoard(wiring.Component):
                          pads.corrupt_par64.eq(target.corrupt_par64),
                          dma.par64_error.eq(pads.par64_error)]
 
-        # Configuration space <-> target.
-        wiring.connect(m, target.config, config.access)
+        # Configuration space <-> target (and the local port).
+        shared = {Space.CONFIG: self._share(m, "config", target.config, config.access)}
         for i in range(len(self.windows)):
             m.d.comb += target.bar_base[i].eq(config.bar_base[i])
         m.d.comb += [
@@ -199,7 +204,7 @@ class PCIBoard(wiring.Component):
         self._connect_irq_registers(m, bank.irq, irq)
 
         # BAR backends.
-        wiring.connect(m, target.bar0, bank.access)
+        shared[Space.BAR0] = self._share(m, "bar0", target.bar0, bank.access)
         exerciser = self.windows[2]
         # On a 64-bit board the top offset bit of BAR2 only selects 32-bit answers: both
         # halves reach the same RAM.
@@ -238,14 +243,21 @@ class PCIBoard(wiring.Component):
 
         # The spy: capture, summaries, filters, counters; its trace memory answers BAR1.
         if self.external_trace and self.windows[1] is not None:
-            wiring.connect(m, target.bar1, wiring.flipped(self.trace))
+            shared[Space.BAR1] = self._share(m, "bar1", target.bar1, wiring.flipped(self.trace))
         elif self.windows[1] is not None:
             m.submodules.spy = spy = DomainRenamer("pci")(
                 Spy(self.width, rules=len(RULES), addr_bits=self.spy_addr_bits))
             m.d.comb += [spy.bus.eq(sample), spy.timestamp.eq(irq.timestamp),
                          spy.violation.eq(checker.violation)]
             connect_spy_registers(m, bank.spy, spy)
-            wiring.connect(m, target.bar1, spy.trace)
+            shared[Space.BAR1] = self._share(m, "bar1", target.bar1, spy.trace)
+
+        # Local access (the side channel) reaches every shared backend by its space.
+        m.submodules.local_access = local_access = LocalAccess(
+            {space: len(s.local.addr) for space, s in shared.items()})
+        wiring.connect(m, wiring.flipped(self.local), local_access.request)
+        for space, s in shared.items():
+            wiring.connect(m, getattr(local_access, space.name.lower()), s.local)
 
         # Identity.
         m.d.comb += [
@@ -256,6 +268,16 @@ class PCIBoard(wiring.Component):
         if all(port.direction == io.Direction.Input for port in self.ports.values()):
             m.d.comb += bank.id.config.passive.eq(1)
         return m
+
+    @staticmethod
+    def _share(m, name, requester, backend):
+        """Put a :class:`SharedBackend` between the target's port ``requester`` and
+        ``backend``; return it (its ``local`` port is for the side channel)."""
+        shared = m.submodules[f"shared_{name}"] = SharedBackend(
+            len(requester.addr), len(requester.w_data))
+        wiring.connect(m, requester, shared.target)
+        wiring.connect(m, shared.backend, backend)
+        return shared
 
     @staticmethod
     def _connect_irq_registers(m, regs, irq):

@@ -86,8 +86,11 @@ def run_feature(args, feature, **arguments):
         return run_on_sysfs(getattr(importlib.import_module(module), name), arguments,
                             args.sysfs, buffer=args.buffer)
     if args.uart is not None:
-        raise PcispyError("the uart transport is not available in this version of pcispy; "
-                          "use --sim or --sysfs")
+        import importlib
+        from pcispy.host.transports.uart import run as run_on_uart
+        module, _, name = feature.partition(":")
+        return run_on_uart(getattr(importlib.import_module(module), name), arguments,
+                           args.uart, baud=args.baud, latency_s=args.uart_timeout)
     from pcispy.sim.api import run_feature as run_in_simulator
     from pcispy.sim.system import SystemConfig
     return run_in_simulator(feature, arguments, SystemConfig(width=args.bus_width),
@@ -285,6 +288,12 @@ def build_parser():
                            help="a board in a PCI slot of this Linux machine, e.g. 0000:03:00.0")
     transport.add_argument("--uart", metavar="DEV",
                            help="the board's UART side channel, e.g. /dev/ttyUSB0")
+    parser.add_argument("--baud", type=int_range(300, 12_000_000), default=115200,
+                        help="with --uart: the side channel's line rate (default: 115200)")
+    parser.add_argument("--uart-timeout", type=positive_seconds, default=0.25,
+                        metavar="SECONDS",
+                        help="with --uart: time an answer may take beyond its bytes' wire "
+                             "time before the request is sent again (default: 0.25)")
     parser.add_argument("--buffer", metavar="ADDR:SIZE",
                         help="with --sysfs: physical memory reserved at boot for DMA "
                              "(memmap=SIZE$ADDR), e.g. 0x7f000000:16M")
