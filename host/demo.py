@@ -20,7 +20,7 @@ from rich.table import Table
 from pcispy.host import report as suite
 from pcispy.host.errors import PcispyError
 
-__all__ = ["main", "STEPS", "DEMO_PROFILES", "DEMO_WIDTH", "DEFAULT_OUTPUT", "identify"]
+__all__ = ["main", "run", "build_parser", "STEPS", "DEMO_PROFILES", "DEMO_WIDTH", "DEFAULT_OUTPUT", "identify"]
 
 #: One bus width for every step, so that one Verilator model serves the whole demo; 64
 #: bits, so that the 64-bit machines show their 64-bit figures.
@@ -43,6 +43,15 @@ def _run(context, title, feature, arguments=None, profile="ideal"):
     with context["console"].status(f"[bold]{title}[/] (in the simulator)"):
         return run_feature(feature, arguments or {}, SystemConfig(width=DEMO_WIDTH),
                            profile=profile, seed=context["seed"])
+
+
+def _prepare(console):
+    """Elaborate the simulated system and find (or build) its Verilator model, once for
+    every step."""
+    from pcispy.sim.system import SystemConfig, build_system
+    with console.status(f"[bold]preparing the simulated {DEMO_WIDTH}-bit system[/] (the "
+                        "first run builds its model: a few minutes)"):
+        build_system(SystemConfig(width=DEMO_WIDTH))
 
 
 def _table(headings, rows, title=None):
@@ -139,7 +148,7 @@ STEPS = [
 ]
 
 
-def main(argv=None, console=None):
+def build_parser():
     parser = argparse.ArgumentParser(prog="pcispy-demo", description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("-o", "--output", default=DEFAULT_OUTPUT,
@@ -148,25 +157,43 @@ def main(argv=None, console=None):
                         help="how much each experiment does (default quick)")
     parser.add_argument("--profiles", default=",".join(DEMO_PROFILES),
                         help="host-bridge profiles of step 2, comma-separated")
-    args = parser.parse_args(argv)
-    console = console or Console()
+    return parser
+
+
+def run(args, console):
+    """Run every step; return the context (``report``: the report dict, ``written``: the
+    files; wall times: ``seconds`` in all, ``model_seconds`` preparing the simulated
+    system, ``step_seconds`` per step). A step's expected failure raises
+    :class:`PcispyError`."""
     context = {"seed": args.seed, "output": args.output,
                "sizes": asdict(suite.SIZES[args.sizes]),
                "profiles": [p for p in args.profiles.split(",") if p],
                "console": console,
                "report": {"title": "pcispy demo: the simulated PCI system", "errors": {}}}
     start = time.monotonic()
+    _prepare(console)
+    context["model_seconds"] = time.monotonic() - start
+    context["step_seconds"] = []
     for number, (title, step) in enumerate(STEPS, 1):
         console.rule(f"[bold]{number}. {title}")
         began = time.monotonic()
-        try:
-            step(console, context)
-        except PcispyError as error:
-            console.print(f"[red]pcispy: error: {error}")
-            return 2
-        console.print(f"[dim]step {number}: {time.monotonic() - began:.0f} s")
+        step(console, context)
+        context["step_seconds"].append(time.monotonic() - began)
+        console.print(f"[dim]step {number}: {context['step_seconds'][-1]:.0f} s")
     console.rule()
-    console.print(f"Demo finished in {time.monotonic() - start:.0f} s. The report is in "
+    context["seconds"] = time.monotonic() - start
+    return context
+
+
+def main(argv=None, console=None):
+    args = build_parser().parse_args(argv)
+    console = console or Console()
+    try:
+        context = run(args, console)
+    except PcispyError as error:
+        console.print(f"[red]pcispy: error: {error}")
+        return 2
+    console.print(f"Demo finished in {context['seconds']:.0f} s. The report is in "
                   f"{context['output']}/report.html (and report.md beside it).")
     return 0
 

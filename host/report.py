@@ -111,7 +111,7 @@ SIZES = {
     "quick": Sizes(dma_length=8192, bursts=(1, 4, 16, 64, 256), idles=(0,),
                    write_cmds=("MW",), read_cmds=("MRM",),
                    pio_size=4096, pio_bursts=(1, 4, 64), irq_count=60,
-                   rtc_seconds=0.0045),
+                   rtc_seconds=0.0025),
     "tiny": Sizes(dma_length=1024, bursts=(4, 16), idles=(0,), write_cmds=("MW",),
                   read_cmds=("MRM",), pio_size=256, pio_bursts=(4,), irq_count=4,
                   rtc_seconds=0.0012),
@@ -231,7 +231,7 @@ async def characterise_profiles(transport, *, profiles, sizes="quick"):
     return {"machines": results, "checker": await system.checker_report()}
 
 
-async def rtc_log(transport, *, seconds=0.0045):
+async def rtc_log(transport, *, seconds=0.0025):
     """The spy's log of I/O cycles to the real-time clock (0x70/0x71, Pamette Figure 3)
     during ``seconds`` of bus time: ``{"rows": [export.summary_rows row], "seconds",
     "filter", "status"}``. On a machine whose OS leaves the clock alone the log is empty."""
