@@ -43,6 +43,7 @@ class ReportCommand(CliCommand):
     examples = (
         "pcispy report -o build/report",
         "pcispy --sim=alphastation200 report --quick -o build/as200",
+        "pcispy --sim=alphaserver4100 --bus-width 64 report -o build/as4100",
         "pcispy --sysfs 0000:03:00.0 --buffer 0x7f000000:16M report -o myhost",
         "pcispy --json --sim=rtc report --quick -o build/rtc",
     )
@@ -58,6 +59,10 @@ class ReportCommand(CliCommand):
     def run(self, args, out):
         if os.path.exists(args.output) and not os.path.isdir(args.output):
             raise PcispyError(f"-o {args.output}: exists and is not a directory")
+        try:      # before the (long) run, so that a bad place fails at once
+            os.makedirs(args.output, exist_ok=True)
+        except OSError as error:
+            raise PcispyError(f"-o {args.output}: {error.strerror}") from None
         sizes = SIZES["quick" if args.quick else "full"]
         report = run_feature(args, "pcispy.host.report:suite", sizes=asdict(sizes),
                              seed=args.seed)

@@ -73,6 +73,15 @@ def test_report_refuses_a_file_as_directory(tmp_path, capsys):
         f"pcispy: error: -o {target}: exists and is not a directory"]
 
 
+def test_report_refuses_a_directory_it_cannot_make(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    status, _ = _run("report", "-o", str(blocker / "sub"))
+    assert status == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"pcispy: error: -o {blocker / 'sub'}: Not a directory"]
+
+
 def test_report_needs_an_output_directory(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["report"], out=io.StringIO())
