@@ -574,16 +574,21 @@ class PCITarget(wiring.Component):
         # --- Backend requests: drain posted writes first, then read requests ---------------
         end_txn = Signal()
         m.d.comb += end_txn.eq((active | backoff) & ~next_active & ~next_backoff)
+        # Read requests of the running transaction stop at its phase limit: one for a
+        # single-phase one, the exerciser's disconnect point, else unlimited.
         read_phase_limit = Signal(16)
-        m.d.comb += read_phase_limit.eq(Mux(e_single, 1, 0xFFFF))
-        with m.If(e_exerciser & (knobs.disconnect_after != 0) & ~e_single):
+        m.d.comb += read_phase_limit.eq(Mux(t_single, 1, 0xFFFF))
+        with m.If(t_exerciser & (knobs.disconnect_after != 0) & ~t_single):
             m.d.comb += read_phase_limit.eq(knobs.disconnect_after)
-        # The first request leaves at the claim itself (e_*: the claim's values).
+        # The first request leaves at the claim itself (e_*: the claim's values). At the
+        # claim no request has been issued and every limit is at least 1, so only the
+        # window end applies; both compares are made before the claim selects one.
         e_req_addr = Mux(claim, c_offset, req_addr)
         e_req_count = Mux(claim, 0, req_count)
+        request_left = Mux(claim, c_offset <= c_last,
+                           (req_addr <= t_last) & (req_count < read_phase_limit))
         may_read = (e_active & e_read & ~backoff & ~e_retry & ~wfifo.nonempty & ~wr_moved
-                    & (e_req_addr <= e_last) & (e_req_count < read_phase_limit)
-                    & (rfifo.level + outstanding < READ_FIFO_DEPTH))
+                    & request_left & (rfifo.level + outstanding < READ_FIFO_DEPTH))
         # A write arriving at an empty buffer goes straight to the backend: a Command or
         # BAR write takes effect before the next transaction can be decoded.
         w_direct = Signal()
