@@ -5,6 +5,10 @@
 derives clock domain ``pci`` from the PCI clock with its reset from RST#, leaves ``sync``
 to the platform's oscillator, and shows liveness on the LEDs. A passive build's resource
 declares every PCI pin an input, so the pads build no output driver at all.
+
+The UART side channel (:mod:`pcispy.gateware.sidechannel`) sits on the platform's ``uart``
+resource (the ULX3S's FTDI USB serial) in both builds: for a passive spy it is the only
+way to reach the board's registers and trace memory.
 """
 
 from amaranth import ClockDomain, ClockSignal, Module, Signal
@@ -12,6 +16,8 @@ from amaranth.lib import io, wiring
 from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
 
 from .pci.bus import bus_lines
+from .sidechannel.protocol import DEFAULT_BAUD
+from .sidechannel.sidechannel import SideChannel
 from .top import PCIBoard
 
 __all__ = ["BoardTop", "LED_MEANING"]
@@ -29,8 +35,8 @@ class BoardTop(wiring.Component):
     """A board with one PCI slot. No ports: everything is a platform resource.
 
     Resources used: ``pci`` (subsignals for every line of ``bus_lines(width)``, ``clk`` and
-    ``rst_domain``: RST# on a second pin), ``led`` 0..3, and the platform's default clock
-    for domain ``sync``.
+    ``rst_domain``: RST# on a second pin), ``led`` 0..3, ``uart`` (``rx``, ``tx``: the
+    side channel), and the platform's default clock for domain ``sync``.
 
     Parameters:
         passive: the ``pci`` resource is all inputs (a spy that cannot disturb the bus);
@@ -38,9 +44,12 @@ class BoardTop(wiring.Component):
         clock_mhz: nominal PCI clock reported by the board (33 or 66).
         width: bus width of the slot, 32 or 64 (the resource must have its lines).
         board: extra keyword arguments of :class:`PCIBoard` (e.g. ``spy_addr_bits``).
+        baud: the side channel's line rate (the divisor is the default clock over it).
     """
-    def __init__(self, *, passive=False, clock_mhz=33, board=None, width=32):
+    def __init__(self, *, passive=False, clock_mhz=33, board=None, width=32,
+                 baud=DEFAULT_BAUD):
         self.passive = passive
+        self.baud = baud
         self.width = width
         self.clock_mhz = clock_mhz
         self.board_args = dict(board or {})
@@ -63,8 +72,17 @@ class BoardTop(wiring.Component):
         m.d.comb += ClockSignal("pci").eq(clk_buffer.i)
         m.submodules.pci_reset = ResetSynchronizer(rst_buffer.i, domain="pci")
 
-        m.submodules.board = PCIBoard(self.width, ports, clock_mhz=self.clock_mhz,
-                                      **self.board_args)
+        m.submodules.board = board = PCIBoard(self.width, ports, clock_mhz=self.clock_mhz,
+                                              **self.board_args)
+
+        # The UART side channel (sync), reaching the board through its local port.
+        uart = platform.request("uart", 0, dir="-")
+        m.submodules.uart_rx = uart_rx = io.Buffer("i", uart.rx)
+        m.submodules.uart_tx = uart_tx = io.Buffer("o", uart.tx)
+        m.submodules.side_channel = side = SideChannel(
+            round(platform.default_clk_frequency / self.baud))
+        m.d.comb += [side.rx.eq(uart_rx.i), uart_tx.o.eq(side.tx)]
+        wiring.connect(m, side.local, board.local)
 
         # LEDs. They cross no data between domains: a human watches them.
         leds = []
