@@ -52,9 +52,10 @@ def _run(command, cwd, log):
                            f"see {Path(cwd) / log}:\n" + "\n".join(tail))
 
 
-#: nextpnr's placer and router for every build. On this design (20k LUTs) the HeAP
-#: placer plus router2 places and routes in a fraction of the SA placer and router1 time
-#: with the same timing (measured figures in docs/timing.md).
+#: nextpnr's placer and router. HeAP is nextpnr's default placer (it ends with a
+#: simulated-annealing refinement that takes most of the placement time); router2 replaces
+#: the default router1, which had not finished routing this design after 15 minutes
+#: (measured figures in docs/timing.md).
 PLACER = "heap"
 ROUTER = "router2"
 
@@ -104,6 +105,8 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=1,
               "--placer", placer, "--router", router],
              build_dir, "nextpnr.log")
         report["seconds"]["place_and_route"] = round(time.monotonic() - start, 1)
+        report["nextpnr"] = {"placer": placer, "router": router, "threads": threads,
+                             "seed": seed}
         _run([_tool("ecppack"), "--compress", "--input", f"{name}.config",
               "--bit", f"{name}.bit"], build_dir, "ecppack.log")
         report.update(read_report(build_dir, name))
@@ -251,8 +254,11 @@ def analyse_io(netlist, timing):
             source = frontier.pop()
             for sink_cell, sink_port, wire_ns in wires.get(source, ()):
                 at = arrival[source] + wire_ns
-                if sink_cell == io_name + "$IOL" or (sink_cell == io_name and
-                                                     sink_port in _PIN_REGISTER_PORTS):
+                # The pin's own input register (a wire straight from the pin) is
+                # registered at the pin; through logic, even its own I/O cell is a path.
+                if source == (io_name, "O") and (
+                        sink_cell == io_name + "$IOL" or
+                        (sink_cell == io_name and sink_port in _PIN_REGISTER_PORTS)):
                     continue
                 if sink_port in setup.get(sink_cell, {}):
                     key = (label, sink_cell)
@@ -304,6 +310,8 @@ def main(argv=None):
                     "and write build/BOARD/report.json from the placed design.",
         epilog="Examples:\n  make bitstream BOARD=ulx3s-85f\n"
                "  make bitstream BOARD=ulx3s-25f ARGS=--passive\n"
+               "  make bitstream BOARD=ecp5-evn            (64-bit slot)\n"
+               "  make timing                              (fails unless PCI 33 MHz is met)\n"
                "  python -m pcispy.constraints.build ulx3s-12f --synth-only",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     from pcispy.constraints import BOARDS
@@ -314,6 +322,11 @@ def main(argv=None):
     parser.add_argument("--clock-mhz", type=int, choices=(33, 66), default=33,
                         help="nominal PCI clock the board reports (default 33)")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    parser.add_argument("--placer", choices=("heap", "sa", "static"), default=PLACER,
+                        help=f"nextpnr placer (default {PLACER})")
+    parser.add_argument("--router", choices=("router1", "router2"), default=ROUTER,
+                        help=f"nextpnr router (default {ROUTER})")
+    parser.add_argument("--threads", type=int, default=2, help="nextpnr threads (default 2)")
     parser.add_argument("--build-dir", help="default: build/BOARD (build/BOARD-passive)")
     parser.add_argument("--check", type=int, choices=(33, 66), metavar="MHZ",
                         help="exit 1 unless the build meets PCI at 33 or 66 MHz (clock, "
@@ -321,7 +334,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         report = build(args.board, passive=args.passive, synth_only=args.synth_only,
-                       build_dir=args.build_dir, seed=args.seed, clock_mhz=args.clock_mhz)
+                       build_dir=args.build_dir, seed=args.seed, clock_mhz=args.clock_mhz,
+                       placer=args.placer, router=args.router, threads=args.threads)
     except RuntimeError as error:
         print(f"bitstream: error: {error}", file=sys.stderr)
         return 2
