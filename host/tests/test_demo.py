@@ -19,18 +19,21 @@ pytestmark = pytest.mark.host
 PROFILES = ("ideal", "alphastation200")
 
 
-@pytest.fixture(scope="module")
-def ran(tmp_path_factory):
-    output = tmp_path_factory.mktemp("demo")
+def test_demo_steps_on_small_sizes(tmp_path):
+    """One run of every step (one test, so that pytest-xdist runs it once); each check
+    below looks at one step's result."""
     text = io.StringIO()
     console = Console(file=text, width=200, force_terminal=False)
     args = demo.build_parser().parse_args(["--sizes", "tiny", "--profiles",
-                                           ",".join(PROFILES), "-o", str(output)])
-    context = demo.run(args, console)
-    return context, text.getvalue(), output
+                                           ",".join(PROFILES), "-o", str(tmp_path)])
+    ran = demo.run(args, console), text.getvalue(), tmp_path
+    for check in (_every_step_ran, _dma_figures_are_exact_on_the_ideal_host,
+                  _figure2_table_shows_ours_beside_the_papers, _rtc_log_has_the_figure3_latencies,
+                  _interrupt_step_measured_every_interrupt, _report_files_are_written_and_valid):
+        check(ran)
 
 
-def test_every_step_ran(ran):
+def _every_step_ran(ran):
     context, text, output = ran
     for number, (title, _) in enumerate(demo.STEPS, 1):
         assert f"{number}. {title}" in text
@@ -56,7 +59,7 @@ def test_a_failing_step_ends_in_one_error_line(monkeypatch):
     assert text.getvalue().splitlines()[-1] == "pcispy: error: no simulator today"
 
 
-def test_dma_figures_are_exact_on_the_ideal_host(ran):
+def _dma_figures_are_exact_on_the_ideal_host(ran):
     """Ideal host, 32-bit MW: T transactions of B data phases take T x (B+2) + 3 clocks
     (address + data + idle per burst, 3 to get the bus), so burst 16 over 1 KiB is
     16 x 18 + 3 = 291 clocks; reads take T x (B+3) + 3."""
@@ -80,7 +83,7 @@ def test_dma_figures_are_exact_on_the_ideal_host(ran):
     assert "64" not in context["report"]["machines"]["alphastation200"]["best"]["dma_write"]
 
 
-def test_figure2_table_shows_ours_beside_the_papers(ran):
+def _figure2_table_shows_ours_beside_the_papers(ran):
     context, text, _ = ran
     _, *paper = PAPER_FIGURE2["AlphaStation 200 4/166"]
     assert "paper, Figure 2" in text
@@ -93,7 +96,7 @@ def test_figure2_table_shows_ours_beside_the_papers(ran):
         ours["ideal"]["best"]["dma_read"]["32"]["mbps"]
 
 
-def test_rtc_log_has_the_figure3_latencies(ran):
+def _rtc_log_has_the_figure3_latencies(ran):
     context, text, _ = ran
     rows = context["report"]["rtc"]["rows"]
     assert rows, "the rtc scenario made no cycles to 0x70/0x71"
@@ -105,7 +108,7 @@ def test_rtc_log_has_the_figure3_latencies(ran):
     assert "Lgth" in text and "delta cycle#" in text
 
 
-def test_interrupt_step_measured_every_interrupt(ran):
+def _interrupt_step_measured_every_interrupt(ran):
     context, text, _ = ran
     irq = context["report"]["irq"]
     assert irq["count"] == SIZES["tiny"].irq_count
@@ -116,7 +119,7 @@ def test_interrupt_step_measured_every_interrupt(ran):
     assert "raise -> handler" in text
 
 
-def test_report_files_are_written_and_valid(ran):
+def _report_files_are_written_and_valid(ran):
     from PIL import Image
     context, _, output = ran
     for name in ("report.md", "report.html"):

@@ -20,22 +20,17 @@ def _run(*argv):
     return main(list(argv), out=out), out.getvalue()
 
 
-@pytest.fixture(scope="module")
-def cli_report(tmp_path_factory):
+def test_report_command_on_the_simulated_rtc_machine(tmp_path, monkeypatch):
+    """One simulator run (one test, so that pytest-xdist runs it once)."""
     # --quick on the tiny sizes: the CLI hands the sizes to the simulator as data.
-    patch = pytest.MonkeyPatch()
-    patch.setitem(report.SIZES, "quick", report.SIZES["tiny"])
-    output = tmp_path_factory.mktemp("report")
-    try:
-        status, text = _run("--sim=rtc", "--bus-width", "64", "--json", "report", "--quick",
-                            "-o", str(output))
-    finally:
-        patch.undo()
-    return status, text, output
+    monkeypatch.setitem(report.SIZES, "quick", report.SIZES["tiny"])
+    status, text = _run("--sim=rtc", "--bus-width", "64", "--json", "report", "--quick",
+                        "-o", str(tmp_path))
+    _writes_the_report_and_a_json_summary(status, text, tmp_path)
+    _markdown_has_every_section(tmp_path)
 
 
-def test_report_command_writes_the_report_and_a_json_summary(cli_report):
-    status, text, output = cli_report
+def _writes_the_report_and_a_json_summary(status, text, output):
     assert status == 0, text
     summary = json.loads(text)
     assert summary["machine"]["profile"] == "rtc"
@@ -52,8 +47,7 @@ def test_report_command_writes_the_report_and_a_json_summary(cli_report):
     assert summary["irq"]["handler"]["median"] > 0
 
 
-def test_report_markdown_has_every_section(cli_report):
-    _, _, output = cli_report
+def _markdown_has_every_section(output):
     markdown = (output / "report.md").read_text()
     for heading in ("## DMA and PIO bandwidth", "## The settings that reached",
                     "## The real-time clock log", "## Interrupt latency"):
