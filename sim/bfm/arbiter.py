@@ -69,7 +69,7 @@ class Arbiter(wiring.Component):
         grants = Signal(32)
         removals = Signal(32)
         frame_clocks = Signal(16)      # clocks since the owner's FRAME# was asserted
-        withheld = Signal()            # GNT# taken away from the owner until it drops REQ#
+        withheld = Signal()            # GNT# taken away from the owner until the bus is idle
         started = Signal()             # the owner has started a transaction under this grant
         gap = Signal()                 # the clock with no GNT# between two grants on an idle bus
 
@@ -107,7 +107,10 @@ class Arbiter(wiring.Component):
         with m.Elif((remove_after != 0) & self.frame & (frame_clocks + 1 == remove_after)
                     & ~withheld):
             m.d.sync += [withheld.eq(1), removals.eq(removals + 1)]
-        with m.Elif(withheld & ~owner_requests):
+        with m.Elif(withheld & (~owner_requests | bus_idle)):
+            # The removal ends the owner's transaction (its latency timer decides when);
+            # once the bus is idle an owner still requesting, alone, gets GNT# back (else
+            # a master keeping REQ# for its next transaction would wait forever).
             m.d.sync += withheld.eq(0)
 
         owner_gnt = Signal(n)

@@ -82,7 +82,10 @@ def test_arbiter_parks_rotates_and_removes_gnt():
         for clock in range(1, 6):
             await ctx.tick()
             assert ctx.get(dut.gnt) == (0b001 if clock < 4 else 0), clock
+        # Its transaction over, master 0 (still requesting, alone) gets GNT# back.
         ctx.set(dut.frame, 0)
+        await ctx.tick().repeat(2)
+        assert ctx.get(dut.gnt) == 0b001
         ctx.set(dut.req, 0)
         await ctx.tick().repeat(3)
         assert ctx.get(dut.gnt) == 0b010              # back to the park master
