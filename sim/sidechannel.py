@@ -334,23 +334,26 @@ class SimulatedSideChannel:
 
 
 def measure_bulk_read(side=None, seq=230):
-    """Time one BULK_READ of :data:`~.protocol.MAX_WORDS` words from request to the
-    answer's last byte: ``{"measured", "computed"}`` payload bytes per bit time (the
-    computed figure counts the request and answer frames' wire bits, nothing else), and
+    """Time a read of BAR1's first ``MAX_WORDS + 1`` words (two BULK_READ frames, one
+    full) from the first request to the last answer's last byte. Returns the ``words``
+    read, and ``{"measured", "computed"}`` payload bytes per bit time (the computed figure
+    counts the wire bits of the four frames and nothing else: no turnaround) and
     ``bit_times`` measured."""
     side = side or SimulatedSideChannel()
+    count = MAX_WORDS + 1
 
     async def body(transport, ctx, bench):
         await transport.open()
         start = ctx.get(bench.clocks)
-        await transport.read_block(1, 0, MAX_WORDS)
-        return ctx.get(bench.clocks) - start
-    bit_times = side.run(body, seq=seq) / side.divisor
-    payload = 4 * MAX_WORDS
-    request = frame(seq + 2, Command.BULK_READ,
-                    bytes((Space.BAR1, 0, 0, 0, MAX_WORDS)))
-    answer = frame(seq + 2, Status.OK,
-                   b"".join(trace_word(i).to_bytes(4, "little") for i in range(MAX_WORDS)))
-    return {"measured": payload / bit_times,
-            "computed": payload / (10 * (len(request) + len(answer))),
-            "bit_times": bit_times}
+        words = await transport.read_block(1, 0, count)
+        return ctx.get(bench.clocks) - start, words
+    clocks, words = side.run(body, seq=seq)
+    bit_times = clocks / side.divisor
+    wire_bytes = 0
+    for i, (first, n) in enumerate(((0, MAX_WORDS), (MAX_WORDS, count - MAX_WORDS))):
+        wire_bytes += len(frame(seq + 2 + i, Command.BULK_READ,
+                                bytes((Space.BAR1, first, 0, 0, n))))
+        wire_bytes += len(frame(seq + 2 + i, Status.OK, b"".join(
+            trace_word(first + k).to_bytes(4, "little") for k in range(n))))
+    return {"words": words, "measured": 4 * count / bit_times,
+            "computed": 4 * count / (10 * wire_bytes), "bit_times": bit_times}
