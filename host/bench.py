@@ -134,6 +134,7 @@ def _uart():
             "uart.bulk_read_bytes_per_bit_computed": round(figures["computed"], 4),
             "uart.bulk_read_kbytes_per_s_3mbaud": round(figures["measured"] * 3e6 / 1e3, 1)}
 
+
 MEASUREMENTS = [_sim_empty, _sim_bfm, _spy_decode, _dma, _irq, _board, _target_pio, _demo, _uart]
 
 
