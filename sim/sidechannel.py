@@ -17,7 +17,6 @@ simulated board.
 
 import collections
 import select
-import socket
 
 from amaranth import ClockDomain, ClockSignal, Module
 from amaranth.lib import wiring
