@@ -135,7 +135,15 @@ def _uart():
             "uart.bulk_read_kbytes_per_s_3mbaud": round(figures["measured"] * 3e6 / 1e3, 1)}
 
 
-MEASUREMENTS = [_sim_empty, _sim_bfm, _spy_decode, _dma, _irq, _board, _target_pio, _demo, _uart]
+def _fuzz():
+    """fuzz.transactions_checked: bus transactions of the compliance regression's CI seed
+    set (both widths) whose board summary equals the software decoder's; fuzz.seeds,
+    fuzz.wall_s (sim/compliance.py)."""
+    from pcispy.sim.compliance import measure_transactions_checked
+    return measure_transactions_checked()
+
+
+MEASUREMENTS = [_sim_empty, _sim_bfm, _spy_decode, _dma, _irq, _board, _target_pio, _demo, _uart, _fuzz]
 
 
 def main(argv=None):
