@@ -219,7 +219,8 @@ class Run:
         # Command, Cache Line Size and Latency Timer as firmware left them (the DMA
         # feature sets bus master, MWI enable and a Latency Timer when they are off: both
         # replays must make the same configuration writes and read the same values).
-        await self.transport.config_write(CFG_COMMAND, self.firmware_command)
+        # Writing ones to Status clears its error bits (a previous replay's target abort).
+        await self.transport.config_write(CFG_COMMAND, self.firmware_command | 0xFFFF_0000)
         await self.transport.config_write(CFG_LINE, 0)
         if first:
             self.retry_register = await Board(self.transport).read("target.retry")
