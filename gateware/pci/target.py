@@ -587,8 +587,12 @@ class PCITarget(wiring.Component):
         e_req_count = Mux(claim, 0, req_count)
         request_left = Mux(claim, c_offset <= c_last,
                            (req_addr <= t_last) & (req_count < read_phase_limit))
+        # No request while answers to an ended transaction are still due: they are told
+        # apart from new answers only by their count, and two backends answering in the
+        # same clock would merge into one (a word lost, the transaction hung).
         may_read = (e_active & e_read & ~backoff & ~e_retry & ~wfifo.nonempty & ~wr_moved
-                    & request_left & (rfifo.level + outstanding < READ_FIFO_DEPTH))
+                    & request_left & (discard == 0)
+                    & (rfifo.level + outstanding < READ_FIFO_DEPTH))
         # A write arriving at an empty buffer goes straight to the backend: a Command or
         # BAR write takes effect before the next transaction can be decoded.
         w_direct = Signal()
