@@ -46,7 +46,7 @@ from .regs import BAR0_SIZE, IRQ_MARKERS, REGISTER_MAP
 from .sidechannel.local import LocalAccess, LocalAccessSignature, SharedBackend
 from .sidechannel.protocol import Space
 
-__all__ = ["PCIBoard", "merge_bus_drivers", "IO_WINDOW_SIZE"]
+__all__ = ["PCIBoard", "merge_bus_drivers", "connect_response", "IO_WINDOW_SIZE"]
 
 #: Size of the BAR3 I/O window, bytes.
 IO_WINDOW_SIZE = 256
@@ -71,6 +71,18 @@ def merge_bus_drivers(m, pads_bus, cores, lines=()):
         for core in cores:
             m.d.comb += getattr(core.bus, name).i.eq(pad.i)
         m.d.comb += [pad.o.eq(value), pad.oe.eq(enable)]
+
+
+def connect_response(m, target, response, registers):
+    """Wire the exerciser response between the target and its ``target`` register block."""
+    wiring.connect(m, registers, response.regs)
+    m.d.comb += [
+        target.knobs.eq(response.knobs), target.retry.eq(response.retry),
+        response.attempt.eq(target.attempt),
+        response.corrupt_taken.eq(target.corrupt_taken),
+        response.aborted.eq(target.signaled_target_abort),
+        response.parity_error.eq(target.detected_parity),
+    ]
 
 
 def _connect_backend(m, requester, backend):
@@ -218,14 +230,7 @@ class PCIBoard(wiring.Component):
         wiring.connect(m, target.bar3, io_scratch.bus)
 
         # Exerciser response.
-        wiring.connect(m, bank.target, response.regs)
-        m.d.comb += [
-            target.knobs.eq(response.knobs), target.retry.eq(response.retry),
-            response.attempt.eq(target.attempt),
-            response.corrupt_taken.eq(target.corrupt_taken),
-            response.aborted.eq(target.signaled_target_abort),
-            response.parity_error.eq(target.detected_parity),
-        ]
+        connect_response(m, target, response, bank.target)
 
         # What the board sees of the bus, one sample per clock (the pads' input flip-flops).
         sample = Signal(BusState(self.width))
