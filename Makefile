@@ -61,5 +61,9 @@ program:
 	@test -f $(BITFILE) || { echo "program: no $(BITFILE); run make bitstream BOARD=$(BOARD) first" >&2; exit 2; }
 	$(OPENFPGALOADER) -b $(if $(filter ecp5-evn,$(BOARD)),ecp5_evn,ulx3s) $(if $(FLASH),-f) $(BITFILE)
 
+# Formal proofs of the target (SymbiYosys + Yices): one line per job; ARGS="--only NAME".
+formal: venv
+	$(VPY) -m pcispy.gateware.formal $(ARGS)
+
 clean:
 	rm -rf build

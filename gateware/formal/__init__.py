@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Formal proofs of the PCI target and the PCI master (``make formal``).
+
+:data:`JOBS` is the one table of what is proved: each job is one SymbiYosys run of one
+harness (``target``: gateware/formal/target.py, ``initiator``: gateware/formal/initiator.py)
+in one mode, checking the named properties (``prove``: k-induction, unbounded; ``bmc``:
+bounded to ``depth`` clocks from reset; ``cover``: each named cover reached within
+``depth``). :func:`property_table` lists (harness, property, kind, depth) from it.
+Run with ``python -m pcispy.gateware.formal [--only NAME] [--list]``.
+"""
+
+from dataclasses import dataclass
+
+__all__ = ["Job", "JOBS", "HARNESSES", "job_by_name", "property_table", "harness_class"]
+
+#: Harness name -> "module:class" (imported on use).
+HARNESSES = {
+    "target": "pcispy.gateware.formal.target:TargetHarness",
+    "initiator": "pcispy.gateware.formal.initiator:InitiatorHarness",
+}
+
+
+@dataclass(frozen=True)
+class Job:
+    """One SymbiYosys run: ``names`` are the asserted properties (prove/bmc) or the covers
+    (cover); ``depth`` is the induction length (prove) or the bound (bmc, cover); ``ci``
+    jobs run in ``make test`` (marker ``formal``); ``doc`` says why the mode and depth."""
+    name: str
+    harness: str
+    kind: str
+    depth: int
+    names: tuple
+    doc: str
+    ci: bool = True
+
+
+JOBS = (
+    Job("target_prove", "target", "prove", 24, (
+        "stst_release", "trdy_stop_need_devsel", "stop_held", "parity_next_clock"),
+        "k-induction (k = 24): rules about the last few clocks, unbounded"),
+    Job("target_bmc", "target", "bmc", 24, (
+        "one_driver", "response_in_transaction", "devsel_window", "trdy_held",
+        "initial_latency", "subsequent_latency", "retry_first_phase", "disconnect_count",
+        "perr_two_clocks"),
+        "bounded, 24 clocks from reset (a register write, then a transaction past the "
+        "16-clock initial latency limit): induction fails on unreachable states where a "
+        "transaction began before the window and the harness's record of it (direction, "
+        "phases, claim) disagrees with the target's registers; strengthening needs "
+        "read-only observation ports on the target (not added: every target edit rebuilds "
+        "every system model)", ci=False),
+    Job("target_cover", "target", "cover", 26, (
+        "completion", "master_abort", "retry", "disconnect_data", "disconnect_nodata",
+        "target_abort", "devsel_slow", "devsel_subtractive", "initial_wait", "wait_states",
+        "retry_knob", "corrupt_parity", "backend_stall_retry", "perr",
+        "noncompliant_latency"),
+        "every termination and every response knob reached from reset (a register write, "
+        "then a transaction of up to ~20 clocks)"),
+)
+
+
+def job_by_name(name):
+    for job in JOBS:
+        if job.name == name:
+            return job
+    raise KeyError(f"no formal job {name!r}; known: {', '.join(j.name for j in JOBS)}")
+
+
+def property_table():
+    """``[(harness, property, kind, depth)]`` for every asserted property and cover."""
+    return [(job.harness, name, job.kind, job.depth) for job in JOBS for name in job.names]
+
+
+def harness_class(name):
+    import importlib
+    module, _, cls = HARNESSES[name].partition(":")
+    return getattr(importlib.import_module(module), cls)

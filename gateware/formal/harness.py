@@ -1,0 +1,94 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""What every formal harness shares: the ``pci`` clock from a top-level input, named
+assertions and covers, registered previous values, and stable free values.
+
+A harness is the top of a formal job. Its free inputs are the behaviour of the other side
+of the bus (constrained by ``Assume``); its assertions are the PCI rules our side keeps.
+Each assertion and cover belongs to a named property (:data:`pcispy.gateware.formal.JOBS`);
+a job enables only its own names. SymbiYosys reports a failed assertion by its source
+line, so the harness records the line of every named statement (:attr:`Harness.lines`)
+and the runner maps the line back to the property.
+"""
+
+import sys
+
+from amaranth import ClockDomain, Module, Signal
+from amaranth.hdl import Assert, Assume, Cover
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In
+
+__all__ = ["Harness"]
+
+
+class Harness(wiring.Component):
+    """Base of the formal harnesses (clock domain ``pci`` from the ``clk`` input).
+
+    Ports:
+        clk (In, 1): the PCI clock (SymbiYosys steps every flip-flop each step).
+        Subclasses add the free inputs that model the rest of the bus.
+
+    Parameters:
+        asserts: names of the properties whose assertions this job checks.
+        covers: names of the cover statements this job tries to reach.
+        mutation: a deliberate defect (harness-specific name) for the test that shows
+            the proofs can fail; None for the real checks.
+    """
+    MUTATIONS = ()
+
+    def __init__(self, members, *, asserts=(), covers=(), mutation=None):
+        if mutation is not None and mutation not in self.MUTATIONS:
+            raise ValueError(f"{type(self).__name__}: unknown mutation {mutation!r}; "
+                             f"known: {', '.join(self.MUTATIONS)}")
+        self.asserts = frozenset(asserts)
+        self.covers = frozenset(covers)
+        self.mutation = mutation
+        #: ``{(file, line): property name}`` of every statement added.
+        self.lines = {}
+        #: Every property and cover name the harness defines (enabled or not).
+        self.defined = set()
+        super().__init__({"clk": In(1), **members})
+
+    # --- building blocks ---------------------------------------------------------------
+    def _module(self):
+        m = Module()
+        m.domains.pci = domain = ClockDomain("pci", reset_less=True)
+        m.d.comb += domain.clk.eq(self.clk)
+        self._m = m
+        started = Signal()
+        m.d.pci += started.eq(1)
+        #: 0 in the first step of a trace from the initial state (BMC, cover).
+        self.started = started
+        return m
+
+    def _record(self, name):
+        caller = sys._getframe(2)
+        self.lines[(caller.f_code.co_filename, caller.f_lineno)] = name
+        self.defined.add(name)
+
+    def check(self, name, condition):
+        """Assert ``condition`` in every step, as part of property ``name``."""
+        self._record(name)
+        if name in self.asserts:
+            self._m.d.comb += Assert(condition, name, src_loc_at=1)
+
+    def cover(self, name, condition):
+        """Cover ``condition`` (the job shows a trace reaching it)."""
+        self._record(name)
+        if name in self.covers:
+            self._m.d.comb += Cover(condition, name, src_loc_at=1)
+
+    def assume(self, condition):
+        """The rest of the bus behaves legally: ``condition`` holds in every step."""
+        self._m.d.comb += Assume(condition, src_loc_at=1)
+
+    def past(self, value, init=0, name=None):
+        """``value`` one clock ago (``init`` in the first step)."""
+        q = Signal.like(value, init=init, name=name) if name else Signal.like(value, init=init)
+        self._m.d.pci += q.eq(value)
+        return q
+
+    def stable(self, value):
+        """A free value that stays the same in every step after the first."""
+        q = self.past(value)
+        self.assume(~self.started | (value == q))
+        return value
