@@ -143,7 +143,14 @@ def _fuzz():
     return measure_transactions_checked()
 
 
-MEASUREMENTS = [_sim_empty, _sim_bfm, _spy_decode, _dma, _irq, _board, _target_pio, _demo, _uart, _fuzz]
+def _formal():
+    """formal.properties_proved, formal.properties_bounded, formal.seconds: every job of
+    pcispy.gateware.formal.JOBS (make formal)."""
+    from pcispy.gateware.formal.run import measure
+    return measure()
+
+
+MEASUREMENTS = [_sim_empty, _sim_bfm, _spy_decode, _dma, _irq, _board, _target_pio, _demo, _uart, _fuzz, _formal]
 
 
 def main(argv=None):
