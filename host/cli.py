@@ -75,10 +75,26 @@ def positive_seconds(text):
     return value
 
 
+def _transport_option(parse):
+    """An argparse ``type`` from a transport's parser (imported when an option is given:
+    the transports import this module) whose :class:`PcispyError` becomes argparse's usage
+    error."""
+    module, _, name = parse.partition(":")
+
+    def parsed(text):
+        import importlib
+        try:
+            return getattr(importlib.import_module(module), name)(text)
+        except PcispyError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    parsed.__name__ = name
+    return parsed
+
+
 def run_feature(args, feature, **arguments):
     """Run ``feature`` ("module:function") against the transport the options select."""
-    # `is not None`: an empty --sysfs "" or --uart "" names no device; it must not fall
-    # through to the simulator.
+    # `is not None`: an empty --uart "" names no device; it must not fall through to the
+    # simulator (--sysfs is checked by argparse).
     if args.sysfs is not None:
         import importlib
         from pcispy.host.transports.sysfs import run as run_on_sysfs
@@ -285,6 +301,7 @@ def build_parser():
                            help="use the simulated PCI system; --sim=PROFILE picks the "
                                 "host-bridge profile or scenario (plain --sim: ideal)")
     transport.add_argument("--sysfs", metavar="BDF",
+                           type=_transport_option("pcispy.host.transports.sysfs:normalise_bdf"),
                            help="a board in a PCI slot of this Linux machine, e.g. 0000:03:00.0")
     transport.add_argument("--uart", metavar="DEV",
                            help="the board's UART side channel, e.g. /dev/ttyUSB0")
@@ -295,6 +312,7 @@ def build_parser():
                         help="with --uart: time an answer may take beyond its bytes' wire "
                              "time before the request is sent again (default: 0.25)")
     parser.add_argument("--buffer", metavar="ADDR:SIZE",
+                        type=_transport_option("pcispy.host.transports.sysfs:parse_buffer"),
                         help="with --sysfs: physical memory reserved at boot for DMA "
                              "(memmap=SIZE$ADDR), e.g. 0x7f000000:16M")
     parser.add_argument("--bus-width", type=int, choices=(32, 64), default=32,

@@ -44,8 +44,8 @@ from pcispy.gateware.spy.format import (CaptureMode, RecordKind, TriggerSource, 
 from pcispy.gateware.spy.spy import Spy
 from pcispy.gateware.spy.trigger import RecorderState
 from pcispy.host.board import Board
-from pcispy.host.cli import Command as CliCommand, run_feature
-from pcispy.host.errors import PcispyError, RefusedSetting
+from pcispy.host.cli import Command as CliCommand, int_range, positive_seconds, run_feature
+from pcispy.host.errors import PcispyError, RefusedSetting, UsageError
 
 __all__ = ["capture", "start_capture", "wait_capture", "finish_capture", "CaptureCommand",
            "SPY_MASTERS", "TRIGGERS", "TRACE_BAR", "ADDRESS_BITS", "FilterSpec",
@@ -74,7 +74,7 @@ class FilterSpec(dict):
 
 
 def parse_filter(text):
-    """``[!]WHAT[:VALUE[/MASK]]`` -> :class:`FilterSpec`; a :class:`PcispyError` naming the
+    """``[!]WHAT[:VALUE[/MASK]]`` -> :class:`FilterSpec`; a :class:`UsageError` naming the
     problem otherwise."""
     spec = text.strip()
     exclude = spec.startswith("!")
@@ -87,7 +87,7 @@ def parse_filter(text):
         names = [name.strip().upper() for name in what.split("+")]
         unknown = [name for name in names if name not in _MNEMONIC]
         if not what or unknown:
-            raise PcispyError(f"filter {text!r}: {', '.join(unknown) or 'nothing'} is not an "
+            raise UsageError(f"--filter {text!r}: {', '.join(unknown) or 'nothing'} is not an "
                               f"address space ({', '.join(_SPACES)}) or a command "
                               f"({', '.join(sorted(_MNEMONIC))})")
         commands = command_set(*(_MNEMONIC[name] for name in names))
@@ -98,11 +98,11 @@ def parse_filter(text):
             address = int(value, 0)
             mask = int(mask_text, 0) if slash else (1 << ADDRESS_BITS) - 1
         except ValueError:
-            raise PcispyError(f"filter {text!r}: {where!r} is not VALUE or VALUE/MASK "
+            raise UsageError(f"--filter {text!r}: {where!r} is not VALUE or VALUE/MASK "
                               "(numbers, e.g. 0x70/0xfffe)") from None
         for name, number in (("address", address), ("mask", mask)):
             if not 0 <= number < 1 << ADDRESS_BITS:
-                raise PcispyError(f"filter {text!r}: the {name} does not fit in "
+                raise UsageError(f"--filter {text!r}: the {name} does not fit in "
                                   f"{ADDRESS_BITS} bits")
     return FilterSpec(enable=1, exclude=int(exclude), commands=commands,
                       address=address & mask, mask=mask)
@@ -116,7 +116,7 @@ def _rule_mask(names, context):
     for name in names.split(","):
         name = name.strip()
         if name not in by_name:
-            raise PcispyError(f"{context}: no checker rule {name!r} (pcispy check "
+            raise UsageError(f"{context}: no checker rule {name!r} (pcispy check "
                               "--list-rules)")
         mask |= 1 << by_name[name]
     return mask
@@ -135,7 +135,7 @@ def parse_violations(text):
         return _every_rule()
     if keyword == "none":
         return 0
-    return _rule_mask(text, f"violations {text!r}")
+    return _rule_mask(text, f"--violations {text!r}")
 
 
 def parse_trigger(text):
@@ -143,13 +143,13 @@ def parse_trigger(text):
     violation mask)`` (mask: every rule unless named)."""
     keyword, _, rules = text.strip().partition(":")
     if keyword.lower() not in TRIGGERS:
-        raise PcispyError(f"trigger {text!r}: give one of {', '.join(TRIGGERS)}")
+        raise UsageError(f"--trigger {text!r}: give one of {', '.join(TRIGGERS)}")
     source = TRIGGERS[keyword.lower()]
     if not rules:
         return source, _every_rule()
     if source is not TriggerSource.VIOLATION:
-        raise PcispyError(f"trigger {text!r}: only 'violation' takes rule names")
-    mask = _rule_mask(rules, f"trigger {text!r}")
+        raise UsageError(f"--trigger {text!r}: only 'violation' takes rule names")
+    mask = _rule_mask(rules, f"--trigger {text!r}")
     return source, mask
 
 
@@ -228,40 +228,54 @@ async def _status(board):
             "count": await board.read("spy.count")}
 
 
+#: The limits of the numeric settings: (CLI option, highest value + 1).
+_LIMITS = {"pre": ("--pre", 1 << 32), "count": ("--count", 1 << 32),
+           "latency_timer": ("--latency-timer", 256)}
+
+
 def check_settings(*, mode, filters, combine, trigger, pre, count, latency_timer,
-                   violations="all"):
-    """Refuse settings the spy cannot honour (one clear error); return the comparator
-    settings, the trigger source and the violation mask (the rules recorded, and the
-    rules a violation trigger fires on: the board has one mask for both)."""
+                   violations="all", ring=False, duration=None):
+    """Refuse settings the spy cannot honour: one :class:`UsageError` naming the option as
+    the CLI spells it. Return the comparator settings, the trigger source and the violation
+    mask (the rules recorded, and the rules a violation trigger fires on: the board has one
+    mask for both)."""
     if mode not in ("raw", "summary"):
-        raise PcispyError(f"mode {mode!r}: give 'raw' or 'summary'")
+        raise UsageError(f"--mode {mode!r}: give 'raw' or 'summary'")
     specs = [parse_filter(f) if isinstance(f, str) else FilterSpec(f) for f in filters]
     if len(specs) > SPY_FILTERS:
-        raise PcispyError(f"{len(specs)} filters given; the spy has {SPY_FILTERS} "
-                          "comparators")
+        raise UsageError(f"{len(specs)} --filter options given; the spy has {SPY_FILTERS} "
+                         "comparators")
     source, trigger_mask = parse_trigger(trigger)
     violation_mask = trigger_mask & parse_violations(violations)
     if source is TriggerSource.VIOLATION and not violation_mask:
-        raise PcispyError(f"trigger {trigger!r} with violations {violations!r}: no rule "
-                          "is left to trigger on")
+        raise UsageError(f"--trigger {trigger!r} with --violations {violations!r}: no rule "
+                         "is left to trigger on")
     if combine.lower() not in ("any", "all"):
-        raise PcispyError(f"combine {combine!r}: give 'any' or 'all'")
-    for name, value, top in (("pre", pre, 1 << 32), ("count", count, 1 << 32),
-                             ("latency_timer", latency_timer, 256)):
+        raise UsageError(f"--combine {combine!r}: give 'any' or 'all'")
+    for name, value in (("pre", pre), ("count", count), ("latency_timer", latency_timer)):
+        option, top = _LIMITS[name]
         if not 0 <= value < top:
-            raise PcispyError(f"{name} {value}: give 0..{top - 1}")
+            raise UsageError(f"{option} {value}: give 0..{top - 1}")
+    if duration is not None and not 0 < duration < float("inf"):
+        raise UsageError(f"--duration {duration}: give a positive number of seconds")
+    if ring and source is TriggerSource.IMMEDIATE and not count and duration is None:
+        raise UsageError("a --ring capture triggered 'now' never stops by itself: give "
+                         "--count or --duration")
     return specs, source, violation_mask
 
 
 async def start_capture(transport, *, mode="summary", filters=(), combine="any",
                         trigger="now", pre=0, count=0, ring=False, idle_compress=True,
-                        raw_select=False, latency_timer=0, violations="all"):
-    """Check the settings, program the spy and arm it (parameters as :func:`capture`).
-    Returns the run's state for :func:`wait_capture` and :func:`finish_capture`."""
+                        raw_select=False, latency_timer=0, violations="all", duration=None):
+    """Check the settings, program the spy and arm it (parameters as :func:`capture`;
+    ``duration`` is only checked here: a ring capture triggered at once needs it or
+    ``count``). Returns the run's state for :func:`wait_capture` and
+    :func:`finish_capture`."""
     specs, source, violation_mask = check_settings(mode=mode, filters=filters,
                                                    combine=combine, trigger=trigger, pre=pre,
                                                    count=count, latency_timer=latency_timer,
-                                                   violations=violations)
+                                                   violations=violations, ring=ring,
+                                                   duration=duration)
     board = Board(transport)
     identity = await board.identify()
     capture_mode = CaptureMode[mode.upper()]
@@ -279,12 +293,13 @@ async def start_capture(transport, *, mode="summary", filters=(), combine="any",
     await board.write("spy.control", arm=1)
     if (await board.fields("spy.status"))["pre_error"]:
         capacity = await board.read("spy.capacity")
-        raise RefusedSetting(f"pre {pre}: the trace memory holds {capacity} {mode} records; "
+        raise RefusedSetting(f"--pre {pre}: the trace memory holds {capacity} {mode} records; "
                              f"keep fewer than that before the trigger")
     settings = {"filters": [dict(s) for s in specs], "combine": combine.lower(),
                 "trigger": trigger, "pre": pre, "count": count, "ring": bool(ring),
                 "idle_compress": bool(idle_compress), "raw_select": bool(raw_select),
-                "latency_timer": latency_timer, "violations": violations}
+                "latency_timer": latency_timer, "violations": violations,
+                "duration": duration}
     return {"board": board, "identity": identity, "mode": capture_mode,
             "settings": settings, "arm_time": arm_time,
             "capacity": await board.read("spy.capacity")}
@@ -373,12 +388,11 @@ async def capture(transport, *, mode="summary", filters=(), combine="any", trigg
     Returns ``{"metadata": ..., "records": base64 of the records in capture order,
     "records_count", "status": {...}, "interrupted": bool, "timed_out": bool}``.
     """
-    if ring and trigger.strip().lower() == "now" and not count and duration is None:
-        raise PcispyError("a ring capture triggered 'now' needs --count or --duration to stop")
     run = await start_capture(transport, mode=mode, filters=filters, combine=combine,
                               trigger=trigger, pre=pre, count=count, ring=ring,
                               idle_compress=idle_compress, raw_select=raw_select,
-                              latency_timer=latency_timer, violations=violations)
+                              latency_timer=latency_timer, violations=violations,
+                              duration=duration)
     interrupted, timed_out = await wait_capture(run, duration=duration, poll=poll,
                                                 progress=progress)
     return await finish_capture(run, interrupted=interrupted, timed_out=timed_out)
@@ -415,9 +429,11 @@ class CaptureCommand(CliCommand):
                             help="protocol violations stored as event records among the "
                                  "transactions: all (default), none, or rule names joined "
                                  "by commas (pcispy check --list-rules)")
-        parser.add_argument("--pre", type=int, default=0, metavar="N",
+        parser.add_argument("--pre", type=int_range(0, (1 << 32) - 1), default=0,
+                            metavar="N",
                             help="records kept from before the trigger (default 0)")
-        parser.add_argument("--count", type=int, default=0, metavar="N",
+        parser.add_argument("--count", type=int_range(0, (1 << 32) - 1), default=0,
+                            metavar="N",
                             help="stop after N records from the trigger on (default 0: when "
                                  "the memory is full)")
         parser.add_argument("--ring", action="store_true",
@@ -428,10 +444,11 @@ class CaptureCommand(CliCommand):
         parser.add_argument("--select", action="store_true",
                             help="raw mode: store only the clocks of transactions the "
                                  "filters select")
-        parser.add_argument("--latency-timer", type=int, default=0, metavar="CLOCKS",
+        parser.add_argument("--latency-timer", type=int_range(0, 255), default=0,
+                            metavar="CLOCKS",
                             help="the masters' Latency Timer, to classify its endings "
                                  "(default 0: none)")
-        parser.add_argument("--duration", type=float, metavar="SECONDS",
+        parser.add_argument("--duration", type=positive_seconds, metavar="SECONDS",
                             help="wait at most this long (bus time), then stop and keep "
                                  "what was captured")
         parser.add_argument("-o", "--output", required=True, metavar="FILE",
@@ -444,12 +461,10 @@ class CaptureCommand(CliCommand):
                          ring=args.ring, idle_compress=not args.no_idle_compress,
                          raw_select=args.select, latency_timer=args.latency_timer,
                          violations=args.violations, duration=args.duration)
-        # Bad settings end here, before any board or simulator is started.
+        # Bad settings end here with the usage line, before any board or simulator starts.
         check_settings(**{k: arguments[k] for k in ("mode", "filters", "combine", "trigger",
                                                     "pre", "count", "latency_timer",
-                                                    "violations")})
-        if args.duration is not None and args.duration <= 0:
-            raise PcispyError(f"--duration {args.duration}: give a positive number of seconds")
+                                                    "violations", "ring", "duration")})
         result = _run_with_progress(args, arguments)
         try:
             write_trace(args.output, base64.b64decode(result["records"]), result["metadata"])

@@ -14,7 +14,7 @@ import os
 from dataclasses import asdict
 
 from pcispy.host.cli import Command as CliCommand, run_feature
-from pcispy.host.errors import PcispyError
+from pcispy.host.errors import PcispyError, UsageError
 from pcispy.host.report import (FIGURES, SIZES, figure2_rows, irq_rows, rtc_summary,
                                 settings_rows, write_report)
 
@@ -58,11 +58,11 @@ class ReportCommand(CliCommand):
 
     def run(self, args, out):
         if os.path.exists(args.output) and not os.path.isdir(args.output):
-            raise PcispyError(f"-o {args.output}: exists and is not a directory")
+            raise UsageError(f"-o {args.output}: exists and is not a directory")
         try:      # before the (long) run, so that a bad place fails at once
             os.makedirs(args.output, exist_ok=True)
         except OSError as error:
-            raise PcispyError(f"-o {args.output}: {error.strerror}") from None
+            raise UsageError(f"-o {args.output!r}: {error.strerror}") from None
         sizes = SIZES["quick" if args.quick else "full"]
         report = run_feature(args, "pcispy.host.report:suite", sizes=asdict(sizes),
                              seed=args.seed)

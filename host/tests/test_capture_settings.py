@@ -8,7 +8,7 @@ import pytest
 from pcispy.gateware.spy.checker import RULES
 from pcispy.gateware.spy.filters import IO_COMMANDS
 from pcispy.gateware.spy.format import TriggerSource
-from pcispy.host.errors import PcispyError
+from pcispy.host.errors import UsageError
 from pcispy.host.features.capture import (check_settings, parse_filter, parse_trigger,
                                           parse_violations)
 
@@ -50,16 +50,34 @@ def test_recorded_violations_and_trigger_rules_share_one_mask():
 
 
 @pytest.mark.parametrize("overrides, message", [
-    ({"violations": "no_such_rule"}, "no checker rule 'no_such_rule'"),
-    ({"trigger": "violation", "violations": "none"}, "no rule is left to trigger on"),
+    ({"violations": "no_such_rule"}, "--violations 'no_such_rule': no checker rule "
+                                     "'no_such_rule'"),
+    ({"trigger": "violation", "violations": "none"}, "--trigger 'violation' with --violations "
+                                                     "'none': no rule is left to trigger on"),
     ({"trigger": f"violation:{FIRST}", "violations": SECOND}, "no rule is left"),
-    ({"trigger": f"filter:{FIRST}"}, "only 'violation' takes rule names"),
-    ({"trigger": "sometimes"}, "give one of now, filter, register, violation"),
-    ({"filters": ["io"] * 5}, "5 filters given"),
-    ({"pre": -1}, "pre -1"),
-    ({"latency_timer": 256}, "latency_timer 256"),
-    ({"mode": "both"}, "mode 'both'"),
+    ({"trigger": f"filter:{FIRST}"}, f"--trigger 'filter:{FIRST}': only 'violation' takes "
+                                     "rule names"),
+    ({"trigger": "sometimes"}, "--trigger 'sometimes': give one of now, filter, register, "
+                               "violation"),
+    ({"filters": ["io"] * 5}, "5 --filter options given; the spy has 4 comparators"),
+    ({"filters": ["io:0x70/zz"]}, "--filter 'io:0x70/zz': '0x70/zz' is not VALUE or "
+                                  "VALUE/MASK"),
+    ({"pre": -1}, "--pre -1: give 0..4294967295"),
+    ({"count": 1 << 32}, "--count 4294967296: give 0..4294967295"),
+    ({"latency_timer": 256}, "--latency-timer 256: give 0..255"),
+    ({"mode": "both"}, "--mode 'both': give 'raw' or 'summary'"),
+    ({"combine": "some"}, "--combine 'some': give 'any' or 'all'"),
+    ({"duration": 0.0}, "--duration 0.0: give a positive number of seconds"),
+    ({"ring": True}, "a --ring capture triggered 'now' never stops by itself: give --count "
+                     "or --duration"),
 ])
 def test_refused_settings(overrides, message):
-    with pytest.raises(PcispyError, match=message):
+    # Argument errors: the CLI ends them with the command's usage line.
+    with pytest.raises(UsageError) as error:
         _settings(**overrides)
+    assert message in str(error.value)
+
+
+def test_ring_capture_stops_by_count_duration_or_trigger():
+    for overrides in ({"count": 10}, {"duration": 0.001}, {"trigger": "register"}):
+        _settings(ring=True, **overrides)

@@ -115,6 +115,19 @@ def test_output_options_also_after_the_command():
     (["decode", "x.pcitrace", "--format", "pdf"], "invalid choice: 'pdf'"),
     (["decode"], "the following arguments are required: file"),
     (["capture"], "the following arguments are required: -o/--output"),
+    (["capture", "-o", "x.pcitrace", "--pre", "-1"], "argument --pre: -1 is outside "
+                                                     "0..4294967295"),
+    (["capture", "-o", "x.pcitrace", "--duration", "0"], "argument --duration: 0: give a"),
+    # capture's own checks of its specs, before any board or simulator starts.
+    (["capture", "-o", "x.pcitrace", "--filter", "io:0x70/zz"],
+     "--filter 'io:0x70/zz': '0x70/zz' is not VALUE or VALUE/MASK"),
+    (["capture", "-o", "x.pcitrace", "--trigger", "sometimes"],
+     "--trigger 'sometimes': give one of now, filter, register, violation"),
+    (["capture", "-o", "x.pcitrace", "--violations", "nope"],
+     "--violations 'nope': no checker rule 'nope'"),
+    (["capture", "-o", "x.pcitrace", "--ring"], "a --ring capture triggered 'now' never "
+                                                "stops by itself"),
+    (["--sysfs", ABSENT_BDF, "report", "-o", ""], "-o '': No such file or directory"),
     # The commands' own checks after parsing end the same way.
     (["check"], "give --list-rules"),
     (["--sysfs", ABSENT_BDF, "stats", "--samples", "0"], "--samples 0: give at least 1"),
@@ -130,12 +143,23 @@ def test_invalid_arguments_end_with_a_usage_line(no_board, argv, says):
     assert "Traceback" not in err
 
 
-def test_invalid_global_option_ends_with_the_usage_line():
-    status, out, err = run_cli("--bus-width", "48", "info")
+@pytest.mark.parametrize("argv, says", [
+    (["--bus-width", "48", "info"], "argument --bus-width: invalid choice: 48 (choose from "
+                                    "32, 64)"),
+    (["--sysfs", "3:0.0", "info"], "argument --sysfs: '3:0.0' is not a PCI address; give "
+                                   "DOMAIN:BUS:DEVICE.FUNCTION in hex, e.g. 0000:03:00.0 "
+                                   "(pcispy list shows boards)"),
+    (["--sysfs", "", "info"], "argument --sysfs: '' is not a PCI address; give "
+                              "DOMAIN:BUS:DEVICE.FUNCTION in hex, e.g. 0000:03:00.0 (pcispy "
+                              "list shows boards)"),
+    (["--sysfs", ABSENT_BDF, "--buffer", "0x123:0", "dma"],
+     "argument --buffer: --buffer '0x123:0': the range must be page aligned and not empty"),
+])
+def test_invalid_global_option_ends_with_the_usage_line(no_board, argv, says):
+    status, out, err = run_cli(*argv)
     lines = err.splitlines()
     assert (status, out) == (2, "") and lines[0].startswith("usage: pcispy [-h]")
-    assert lines[-1] == "pcispy: error: argument --bus-width: invalid choice: 48 (choose " \
-                        "from 32, 64)"
+    assert lines[-1] == f"pcispy: error: {says}", err
 
 
 BOARD_COMMANDS = [["info"], ["config", "--lspci"], ["regs"], ["dma"], ["sweep"], ["irq"],

@@ -59,11 +59,29 @@ def sandbox(tmp_path, monkeypatch):
     import pcispy.sim.verilate
     monkeypatch.setattr(pcispy.sim.api, "run_feature", refuse)
     monkeypatch.setattr(pcispy.sim.verilate, "build_model", refuse)
+    # Note each run that gets as far as a transport (it then fails: no device is there).
+    import pcispy.host.transports.sysfs
+    import pcispy.host.transports.uart
+    for module in (pcispy.host.transports.sysfs, pcispy.host.transports.uart):
+        monkeypatch.setattr(module, "run", _noting_reached(module.run))
+    REACHED.clear()
     return tmp_path
+
+
+#: Transports reached by the case that runs (see :func:`_noting_reached`).
+REACHED = []
+
+
+def _noting_reached(run):
+    def noting(feature, *args, **kwargs):
+        REACHED.append(feature.__name__)
+        return run(feature, *args, **kwargs)
+    return noting
 
 
 def run_cli(argv):
     """``(status, stdout, stderr)`` of ``pcispy argv`` run in this process."""
+    REACHED.clear()
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
@@ -75,8 +93,10 @@ def run_cli(argv):
     return status, out.getvalue(), err.getvalue()
 
 
-def check_outcome(argv, status, err, where):
-    """What is wrong with the outcome of one case (None: it is an expected one)."""
+def check_outcome(argv, status, err, where, arguments_only=False):
+    """What is wrong with the outcome of one case (None: it is an expected one).
+    ``arguments_only``: the command fails only on its arguments before it reaches a
+    transport (a board command): such a failure must end with the usage line."""
     verbose = "--verbose" in argv or "-v" in argv
     case = f"{where}: pcispy {' '.join(argv)}\n{err}"
     lines = err.splitlines()
@@ -92,6 +112,8 @@ def check_outcome(argv, status, err, where):
         return None if ": error: " in lines[-1] else f"a usage without an error: {case}"
     if not lines[0].startswith("pcispy: error: "):
         return f"not a 'pcispy: error:' line: {case}"
+    if arguments_only and not REACHED:
+        return f"an argument error without the usage line: {case}"
     if len(lines) > 1 and not verbose:
         return f"more than one line: {case}"
     if not lines[0].isprintable() or len(lines[0]) > 400:
@@ -447,5 +469,8 @@ def test_random_arguments_end_cleanly(sandbox, seed):
         else:
             argv = _global_argv(rng, directory) + [name] + options
         status, _, err = run_cli(argv)
-        findings.append(check_outcome(argv, status, err, f"seed {seed} argument case {number}"))
+        # A board command fails before its transport only on its arguments (decode and
+        # list also fail on the files and directories they read).
+        findings.append(check_outcome(argv, status, err, f"seed {seed} argument case {number}",
+                                      arguments_only=name not in ("decode", "list")))
     report(findings)

@@ -389,8 +389,9 @@ class SysfsTransport(Transport):
 
 def run(feature, arguments, bdf, buffer=None):
     """Run ``feature`` (an ``async def feature(transport, **arguments)``) on the board at
-    ``bdf`` under asyncio; the CLI's ``--sysfs`` branch."""
-    transport = SysfsTransport(bdf, buffer=parse_buffer(buffer) if buffer else None)
+    ``bdf`` under asyncio; the CLI's ``--sysfs`` branch. ``buffer``: ``(address, size)``
+    (:func:`parse_buffer`) or None."""
+    transport = SysfsTransport(bdf, buffer=buffer)
     try:
         return asyncio.run(feature(transport, **arguments))
     finally:
