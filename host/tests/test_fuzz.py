@@ -5,9 +5,11 @@ every command (board commands with a transport that is not there, so nothing sta
 simulator). Every case must end with exit status 0 or 2, no traceback, and an error that
 is one readable line ``pcispy: error: ...`` or an argparse usage message.
 
-Each seed makes :data:`TRACE_CASES` trace cases and :data:`ARGUMENT_CASES` argument cases;
-CI runs seeds 1..4 (1200 cases), ``PCISPY_SEEDS=N`` runs seeds 1..N. A failure names the
-seed, the case number and the command line.
+Each seed decodes :data:`TRACE_FILES` trace files (damaged, random or intact; besides them
+about one case in ten is a path that is no readable file) and runs :data:`ARGUMENT_CASES`
+argument cases; CI runs seeds 1..4 (1000 trace files and 600 argument sets, 8 s here),
+``PCISPY_SEEDS=N`` runs seeds 1..N. A failure names the seed, the case number and the
+command line.
 """
 
 import contextlib
@@ -33,8 +35,9 @@ pytestmark = pytest.mark.fuzz
 
 #: The fixed seeds CI runs; more with PCISPY_SEEDS=N.
 SEEDS = list(range(1, 1 + int(os.environ.get("PCISPY_SEEDS", "4"))))
-#: Cases per seed.
-TRACE_CASES = 150
+#: Trace files decoded per seed (the paths that are no readable file come on top), and
+#: argument cases per seed.
+TRACE_FILES = 250
 ARGUMENT_CASES = 150
 #: A PCI address no machine has, and a serial port that is not there.
 ABSENT_BDF = "0000:ff:1f.7"
@@ -284,6 +287,9 @@ def _mutate(rng, blob, metadata):
 
 #: What :func:`_mutate` and :func:`_trace_file` call a file that must decode.
 _VALID = ("intact", "metadata padded with spaces", "metadata nested 10 deep")
+#: What :func:`_trace_file` calls a path that is no readable trace file.
+_NOT_FILES = ("a directory", "missing", "below a file", "a symlink loop",
+              "unreadable (empty when read as root)")
 
 
 def _trace_file(rng, directory, number):
@@ -362,8 +368,11 @@ def test_damaged_and_random_traces_decode_cleanly(sandbox, seed):
     directory = sandbox / "traces"
     directory.mkdir()
     findings = []
-    for number in range(TRACE_CASES):
+    files = number = 0
+    while files < TRACE_FILES:
+        number += 1
         argv, what, must_succeed = _decode_argv(rng, directory, number)
+        files += what not in _NOT_FILES
         status, out, err = run_cli(argv)
         where = f"seed {seed} trace case {number} ({what})"
         findings.append(check_outcome(argv, status, err, where))
