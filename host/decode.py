@@ -26,11 +26,17 @@ The rules, clock by clock (clock 0 = the address phase, the clock FRAME# is firs
   last) or PERR#/SERR# during it sets ``parity_error``;
 - ``master`` is 1 + the lowest GNT# line asserted on the clock before the address phase.
 
-Records lost or left out (idle compression, filter selection) are handled from the record
-times: idle-compressed clocks are quiet, so the clock before a gap had FRAME# deasserted and
-GNT# as the record before the gap. The first clock of the trace and the first after an
-OVERRUN event are of unknown history: a transaction in flight there, or one whose end was
-not seen before the trace ends or records were lost, is left out.
+Records lost or left out are handled from the record times. Idle-compressed clocks are
+quiet, so the clock before a gap had FRAME# deasserted and GNT# as the record before the
+gap. A raw capture of selected transactions only (``--select``; metadata ``capture.
+raw_select``) stores each selected transaction's clocks and nothing around them: the clock
+before its address phase is unknown unless recorded (``master`` 0), and the clock after its
+last is not stored, so a transaction whose records stop is complete when its last record
+ends it (FRAME# deasserted with IRDY# and TRDY# or STOP#, or IRDY# without any DEVSEL# five
+clocks or more after the address phase: a master abort); the PAR of that last clock is not
+checked. The first clock of the trace and the first after an OVERRUN event are of unknown
+history: a transaction in flight there, or one whose end was not seen before the trace
+ends or records were lost, is left out.
 """
 
 import time
@@ -103,13 +109,15 @@ class _Spans:
         return has, np.where(has, where[np.maximum(through - 1, 0)] if len(where) else 0, 0)
 
 
-def summarise_raw(raw, times, segment_start=None, *, width=32, masters=1, latency_timer=0):
+def summarise_raw(raw, times, segment_start=None, *, width=32, masters=1, latency_timer=0,
+                  selected=False):
     """Summaries of the raw records ``raw`` (structured array or ``{field: array}`` of
     :class:`~pcispy.gateware.spy.format.RawRecord` fields) taken at clocks ``times``.
 
     ``segment_start`` marks records whose previous clock is unknown (the first, and the first
     after lost records); ``latency_timer`` (clocks, 0 = never) tells a latency-timer ending
-    from a completion. Returns a :data:`SUMMARY_DTYPE` array in transaction order.
+    from a completion; ``selected``: the records are a capture of selected transactions only
+    (see the module docstring). Returns a :data:`SUMMARY_DTYPE` array in transaction order.
     """
     n = len(times)
     if n == 0:
@@ -173,6 +181,12 @@ def summarise_raw(raw, times, segment_start=None, *, width=32, masters=1, latenc
     after = np.minimum(ends + 1, n - 1)
     complete = (ends + 1 < n) & ~seg[after]
     finish_par = complete & contiguous[after] & par_bad[after]
+    claimed, devsel_at = g.first(later & devsel)
+    if selected:
+        # That clock is never stored: the last record must show the end itself.
+        last_phase = irdy[ends] & ~frame[ends]
+        complete |= last_phase & (trdy[ends] | stop[ends] |
+                                  (~claimed & (ends - lead - dac >= 5)))
 
     out = np.zeros(count, dtype=SUMMARY_DTYPE)
     out["kind"] = RecordKind.SUMMARY.value
@@ -197,7 +211,6 @@ def summarise_raw(raw, times, segment_start=None, *, width=32, masters=1, latenc
     out["target_wait"] = _saturate(g.total(data_clock & irdy & ~trdy & ~stop), 12)
     out["duration"] = _saturate(ends - lead + 1, 16)
 
-    claimed, devsel_at = g.first(later & devsel)
     speed = devsel_at - lead - dac
     out["devsel"] = np.where(~claimed, 0, np.select(
         [speed <= 1, speed == 2, speed == 3],
@@ -217,7 +230,10 @@ def summarise_raw(raw, times, segment_start=None, *, width=32, masters=1, latenc
     frame_fell = np.zeros(n, dtype=bool)
     frame_fell[1:] = frame[:-1] & ~frame[1:]
     fell, fell_at = g.last(later & frame_fell)
-    master = _master(line["gnt"], lead, seg, masters)
+    # The clock before the address phase: recorded, or (idle compression) as the record
+    # before the gap; a selected capture leaves out clocks that are not quiet.
+    known = contiguous[lead] if selected else ~seg[lead]
+    master = _master(line["gnt"], lead, known, masters)
     own_gnt = np.where(master > 0,
                        (line["gnt"][fell_at].astype(np.int64) >> np.maximum(master - 1, 0)) & 1,
                        1)
@@ -235,11 +251,11 @@ def summarise_raw(raw, times, segment_start=None, *, width=32, masters=1, latenc
     return out[complete]
 
 
-def _master(gnt, lead, seg, masters):
-    """1 + the lowest GNT# line asserted on the clock before each address phase (0 when
-    none, or unknown). An idle-compressed gap repeats the GNT# of the record before it."""
+def _master(gnt, lead, known, masters):
+    """1 + the lowest GNT# line asserted on the clock before each address phase, which the
+    record before it holds where ``known`` (0 when none is asserted, or unknown)."""
     before = np.maximum(lead - 1, 0)
-    known = (lead > 0) & ~seg[lead]
+    known = (lead > 0) & known
     lines = gnt[before].astype(np.int64)
     master = np.zeros(len(lead), dtype=np.int64)
     for i in reversed(range(masters)):
@@ -262,9 +278,12 @@ def summarise(trace, latency_timer=None):
     segment_start = np.ones(len(raw_at), dtype=bool)
     segment_start[1:] = seen[1:] != seen[:-1]
     names = [f"bus.{name}" for name in bus_lines(trace.width)]
+    # The capture settings are free-form metadata: only a capture that says so is selected.
+    settings = trace.metadata.get("capture")
+    selected = isinstance(settings, dict) and settings.get("raw_select") is True
     return summarise_raw(trace.columns(RecordKind.RAW, names), trace.times()[raw_at],
-                         segment_start,
-                         width=trace.width, masters=trace.masters, latency_timer=latency_timer)
+                         segment_start, width=trace.width, masters=trace.masters,
+                         latency_timer=latency_timer, selected=selected)
 
 
 def raw_records(clocks, width=32, masters=1, deltas=1):
