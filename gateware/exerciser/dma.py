@@ -112,12 +112,15 @@ class DMAEngine(wiring.Component):
         stop_pending = Signal()
         m.d.comb += regs.status.busy.eq(running)
 
-        # Settings stay fixed while running: refuse writes to them.
+        # Settings stay fixed while running, and from the clock the run is launched: a
+        # write arriving with the start pulse (a burst write to control, then mode ...)
+        # would otherwise change a checked setting under the starting run.
+        frozen = Signal()
         refused_write = Signal()
         for name in SETTINGS_REGISTERS:
             reg = getattr(regs, name)
-            m.d.comb += reg.refuse.eq(running & reg.w_stb)
-            with m.If(running & reg.w_stb):
+            m.d.comb += reg.refuse.eq(frozen & reg.w_stb)
+            with m.If(frozen & reg.w_stb):
                 m.d.comb += refused_write.eq(1)
 
         # --- the checks of control.start -------------------------------------------------
@@ -153,6 +156,7 @@ class DMAEngine(wiring.Component):
         start = regs.control.start & ~running
         launch = Signal()
         m.d.comb += launch.eq(start & ~any_error)
+        m.d.comb += frozen.eq(running | launch)
         with m.If(start):
             m.d.pci += [sig.eq(checks[name]) for name, sig in errors.items()]
             m.d.pci += err_busy.eq(0)
