@@ -239,6 +239,7 @@ class Initiator(wiring.Component):
         req_off = Signal(2)             # REQ# must stay deasserted this many more clocks
         gnt_wait = Signal(16)
         stopping = Signal()             # a stop was requested; finish and drop the descriptor
+        txn_dac = Signal()              # this transaction began with a Dual Address Cycle
 
         with m.If(self.stop & held):
             m.d.pci += stopping.eq(1)
@@ -285,7 +286,8 @@ class Initiator(wiring.Component):
 
         # The master may end the burst on its own: latency timer expired with GNT#
         # removed, or a stop request. MWI ends only at a cache-line boundary.
-        lt_expired = since_addr >= self.latency_timer
+        # The timer counts from FRAME# asserted: for a DAC, from its first address phase.
+        lt_expired = (since_addr + (txn_dac & (phase != _Phase.DAC))) >= self.latency_timer
         next_addr_dw = Signal(30)
         m.d.comb += next_addr_dw.eq(addr[2:32] + moved_now)
         at_line_end = ((next_addr_dw + next_size) & line_mask) == 0
@@ -400,7 +402,7 @@ class Initiator(wiring.Component):
                         txn_write.eq(is_write_command(e_cmd)), txn_wide.eq(use_wide),
                         narrow.eq(0), devsel_seen.eq(0), moved.eq(0), ending.eq(0),
                         term.eq(Termination.COMPLETION),
-                        since_addr.eq(0), gnt_wait.eq(0),
+                        since_addr.eq(0), gnt_wait.eq(0), txn_dac.eq(dac),
                     ]
                 with m.Elif(pending):
                     m.d.pci += gnt_wait.eq(gnt_wait + (gnt_wait != 0xFFFF))
@@ -424,7 +426,12 @@ class Initiator(wiring.Component):
             with m.Case(_Phase.ADDR):
                 last = txn_left <= first_size
                 m.d.comb += irdy_next.eq(self.irdy_wait == 0)
-                drive_data_phase(last)
+                # The latency timer may have expired by the address phase (a timer of 0,
+                # or 1 with a DAC): with GNT# removed, the first data phase is the last.
+                drive_data_phase(last | voluntary_end)
+                with m.If(voluntary_end & irdy_next & ~stopping & ~last):
+                    m.d.pci += [term.eq(Termination.LATENCY_TIMER), req_off.eq(2)]
+                    m.d.comb += bus.req.o.eq(0)
                 m.d.pci += [phase.eq(_Phase.DATA), since_addr.eq(1),
                              wait_left.eq(Mux(self.irdy_wait == 0, 0, self.irdy_wait - 1))]
 
