@@ -233,6 +233,9 @@ class Initiator(wiring.Component):
         devsel_seen = Signal()
         moved = Signal()                # data moved in this transaction
         ending = Signal()               # the phase on the pins is a forced last one (STOP#, abort)
+        # The forced last phase is the one STOP# came in (IRDY# was deasserted then): the
+        # target holds TRDY# until IRDY#, so if it asserted TRDY# with STOP#, a word moves.
+        ending_open = Signal()
         term = Signal(Termination)      # why this transaction is ending
         since_addr = Signal(16)         # clocks since the (last) address phase, saturating
         wait_left = Signal(3)           # IRDY# wait states still to insert
@@ -262,7 +265,7 @@ class Initiator(wiring.Component):
 
         in_data = phase == _Phase.DATA
         xfer = Signal()
-        m.d.comb += xfer.eq(in_data & pin_irdy & now.trdy & now.devsel & ~ending)
+        m.d.comb += xfer.eq(in_data & pin_irdy & now.trdy & now.devsel & (~ending | ending_open))
         moved_now = Signal(2)
         m.d.comb += moved_now.eq(Mux(xfer, cur_size, 0))
         left_after = Signal(32)
@@ -455,7 +458,9 @@ class Initiator(wiring.Component):
                 seen_term = Signal(Termination)
                 with m.If(target_abort):
                     m.d.comb += seen_term.eq(Termination.TARGET_ABORT)
-                with m.Elif(target_stop & xfer):
+                with m.Elif(target_stop & now.trdy):
+                    # With IRDY# asserted the word moves now; else TRDY# is held until
+                    # IRDY# is asserted in the last phase, and it moves then.
                     m.d.comb += seen_term.eq(Termination.DISCONNECT_DATA)
                 with m.Elif(target_stop & moved):
                     m.d.comb += seen_term.eq(Termination.DISCONNECT_NODATA)
@@ -515,8 +520,9 @@ class Initiator(wiring.Component):
                         m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.STOPPED)]
                 with m.Elif(forced_end):
                     # STOP#/abort while FRAME# is asserted: one more phase with FRAME#
-                    # deasserted and IRDY# asserted, in which nothing moves.
-                    m.d.pci += ending.eq(1)
+                    # deasserted and IRDY# asserted, in which nothing more moves, unless
+                    # STOP# came while IRDY# was deasserted (ending_open).
+                    m.d.pci += [ending.eq(1), ending_open.eq(~pin_irdy)]
                     drive_data_phase(1)
                 with m.Else():
                     # Once IRDY# is asserted FRAME# may not change until that data phase
