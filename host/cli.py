@@ -239,12 +239,11 @@ class DecodeCommand(Command):
                                  "trace)")
 
     def run(self, args, out):
-        from pcispy.host.decode import summarise
-        from pcispy.host.export import export, to_json
+        from pcispy.host.export import export, trace_json
         from pcispy.host.trace import read_trace
         trace = read_trace(args.file)
         if args.json:
-            return to_json(summarise(trace, args.latency_timer), trace.metadata)
+            return trace_json(trace, args.latency_timer)
         if not args.output:
             export(trace, args.format, out, args.latency_timer)
             return None

@@ -9,27 +9,34 @@
   phases, ``dur``/``lat``/``wait``/``delta`` in clocks (``wait`` = initiator + target wait
   states, ``delta`` = clocks from the previous transaction's start), ``term`` a
   :data:`~pcispy.gateware.pci.bus.TERMINATION_NAMES` name.
-- JSON holds every field of every summary (enums by name) and reads back losslessly.
+- JSON holds every field of every summary (enums by name) and reads back losslessly, and
+  beside them ``lost``/``overruns`` and the ``events`` (:func:`trace_events`).
 - VCD shows every bus line of a raw trace at its pin level (active-low lines as on the wire,
   named ``..._n``) from each record's clock on, for GTKWave or Surfer.
+
+Nothing lost is left unsaid (DESIGN.md): records the spy could not store (metadata
+``lost``/``overruns``, OVERRUN records) get a line under the table, a warning on standard
+error beside a CSV or VCD (whose formats have no room for it), and fields in the JSON; the
+trigger and protocol violations get a line under the table and their events in the JSON.
 """
 
 import csv
 import io
 import json
+import sys
 
 import numpy as np
 from vcd import VCDWriter
 
 from pcispy.gateware.pci.bus import (ACTIVE_LOW, COMMAND_MNEMONICS, TERMINATION_NAMES, BusState,
                                      Command, DevselSpeed, Termination)
-from pcispy.gateware.spy.format import RecordKind
+from pcispy.gateware.spy.format import RecordKind, TriggerSource
 from pcispy.host.decode import SUMMARY_DTYPE, summarise
 from pcispy.host.errors import PcispyError, TraceFormatError
 
 __all__ = ["CSV_COLUMNS", "TABLE_COLUMNS", "summary_rows", "to_csv", "read_csv",
-           "to_json", "summaries_from_json", "write_table", "write_vcd", "pin_name",
-           "FORMATS", "export"]
+           "to_json", "trace_json", "summaries_from_json", "write_table", "write_vcd",
+           "pin_name", "trace_events", "losses", "note_lines", "FORMATS", "export"]
 
 #: The CSV header, in order.
 CSV_COLUMNS = ("trans", "time", "addr", "cmd", "rw", "len", "dur", "lat", "wait", "term",
@@ -122,9 +129,110 @@ def read_csv(text):
     return rows
 
 
-def to_json(summaries, metadata=None):
-    """A JSON-able object: ``metadata`` and one object per transaction holding every summary
-    field (``command``, ``termination``, ``devsel`` by name) and the CSV's derived columns."""
+def _rule_names(mask):
+    """The checker rule names of the bits set in ``mask`` (``rule N`` for an id this
+    gateware does not have: a damaged or newer file)."""
+    from pcispy.gateware.spy.checker import RULES
+    names = {rule.id: rule.name for rule in RULES}
+    return [names.get(bit, f"rule {bit}") for bit in range(64) if mask >> bit & 1]
+
+
+def trace_events(trace):
+    """What a trace holds besides bus cycles and transactions, in capture order: one dict
+    per OVERRUN, TRIGGER and VIOLATION record (WRAP records are only a time base) and per
+    raw record marked as the trigger or with a violation. Keys: ``kind`` (``overrun``,
+    ``trigger``, ``violation``), ``time`` (clock); ``lost`` (overrun: records dropped
+    before it); ``source`` (a TRIGGER record's :class:`TriggerSource` name); ``rules``
+    (violation: checker rule names; a raw record names its lowest, ``more_rules`` says
+    whether others fired in that clock too) and ``clocks`` (a VIOLATION record: the clocks
+    merged into it)."""
+    times = None
+    found = []
+    for kind in (RecordKind.OVERRUN, RecordKind.TRIGGER, RecordKind.VIOLATION):
+        where = trace.indices(kind)
+        if not len(where):
+            continue
+        times = trace.times() if times is None else times
+        for index, record in zip(where, trace.records(kind)):
+            event = {"kind": kind.name.lower(), "time": int(times[index])}
+            if kind is RecordKind.OVERRUN:
+                event["lost"] = int(record["lost"])
+            elif kind is RecordKind.TRIGGER:
+                event["source"] = TriggerSource(int(record["source"])).name.lower()
+            else:
+                event.update(rules=_rule_names(int(record["rules"])),
+                             clocks=int(record["clocks"]))
+            found.append((int(index), event))
+    raw_at = trace.indices(RecordKind.RAW)
+    if len(raw_at):
+        marks = trace.columns(RecordKind.RAW, ["trigger", "violation", "rule", "many_rules"])
+        marked = np.flatnonzero(marks["trigger"] | marks["violation"])
+        if len(marked):
+            times = trace.times() if times is None else times
+        for at in marked:
+            index = int(raw_at[at])
+            if marks["trigger"][at]:
+                found.append((index, {"kind": "trigger", "time": int(times[index])}))
+            if marks["violation"][at]:
+                found.append((index, {"kind": "violation", "time": int(times[index]),
+                                      "rules": _rule_names(1 << int(marks["rule"][at])),
+                                      "more_rules": bool(marks["many_rules"][at])}))
+    return [event for _, event in sorted(found, key=lambda item: item[0])]
+
+
+def losses(trace, events):
+    """``{"lost", "overruns", "at"}``: records the spy dropped, in how many overruns, and the
+    clocks of the OVERRUN records the trace holds. The counts are the board's (metadata),
+    or what the OVERRUN records say where that is more (a trace built without the board's
+    counts)."""
+    overruns = [event for event in events if event["kind"] == "overrun"]
+    return {"lost": max(trace.metadata["lost"], sum(event["lost"] for event in overruns)),
+            "overruns": max(trace.metadata["overruns"], len(overruns)),
+            "at": [event["time"] for event in overruns]}
+
+
+def _clocks(times, most=8):
+    shown = ", ".join(str(time) for time in times[:most])
+    more = f", ... ({len(times)} in all)" if len(times) > most else ""
+    return f"clock{'s' if len(times) > 1 else ''} {shown}{more}"
+
+
+def _loss_line(lost):
+    if not lost["lost"] and not lost["overruns"]:
+        return None
+    where = f" at {_clocks(lost['at'])}" if lost["at"] else ""
+    return (f"{lost['lost']} records lost in {lost['overruns']} overrun"
+            f"{'s' if lost['overruns'] != 1 else ''} (the spy's trace writer fell behind the "
+            f"bus){where}: transactions around them are missing or left out")
+
+
+def note_lines(trace, events):
+    """The lines printed under the table: records lost (see :func:`losses`), the trigger,
+    and the protocol violations by rule (how often, from which clock)."""
+    lines = []
+    lost = _loss_line(losses(trace, events))
+    if lost:
+        lines.append(lost)
+    for event in events:
+        if event["kind"] == "trigger":
+            source = f" ({event['source']})" if "source" in event else ""
+            lines.append(f"trigger at clock {event['time']}{source}")
+    seen = {}
+    for event in events:
+        if event["kind"] == "violation":
+            for rule in event["rules"]:
+                seen.setdefault(rule, []).append(event["time"])
+    if seen:
+        lines.append("protocol violations: " + "; ".join(
+            f"{rule} x{len(times)} from clock {times[0]}" for rule, times in seen.items()))
+    return lines
+
+
+def to_json(summaries, metadata=None, events=None, lost=None):
+    """A JSON-able object: ``metadata``, ``lost`` and ``overruns`` (:func:`losses`; from the
+    metadata when not given), ``events`` (:func:`trace_events`), and one object per
+    transaction holding every summary field (``command``, ``termination``, ``devsel`` by
+    name) and the CSV's derived columns."""
     transactions = []
     for row, record in zip(summary_rows(summaries), summaries):
         item = {name: int(record[name]) for name in SUMMARY_DTYPE.names if name != "kind"}
@@ -133,7 +241,19 @@ def to_json(summaries, metadata=None):
         item["devsel"] = DevselSpeed(item["devsel"]).name.lower()
         item.update(trans=row["trans"], rw=row["rw"], wait=row["wait"], delta=row["delta"])
         transactions.append(item)
-    return {"metadata": metadata or {}, "transactions": transactions}
+    metadata = metadata or {}
+    if lost is None:
+        lost = {"lost": metadata.get("lost", 0), "overruns": metadata.get("overruns", 0)}
+    return {"metadata": metadata, "lost": lost["lost"], "overruns": lost["overruns"],
+            "events": events or [], "transactions": transactions}
+
+
+def trace_json(trace, latency_timer=None):
+    """:func:`to_json` of a whole trace: its summaries (a raw trace decoded in software),
+    metadata, losses and events."""
+    events = trace_events(trace)
+    return to_json(summarise(trace, latency_timer), trace.metadata, events,
+                   losses(trace, events))
 
 
 def summaries_from_json(document):
@@ -160,8 +280,9 @@ def summaries_from_json(document):
     return out
 
 
-def write_table(summaries, out, use_rich=None):
-    """Print the table to ``out``; ``use_rich`` defaults to whether ``out`` is a terminal."""
+def write_table(summaries, out, use_rich=None, notes=()):
+    """Print the table to ``out``, then the ``notes`` lines (:func:`note_lines`) under it;
+    ``use_rich`` defaults to whether ``out`` is a terminal."""
     rows = [[_text(row, key) for _, key in TABLE_COLUMNS] for row in summary_rows(summaries)]
     headings = [heading for heading, _ in TABLE_COLUMNS]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headings)]
@@ -178,11 +299,16 @@ def write_table(summaries, out, use_rich=None):
             table.add_row(*row)
         # Off a terminal rich would assume 80 columns and cut cells: give it the full width.
         width = None if terminal else sum(widths) + 3 * len(widths) + 1
-        Console(file=out, width=width).print(table)
+        console = Console(file=out, width=width)
+        console.print(table)
+        for line in notes:
+            console.print(line, markup=False, highlight=False)
         return
     for row in [headings] + rows:
         out.write("  ".join(cell.rjust(width) for cell, width in zip(row, widths)).rstrip()
                   + "\n")
+    for line in notes:
+        out.write(line + "\n")
 
 
 def pin_name(line):
@@ -241,20 +367,35 @@ def write_vcd(trace, out):
 FORMATS = ("table", "csv", "json", "vcd")
 
 
-def export(trace, fmt, out, latency_timer=None):
+def _warn_on_stderr(line):
+    print(f"pcispy: warning: {line}", file=sys.stderr)
+
+
+def export(trace, fmt, out, latency_timer=None, warn=_warn_on_stderr):
     """Write ``trace`` (:class:`~pcispy.host.trace.Trace`) to the text stream ``out`` in
     ``fmt`` (one of :data:`FORMATS`): its summaries (a raw trace is decoded in software), or
-    for ``vcd`` its raw bus cycles. Returns the number of transactions or raw records."""
+    for ``vcd`` its raw bus cycles. Records lost go under the table, into the JSON, and for
+    CSV and VCD (which keep their formats) to ``warn`` (a callable taking one line; default:
+    standard error). Returns the number of transactions or raw records."""
+    if fmt not in FORMATS:
+        raise PcispyError(f"unknown export format {fmt!r} (one of {', '.join(FORMATS)})")
+    if fmt == "json":
+        document = trace_json(trace, latency_timer)
+        out.write(json.dumps(document, indent=1) + "\n")
+        return len(document["transactions"])
+    events = trace_events(trace)
     if fmt == "vcd":
         write_vcd(trace, out)
-        return len(trace.indices(RecordKind.RAW))
-    summaries = summarise(trace, latency_timer)
-    if fmt == "table":
-        write_table(summaries, out)
-    elif fmt == "csv":
-        out.write(to_csv(summaries))
-    elif fmt == "json":
-        out.write(json.dumps(to_json(summaries, trace.metadata), indent=1) + "\n")
+        count = len(trace.indices(RecordKind.RAW))
+    elif fmt == "table":
+        summaries = summarise(trace, latency_timer)
+        write_table(summaries, out, notes=note_lines(trace, events))
+        return len(summaries)
     else:
-        raise PcispyError(f"unknown export format {fmt!r} (one of {', '.join(FORMATS)})")
-    return len(summaries)
+        summaries = summarise(trace, latency_timer)
+        out.write(to_csv(summaries))
+        count = len(summaries)
+    lost = _loss_line(losses(trace, events))
+    if lost:
+        warn(lost)
+    return count

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Exports: the exact CSV of a known trace, CSV and JSON round trips, the table, the VCD
-parsed back with vcdvcd, and ``pcispy decode`` writing each format."""
+parsed back with vcdvcd, ``pcispy decode`` writing each format, and records lost, the
+trigger and violations shown in each (under the table, on standard error beside a CSV,
+as JSON fields)."""
 
 import io
 import json
@@ -10,12 +12,14 @@ import pytest
 from vcdvcd import VCDVCD
 
 from pcispy.gateware.pci.bus import Command
-from pcispy.gateware.spy.format import SummaryRecord, record_fields
+from pcispy.gateware.spy.format import (OverrunEvent, SummaryRecord, TriggerEvent,
+                                        ViolationEvent, record_fields)
 from pcispy.host.cli import main
 from pcispy.host.decode import raw_records, summarise, synthetic_trace
 from pcispy.host.errors import PcispyError
-from pcispy.host.export import (CSV_COLUMNS, read_csv, summaries_from_json, summary_rows,
-                                to_csv, to_json, write_table, write_vcd)
+from pcispy.host.export import (CSV_COLUMNS, note_lines, read_csv, summaries_from_json,
+                                summary_rows, to_csv, to_json, trace_events, write_table,
+                                write_vcd)
 from pcispy.host.trace import pack_records, parse_trace, trace_bytes, write_trace
 
 pytestmark = pytest.mark.spy
@@ -167,3 +171,93 @@ def test_vcd_of_a_summary_trace_is_refused(tmp_path, capsys):
     assert main(["decode", str(path), "--format", "vcd"]) == 2
     err = capsys.readouterr().err
     assert err == "pcispy: error: VCD needs a raw capture; this trace has no raw records\n"
+
+
+def _lossy_rtc_file(tmp_path):
+    """The RTC trace with an OVERRUN record (3 records lost) after the first transaction and
+    the board's counts in the metadata (4 lost in 2 overruns: one record was overwritten)."""
+    records = raw_records(RTC_CLOCKS)
+    overrun = pack_records(OverrunEvent(), {"timestamp": 7, "lost": 3}, size_bits=128)
+    path = tmp_path / "lossy.pcitrace"
+    write_trace(path, np.concatenate([records[:7], overrun, records[7:]]),
+                {"mode": "raw", "lost": 4, "overruns": 2})
+    return path
+
+
+LOSS_LINE = ("4 records lost in 2 overruns (the spy's trace writer fell behind the bus) at "
+             "clock 7: transactions around them are missing or left out")
+
+
+def test_lost_records_are_shown_under_the_table(tmp_path, capsys):
+    out = io.StringIO()
+    assert main(["decode", str(_lossy_rtc_file(tmp_path))], out=out) == 0
+    lines = out.getvalue().splitlines()
+    # The transaction after the OVERRUN record starts the decode anew: it is left out
+    # (its clock before is unknown), as the line says.
+    assert [line.split()[1] for line in lines[1:-1]] == ["0x00000070", "0x00000071"]
+    assert lines[-1] == LOSS_LINE
+    assert capsys.readouterr().err == ""
+
+
+def test_lost_records_warn_beside_a_csv(tmp_path, capsys):
+    out = io.StringIO()
+    assert main(["decode", str(_lossy_rtc_file(tmp_path)), "--format", "csv"], out=out) == 0
+    assert out.getvalue().splitlines()[0] == ",".join(CSV_COLUMNS)      # the same header
+    assert len(out.getvalue().splitlines()) == 3
+    assert capsys.readouterr().err == f"pcispy: warning: {LOSS_LINE}\n"
+    # No loss, no warning.
+    path = tmp_path / "rtc.pcitrace"
+    write_trace(path, rtc_trace().data, rtc_trace().metadata)
+    assert main(["decode", str(path), "--format", "csv"], out=io.StringIO()) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_lost_records_and_events_are_json_fields(tmp_path):
+    path = _lossy_rtc_file(tmp_path)
+    out = io.StringIO()
+    assert main(["decode", str(path), "--format", "json"], out=out) == 0
+    document = json.loads(out.getvalue())
+    assert (document["lost"], document["overruns"]) == (4, 2)
+    assert document["events"] == [{"kind": "overrun", "time": 7, "lost": 3}]
+    assert len(document["transactions"]) == 2
+    out = io.StringIO()
+    assert main(["--json", "decode", str(path)], out=out) == 0
+    assert json.loads(out.getvalue()) == document
+
+
+def test_trigger_and_violations_of_a_summary_trace():
+    from pcispy.gateware.spy.checker import RULES
+    summary = pack_records(SummaryRecord(), {"timestamp": [100, 140], "command": IOW,
+                                             "address": 0x70})
+    trigger = pack_records(TriggerEvent(), {"timestamp": 100, "source": 1}, size_bits=256)
+    violation = [pack_records(ViolationEvent(), {"timestamp": t, "clocks": 2,
+                                                 "rules": (1 << RULES[0].id) |
+                                                 (1 << RULES[3].id)}, size_bits=256)
+                 for t in (120, 150)]
+    trace = parse_trace(trace_bytes(np.concatenate([trigger, summary[:1], violation[0],
+                                                    summary[1:], violation[1]]),
+                                    {"mode": "summary"}))
+    events = trace_events(trace)
+    assert events == [
+        {"kind": "trigger", "time": 100, "source": "filter"},
+        {"kind": "violation", "time": 120, "rules": [RULES[0].name, RULES[3].name],
+         "clocks": 2},
+        {"kind": "violation", "time": 150, "rules": [RULES[0].name, RULES[3].name],
+         "clocks": 2}]
+    out = io.StringIO()
+    write_table(summarise(trace), out, notes=note_lines(trace, events))
+    assert out.getvalue().splitlines()[-2:] == [
+        "trigger at clock 100 (filter)",
+        f"protocol violations: {RULES[0].name} x2 from clock 120; {RULES[3].name} x2 from "
+        "clock 120"]
+
+
+def test_raw_trigger_and_violation_marks_are_events():
+    from pcispy.gateware.spy.checker import RULES
+    clocks = [dict(c) for c in RTC_CLOCKS]
+    clocks[0]["trigger"] = 1
+    clocks[4].update(violation=1, rule=RULES[5].id, many_rules=1)
+    trace = parse_trace(trace_bytes(raw_records(clocks), {"mode": "raw"}))
+    assert trace_events(trace) == [
+        {"kind": "trigger", "time": 1},
+        {"kind": "violation", "time": 5, "rules": [RULES[5].name], "more_rules": True}]
