@@ -8,6 +8,15 @@ BAR1 and returns them with the trace metadata of host/trace.py; the CLI writes t
 ``.pcitrace`` file. A stop by the user (Ctrl-C on hardware) or the end of ``duration``
 stops the capture and keeps what it holds.
 
+How long it waits: on hardware, until the capture stops by itself (its count reached, the
+memory full), the end of ``duration``, or Ctrl-C, as an analyzer waits for its trigger
+(the CLI shows the count live meanwhile). In simulation nobody can press Ctrl-C and no
+traffic comes but the scenario's (``--sim=rtc``): without ``duration`` the wait ends after
+``limit`` seconds of simulated bus time (:data:`SIM_WAIT_LIMIT`, ``--sim-limit``), and the
+result says so (``limit_reached``). The CLI then writes what the capture holds when its
+trigger fired and it holds records; otherwise (nothing matched the filters, or the trigger
+never fired) it writes no file and ends with one line saying so, exit status 2.
+
 Filter specs (``--filter``, up to :data:`~pcispy.gateware.regs.SPY_FILTERS`)::
 
     [!]WHAT[:VALUE[/MASK]]
@@ -48,6 +57,7 @@ from pcispy.host.cli import Command as CliCommand, int_range, positive_seconds, 
 from pcispy.host.errors import PcispyError, RefusedSetting, UsageError
 
 __all__ = ["capture", "start_capture", "wait_capture", "finish_capture", "CaptureCommand",
+           "SIM_WAIT_LIMIT",
            "SPY_MASTERS", "TRIGGERS", "TRACE_BAR", "ADDRESS_BITS", "FilterSpec",
            "parse_filter", "parse_trigger", "parse_violations", "check_settings",
            "trace_metadata", "raw_start_timestamp", "read_trace_memory", "program_filters"]
@@ -66,6 +76,9 @@ _SPACES = {"mem": MEMORY_COMMANDS, "io": IO_COMMANDS, "cfg": CONFIG_COMMANDS,
 _MNEMONIC = {name: command for command, name in COMMAND_MNEMONICS.items()}
 #: 32-bit words read from BAR1 per transport block read.
 _READ_WORDS = 2048
+#: Seconds of simulated bus time a capture without ``duration`` waits at most in simulation
+#: (3.3 million clocks at 33 MHz: about a hundred clock ticks of the rtc scenario).
+SIM_WAIT_LIMIT = 0.1
 
 
 class FilterSpec(dict):
@@ -370,7 +383,7 @@ async def finish_capture(run, *, interrupted=False, timed_out=False):
 async def capture(transport, *, mode="summary", filters=(), combine="any", trigger="now",
                   pre=0, count=0, ring=False, idle_compress=True, raw_select=False,
                   latency_timer=0, violations="all", duration=None, poll=0.0005,
-                  progress=None):
+                  progress=None, limit=None):
     """Capture bus traffic with the spy and read it back.
 
     Parameters: ``mode`` ``"raw"`` or ``"summary"``; ``filters`` filter specs (strings
@@ -381,21 +394,32 @@ async def capture(transport, *, mode="summary", filters=(), combine="any", trigg
     and ``raw_select`` (raw mode: leave out idle clocks; keep only clocks of the
     transactions the filters select); ``latency_timer`` the masters' Latency Timer (to
     classify endings); ``violations`` the checker rules whose violations are stored as
-    events (:func:`parse_violations`); ``duration`` seconds of bus time to wait at most (None: until the
-    capture stops by itself); ``poll`` seconds between status polls; ``progress`` an
-    optional ``callable(count, capacity, state)`` (in-process transports only).
+    events (:func:`parse_violations`); ``duration`` seconds of bus time to wait at most
+    (None: until the capture stops by itself, in simulation at most ``limit`` seconds of
+    bus time, default :data:`SIM_WAIT_LIMIT`); ``poll`` seconds between status polls;
+    ``progress`` an optional ``callable(count, capacity, state)`` (in-process transports
+    only).
 
     Returns ``{"metadata": ..., "records": base64 of the records in capture order,
-    "records_count", "status": {...}, "interrupted": bool, "timed_out": bool}``.
+    "records_count", "status": {...}, "interrupted": bool, "timed_out": bool,
+    "limit_reached": bool, "limit": seconds or None}`` (``timed_out``: the wait ended by
+    ``duration`` or the limit; ``limit_reached``: by the simulation's limit).
     """
     run = await start_capture(transport, mode=mode, filters=filters, combine=combine,
                               trigger=trigger, pre=pre, count=count, ring=ring,
                               idle_compress=idle_compress, raw_select=raw_select,
                               latency_timer=latency_timer, violations=violations,
                               duration=duration)
-    interrupted, timed_out = await wait_capture(run, duration=duration, poll=poll,
-                                                progress=progress)
-    return await finish_capture(run, interrupted=interrupted, timed_out=timed_out)
+    # In simulation nothing else ends a wait: the simulated bus time bounds it.
+    bound = None
+    if duration is None and transport.kind == "sim":
+        bound = SIM_WAIT_LIMIT if limit is None else limit
+        if not 0 < bound < float("inf"):
+            raise UsageError(f"--sim-limit {bound}: give a positive number of seconds")
+    interrupted, timed_out = await wait_capture(
+        run, duration=duration if bound is None else bound, poll=poll, progress=progress)
+    result = await finish_capture(run, interrupted=interrupted, timed_out=timed_out)
+    return dict(result, limit_reached=timed_out and bound is not None, limit=bound)
 
 
 class CaptureCommand(CliCommand):
@@ -451,6 +475,12 @@ class CaptureCommand(CliCommand):
         parser.add_argument("--duration", type=positive_seconds, metavar="SECONDS",
                             help="wait at most this long (bus time), then stop and keep "
                                  "what was captured")
+        parser.add_argument("--sim-limit", type=positive_seconds, metavar="SECONDS",
+                            help="in simulation, without --duration: the simulated bus time "
+                                 f"to wait at most (default {SIM_WAIT_LIMIT}); if by then "
+                                 "the trigger has not fired or nothing matched, no file is "
+                                 "written and the exit status is 2 (on hardware the capture "
+                                 "waits until it stops by itself or Ctrl-C)")
         parser.add_argument("-o", "--output", required=True, metavar="FILE",
                             help="the .pcitrace file to write")
 
@@ -465,7 +495,14 @@ class CaptureCommand(CliCommand):
         check_settings(**{k: arguments[k] for k in ("mode", "filters", "combine", "trigger",
                                                     "pre", "count", "latency_timer",
                                                     "violations", "ring", "duration")})
+        if args.sim_limit is not None:
+            if args.sysfs is not None or args.uart is not None:
+                raise UsageError("--sim-limit bounds a capture in simulation; on hardware "
+                                 "give --duration (or stop it with Ctrl-C)")
+            arguments["limit"] = args.sim_limit
         result = _run_with_progress(args, arguments)
+        if result.get("limit_reached"):
+            _refuse_empty(result, args)
         try:
             write_trace(args.output, base64.b64decode(result["records"]), result["metadata"])
         except OSError as error:
@@ -475,11 +512,46 @@ class CaptureCommand(CliCommand):
         if not args.json:
             status = result["status"]
             how = ("interrupted" if result["interrupted"] else
+                   f"stopped after {result['limit']} s of simulated bus time (--sim-limit)"
+                   if result.get("limit_reached") else
                    "stopped at the end of --duration" if result["timed_out"] else status["state"])
             out.write(f"{args.output}: {result['records_count']} {args.mode} records "
                       f"({how}; {'triggered' if status['triggered'] else 'not triggered'}"
                       f", {status['lost']} lost in {status['overruns']} overruns)\n")
         return result
+
+
+def _observed(result):
+    """Records of a capture result that show the bus: all but the trigger's own mark (a
+    TRIGGER event, or the raw record of the arm clock a trigger 'now' stores) and WRAP
+    time bases."""
+    import numpy as np
+    from pcispy.host.trace import parse_trace, trace_bytes
+    trace = parse_trace(trace_bytes(base64.b64decode(result["records"]), result["metadata"]))
+    marks = np.zeros(len(trace), dtype=bool)
+    raw_at = trace.indices(RecordKind.RAW)
+    marks[raw_at] = trace.columns(RecordKind.RAW, ["trigger"])["trigger"] == 1
+    ignored = np.isin(trace.kinds, [RecordKind.TRIGGER.value, RecordKind.WRAP.value])
+    return int(np.count_nonzero(~marks & ~ignored))
+
+
+def _refuse_empty(result, args):
+    """A simulated capture the limit ended: nothing useful unless its trigger fired and it
+    holds records of the bus. One line says what did not happen within that time (exit
+    2)."""
+    status = result["status"]
+    observed = _observed(result)
+    if status["triggered"] and observed:
+        return
+    waited = (f"within {result['limit']} s of simulated bus time "
+              f"({round(result['limit'] * result['metadata']['clock_mhz'] * 1e6)} clocks)")
+    if not status["triggered"]:
+        what = (f"the trigger ({args.trigger}) did not fire {waited}; the capture held "
+                f"{observed} pre-trigger records")
+    else:
+        what = f"nothing matched the filters {waited}: the capture holds no records"
+    raise PcispyError(f"{what}; no file written (--sim-limit SECONDS waits longer; "
+                      "--sim=rtc has traffic of its own)")
 
 
 def _run_with_progress(args, arguments):

@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""``pcispy capture`` in simulation ends: without --duration the simulated bus time bounds
+the wait (--sim-limit), and a capture that matched nothing, or whose trigger never fired,
+ends in one line, exit 2, no file; one that holds records is written. The CLI's decision
+on fabricated results (no simulator), then two real simulator runs (ideal: nothing touches
+the RTC; rtc: its clock ticks come)."""
+
+import base64
+import contextlib
+import io
+
+import numpy as np
+import pytest
+
+from pcispy.gateware.pci.bus import Command
+from pcispy.gateware.spy.format import CaptureMode, SummaryRecord, TriggerEvent
+from pcispy.host import cli
+from pcispy.host.features import capture as capture_feature
+from pcispy.host.features.capture import SIM_WAIT_LIMIT, trace_metadata
+from pcispy.host.trace import pack_records, read_trace
+
+pytestmark = pytest.mark.spy
+
+
+def run_cli(*argv):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = cli.main(list(argv), out=out)
+        except SystemExit as exit_:
+            status = exit_.code
+    return status, out.getvalue(), err.getvalue()
+
+
+def _result(records, *, triggered=True, limit=0.002):
+    """What the capture feature returns when the simulation's limit ended the wait."""
+    data = np.concatenate(records) if records else np.zeros((0, 32), dtype=np.uint8)
+    status = {"capacity": 2048, "start": 0, "count": len(data), "trigger_index": 0,
+              "lost": 0, "overruns": 0, "state": "done", "triggered": triggered,
+              "trigger_timestamp": 100 if triggered else 0}
+    metadata = trace_metadata(mode=CaptureMode.SUMMARY, width=32, masters=3, clock_mhz=33,
+                              settings={}, status=status, start_timestamp=90,
+                              latency_timer=0)
+    return {"metadata": metadata, "records": base64.b64encode(data.tobytes()).decode(),
+            "records_count": len(data), "status": status, "interrupted": False,
+            "timed_out": True, "limit_reached": True, "limit": limit}
+
+
+TRIGGER = pack_records(TriggerEvent(), {"timestamp": 100}, size_bits=256)
+SUMMARY = pack_records(SummaryRecord(), {"timestamp": 200, "address": 0x70,
+                                         "command": Command.IO_WRITE.value})
+
+
+@pytest.fixture
+def fabricated(monkeypatch):
+    """Make the capture feature return the result the test sets (and note its arguments)."""
+    calls = {}
+
+    def run_feature(args, feature, **arguments):
+        calls["arguments"] = arguments
+        return calls["result"]
+    monkeypatch.setattr(capture_feature, "run_feature", run_feature)
+    return calls
+
+
+@pytest.mark.parametrize("records, triggered, says", [
+    ([TRIGGER], True, "pcispy: error: nothing matched the filters within 0.002 s of "
+                      "simulated bus time (66000 clocks): the capture holds no records; no "
+                      "file written (--sim-limit SECONDS waits longer; --sim=rtc has traffic "
+                      "of its own)\n"),
+    ([SUMMARY], False, "pcispy: error: the trigger (filter) did not fire within 0.002 s of "
+                       "simulated bus time (66000 clocks); the capture held 1 pre-trigger "
+                       "records; no file written (--sim-limit SECONDS waits longer; "
+                       "--sim=rtc has traffic of its own)\n"),
+])
+def test_nothing_useful_within_the_limit_is_one_line_and_no_file(
+        tmp_path, fabricated, records, triggered, says):
+    fabricated["result"] = _result(records, triggered=triggered)
+    path = tmp_path / "x.pcitrace"
+    status, out, err = run_cli("--sim", "capture", "--trigger", "filter", "--filter", "io",
+                               "--sim-limit", "0.002", "-o", str(path))
+    assert (status, out, err) == (2, "", says)
+    assert fabricated["arguments"]["limit"] == 0.002
+    assert not path.exists()
+
+
+def test_records_within_the_limit_are_written(tmp_path, fabricated):
+    fabricated["result"] = _result([TRIGGER, SUMMARY])
+    path = tmp_path / "x.pcitrace"
+    status, out, err = run_cli("--sim", "capture", "--sim-limit", "0.002", "-o", str(path))
+    assert (status, err) == (0, "")
+    assert out == (f"{path}: 2 summary records (stopped after 0.002 s of simulated bus time "
+                   "(--sim-limit); triggered, 0 lost in 0 overruns)\n")
+    assert len(read_trace(path).summaries) == 1
+
+
+def test_the_limit_is_for_simulation_only(tmp_path):
+    status, _, err = run_cli("--sysfs", "0000:ff:1f.7", "capture", "--sim-limit", "1",
+                             "-o", str(tmp_path / "x.pcitrace"))
+    assert status == 2
+    assert err.splitlines()[-1] == ("pcispy capture: error: --sim-limit bounds a capture in "
+                                    "simulation; on hardware give --duration (or stop it "
+                                    "with Ctrl-C)")
+
+
+# -- in the simulator ----------------------------------------------------------------------
+
+def test_readme_rtc_filter_on_the_ideal_host_ends_after_the_limit(tmp_path):
+    # Nothing touches I/O 0x70 on the ideal host: the wait ends after the limit.
+    path = tmp_path / "rtc.pcitrace"
+    status, out, err = run_cli("capture", "--mode", "summary", "--filter", "io:0x70/0xfffe",
+                               "--sim-limit", "0.002", "-o", str(path))
+    assert (status, out) == (2, "")
+    assert err.startswith("pcispy: error: nothing matched the filters within 0.002 s of "
+                          "simulated bus time (66000 clocks)") and err.count("\n") == 1
+    assert not path.exists()
+
+
+def test_rtc_scenario_clock_ticks_within_the_limit(tmp_path):
+    # Two clock ticks of the rtc scenario (every ~32000 clocks) within 66000 clocks.
+    path = tmp_path / "rtc.pcitrace"
+    status, out, err = run_cli("--sim=rtc", "capture", "--mode", "summary", "--filter",
+                               "io:0x70/0xfffe", "--violations", "none", "--sim-limit",
+                               "0.002", "-o", str(path))
+    assert (status, err) == (0, "")
+    assert "stopped after 0.002 s of simulated bus time (--sim-limit)" in out
+    summaries = read_trace(path).summaries
+    assert len(summaries) >= 16          # two groups of four index writes and data reads
+    assert set(int(a) for a in summaries["address"]) == {0x70, 0x71}
+
+
+def test_default_limit_is_documented():
+    help_text = cli.build_parser()._subparsers._group_actions[0].choices["capture"] \
+        .format_help()
+    assert f"(default {SIM_WAIT_LIMIT})" in " ".join(help_text.split())
