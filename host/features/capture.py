@@ -555,19 +555,32 @@ def _refuse_empty(result, args):
 
 
 def _run_with_progress(args, arguments):
-    """Run the capture feature with a progress display on a terminal (a live count on an
-    in-process transport, a spinner while the simulator runs)."""
+    """Run the capture feature with a progress display on a terminal: on hardware (every
+    in-process transport: --sysfs, --uart) the live record count and state, named after the
+    board it runs on; in simulation a spinner naming the bound of its wait."""
     import sys
     if not sys.stderr.isatty() or args.json:
         return run_feature(args, "pcispy.host.features.capture:capture", **arguments)
     from rich.progress import Progress
+    label, live = _progress_label(args, arguments)
     with Progress(transient=True) as bar:
-        task = bar.add_task("capturing", total=None)
-        if args.sysfs:
+        task = bar.add_task(label, total=None)
+        if live:
             def progress(count, capacity, state):
                 bar.update(task, completed=count, total=capacity,
-                           description=f"capturing ({state})")
+                           description=f"{label} ({state})")
             arguments = dict(arguments, progress=progress)
-        else:
-            bar.update(task, description="capturing in the simulator")
         return run_feature(args, "pcispy.host.features.capture:capture", **arguments)
+
+
+def _progress_label(args, arguments):
+    """``(label, live)``: what the progress display says, and whether the feature can report
+    its count as it goes (it runs in this process on hardware, in the simulator's
+    otherwise)."""
+    if args.sysfs is not None:
+        return f"capturing on the board at {args.sysfs} (Ctrl-C stops)", True
+    if args.uart is not None:
+        return f"capturing on the board over {args.uart} (Ctrl-C stops)", True
+    waits = (f"{arguments['duration']} s" if arguments.get("duration") is not None else
+             f"at most {arguments.get('limit') or SIM_WAIT_LIMIT} s")
+    return f"capturing in the simulator ({waits} of bus time)", False

@@ -81,3 +81,71 @@ def test_refused_settings(overrides, message):
 def test_ring_capture_stops_by_count_duration_or_trigger():
     for overrides in ({"count": 10}, {"duration": 0.001}, {"trigger": "register"}):
         _settings(ring=True, **overrides)
+
+
+class _Terminal:
+    """Standard error as a terminal (the progress display shows only there)."""
+    def isatty(self):
+        return True
+
+    def write(self, text):
+        return len(text)
+
+    def flush(self):
+        pass
+
+
+class _Bar:
+    """rich's Progress, recording what it is told."""
+    shown = []
+
+    def __init__(self, **kwargs):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def add_task(self, description, total=None):
+        self.shown.append((description, None, None))
+        return 0
+
+    def update(self, task, completed=None, total=None, description=None):
+        self.shown.append((description, completed, total))
+
+
+@pytest.mark.parametrize("transport, label", [
+    (["--uart", "/dev/ttyUSB7"], "capturing on the board over /dev/ttyUSB7 (Ctrl-C stops)"),
+    (["--sysfs", "0000:03:00.0"], "capturing on the board at 0000:03:00.0 (Ctrl-C stops)"),
+])
+def test_progress_on_hardware_shows_the_live_count(monkeypatch, transport, label):
+    import sys
+    import rich.progress
+    from pcispy.host import cli
+    from pcispy.host.features import capture
+    _Bar.shown = []
+    monkeypatch.setattr(rich.progress, "Progress", _Bar)
+    monkeypatch.setattr(sys, "stderr", _Terminal())
+
+    def feature(args, name, **arguments):
+        arguments["progress"](5, 2048, "post")       # as wait_capture reports
+        raise UsageError("stop here")
+    monkeypatch.setattr(capture, "run_feature", feature)
+    args = cli.build_parser().parse_args(transport + ["capture", "-o", "x.pcitrace"])
+    with pytest.raises(UsageError):
+        capture._run_with_progress(args, {"duration": None})
+    assert _Bar.shown == [(label, None, None), (f"{label} (post)", 5, 2048)]
+
+
+def test_progress_in_the_simulator_names_the_bound_of_its_wait():
+    from pcispy.host import cli
+    from pcispy.host.features.capture import SIM_WAIT_LIMIT, _progress_label
+    args = cli.build_parser().parse_args(["--sim=rtc", "capture", "-o", "x.pcitrace"])
+    assert _progress_label(args, {"duration": None}) == (
+        f"capturing in the simulator (at most {SIM_WAIT_LIMIT} s of bus time)", False)
+    assert _progress_label(args, {"duration": None, "limit": 0.5}) == (
+        "capturing in the simulator (at most 0.5 s of bus time)", False)
+    assert _progress_label(args, {"duration": 0.25}) == (
+        "capturing in the simulator (0.25 s of bus time)", False)
