@@ -482,10 +482,13 @@ from .spy.format import (CaptureMode as _CaptureMode, TriggerSource as _TriggerS
                          TIMESTAMP_BITS as _TIMESTAMP_BITS)
 from .spy.filters import FilterCombine as _FilterCombine  # noqa: E402
 from .spy.counters import CounterValues as _CounterValues  # noqa: E402
+from .spy.counters import FilterCounter as _FilterCounter  # noqa: E402
+from .spy.counters import FILTER_COUNTER_BITS as _FILTER_COUNTER_BITS  # noqa: E402
 from .spy.trigger import RecorderState as _RecorderState  # noqa: E402
 
 #: Filter comparators of the board's spy, and the spy registers' layout constants.
 SPY_FILTERS = 4
+_SPY_FILTER_SELECT_BITS = max(1, (SPY_FILTERS - 1).bit_length())
 _SPY_FILTER_BASE, _SPY_FILTER_STRIDE = 0x080, 0x20
 _SPY_COUNTER_BASE = 0x100
 
@@ -574,7 +577,8 @@ SPY = Block("spy", 0x400, (
         Field("done", 2, 1, Access.RO, 0, "stopped and every record written: the trace "
               "can be read"),
         Field("pre_error", 3, 1, Access.RO, 0, "the last arm was refused: pre >= capacity"),
-        Field("clearing", 4, 1, Access.RO, 0, "histograms are being zeroed"),
+        Field("clearing", 4, 1, Access.RO, 0, "histograms or per-filter counters are "
+              "being zeroed"),
     ), "spy status"),
     reg32("capacity", 0x1C, Access.RO, "records the trace memory holds in the armed mode "
           "(raw: 1 slot of 16 bytes each, summary: 2 slots)"),
@@ -596,8 +600,25 @@ SPY = Block("spy", 0x400, (
         Field("bin", 8, 6, Access.RW, 0, "bin shown by hist_data"),
     ), "histogram bin select"),
     reg32("hist_data", 0x40, Access.RO, "count in the selected histogram bin"),
+    Register("fcount_select", 0x44, (
+        Field("filter", 0, _SPY_FILTER_SELECT_BITS, Access.RW, 0, "comparator whose "
+              "counter fcount_lo/_hi show: the transactions that comparator hits, whatever "
+              "the others and config.combine say"),
+        Field("counter", 8, 4, Access.RW, 0, "which counter (busy_clocks: the clocks of "
+              "those transactions; bytes: added when each ends; the rest as the combined "
+              "counters; values 13-15 read 0)", _enum_names(_FilterCounter)),
+    ), "per-filter counter select"),
+    reg32("fcount_lo", 0x48, Access.RO, "the selected per-filter counter, bits 31:0 (valid "
+          "from the second clock after fcount_select is written; reading it latches _hi). "
+          "A transaction is counted within 70 clocks of its end; status.clearing is set "
+          "while a clear is still zeroing them"),
+    Register("fcount_hi", 0x4C, (
+        Field("fcount", 0, _FILTER_COUNTER_BITS - 32, Access.RO, 0, "the selected "
+              "per-filter counter, bits 47:32 (as of the last fcount_lo read)"),
+    ), "selected per-filter counter, high bits"),
 ) + sum((_spy_filter_registers(i) for i in range(SPY_FILTERS)), ()) +
     _spy_counter_registers(),
-    "bus spy: capture control, trigger, filters, counters, histograms (trace in BAR1)")
+    "bus spy: capture control, trigger, filters, counters (combined and per filter), "
+    "histograms (trace in BAR1)")
 
 REGISTER_MAP = RegisterMap([IDENTITY, TARGET, DMA, IRQ, CHECK, SPY])

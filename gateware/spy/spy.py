@@ -25,7 +25,7 @@ from amaranth.lib.wiring import In, Out, connect
 
 from ..pci.bus import BusState
 from .capture import RawCapture
-from .counters import Counters, CounterValues
+from .counters import Counters, CounterValues, FilterCountSelect, FILTER_COUNTER_BITS
 from .filters import FilterSet, FilterCombine, Comparator
 from .format import CaptureMode, TriggerSource, TIMESTAMP_BITS, MAX_RULES
 from .summary import Summariser
@@ -61,7 +61,7 @@ class SpyStatus(data.StructLayout):
             "state":             RecorderState,
             "done":              1,   # stopped and every record written
             "pre_error":         1,   # the last arm was refused: pre >= capacity
-            "clearing":          1,   # histograms being zeroed
+            "clearing":          1,   # histograms or per-filter counters being zeroed
             "capacity":          32,  # records the memory holds in the armed mode
             "start":             32,  # index of the oldest valid record
             "count":             32,  # valid records
@@ -87,6 +87,9 @@ class Spy(wiring.Component):
         status (Out, SpyStatus), counters (Out, CounterValues(filters)).
         hist_select (In, 1), hist_addr (In, 6), hist_data (Out, 32): histogram bins (0:
             first-data latency, 1: gap), data one clock after the address.
+        fcount_select (In, FilterCountSelect(filters)), fcount_value (Out, 48): the
+            per-filter counters (:class:`~.counters.FilterCounters`), the value two clocks
+            after the select.
         trace (In, BackendSignature(addr_bits + 3 - width // 32, width)): the BAR1 backend
             bus of the target: reads of the trace memory (slot ``s`` is at byte offset
             ``16 * s``); writes are dropped.
@@ -123,6 +126,8 @@ class Spy(wiring.Component):
             "status":       Out(SpyStatus()),
             "counters":     Out(CounterValues(filters)),
             "hist_select":  In(1), "hist_addr": In(6), "hist_data": Out(32),
+            "fcount_select": In(FilterCountSelect(filters)),
+            "fcount_value": Out(FILTER_COUNTER_BITS),
             "trace":        In(BackendSignature(addr_bits + 3 - width // 32, width)),
         }
         if memory == "sram":
@@ -177,6 +182,7 @@ class Spy(wiring.Component):
             cnt.busy.eq(summ.busy), cnt.clear.eq(self.clear),
             cnt.hist_select.eq(self.hist_select), cnt.hist_addr.eq(self.hist_addr),
             self.hist_data.eq(cnt.hist_data), self.counters.eq(cnt.values),
+            cnt.fcount_select.eq(self.fcount_select), self.fcount_value.eq(cnt.fcount_value),
 
             rec.mode.eq(cfg.mode), rec.source.eq(cfg.source), rec.ring.eq(cfg.ring),
             rec.pre.eq(cfg.pre), rec.post.eq(cfg.post),
@@ -238,6 +244,8 @@ def connect_spy_registers(m, regs, spy, domain="pci"):
         regs.status.pre_error.eq(status.pre_error), regs.status.clearing.eq(status.clearing),
         spy.hist_select.eq(regs.hist_select.histogram), spy.hist_addr.eq(regs.hist_select.bin),
         regs.hist_data.hist_data.eq(spy.hist_data),
+        spy.fcount_select.filter.eq(regs.fcount_select.filter),
+        spy.fcount_select.counter.eq(regs.fcount_select.counter),
     ]
 
     def whole(name):   # the field of a one-field register (reg32) of the block
@@ -264,6 +272,7 @@ def connect_spy_registers(m, regs, spy, domain="pci"):
                      getattr(hi, hi_field).eq(latched)]
 
     wide("trigger_time", "trigger_time", status.trigger_timestamp)
+    wide("fcount", "fcount", spy.fcount_value)
     counters = spy.counters
     for name, field in counters.shape():
         value = getattr(counters, name)

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The spy behind the CSR bank, as the host driver sees it: registers by name from
-gateware/regs.py, a capture armed through them, counters read as _lo/_hi pairs, the trace
-read through the BAR1 backend."""
+gateware/regs.py, a capture armed through them, counters read as _lo/_hi pairs, the
+per-filter counters through fcount_select/_lo/_hi, the trace read through the BAR1
+backend."""
 
 import pytest
 
@@ -11,7 +12,8 @@ from amaranth.sim import Simulator
 from pcispy.gateware.csr import CSRBank
 from pcispy.gateware.pci.bus import Command
 from pcispy.gateware.regs import REGISTER_MAP
-from pcispy.gateware.spy.filters import IO_COMMANDS
+from pcispy.gateware.spy.counters import FILTER_COUNTER_INIT, FilterCounter
+from pcispy.gateware.spy.filters import IO_COMMANDS, command_set
 from pcispy.gateware.spy.format import CaptureMode, RecordKind, TriggerSource
 from pcispy.gateware.spy.spy import Spy, connect_spy_registers
 from pcispy.gateware.spy.trigger import RecorderState
@@ -26,12 +28,45 @@ except ImportError:
 pytestmark = pytest.mark.spy
 
 
-def test_capture_through_the_register_bank():
+class BankAccess:
+    """Register accesses by name to the ``spy`` block of ``bank``, as the target makes
+    them (a request, the read data one clock later)."""
+    def __init__(self, ctx, bank):
+        self.ctx = ctx
+        self.access = bank.access
+
+    async def write(self, name, value):
+        ctx, acc = self.ctx, self.access
+        ctx.set(acc.addr, REGISTER_MAP[f"spy.{name}"][0] // 4)
+        ctx.set(acc.w_data, value)
+        ctx.set(acc.w_be, 0xF)
+        ctx.set(acc.write, 1)
+        ctx.set(acc.valid, 1)
+        await ctx.tick("pci")
+        ctx.set(acc.valid, 0)
+        ctx.set(acc.write, 0)
+
+    async def read(self, name):
+        ctx, acc = self.ctx, self.access
+        ctx.set(acc.addr, REGISTER_MAP[f"spy.{name}"][0] // 4)
+        ctx.set(acc.valid, 1)
+        await ctx.tick("pci")
+        ctx.set(acc.valid, 0)
+        return ctx.get(acc.r_data)
+
+
+def spy_behind_a_bank():
+    """``(top, bank, spy)``: a 32-bit spy (32 trace slots) wired to a CSR bank."""
     top = Module()
     top.submodules.bank = bank = CSRBank(REGISTER_MAP)
     spy = Spy(32, addr_bits=5)
     top.submodules.spy = DomainRenamer("pci")(spy)
     connect_spy_registers(top, bank.spy, spy)
+    return top, bank, spy
+
+
+def test_capture_through_the_register_bank():
+    top, bank, spy = spy_behind_a_bank()
     wave = (idle(2) + transaction(Command.IO_WRITE, 0x70, [0x0A], be=0xE, devsel=4,
                                   latency=33) + idle(3) +
             transaction(Command.MEM_WRITE, 0x1000, [1, 2]) + idle(2) +
@@ -40,25 +75,8 @@ def test_capture_through_the_register_bank():
     got = {}
 
     async def bench(ctx):
-        acc = bank.access
-
-        async def write(name, value):
-            ctx.set(acc.addr, REGISTER_MAP[f"spy.{name}"][0] // 4)
-            ctx.set(acc.w_data, value)
-            ctx.set(acc.w_be, 0xF)
-            ctx.set(acc.write, 1)
-            ctx.set(acc.valid, 1)
-            await ctx.tick("pci")
-            ctx.set(acc.valid, 0)
-            ctx.set(acc.write, 0)
-
-        async def read(name):
-            ctx.set(acc.addr, REGISTER_MAP[f"spy.{name}"][0] // 4)
-            ctx.set(acc.valid, 1)
-            await ctx.tick("pci")
-            ctx.set(acc.valid, 0)
-            return ctx.get(acc.r_data)
-
+        access = BankAccess(ctx, bank)
+        write, read = access.write, access.read
         config = REGISTER_MAP["spy.config"][1]
         await write("config", CaptureMode.SUMMARY.value << config.field("mode").lsb |
                     TriggerSource.REGISTER.value << config.field("source").lsb)
@@ -119,3 +137,61 @@ def test_capture_through_the_register_bank():
     kinds = [r["kind"] for r in got["records"]]
     assert kinds == [RecordKind.TRIGGER, RecordKind.SUMMARY, RecordKind.SUMMARY]
     assert [r["address"] for r in got["records"][1:]] == [0x70, 0x71]
+
+
+def test_per_filter_counters_through_the_register_bank():
+    # Two comparators (I/O at 0x70/0x71, memory writes) over a mixed waveform; the host's
+    # reads of fcount_select/_lo/_hi.
+    top, bank, spy = spy_behind_a_bank()
+    wave = (idle(2) + transaction(Command.IO_WRITE, 0x70, [0x0A], be=0xE, devsel=4,
+                                  latency=33) + idle(3) +
+            transaction(Command.MEM_WRITE, 0x1000, [1, 2], be=0x0) + idle(2) +
+            transaction(Command.IO_READ, 0x71, [0x42], be=0xD, devsel=4, latency=39) +
+            idle(2) + transaction(Command.MEM_WRITE, 0x1040, [3], be=0x3) + idle(4))
+    got = {}
+
+    async def bench(ctx):
+        access = BankAccess(ctx, bank)
+        write, read = access.write, access.read
+        ctl = REGISTER_MAP["spy.filter0_control"][1]
+        commands = ctl.field("commands").lsb
+        await write("config", CaptureMode.SUMMARY.value)
+        await write("filter0_control", 1 | IO_COMMANDS << commands)
+        await write("filter0_address_lo", 0x70)
+        await write("filter0_mask_lo", 0xFFFF_FFFE)
+        await write("filter0_mask_hi", 0xFFFF_FFFF)
+        await write("filter1_control", 1 | command_set(Command.MEM_WRITE) << commands)
+        for clock in finish(wave):
+            for name, value in clock.items():
+                ctx.set(getattr(spy.bus, name), value)
+            await ctx.tick("pci")
+        await ctx.tick("pci").repeat(64 + 8)   # every summary counted
+        select = REGISTER_MAP["spy.fcount_select"][1]
+        for f in (0, 1, 2):
+            values = {}
+            for counter in FilterCounter:
+                await write("fcount_select", f << select.field("filter").lsb |
+                            counter.value << select.field("counter").lsb)
+                # The value follows two clocks after the write (a bus never reads sooner).
+                await ctx.tick("pci")
+                lo = await read("fcount_lo")
+                values[counter.name.lower()] = lo | await read("fcount_hi") << 32
+            got[f] = values
+        got["combined"] = {name: await read(name) for name in ("transactions", "bytes_lo")}
+
+    sim = Simulator(top)
+    sim.add_clock(1e-6, domain="pci")
+    sim.add_testbench(bench)
+    sim.run()
+    # I/O: a 1-byte write (first data at clock 33) and a 1-byte read (at clock 39).
+    assert got[0]["transactions"] == 2 and got[0]["bytes"] == 2
+    assert (got[0]["latency_min"], got[0]["latency_max"], got[0]["latency_sum"]) == (33, 39, 72)
+    assert got[0]["data_phases"] == 2 and got[0]["retries"] == 0
+    # Memory writes: 2 phases of 4 bytes and 1 of 2 bytes.
+    assert (got[1]["transactions"], got[1]["data_phases"], got[1]["bytes"]) == (2, 3, 10)
+    # Comparator 2 is disabled: it hits nothing.
+    assert got[2] == {c.name.lower(): FILTER_COUNTER_INIT[c] for c in FilterCounter}
+    # The comparators combine (any): the combined counters see all four.
+    assert got["combined"] == {"transactions": 4, "bytes_lo": 12}
+    assert got[0]["busy_clocks"] + got[1]["busy_clocks"] == \
+        sum(1 for clock in wave if clock.get("frame") or clock.get("irdy"))
