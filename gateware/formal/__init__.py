@@ -24,7 +24,10 @@ HARNESSES = {
 class Job:
     """One SymbiYosys run: ``names`` are the asserted properties (prove/bmc) or the covers
     (cover); ``depth`` is the induction length (prove) or the bound (bmc, cover); ``ci``
-    jobs run in ``make test`` (marker ``formal``); ``doc`` says why the mode and depth."""
+    jobs run in ``make test`` (marker ``formal``); ``doc`` says why the mode and depth.
+    ``lemmas`` are asserted and proved with the properties but are not PCI rules: they
+    relate the gateware's registers to the harness's record of the pins, so that
+    induction starts only from states the design reaches."""
     name: str
     harness: str
     kind: str
@@ -32,6 +35,7 @@ class Job:
     names: tuple
     doc: str
     ci: bool = True
+    lemmas: tuple = ()
 
 
 JOBS = (
@@ -55,6 +59,20 @@ JOBS = (
         "noncompliant_latency"),
         "every termination and every response knob reached from reset (a register write, "
         "then a transaction of up to ~20 clocks)"),
+    Job("initiator_prove", "initiator", "prove", 4, (
+        "stst_release", "one_driver", "irdy_held", "frame_needs_irdy", "frame_after_stop",
+        "irdy_latency", "parity_next_clock", "latency_timer_exit", "perr_two_clocks",
+        "stream", "dma_counts"),
+        "k-induction (k = 4), unbounded: the lemmas tie the master's phase, counters and "
+        "descriptor, the engine's pass and the pattern writer to what the pins showed",
+        lemmas=("lemma_pins", "lemma_txn", "lemma_run")),
+    Job("initiator_cover", "initiator", "cover", 16, (
+        "completion", "retry", "disconnect_data", "disconnect_nodata", "target_abort",
+        "master_abort", "latency_timer", "retry_repeated", "disconnect_resumed",
+        "dual_address", "mwi", "irdy_wait_max", "second_pass", "read_parity_error"),
+        "every termination, a retried and a resumed transaction, DAC, MWI, the longest "
+        "IRDY# wait, a second pass and PERR# reached from reset (the host programs and "
+        "starts a run in 4 clocks, the transactions take the rest)"),
 )
 
 

@@ -8,16 +8,51 @@ Each assertion and cover belongs to a named property (:data:`pcispy.gateware.for
 a job enables only its own names. SymbiYosys reports a failed assertion by its source
 line, so the harness records the line of every named statement (:attr:`Harness.lines`)
 and the runner maps the line back to the property.
+
+Where an unbounded proof needs to know how a block's registers relate to what the
+harness saw on the pins (k-induction otherwise starts from states no run reaches), the
+harness reads the block's internal signals with :func:`internal_signals` and asserts the
+relation as a lemma: the block itself stays untouched.
 """
 
 import sys
 
-from amaranth import ClockDomain, Module, Signal
-from amaranth.hdl import Assert, Assume, Cover
+from amaranth import ClockDomain, Module, Mux, Signal
+from amaranth.hdl import Assert, Assume, Cover, Fragment
+from amaranth.hdl._ast import SignalSet
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
-__all__ = ["Harness"]
+__all__ = ["Harness", "internal_signals", "elaborate"]
+
+
+def internal_signals(fragment, *path):
+    """``{name: Signal}`` of the signals used by the statements of the subfragment at
+    ``path`` (submodule names) of an elaborated ``fragment``.
+
+    Signals a block creates inside ``elaborate`` are not attributes of the block; the
+    elaborated fragment's statements are the only place that names them. A name used by two
+    different signals is left out (the lookup would be ambiguous). Uses Amaranth 0.5's
+    fragment internals (the version pinned in pyproject.toml).
+    """
+    for name in path:
+        fragment = next(sub for sub, sub_name, *_ in fragment.subfragments if sub_name == name)
+    signals = SignalSet()
+    for statements in fragment.statements.values():
+        for statement in statements:
+            signals |= statement._lhs_signals() | statement._rhs_signals()
+    found, clashes = {}, set()
+    for signal in signals:
+        if signal.name in found and found[signal.name] is not signal:
+            clashes.add(signal.name)
+        found[signal.name] = signal
+    return {name: signal for name, signal in found.items() if name not in clashes}
+
+
+def elaborate(component, platform):
+    """``component`` elaborated (a :class:`Fragment`, usable as a submodule), so that
+    :func:`internal_signals` can read it."""
+    return Fragment.get(component, platform)
 
 
 class Harness(wiring.Component):
@@ -62,7 +97,11 @@ class Harness(wiring.Component):
 
     def _record(self, name):
         caller = sys._getframe(2)
-        self.lines[(caller.f_code.co_filename, caller.f_lineno)] = name
+        key = (caller.f_code.co_filename, caller.f_lineno)
+        if self.lines.setdefault(key, name) != name:
+            # SymbiYosys reports a statement by its source line only.
+            raise ValueError(f"{key[0]}:{key[1]} states both {self.lines[key]!r} and "
+                             f"{name!r}: one property per source line")
         self.defined.add(name)
 
     def check(self, name, condition):
@@ -86,6 +125,29 @@ class Harness(wiring.Component):
         q = Signal.like(value, init=init, name=name) if name else Signal.like(value, init=init)
         self._m.d.pci += q.eq(value)
         return q
+
+    def held(self, value, load):
+        """``value`` in a clock where ``load`` is high, else its value in the last such
+        clock (a register loaded with ``value``, read through in the loading clock)."""
+        q = Signal.like(value)
+        now = Mux(load, value, q)
+        self._m.d.pci += q.eq(now)
+        return now
+
+    def sticky(self, condition, clear):
+        """``condition`` was high in an earlier clock since the last clock ``clear`` was
+        (0 in that clock itself)."""
+        q = Signal()
+        self._m.d.pci += q.eq(Mux(clear, 0, q) | condition)
+        return Mux(clear, 0, q)
+
+    def clocks_since(self, clear, restart=0, limit=255):
+        """Clocks since the last clock ``clear`` was high (0 in that clock), counting up to
+        ``limit`` and staying there; after a clock with ``restart`` high it counts from 1."""
+        q = Signal(range(limit + 1))
+        now = Mux(clear, 0, q)
+        self._m.d.pci += q.eq(Mux(restart, 1, Mux(now >= limit, limit, now + 1)))
+        return now
 
     def stable(self, value):
         """A free value that stays the same in every step after the first."""

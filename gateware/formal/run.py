@@ -64,9 +64,9 @@ def build_job(job, *, mutation=None, directory=None):
     if job.kind == "cover":
         harness = cls(covers=job.names, mutation=mutation)
     else:
-        harness = cls(asserts=job.names, mutation=mutation)
+        harness = cls(asserts=job.names + job.lemmas, mutation=mutation)
     (directory / "top.il").write_text(rtlil.convert(harness, name="top"))
-    unknown = set(job.names) - harness.defined
+    unknown = set(job.names + job.lemmas) - harness.defined
     if unknown:
         raise ValueError(f"job {job.name}: harness {job.harness} defines no {sorted(unknown)}")
     (directory / "job.sby").write_text(

@@ -1,9 +1,13 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The formal jobs that fit make test (``ci``), and proof that a proof can fail.
 
-CI runs ``target_prove`` (k-induction) and ``target_cover`` (~20 s on an idle 2-core
-machine); ``target_bmc`` (~90 s) runs in ``make formal`` only.
+CI runs the ``ci`` jobs of :data:`~pcispy.gateware.formal.JOBS`: ``target_prove`` and
+``initiator_prove`` (k-induction), ``target_cover`` and ``initiator_cover`` (about 30 s of
+CPU together on the 2-core machine, 40 s with the mutations); the others run in
+``make formal`` only.
 """
+
+from dataclasses import replace
 
 import pytest
 
@@ -36,3 +40,17 @@ def test_table_names_every_property_once():
     names = [(harness, name) for harness, name, _, _ in rows]
     assert len(names) == len(set(names))
     assert {kind for _, _, kind, _ in rows} == {"prove", "bmc", "cover"}
+
+
+def test_mutated_initiator_fails_with_trace(tmp_path):
+    """TRDY# reaching the DMA engine a clock late: checked from reset (the prove job's k of
+    4 clocks is shorter than programming and starting a run, so its base case never sees
+    a data phase), the engine's byte and phase counts disagree with the pins at the first
+    data phase, and the trace starts at reset."""
+    job = replace(job_by_name("initiator_prove"), kind="bmc", depth=8, lemmas=())
+    result = run_job(job, mutation="live_trdy_registered", directory=tmp_path / "mutated")
+    assert not result.passed
+    assert "dma_counts" in result.failed, result.line()
+    assert result.trace is not None and result.trace.name == "trace.vcd"
+    assert result.trace.stat().st_size > 0
+
