@@ -16,6 +16,8 @@ Expected failures end with one line ``pcispy: error: ...`` and exit status 2 (``
 adds the exception chain and where it was raised); invalid arguments end with the command's
 usage line and exit status 2, whether argparse or the command finds them (:class:`UsageError`);
 Ctrl-C ends with ``pcispy: interrupted`` and status 130; a closed output pipe ends quietly.
+A command whose answer is a verdict says it with its status (:meth:`Command.exit_status`:
+``check`` exits 3 when the bus broke protocol rules).
 Any other exception is a bug: one line saying so and where to report it, status 1, the
 traceback only with ``--verbose``. ``--json`` and ``--verbose`` may also follow the command.
 """
@@ -49,6 +51,11 @@ class Command:
     def run(self, args, out):
         """Do the command; return a JSON-able result (printed with ``--json``) or None."""
         raise PcispyError(f"{self.name}: not available")
+
+    def exit_status(self, result):
+        """The exit status after :meth:`run` returned ``result`` (not None): 0 unless the
+        command's answer is a verdict (``check``: violations seen)."""
+        return 0
 
 
 def int_range(low, high):
@@ -159,28 +166,6 @@ class ConfigCommand(Command):
         return result
 
 
-class CheckCommand(Command):
-    name = "check"
-    help = "the protocol checker: list its rules, or read its report from the board"
-    examples = ("pcispy check --list-rules", "pcispy check --list-rules --json")
-
-    def add_arguments(self, parser):
-        parser.add_argument("--list-rules", action="store_true",
-                            help="print every rule the checker enforces")
-
-    def run(self, args, out):
-        if not args.list_rules:
-            raise UsageError("give --list-rules (reading a live report needs a board "
-                             "feature that is not built yet)")
-        from pcispy.gateware.spy.checker import RULES
-        result = {"rules": [{"id": r.id, "name": r.name, "description": r.description,
-                             "reference": r.reference} for r in RULES]}
-        if not args.json:
-            for r in RULES:
-                out.write(f"{r.id:3d}  {r.name:32s} {r.description}\n")
-        return result
-
-
 class RegsCommand(Command):
     name = "regs"
     help = "the board's registers by name with decoded fields (--header: as a C header)"
@@ -262,6 +247,7 @@ class DecodeCommand(Command):
 #: Commands defined in other modules, as "module:Class" (each a :class:`Command` subclass);
 #: a feature module keeps its command beside its feature code. One line per command.
 _COMMAND_PATHS = [
+    "pcispy.host.features.check:CheckCommand",
     "pcispy.host.features.dma:DmaCommand",
     "pcispy.host.features.sweep:SweepCommand",
     "pcispy.host.features.irq:IrqCommand",
@@ -280,7 +266,7 @@ def commands():
     imports this one (for :class:`Command`) and may itself be imported first (inside the
     simulator)."""
     import importlib
-    loaded = [InfoCommand(), RegsCommand(), ConfigCommand(), CheckCommand(), DecodeCommand()]
+    loaded = [InfoCommand(), RegsCommand(), ConfigCommand(), DecodeCommand()]
     for path in _COMMAND_PATHS:
         module, _, name = path.partition(":")
         loaded.append(getattr(importlib.import_module(module), name)())
@@ -358,6 +344,7 @@ def main(argv=None, out=None):
         if args.json and result is not None:
             out.write(json.dumps(result, indent=None) + "\n")
         out.flush()                      # a closed pipe shows here, not at exit
+        status = 0 if result is None else args.handler.exit_status(result)
     except UsageError as error:
         args.command_parser.error(str(error))      # usage line, one error line, exit 2
     except PcispyError as error:
@@ -380,7 +367,7 @@ def main(argv=None, out=None):
         if args.verbose:
             traceback.print_exception(error, file=sys.stderr)
         return EXIT_BUG
-    return 0
+    return status
 
 
 def _one_line(error):

@@ -129,7 +129,7 @@ def test_output_options_also_after_the_command():
                                                 "stops by itself"),
     (["--sysfs", ABSENT_BDF, "report", "-o", ""], "-o '': No such file or directory"),
     # The commands' own checks after parsing end the same way.
-    (["check"], "give --list-rules"),
+    (["check", "--list-rules", "--duration", "1"], "--list-rules reads no board"),
     (["--sysfs", ABSENT_BDF, "stats", "--samples", "0"], "--samples 0: give at least 1"),
     (["--sysfs", ABSENT_BDF, "stats", "--interval", "0"], "argument --interval: 0: give a"),
 ])
@@ -162,8 +162,8 @@ def test_invalid_global_option_ends_with_the_usage_line(no_board, argv, says):
     assert lines[-1] == f"pcispy: error: {says}", err
 
 
-BOARD_COMMANDS = [["info"], ["config", "--lspci"], ["regs"], ["dma"], ["sweep"], ["irq"],
-                  ["target", "--show"], ["pio"], ["stats"], ["stats", "--watch"],
+BOARD_COMMANDS = [["info"], ["config", "--lspci"], ["regs"], ["check"], ["dma"], ["sweep"],
+                  ["irq"], ["target", "--show"], ["pio"], ["stats"], ["stats", "--watch"],
                   ["capture", "-o", "x.pcitrace"]]
 
 

@@ -449,7 +449,7 @@ def _global_argv(rng, directory):
 
 
 #: Commands that need no board given these options (more options may follow).
-_LOCAL = {"decode": [], "check": [], "regs": ["--map"], "list": []}
+_LOCAL = {"decode": [], "check": ["--list-rules"], "regs": ["--map"], "list": []}
 
 
 def _subparsers():
