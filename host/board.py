@@ -6,6 +6,7 @@ offsets of its own. Every method is ``async`` and awaits only the transport.
 """
 
 from pcispy.gateware.regs import IDENTITY_MAGIC, REGISTER_MAP, Access
+from pcispy.gateware.spy.counters import FilterCounter
 from pcispy.host.errors import TransportError
 
 __all__ = ["Board", "REGS_BAR", "c_header"]
@@ -51,6 +52,24 @@ class Board:
         lo = await self.read(f"{name}_lo")
         hi = await self.read(f"{name}_hi")
         return hi << 32 | lo
+
+    async def filter_counter(self, comparator, counter):
+        """The spy's per-filter counter ``counter`` (a
+        :class:`~pcispy.gateware.spy.counters.FilterCounter` or its lower-case name, e.g.
+        ``"bytes"``) of filter comparator ``comparator``: select it in
+        ``spy.fcount_select``, then read ``spy.fcount_lo`` (and ``spy.fcount_hi`` for the
+        counters wider than 32 bits)."""
+        if isinstance(counter, str):
+            try:
+                counter = FilterCounter[counter.upper()]
+            except KeyError:
+                raise ValueError(f"no per-filter counter {counter!r}") from None
+        counter = FilterCounter(counter)
+        await self.write("spy.fcount_select", filter=comparator, counter=counter.value)
+        value = await self.read("spy.fcount_lo")
+        if counter.width > 32:
+            value |= (await self.fields("spy.fcount_hi"))["fcount"] << 32
+        return value
 
     async def identify(self):
         """Check the magic; return the identity fields. Raises TransportError if not ours."""

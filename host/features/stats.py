@@ -3,23 +3,39 @@
 ``pcispy stats`` command.
 
 :func:`stats` reads every counter of the ``spy`` block (the names and widths come from
-:class:`~pcispy.gateware.spy.counters.CounterValues` through gateware/regs.py), both
-hardware histograms (first-data latency, linear bins; clocks between transactions, log2
-bins) and the ``check`` block's sticky flags with the count of every rule that fired.
-``samples`` > 1 reads it all again every ``interval`` seconds of bus time (``--watch``).
+:class:`~pcispy.gateware.spy.counters.CounterValues` through gateware/regs.py), the
+counter set of every filter comparator (:class:`~pcispy.gateware.spy.counters.FilterCounter`,
+through ``spy.fcount_select``), both hardware histograms (first-data latency, linear bins;
+clocks between transactions, log2 bins) and the ``check`` block's sticky flags with the
+count of every rule that fired. ``samples`` > 1 reads it all again every ``interval``
+seconds of bus time (``--watch``; on hardware the CLI reads once per interval of wall time
+until Ctrl-C).
+
+:func:`filter_counters_from_summaries` computes the per-filter counters in software from
+summary records (a summary capture's, or the software decoder's with
+:func:`comparator_hits`): what the hardware counts, for checking it.
 """
 
 import time
 
+import numpy as np
+
+from pcispy.gateware.pci.bus import Termination
 from pcispy.gateware.regs import SPY_FILTERS
 from pcispy.gateware.spy.checker import RULES
-from pcispy.gateware.spy.counters import HISTOGRAM_BINS, CounterValues
+from pcispy.gateware.spy.counters import (FILTER_COUNTER_WIDTHS, HISTOGRAM_BINS, CounterValues,
+                                          FilterCounter)
 from pcispy.host.board import Board
 from pcispy.host.cli import Command as CliCommand, positive_seconds, run_feature
 from pcispy.host.errors import PcispyError, UsageError
 
-__all__ = ["stats", "read_counters", "read_histograms", "read_checker", "histogram_edges",
-           "format_stats", "StatsCommand", "HISTOGRAMS"]
+__all__ = ["stats", "read_counters", "read_filter_counters", "read_histograms", "read_checker",
+           "histogram_edges", "comparator_hits", "filter_counters_from_summaries",
+           "format_stats",
+           "StatsCommand", "HISTOGRAMS", "FILTER_COUNTERS"]
+
+#: The per-filter counters, by name, in select order.
+FILTER_COUNTERS = tuple(counter.name.lower() for counter in FilterCounter)
 
 #: The hardware histograms, by ``spy.hist_select.histogram`` value.
 HISTOGRAMS = ("latency", "gap")
@@ -42,12 +58,91 @@ async def read_counters(board):
             values[name] = await board.read64(f"spy.{name}")
         else:
             values[name] = await board.read(f"spy.{name}")
+    return _latency_summary(values)
+
+
+def _latency_summary(values):
+    """Add ``latency_mean``; ``latency_min`` None when no transaction was answered (the
+    hardware reads all ones then)."""
     answered = values["transactions"] - values["master_aborts"]
     values["latency_mean"] = (round(values["latency_sum"] / answered, 3)
                               if answered > 0 else None)
-    if not answered:
-        values["latency_min"] = None    # reads all ones before any answered transaction
+    if answered <= 0:
+        values["latency_min"] = None
     return values
+
+
+async def read_filter_counters(board):
+    """``[{"comparator", "enabled", counter: value, ..., "latency_mean"}]``, one per filter
+    comparator: the transactions it hits (whether or not the others select them)."""
+    sets = []
+    for comparator in range(SPY_FILTERS):
+        control = await board.fields(f"spy.filter{comparator}_control")
+        values = {"comparator": comparator, "enabled": bool(control["enable"])}
+        for name in FILTER_COUNTERS:
+            values[name] = await board.filter_counter(comparator, name)
+        sets.append(_latency_summary(values))
+    return sets
+
+
+def comparator_hits(summaries, filters):
+    """The ``filters`` field the spy would give each of ``summaries`` (e.g. the software
+    decoder's, from a raw trace): bit ``i`` set where comparator ``filters[i]`` (a
+    FilterSpec: ``enable``, ``commands``, ``address``, ``mask``) hits it, by the rule of
+    gateware/spy/filters.py (include or exclude alike)."""
+    hits = np.zeros(len(summaries), dtype=np.int64)
+    address = summaries["address"].astype(np.uint64)
+    command = summaries["command"].astype(np.int64)
+    for index, spec in enumerate(filters):
+        if not spec["enable"]:
+            continue
+        command_ok = (spec["commands"] >> command & 1).astype(bool)
+        address_ok = (address ^ np.uint64(spec["address"])) & np.uint64(spec["mask"]) == 0
+        hits |= (command_ok & address_ok).astype(np.int64) << index
+    return hits
+
+
+def filter_counters_from_summaries(summaries, comparators=SPY_FILTERS, transaction_bytes=None):
+    """The per-filter counters the hardware keeps, computed from summary records
+    (``summaries``: a structured array with the fields of the summary record, e.g.
+    ``Trace.summaries``): for each comparator ``i``, over the records whose ``filters``
+    has bit ``i``. ``bytes`` needs the bytes of each record's completed data phases
+    (``transaction_bytes``, a summary does not hold them); None without. Returns the
+    list :func:`read_filter_counters` returns, without ``enabled``."""
+    sets = []
+    for comparator in range(comparators):
+        hit = (summaries["filters"].astype(np.int64) >> comparator & 1).astype(bool)
+        mine = summaries[hit]
+        term = mine["termination"].astype(np.int64)
+        answered = mine[term != Termination.MASTER_ABORT.value]
+        latencies = answered["latency"].astype(np.int64)
+
+        def total(name, records=mine):
+            limit = (1 << FILTER_COUNTER_WIDTHS[FilterCounter[name.upper()]]) - 1
+            return min(int(records[name].astype(np.int64).sum()), limit)
+
+        def ended(*kinds):
+            return int(np.isin(term, [kind.value for kind in kinds]).sum())
+
+        values = {
+            "comparator": comparator,
+            "transactions": len(mine),
+            "data_phases": total("data_phases"),
+            "bytes": (int(np.asarray(transaction_bytes)[hit].astype(np.int64).sum())
+                      if transaction_bytes is not None else None),
+            "busy_clocks": int(mine["duration"].astype(np.int64).sum()),
+            "initiator_wait": total("initiator_wait"),
+            "target_wait": total("target_wait"),
+            "retries": ended(Termination.RETRY),
+            "disconnects": ended(Termination.DISCONNECT_DATA, Termination.DISCONNECT_NODATA),
+            "target_aborts": ended(Termination.TARGET_ABORT),
+            "master_aborts": ended(Termination.MASTER_ABORT),
+            "latency_sum": int(latencies.sum()),
+            "latency_min": int(latencies.min()) if len(latencies) else 0xFFFF,
+            "latency_max": int(latencies.max()) if len(latencies) else 0,
+        }
+        sets.append(_latency_summary(values))
+    return sets
 
 
 async def read_histograms(board):
@@ -77,11 +172,14 @@ async def read_checker(board):
             "violations": violations}
 
 
-async def stats(transport, *, clear=False, samples=1, interval=0.001, histograms=True):
-    """Read the counters, histograms and checker flags ``samples`` times, ``interval``
-    seconds (bus time) apart; ``clear`` zeroes the spy's counters and histograms and the
-    checker's flags first. Returns ``{"snapshots": [{"time", "counters", "histograms",
-    "checker"}]}`` (``time``: the board's cycle counter)."""
+async def stats(transport, *, clear=False, samples=1, interval=0.001, histograms=True,
+                per_filter=True):
+    """Read the counters, the per-filter counters, histograms and checker flags ``samples``
+    times, ``interval`` seconds (bus time) apart; ``clear`` zeroes the spy's counters and
+    histograms and the checker's flags first. Returns ``{"snapshots": [{"time",
+    "counters", "filters", "histograms", "checker"}]}`` (``time``: the board's cycle
+    counter; ``filters``: :func:`read_filter_counters`, left out without ``per_filter``,
+    ``histograms`` without ``histograms``)."""
     if samples < 1:
         raise PcispyError(f"samples {samples}: give at least 1")
     if interval <= 0:
@@ -100,6 +198,8 @@ async def stats(transport, *, clear=False, samples=1, interval=0.001, histograms
         snapshot = {"time": await board.read64("irq.now"),
                     "counters": await read_counters(board),
                     "checker": await read_checker(board)}
+        if per_filter:
+            snapshot["filters"] = await read_filter_counters(board)
         if histograms:
             snapshot["histograms"] = await read_histograms(board)
         snapshots.append(snapshot)
@@ -121,6 +221,22 @@ def _histogram_lines(name, bins):
     return lines
 
 
+def _filter_lines(sets):
+    """The per-filter counters as a table: a column per enabled comparator."""
+    shown = [s for s in sets if s["enabled"]]
+    if not shown:
+        return ["  per filter: no comparator enabled"]
+
+    def cell(value):
+        return "-" if value is None else str(value)
+
+    lines = ["  per filter:" + "".join(f"{'filter ' + str(s['comparator']):>14s}"
+                                        for s in shown)]
+    for name in FILTER_COUNTERS + ("latency_mean",):
+        lines.append(f"    {name:14s}" + "".join(f"{cell(s[name]):>14s}" for s in shown))
+    return lines
+
+
 def format_stats(snapshot):
     """A plain-text report of one snapshot."""
     c = snapshot["counters"]
@@ -135,6 +251,8 @@ def format_stats(snapshot):
     lines.append(f"  {'latency':15s} min {c['latency_min']} mean {c['latency_mean']} "
                  f"max {c['latency_max']} clocks")
     lines.append(f"  {'filter hits':15s} {' '.join(str(h) for h in c['hits'])}")
+    if "filters" in snapshot:
+        lines += _filter_lines(snapshot["filters"])
     for name, bins in snapshot.get("histograms", {}).items():
         lines += _histogram_lines(name, bins)
     checker = snapshot["checker"]
@@ -149,9 +267,11 @@ def format_stats(snapshot):
 
 class StatsCommand(CliCommand):
     name = "stats"
-    help = "the spy's counters and histograms and the protocol checker's flags (--watch: live)"
+    help = ("the spy's counters (combined and per filter) and histograms and the protocol "
+            "checker's flags (--watch: live)")
     examples = ("pcispy stats", "pcispy --sim=rtc stats --watch --samples 3 --interval 0.002",
-                "pcispy --json stats --clear --no-histograms")
+                "pcispy --json stats --clear --no-histograms",
+                "pcispy --uart /dev/ttyUSB0 stats --watch --no-histograms")
 
     def add_arguments(self, parser):
         parser.add_argument("--watch", action="store_true",
@@ -167,15 +287,18 @@ class StatsCommand(CliCommand):
                             help="zero the counters, histograms and checker flags first")
         parser.add_argument("--no-histograms", action="store_true",
                             help="skip the histograms (128 register reads)")
+        parser.add_argument("--no-filters", action="store_true",
+                            help="skip the per-filter counters (about 120 register accesses)")
 
     def run(self, args, out):
         if args.samples is not None and args.samples < 1:
             raise UsageError(f"--samples {args.samples}: give at least 1")
-        options = dict(histograms=not args.no_histograms)
+        options = dict(histograms=not args.no_histograms, per_filter=not args.no_filters)
+        hardware = args.sysfs is not None or args.uart is not None
         if not args.watch:
             result = run_feature(args, "pcispy.host.features.stats:stats", clear=args.clear,
                                  **options)
-        elif args.sysfs is not None and args.samples is None:
+        elif hardware and args.samples is None:
             return self._watch_live(args, out, options)     # printed as it went
         else:
             result = run_feature(args, "pcispy.host.features.stats:stats", clear=args.clear,
@@ -186,7 +309,8 @@ class StatsCommand(CliCommand):
         return result
 
     def _watch_live(self, args, out, options):
-        # On hardware: one reading per interval of wall time until Ctrl-C.
+        # On hardware (any transport but the simulator): one reading per interval of wall
+        # time until Ctrl-C.
         snapshots = []
         clear = args.clear
         try:
