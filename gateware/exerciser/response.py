@@ -127,7 +127,8 @@ class ExerciserResponse(wiring.Component):
             self.knobs.abort_first.eq(regs.abort_first.abort_first),
             self.knobs.abort_last.eq(regs.abort_last.abort_last),
             self.knobs.ack64.eq(regs.control.ack64),
-            self.knobs.corrupt.eq(regs.control.corrupt_par | armed),
+            self.knobs.corrupt.eq(regs.control.corrupt_par),
+            self.knobs.corrupt_once.eq(armed),
         ]
 
         # Counters.

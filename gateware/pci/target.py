@@ -26,8 +26,14 @@ Each transaction ends the PCI way:
   address bit, PAR corruption.
 
 Parity: the pads generate PAR for the read data; the target checks the address phase
-(no claim, SERR# when enabled) and its write data (PERR# two clocks after the data phase
-when Parity Error Response is set; Detected Parity Error in any case).
+(SERR# when enabled; the transaction is still claimed and completed, as PCI permits) and
+its write data (PERR# two clocks after the data phase when Parity Error Response is set;
+Detected Parity Error in any case).
+
+Timing: the live IRDY# and FRAME# reach only the output flip-flops (DEVSEL#, TRDY#,
+STOP#, ACK64#, AD and its enable, the PAR corruption) and a handful of one-bit registers;
+the live PAR reaches SERR#, PERR# and the Status pulses' flip-flops. Wider state whose
+next value depends on them is retimed (:class:`_Retimed`, :class:`_RetimedFIFO`).
 """
 
 from dataclasses import dataclass
@@ -110,7 +116,9 @@ class ResponseKnobs(data.Struct):
     ``disconnect_after``: STOP# on phase N (with data) or after it (without); 0: never.
     ``abort_enable``/``abort_first``/``abort_last``: target abort when a data phase
     addresses a byte offset in [first, last]. ``ack64``: answer 64-bit where allowed.
-    ``corrupt``: invert PAR of every read data word loaded while set.
+    ``corrupt``: invert PAR of every read data word loaded while set. ``corrupt_once``:
+    invert PAR of the next read data word loaded (the response disarms it when it sees
+    ``corrupt_taken``, a clock later; the target skips the word loaded in between).
     """
     devsel_delay:     2
     initial_wait:     8
@@ -121,6 +129,7 @@ class ResponseKnobs(data.Struct):
     abort_enable:     1
     ack64:            1
     corrupt:          1
+    corrupt_once:     1
     abort_first:      32
     abort_last:       32
 
@@ -147,6 +156,66 @@ class _RegisterFIFO:
         m.d.pci += self.level.eq(self.level + self.push - self.pop)
         with m.If(self.flush):
             m.d.pci += [self.rp.eq(0), self.wp.eq(0), self.level.eq(0)]
+
+
+class _Retimed:
+    """A register whose next value depends on a live handshake line, moved behind the
+    register: both candidates are registered and a registered one-bit event picks one in
+    the next clock. ``value`` (a comb signal) then equals what registering
+    ``Mux(event, when_set, when_clear)`` would hold, clock for clock, while the live line
+    reaches only the one-bit event register instead of every bit of ``value``.
+    """
+    def __init__(self, m, event_q, value):
+        self._m = m
+        self.when_set = Signal.like(value, name=f"{value.name}_when_set")
+        self.when_clear = Signal.like(value, name=f"{value.name}_when_clear")
+        m.d.comb += value.eq(Mux(event_q, self.when_set, self.when_clear))
+
+    def update(self, when_set, when_clear):
+        """At this edge: the next value is ``when_set`` if the event happens, else
+        ``when_clear`` (neither may depend on a live line)."""
+        self._m.d.pci += [self.when_set.eq(when_set), self.when_clear.eq(when_clear)]
+
+
+class _RetimedFIFO:
+    """A small FIFO in flip-flops (combinational head) whose ``pop`` and ``flush`` may
+    depend on the live handshake: they are registered and applied to the pointers in the
+    next clock, while ``rp``, ``level`` and ``head`` already show their effect (the same
+    values as popping or flushing at the edge). ``push`` writes the storage and must not
+    depend on a live line. A word may be pushed and popped in the same clock even when the
+    FIFO is empty (it goes straight through ``head``'s bypass in the caller)."""
+    def __init__(self, m, name, shape, depth):
+        self.storage = Array(Signal(shape, name=f"{name}_{i}") for i in range(depth))
+        self.rp = Signal(range(depth), name=f"{name}_rp")
+        self.wp = Signal(range(depth), name=f"{name}_wp")
+        self.level = Signal(range(depth + 1), name=f"{name}_level")
+        self.push = Signal(name=f"{name}_push")
+        self.pop = Signal(name=f"{name}_pop")
+        self.flush = Signal(name=f"{name}_flush")
+        self.w_data = Signal(shape, name=f"{name}_w_data")
+        # Pointers before the previous edge's pop and flush, which are kept registered.
+        rp_before = Signal(range(depth), name=f"{name}_rp_before")
+        wp_before = Signal(range(depth), name=f"{name}_wp_before")
+        level_before = Signal(range(depth + 1), name=f"{name}_level_before")
+        pop_q = Signal(name=f"{name}_pop_q")
+        flush_q = Signal(name=f"{name}_flush_q")
+
+        def advance(pointer):
+            return Mux(pointer == depth - 1, 0, pointer + 1)
+        m.d.comb += [
+            self.rp.eq(Mux(flush_q, 0, Mux(pop_q, advance(rp_before), rp_before))),
+            self.wp.eq(Mux(flush_q, 0, wp_before)),
+            self.level.eq(Mux(flush_q, 0, level_before - pop_q)),
+        ]
+        with m.If(self.push):
+            m.d.pci += self.storage[self.wp].eq(self.w_data)
+        m.d.pci += [
+            rp_before.eq(self.rp), wp_before.eq(Mux(self.push, advance(self.wp), self.wp)),
+            level_before.eq(self.level + self.push),
+            pop_q.eq(self.pop), flush_q.eq(self.flush),
+        ]
+        self.head = self.storage[self.rp]
+        self.nonempty = self.level != 0
 
 
 def _command_in(cmd, predicate):
@@ -187,8 +256,8 @@ class PCITarget(wiring.Component):
         width: bus width, 32 or 64.
         windows: list of :class:`Window` or None (no BAR there), BAR0 first.
         fast_decode: decode the address within the address phase from the pads'
-            unregistered ``decode`` lines (port ``decode``, In): DEVSEL# on clock 2. The
-            address parity is then checked after the claim (SERR#, no refusal).
+            unregistered ``decode`` lines (port ``decode``, In): DEVSEL# on clock 2 (the
+            address pins then reach the whole decision: a long same-clock path).
     """
     def __init__(self, width, windows, *, fast_decode=False):
         self.width = width
@@ -261,24 +330,28 @@ class PCITarget(wiring.Component):
         any_hit = Signal()
         m.d.comb += any_hit.eq(Cat(h for _, h, _, _, _ in hits).any())
         # The PAR of the address phase is on the pins in the clock after it: at the
-        # claim with medium decode, one clock after it with fast decode.
+        # claim with medium decode, one clock after it with fast decode. The claim does
+        # not wait for it: PCI lets a target that detects an address parity error claim
+        # and complete the transaction as if the address were right (PCI 3.0, 3.7.3), and
+        # the live PAR then reaches only SERR# and a status flip-flop, not the decode.
         address_par_clock = Signal()
         if self.fast_decode:
             m.d.pci += address_par_clock.eq(address_phase)
-            address_bad = 0
         else:
             m.d.comb += address_par_clock.eq(address_phase)
-            address_bad = self.par_error & self.parity_response
         claim = Signal()
-        m.d.comb += claim.eq(address_phase & any_hit & ~address_bad)
+        m.d.comb += claim.eq(address_phase & any_hit)
 
-        # Address parity: the PAR of the address phase is on the pins now.
+        # Address parity: the PAR of the address phase is on the pins now. SERR# goes out
+        # at once (its I/O flip-flop); the Status pulses leave registered.
         serr_next = Signal()
-        with m.If(address_par_clock):
-            m.d.comb += self.detected_parity.eq(self.par_error)
-            m.d.comb += serr_next.eq(self.par_error & self.parity_response & self.serr_enable)
-        m.d.comb += self.signaled_serr.eq(serr_next)
-        m.d.comb += [self.bus.serr.o.eq(serr_next), self.bus.serr.oe.eq(serr_next)]
+        address_parity_bad = Signal()
+        m.d.comb += [
+            address_parity_bad.eq(address_par_clock & self.par_error),
+            serr_next.eq(address_parity_bad & self.parity_response & self.serr_enable),
+            self.bus.serr.o.eq(serr_next), self.bus.serr.oe.eq(serr_next),
+        ]
+        m.d.pci += self.signaled_serr.eq(serr_next)
 
         # Per-transaction parameters, chosen at the claim.
         c_sel = Signal(range(n_sel))
@@ -320,7 +393,13 @@ class PCITarget(wiring.Component):
             m.d.comb += [c_retry.eq(self.retry), c_devsel_delay.eq(knobs.devsel_delay),
                          c_initial_wait.eq(knobs.initial_wait)]
 
-        # --- Transaction state (registers) and the effective state at this edge -------
+        # --- Transaction state and the effective state at this edge --------------------
+        # Timing (DESIGN.md, "I/O timing"): the live IRDY# and FRAME# reach the output
+        # flip-flops and a few one-bit registers only. The decision below is built once for
+        # each value of the two lines and they select among the results last; every wider
+        # register whose next value depends on them is a :class:`_Retimed` (its candidates
+        # registered, a registered one-bit event choosing), so the values are the same
+        # clock for clock and the live lines never fan out into the datapath.
         active = Signal()        # claimed, in data phases (DEVSEL# may still be delayed)
         backoff = Signal()       # STOP# asserted, waiting for FRAME# to be deasserted
         t_sel = Signal(range(n_sel))
@@ -333,10 +412,15 @@ class PCITarget(wiring.Component):
         t_last = Signal(30)
         t_retry = Signal()
         devsel_wait = Signal(2)
+        moved_q = Signal()       # a data phase moved at the previous edge
         wait_cnt = Signal(9)
         phases = Signal(16)      # data phases completed
         group = Signal(8)        # phases since the last inserted wait
         addr = Signal(30)        # dword offset of the phase on the bus (next to move)
+        stall = Signal(5)        # clocks since the claim or the last data phase
+        retimed = {name: _Retimed(m, moved_q, value) for name, value in (
+            ("wait", wait_cnt), ("phases", phases), ("group", group), ("addr", addr),
+            ("stall", stall))}
 
         # Pin shadows: what the pads drive during this clock.
         devsel_p, trdy_p, stop_p = Signal(), Signal(), Signal()
@@ -381,15 +465,20 @@ class PCITarget(wiring.Component):
 
         # --- Read prefetch ------------------------------------------------------------
         data_bits = 64 if wide else 32
-        rfifo = _RegisterFIFO(m, "rfifo", data_bits, READ_FIFO_DEPTH)
+        rfifo = _RetimedFIFO(m, "rfifo", data_bits, READ_FIFO_DEPTH)
         outstanding = Signal(range(READ_FIFO_DEPTH + 1))
+        end_q = Signal()             # the transaction ended at the previous edge
         discard = Signal(range(READ_FIFO_DEPTH + 1))
+        discard_r = _Retimed(m, end_q, discard)
         req_addr = Signal(30)        # dword offset of the next read request
         req_count = Signal(16)       # read requests issued in this transaction
+        load_q = Signal()            # AD was loaded with the next word at the previous edge
         load_addr = Signal(30)       # dword offset of the next word loaded onto AD
         cur_valid = Signal()         # the AD output holds the word of the current phase
         cur_corrupt = Signal()
-        ad_cur = Signal(data_bits)
+        ad_cur = Signal(data_bits)   # the word on AD now
+        loaded = {name: _Retimed(m, load_q, value) for name, value in (
+            ("load_addr", load_addr), ("cur_corrupt", cur_corrupt), ("ad_cur", ad_cur))}
         # Read responses: only the selected backend has requests outstanding.
         r_valid = Signal()
         r_data = Signal(data_bits)
@@ -408,27 +497,8 @@ class PCITarget(wiring.Component):
         wr_x64 = Signal()
         w_entry = Signal(wr_layout)  # the write phase sampled at the previous edge
 
-        # --- Data phases: the next-clock drive -------------------------------------------
-        moved = Signal()
-        m.d.comb += moved.eq(live.irdy & trdy_p)
-        final = moved & ~live.frame
-        devsel_n, trdy_n, stop_n = Signal(), Signal(), Signal()
-        next_active, next_backoff = Signal(), Signal()
-        load = Signal()
-        abort_now = Signal()
-
-        # The arithmetic of the next-clock decision (address and phase count after this
-        # edge, their compares) is computed for the claim's and the running transaction's
-        # values and for both values of ``moved``, and selected last: the decode and the
-        # live IRDY# then reach the output flip-flops through a few mux levels instead of
-        # feeding adders and comparators (Shannon expansion; the same values as the
-        # arithmetic on e_* and ``moved`` that it replaces).
-        def ahead(fn):
-            views = [(c_offset, Const(0, 16), c_xfer64, c_last),    # at the claim
-                     (addr, phases, t_xfer64, t_last)]              # later
-            per_move = [Mux(claim, fn(*views[0], mv), fn(*views[1], mv)) for mv in (0, 1)]
-            return Mux(moved, per_move[1], per_move[0])
-
+        # --- The next-clock arithmetic, for a phase that moves at this edge or not -------
+        # (plain logic of registers: the live IRDY# only chooses between the two later).
         def after(address, xfer64, mv):
             """The dword offset after this edge (30 bits, as ``next_addr``)."""
             return (address + Mux(xfer64, 2, 1))[:30] if mv else address
@@ -436,114 +506,54 @@ class PCITarget(wiring.Component):
         def phases_after(count, mv):
             return (count + 1)[:16] if mv else count
 
-        next_addr = Signal(30)
-        next_phases = Signal(16)
-        m.d.comb += [next_addr.eq(ahead(lambda a, p, x, last, mv: after(a, x, mv))),
-                     next_phases.eq(ahead(lambda a, p, x, last, mv: phases_after(p, mv)))]
-        group_full = Signal()
-        m.d.comb += group_full.eq(e_exerciser & (knobs.wait_every != 0) & (knobs.wait_clocks != 0)
-                                  & moved & Mux(claim, knobs.wait_every == 1,
-                                                group + 1 == knobs.wait_every))
-        wcount = Signal(9)
-        m.d.comb += wcount.eq(Mux(group_full, knobs.wait_clocks, e_wait))
-        wcount_zero = Mux(group_full, knobs.wait_clocks == 0, e_wait == 0)
+        knobs = self.knobs
 
-        # Read word for the next phase: keep the current one, or load the FIFO head.
-        m.d.comb += load.eq(e_active & e_read & read_avail & (moved | ~cur_valid) & ~final)
-        next_valid = Signal()
-        m.d.comb += next_valid.eq(load | (cur_valid & ~moved))
-        # Room for posted writes: the one being pushed, the one moving, the next one.
-        write_room = Mux(moved, (wfifo.level + wr_moved + 2) <= WRITE_FIFO_DEPTH,
-                         (wfifo.level + wr_moved + 1) <= WRITE_FIFO_DEPTH)
+        def by_move(mv):
+            """Everything the decision needs that depends on whether a phase moves (``mv``,
+            a Python bool) but not on FRAME#. The arithmetic is computed for the claim's
+            and the running transaction's values and selected by the claim last, so the
+            decode reaches the output flip-flops through muxes, not adders."""
+            def ahead(fn):
+                return Mux(claim, fn(c_offset, Const(0, 16), c_xfer64, c_last, mv),
+                           fn(addr, phases, t_xfer64, t_last, mv))
+            r = SimpleNamespace()
+            r.next_addr = ahead(lambda a, p, x, last, mv: after(a, x, mv))
+            r.next_phases = ahead(lambda a, p, x, last, mv: phases_after(p, mv))
+            r.group_full = (e_exerciser & (knobs.wait_every != 0) & (knobs.wait_clocks != 0)
+                            & Mux(claim, knobs.wait_every == 1, group + 1 == knobs.wait_every)
+                            ) if mv else Const(0)
+            r.wcount = Mux(r.group_full, knobs.wait_clocks, e_wait)
+            r.wcount_zero = r.wcount == 0
+            # Room for posted writes: the one being pushed, the one moving, the next one.
+            r.write_room = (wfifo.level + wr_moved + 1 + int(mv)) <= WRITE_FIFO_DEPTH
 
-        def abort_range(a, p, x, last, mv):
-            byte_addr = Cat(Const(0, 2), after(a, x, mv))
-            return (byte_addr >= knobs.abort_first) & (byte_addr <= knobs.abort_last)
-        in_abort = e_exerciser & knobs.abort_enable & ahead(abort_range)
-        disc_n = e_exerciser & (knobs.disconnect_after != 0)
-        at_end = ahead(lambda a, p, x, last, mv: after(a, x, mv) + Mux(x, 2, 1) > last)
-        first_phase = ahead(lambda a, p, x, last, mv: phases_after(p, mv) == 0)
-        disconnect_next = ahead(
-            lambda a, p, x, last, mv: phases_after(p, mv) + 1 == knobs.disconnect_after)
-        disconnect_now = ahead(
-            lambda a, p, x, last, mv: phases_after(p, mv) == knobs.disconnect_after)
-        with_data = (e_single & first_phase) | at_end \
-            | (disc_n & knobs.disconnect_data & disconnect_next)
-        without_data = disc_n & ~knobs.disconnect_data & disconnect_now
+            def abort_range(a, p, x, last, mv):
+                byte_addr = Cat(Const(0, 2), after(a, x, mv))
+                return (byte_addr >= knobs.abort_first) & (byte_addr <= knobs.abort_last)
+            r.in_abort = e_exerciser & knobs.abort_enable & ahead(abort_range)
+            disc_n = e_exerciser & (knobs.disconnect_after != 0)
+            at_end = ahead(lambda a, p, x, last, mv: after(a, x, mv) + Mux(x, 2, 1) > last)
+            first_phase = ahead(lambda a, p, x, last, mv: phases_after(p, mv) == 0)
+            disconnect_next = ahead(
+                lambda a, p, x, last, mv: phases_after(p, mv) + 1 == knobs.disconnect_after)
+            disconnect_now = ahead(
+                lambda a, p, x, last, mv: phases_after(p, mv) == knobs.disconnect_after)
+            r.with_data = (e_single & first_phase) | at_end \
+                | (disc_n & knobs.disconnect_data & disconnect_next)
+            r.without_data = disc_n & ~knobs.disconnect_data & disconnect_now
+            # Next values of the retimed registers (a phase moved: trdy_p was set).
+            if mv:
+                r.wait_next = Mux(r.wcount != 0, r.wcount - 1, 0)
+                r.group_next = Mux(r.group_full, 0, e_group + 1)
+                r.stall_next = 1
+            else:
+                r.wait_next = Mux(trdy_p, r.wcount, Mux(r.wcount != 0, r.wcount - 1, 0))
+                r.group_next = e_group
+                r.stall_next = Mux(claim, 1, Mux(stall == 31, 31, stall + 1))
+            return r
+        moves = {0: by_move(False), 1: by_move(True)}
 
-        ready = Signal()
-        m.d.comb += ready.eq(wcount_zero & ~in_abort & Mux(e_read, next_valid, write_room))
-        # Latency rules for the plain windows (the exerciser breaks them only on purpose):
-        # clocks since the claim or the last data phase, counted at the deciding edge.
-        stall = Signal(5)
-        e_stall = Signal(5)
-        m.d.comb += e_stall.eq(Mux(claim | moved, 0, stall))
-        m.d.pci += stall.eq(Mux(e_stall == 31, 31, e_stall + 1))
-        late = Signal()
-        # e_stall is 0 at a claim or a moved phase, below either (positive) limit.
-        m.d.comb += late.eq(~e_exerciser & ~(claim | moved)
-                            & (stall >= Mux(phases == 0, INITIAL_STALL_LIMIT,
-                                            SUBSEQUENT_STALL_LIMIT)))
-
-        with m.If(backoff):
-            # Hold STOP# (and DEVSEL#, unless aborting) until FRAME# is deasserted.
-            with m.If(live.frame):
-                m.d.comb += [devsel_n.eq(devsel_p), stop_n.eq(1), next_backoff.eq(1)]
-        with m.Elif(e_active):
-            with m.If(final | ~live.frame & ~live.irdy):
-                # Last phase moved, or the initiator gave up (master abort): release all.
-                pass
-            with m.Elif(trdy_p & ~moved):
-                # TRDY# is asserted until its data phase completes: hold everything.
-                m.d.comb += [devsel_n.eq(1), trdy_n.eq(1), stop_n.eq(stop_p),
-                             next_active.eq(1)]
-            with m.Elif(moved & stop_p):
-                # Disconnect with data done; FRAME# still asserted: wait for it.
-                m.d.comb += [devsel_n.eq(1), stop_n.eq(1), next_backoff.eq(1)]
-            with m.Elif(e_devsel_wait != 0):
-                m.d.comb += next_active.eq(1)
-            with m.Elif(e_retry | without_data):
-                m.d.comb += [devsel_n.eq(1), stop_n.eq(1), next_backoff.eq(1)]
-            with m.Elif(in_abort & devsel_p):
-                m.d.comb += [stop_n.eq(1), next_backoff.eq(1), abort_now.eq(1)]
-            with m.Elif(late & ~ready):
-                # The backend is too slow for the latency rules: retry (no data yet) or
-                # disconnect without data, rather than hold the bus.
-                m.d.comb += [devsel_n.eq(1), stop_n.eq(1), next_backoff.eq(1)]
-            with m.Else():
-                m.d.comb += [devsel_n.eq(1), trdy_n.eq(ready),
-                             stop_n.eq(ready & live.frame & with_data), next_active.eq(1)]
-        m.d.comb += self.signaled_target_abort.eq(abort_now)
-
-        m.d.pci += [active.eq(next_active), backoff.eq(next_backoff),
-                    devsel_p.eq(devsel_n), trdy_p.eq(trdy_n), stop_p.eq(stop_n)]
-        with m.If(next_active):
-            m.d.pci += [
-                devsel_wait.eq(Mux(e_devsel_wait != 0, e_devsel_wait - 1, 0)),
-                wait_cnt.eq(Mux(trdy_p & ~moved, wcount, Mux(wcount != 0, wcount - 1, 0))),
-                phases.eq(next_phases), addr.eq(next_addr),
-                group.eq(Mux(group_full, 0, e_group + moved)),
-            ]
-
-        own = devsel_n | trdy_n | stop_n
-        owner = Signal()
-        m.d.pci += owner.eq(own)
-        xfer64_n = Signal()
-        m.d.comb += xfer64_n.eq(e_xfer64 & devsel_n)
-        m.d.comb += [
-            bus.devsel.o.eq(devsel_n), bus.devsel.oe.eq(own),
-            bus.trdy.o.eq(trdy_n), bus.trdy.oe.eq(own),
-            bus.stop.o.eq(stop_n), bus.stop.oe.eq(own),
-            self.busy.eq(active | backoff | wfifo.nonempty | wr_moved | (outstanding != 0)),
-        ]
-        if wide:
-            m.d.comb += [bus.ack64.o.eq(xfer64_n), bus.ack64.oe.eq(own)]
-
-        # --- Read data onto AD ------------------------------------------------------------
-        drive_ad = Signal()
-        # Never in the turnaround clock after the address phase (fast decode claims then).
-        m.d.comb += drive_ad.eq(own & e_read & (e_active | backoff)
-                                & ~(claim if self.fast_decode else 0))
+        # --- Read data for the next phase: the FIFO head, or a word arriving now ---------
         lane_hi = load_addr[0] & ~e_xfer64
         head = Mux(rfifo.nonempty, rfifo.head, r_data)
         head_word = Signal(data_bits)
@@ -552,28 +562,142 @@ class PCITarget(wiring.Component):
                                          head[32:]))
         else:
             m.d.comb += head_word.eq(head)
-        new_corrupt = e_exerciser & knobs.corrupt
+        corrupt_taken_q = Signal()
+        # A one-shot corruption is disarmed a clock after the word that took it: skip the
+        # word loaded in between.
+        new_corrupt = e_exerciser & (knobs.corrupt | (knobs.corrupt_once & ~corrupt_taken_q))
+
+        # --- The decision at this edge, for each value of the live IRDY# and FRAME# ------
+        def decide(irdy, frame):
+            """What to drive next clock and the one-bit next state, were IRDY# and FRAME#
+            on the pins now ``irdy`` and ``frame`` (Python ints)."""
+            irdy, frame = Const(irdy, 1), Const(frame, 1)
+            moved = irdy & trdy_p
+            mv = {name: Mux(moved, getattr(moves[1], name), getattr(moves[0], name))
+                  for name in vars(moves[0])}
+            final = moved & ~frame
+            d = SimpleNamespace()
+            d.load = e_active & e_read & read_avail & (moved | ~cur_valid) & ~final
+            d.next_valid = d.load | (cur_valid & ~moved)
+            ready = mv["wcount_zero"] & ~mv["in_abort"] & Mux(e_read, d.next_valid,
+                                                            mv["write_room"])
+            # Latency rules for the plain windows (the exerciser breaks them only on
+            # purpose): clocks since the claim or the last data phase.
+            late = (~e_exerciser & ~(claim | moved)
+                    & (stall >= Mux(phases == 0, INITIAL_STALL_LIMIT, SUBSEQUENT_STALL_LIMIT)))
+            suffix = f"_{irdy.value}{frame.value}"
+            devsel_n, trdy_n, stop_n, next_active, next_backoff, abort_now = (
+                Signal(name=n + suffix) for n in ("devsel_n", "trdy_n", "stop_n",
+                                                  "next_active", "next_backoff", "abort_now"))
+            with m.If(backoff):
+                # Hold STOP# (and DEVSEL#, unless aborting) until FRAME# is deasserted.
+                with m.If(frame):
+                    m.d.comb += [devsel_n.eq(devsel_p), stop_n.eq(1), next_backoff.eq(1)]
+            with m.Elif(e_active):
+                with m.If(final | ~frame & ~irdy):
+                    # Last phase moved, or the initiator gave up (master abort): release.
+                    pass
+                with m.Elif(trdy_p & ~moved):
+                    # TRDY# is asserted until its data phase completes: hold everything.
+                    m.d.comb += [devsel_n.eq(1), trdy_n.eq(1), stop_n.eq(stop_p),
+                                 next_active.eq(1)]
+                with m.Elif(moved & stop_p):
+                    # Disconnect with data done; FRAME# still asserted: wait for it.
+                    m.d.comb += [devsel_n.eq(1), stop_n.eq(1), next_backoff.eq(1)]
+                with m.Elif(e_devsel_wait != 0):
+                    m.d.comb += next_active.eq(1)
+                with m.Elif(e_retry | mv["without_data"]):
+                    m.d.comb += [devsel_n.eq(1), stop_n.eq(1), next_backoff.eq(1)]
+                with m.Elif(mv["in_abort"] & devsel_p):
+                    m.d.comb += [stop_n.eq(1), next_backoff.eq(1), abort_now.eq(1)]
+                with m.Elif(late & ~ready):
+                    # The backend is too slow for the latency rules: retry (no data yet) or
+                    # disconnect without data, rather than hold the bus.
+                    m.d.comb += [devsel_n.eq(1), stop_n.eq(1), next_backoff.eq(1)]
+                with m.Else():
+                    m.d.comb += [devsel_n.eq(1), trdy_n.eq(ready),
+                                 stop_n.eq(ready & frame & mv["with_data"]),
+                                 next_active.eq(1)]
+            d.devsel_n, d.trdy_n, d.stop_n = devsel_n, trdy_n, stop_n
+            d.next_active, d.next_backoff, d.abort_now = next_active, next_backoff, abort_now
+            d.end_txn = (active | backoff) & ~next_active & ~next_backoff
+            d.own = devsel_n | trdy_n | stop_n
+            # Never in the turnaround clock after the address phase (fast decode claims then).
+            d.drive_ad = d.own & e_read & (e_active | backoff) \
+                & ~(claim if self.fast_decode else 0)
+            d.ad = Mux(d.load, head_word, ad_cur)
+            d.corrupt = Mux(d.load, new_corrupt, cur_corrupt)
+            d.xfer64 = e_xfer64 & devsel_n
+            return d
+        cases = {(i, f): decide(i, f) for i in (0, 1) for f in (0, 1)}
+
+        def live_pick(name):
+            """The decision's ``name`` for IRDY# and FRAME# as they are on the pins now."""
+            v = {key: getattr(d, name) for key, d in cases.items()}
+            return Mux(live.irdy, Mux(live.frame, v[1, 1], v[1, 0]),
+                       Mux(live.frame, v[0, 1], v[0, 0]))
+
+        devsel_n, trdy_n, stop_n, own = (Signal(name=n) for n in
+                                         ("devsel_n", "trdy_n", "stop_n", "own"))
+        next_active, next_backoff, load, end_txn = Signal(), Signal(), Signal(), Signal()
+        m.d.comb += [devsel_n.eq(live_pick("devsel_n")), trdy_n.eq(live_pick("trdy_n")),
+                     stop_n.eq(live_pick("stop_n")), own.eq(live_pick("own")),
+                     next_active.eq(live_pick("next_active")),
+                     next_backoff.eq(live_pick("next_backoff")), load.eq(live_pick("load")),
+                     end_txn.eq(live_pick("end_txn"))]
+        moved = live.irdy & trdy_p
+
+        # One-bit state and registered events.
+        signaled_target_abort = Signal()
+        m.d.pci += [active.eq(next_active), backoff.eq(next_backoff),
+                    devsel_p.eq(devsel_n), trdy_p.eq(trdy_n), stop_p.eq(stop_n),
+                    moved_q.eq(moved), load_q.eq(load), end_q.eq(end_txn),
+                    cur_valid.eq(live_pick("next_valid") & next_active),
+                    signaled_target_abort.eq(live_pick("abort_now")),
+                    corrupt_taken_q.eq(load & new_corrupt)]
+        m.d.comb += [self.signaled_target_abort.eq(signaled_target_abort),
+                     self.corrupt_taken.eq(corrupt_taken_q)]
+
+        # Retimed registers. Outside a transaction they are not read (the claim's values
+        # replace them through the e_* view), so they follow the arithmetic every clock.
+        m.d.pci += devsel_wait.eq(Mux(e_devsel_wait != 0, e_devsel_wait - 1, 0))
+        for name, field in (("wait", "wait_next"), ("phases", "next_phases"),
+                            ("group", "group_next"), ("addr", "next_addr"),
+                            ("stall", "stall_next")):
+            retimed[name].update(getattr(moves[1], field), getattr(moves[0], field))
+
         m.d.comb += [
-            bus.ad.o.eq(Mux(load, head_word[:32], ad_cur[:32])),
-            bus.ad.oe.eq(drive_ad),
-            rfifo.pop.eq(load & rfifo.nonempty),
-            self.corrupt_par.eq(Mux(load, new_corrupt, cur_corrupt)),
-            self.corrupt_taken.eq(load & new_corrupt),
+            bus.devsel.o.eq(devsel_n), bus.devsel.oe.eq(own),
+            bus.trdy.o.eq(trdy_n), bus.trdy.oe.eq(own),
+            bus.stop.o.eq(stop_n), bus.stop.oe.eq(own),
+            self.busy.eq(active | backoff | wfifo.nonempty | wr_moved | (outstanding != 0)),
+        ]
+        if wide:
+            xfer64_n = live_pick("xfer64")
+            m.d.comb += [bus.ack64.o.eq(xfer64_n), bus.ack64.oe.eq(own)]
+
+        # --- Read data onto AD ------------------------------------------------------------
+        drive_ad = live_pick("drive_ad")
+        ad_next = live_pick("ad")
+        corrupt_next = live_pick("corrupt")
+        m.d.comb += [
+            bus.ad.o.eq(ad_next[:32]), bus.ad.oe.eq(drive_ad),
+            rfifo.pop.eq(load),
+            self.corrupt_par.eq(corrupt_next),
         ]
         if wide:
             m.d.comb += [
-                bus.ad_hi.o.eq(Mux(load, head_word[32:], ad_cur[32:])),
+                bus.ad_hi.o.eq(ad_next[32:]),
                 bus.ad_hi.oe.eq(drive_ad & xfer64_n),
-                self.corrupt_par64.eq(Mux(load, new_corrupt, cur_corrupt)),
+                self.corrupt_par64.eq(corrupt_next),
             ]
-        with m.If(load):
-            m.d.pci += [ad_cur.eq(head_word), cur_corrupt.eq(new_corrupt),
-                        load_addr.eq(load_addr + step)]
-        m.d.pci += cur_valid.eq(next_valid & next_active)
+        loaded["ad_cur"].update(head_word, ad_cur)
+        loaded["cur_corrupt"].update(new_corrupt, cur_corrupt)
+        # A load in the claim's clock advances the old offset (it cannot happen: nothing
+        # was requested yet); otherwise the claim starts the offset.
+        loaded["load_addr"].update(load_addr + step, Mux(claim, c_offset, load_addr))
 
         # --- Backend requests: drain posted writes first, then read requests ---------------
-        end_txn = Signal()
-        m.d.comb += end_txn.eq((active | backoff) & ~next_active & ~next_backoff)
         # Read requests of the running transaction stop at its phase limit: one for a
         # single-phase one, the exerciser's disconnect point, else unlimited.
         read_phase_limit = Signal(16)
@@ -635,21 +759,20 @@ class PCITarget(wiring.Component):
         read_taken = taken & ~req_write
 
         keep = r_valid & (discard == 0)
-        # A word arriving while the buffer is empty may go straight onto AD.
-        m.d.comb += [rfifo.push.eq(keep & ~(load & ~rfifo.nonempty)), rfifo.w_data.eq(r_data)]
+        # Every answer kept enters the FIFO; one loaded onto AD in the same clock leaves it
+        # again at once (the head's bypass), so the push never waits for the live IRDY#.
+        m.d.comb += [rfifo.push.eq(keep), rfifo.w_data.eq(r_data)]
         m.d.pci += outstanding.eq(outstanding + read_taken - r_valid)
-        with m.If(r_valid & (discard != 0)):
-            m.d.pci += discard.eq(discard - 1)
-        # Everything in flight when a transaction ends is dropped (see end_txn below).
+        # Everything in flight when a transaction ends is dropped: prefetched words nobody
+        # asked for, including those still to come.
+        m.d.comb += rfifo.flush.eq(end_txn)
+        discard_r.update(outstanding + read_taken - r_valid,
+                         Mux(r_valid & (discard != 0), discard - 1, discard))
 
         with m.If(claim):
-            m.d.pci += [req_addr.eq(c_offset), req_count.eq(0), load_addr.eq(c_offset)]
+            m.d.pci += [req_addr.eq(c_offset), req_count.eq(0)]
         with m.If(read_taken):
             m.d.pci += [req_addr.eq(e_req_addr + step), req_count.eq(e_req_count + 1)]
-        with m.If(end_txn):
-            # Prefetched words nobody asked for are dropped, including those in flight.
-            m.d.comb += rfifo.flush.eq(1)
-            m.d.pci += discard.eq(outstanding + read_taken - r_valid)
 
         # --- Write data: sampled one clock after its phase, posted to the FIFO ---------------
         m.d.pci += [wr_moved.eq(moved & ~e_read & e_active),
@@ -662,10 +785,13 @@ class PCITarget(wiring.Component):
             wfifo.w_data.eq(w_entry), wfifo.push.eq(wr_moved & ~t_read_only & ~(w_direct & taken)),
         ]
 
-        # Data parity of our write phases: PAR of the phase is on the pins now.
+        # Data parity of our write phases: PAR of the phase is on the pins now. PERR# goes
+        # out at once (its I/O flip-flop); the Status pulse leaves registered.
         write_par_bad = self.par_error | (self.par64_error & wr_x64 if wide else 0)
+        write_parity_bad = Signal()
         perr_n = Signal()
-        with m.If(wr_moved & write_par_bad):
-            m.d.comb += [self.detected_parity.eq(1), perr_n.eq(self.parity_response)]
+        m.d.comb += [write_parity_bad.eq(wr_moved & write_par_bad),
+                     perr_n.eq(write_parity_bad & self.parity_response)]
         m.d.comb += [bus.perr.o.eq(perr_n), bus.perr.oe.eq(perr_n)]
+        m.d.pci += self.detected_parity.eq(address_parity_bad | write_parity_bad)
         return m
