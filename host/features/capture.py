@@ -101,8 +101,8 @@ def parse_filter(text):
         unknown = [name for name in names if name not in _MNEMONIC]
         if not what or unknown:
             raise UsageError(f"--filter {text!r}: {', '.join(unknown) or 'nothing'} is not an "
-                              f"address space ({', '.join(_SPACES)}) or a command "
-                              f"({', '.join(sorted(_MNEMONIC))})")
+                             f"address space ({', '.join(_SPACES)}) or a command "
+                             f"({', '.join(sorted(_MNEMONIC))})")
         commands = command_set(*(_MNEMONIC[name] for name in names))
     address, mask = 0, 0
     if where:
@@ -112,11 +112,11 @@ def parse_filter(text):
             mask = int(mask_text, 0) if slash else (1 << ADDRESS_BITS) - 1
         except ValueError:
             raise UsageError(f"--filter {text!r}: {where!r} is not VALUE or VALUE/MASK "
-                              "(numbers, e.g. 0x70/0xfffe)") from None
+                             "(numbers, e.g. 0x70/0xfffe)") from None
         for name, number in (("address", address), ("mask", mask)):
             if not 0 <= number < 1 << ADDRESS_BITS:
                 raise UsageError(f"--filter {text!r}: the {name} does not fit in "
-                                  f"{ADDRESS_BITS} bits")
+                                 f"{ADDRESS_BITS} bits")
     return FilterSpec(enable=1, exclude=int(exclude), commands=commands,
                       address=address & mask, mask=mask)
 
@@ -130,7 +130,7 @@ def _rule_mask(names, context):
         name = name.strip()
         if name not in by_name:
             raise UsageError(f"{context}: no checker rule {name!r} (pcispy check "
-                              "--list-rules)")
+                             "--list-rules)")
         mask |= 1 << by_name[name]
     return mask
 
