@@ -183,7 +183,9 @@ class Summariser(wiring.Component):
             rec.latency.eq(latency),
             rec.initiator_wait.eq(initiator_wait),
             rec.target_wait.eq(target_wait),
-            rec.duration.eq(last_clock + 1),
+            # Saturates like the other counts: the clock index stops at 65535, and
+            # 65535 + 1 would wrap the 16-bit field to 0.
+            rec.duration.eq(Mux(last_clock == 0xFFFF, 0xFFFF, last_clock + 1)),
             rec.is64.eq(req64 & ack64),
             rec.dac.eq(dac),
             rec.parity_error.eq(parity_error | par_bad),

@@ -268,6 +268,42 @@ def test_random_traffic_summaries(seed):
     assert [r["timestamp"] for r in recs] == [s + 2 for s in starts], f"seed {seed}"
 
 
+def test_duration_saturates():
+    # A write whose data phase comes at clock 65535: 65536 clocks, more than the 16-bit
+    # field holds (it wrapped to 0). The bus is set only where it changes: 65536 clocks of
+    # a full waveform take minutes in the Python simulator.
+    from amaranth.sim import Simulator
+    dut = Summariser(32, 1)
+    got = {}
+
+    async def bench(ctx):
+        b = dut.bus
+        ctx.set(b.cbe, 0xF)
+        await ctx.tick().repeat(2)
+        ctx.set(b.frame, 1)
+        ctx.set(b.cbe, Command.MEM_WRITE.value)
+        ctx.set(b.ad, 0x40)
+        await ctx.tick()
+        for name, value in (("frame", 0), ("irdy", 1), ("devsel", 1), ("cbe", 0)):
+            ctx.set(getattr(b, name), value)
+        await ctx.tick().repeat(65534)
+        ctx.set(b.trdy, 1)
+        await ctx.tick()
+        for name in ("irdy", "trdy", "devsel"):
+            ctx.set(getattr(b, name), 0)
+        while not ctx.get(dut.summary_valid):
+            await ctx.tick()
+        record = ctx.get(dut.summary)
+        got.update(duration=record.duration, phases=record.data_phases,
+                   latency=record.latency, target_wait=record.target_wait)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    assert got == {"duration": 0xFFFF, "phases": 1, "latency": 0xFF, "target_wait": 0xFFF}
+
+
 #: An ``always @*`` block that only assigns a constant: nothing wakes it, so Verilator
 #: never runs it and the bits keep their initial 0 (the simulated board's summaries read
 #: kind EMPTY although the Python simulator gives SUMMARY).
