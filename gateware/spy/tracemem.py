@@ -11,7 +11,7 @@ backend bus, which the board puts behind BAR1.
 """
 
 from amaranth.hdl import Module, Signal, Mux, ResetInserter, Const, Cat
-from amaranth.lib import enum, memory, wiring, fifo
+from amaranth.lib import enum, io, memory, wiring, fifo
 from amaranth.lib.wiring import In, Out
 
 from ..pci.bus import TriStateSignature
@@ -19,7 +19,7 @@ from ..pci.target import BackendSignature
 from .format import SLOT_BITS, SUMMARY_RECORD_BITS
 
 __all__ = ["TraceMemorySignature", "BRAMTraceMemory", "SRAMSignature", "SRAMTraceMemory",
-           "TraceWriter", "TraceBackend"]
+           "SRAMPads", "SRAM_PINS", "sram_simulation_ports", "TraceWriter", "TraceBackend"]
 
 _LANES = SLOT_BITS // 32
 
@@ -91,26 +91,83 @@ class SRAMSignature(wiring.Signature):
         })
 
 
+#: The pins of an SRAM port, by name (what ``sram_ports`` of the board holds): address,
+#: data, and the active-low chip, write and output enables.
+SRAM_PINS = ("a", "d", "ce_n", "we_n", "oe_n")
+
+
+def sram_simulation_ports(addr_bits, data_bits):
+    """``{pin: io.SimulationPort}`` for :data:`SRAM_PINS`, pin level, named ``sram_<pin>``
+    (so a converted design exposes ``sram_a__o``, ``sram_d__oe``, ``sram_d__i`` ...)."""
+    return {"a": io.SimulationPort("o", addr_bits, name="sram_a"),
+            "d": io.SimulationPort("io", data_bits, name="sram_d"),
+            **{pin: io.SimulationPort("o", 1, name=f"sram_{pin}")
+               for pin in ("ce_n", "we_n", "oe_n")}}
+
+
+class SRAMPads(wiring.Component):
+    """The I/O buffers of an asynchronous SRAM: plain (unregistered) buffers, because
+    :class:`SRAMTraceMemory` drives every pin from its own flip-flops; CE#, WE# and OE#
+    are inverted here.
+
+    Ports:
+        sram (In, SRAMSignature(addr_bits, data_bits)): the controller's pins,
+            inside-level.
+
+    Parameters:
+        ports: ``{pin: io port}`` for :data:`SRAM_PINS` (pin level; ``d`` bidirectional).
+        addr_bits, data_bits: the SRAM's address and data widths (the ports' widths).
+    """
+    def __init__(self, ports, addr_bits, data_bits):
+        missing = set(SRAM_PINS) - set(ports)
+        if missing:
+            raise ValueError(f"SRAM ports missing: {', '.join(sorted(missing))}")
+        for pin, bits in (("a", addr_bits), ("d", data_bits)):
+            if len(ports[pin]) != bits:
+                raise ValueError(f"SRAM port {pin} is {len(ports[pin])} bits wide, not {bits}")
+        self.ports = ports
+        super().__init__({"sram": In(SRAMSignature(addr_bits, data_bits))})
+
+    def elaborate(self, platform):
+        m = Module()
+        pins, ports = self.sram, self.ports
+        m.submodules.a = a = io.Buffer("o", ports["a"])
+        m.submodules.d = d = io.Buffer("io", ports["d"])
+        m.d.comb += [a.o.eq(pins.a), d.o.eq(pins.d.o), d.oe.eq(pins.d.oe), pins.d.i.eq(d.i)]
+        for name in ("ce", "we", "oe"):
+            buffer = m.submodules[name] = io.Buffer("o", ~ports[f"{name}_n"])
+            m.d.comb += buffer.o.eq(getattr(pins, name))
+        return m
+
+
 class _SRAMState(enum.Enum, shape=3):
-    IDLE    = 0
-    WRITE_A = 1   # address, data and WE# asserted
-    WRITE_B = 2   # WE# released, address and data held (hold time)
-    READ_A  = 3   # address and OE# asserted
-    READ_B  = 4   # address stable for a whole clock: data valid, sampled at the end
+    """What the pins show in this clock."""
+    IDLE         = 0   # nothing enabled
+    WRITE_SETUP  = 1   # address and data driven, CE#, WE# high
+    WRITE_STROBE = 2   # WE# low
+    WRITE_HOLD   = 3   # WE# high again, address and data still held
+    READ_ACCESS  = 4   # address, CE# and OE#: the data settles
+    READ_SAMPLE  = 5   # the same; sampled at the end of this clock
 
 
 class SRAMTraceMemory(wiring.Component):
     """Trace memory in an external asynchronous SRAM (Pamette's trace store).
 
-    A slot is written as ``128 / data_bits`` SRAM words, two clocks each (WE# asserted with a
-    stable address and data, then released with both held), so a slot takes
-    ``2 * 128 / data_bits`` clocks: slower than one raw record per clock with a 32-bit SRAM,
-    which the recorder reports as overruns. A read takes three clocks (address, access,
-    sample) and waits for any write in progress.
+    Every pin is driven from a flip-flop (a decoded state would glitch WE# low between
+    two states and write a wrong word) and every edge the SRAM cares about has a whole
+    clock of margin, so pin-to-pin skew never matters: a word is written in three clocks
+    (address and data set up with WE# high, WE# low, WE# high with both held), a slot
+    takes ``128 / data_bits`` words and one clock in between, and a 32-bit SRAM is
+    slower than one raw record per clock (the recorder reports the drops as overruns).
+    A read presents the address for two clocks and samples the data at the end of the
+    second (address access time up to two clocks, less pad delays); a clock with neither
+    side driving the data pins separates a write from a read. A pending read goes before
+    the next slot's write (the writer's FIFO absorbs it, or the drop is reported).
 
     Ports:
         mem (In, TraceMemorySignature(addr_bits)): the trace memory interface.
-        sram (Out, SRAMSignature(sram_addr_bits, data_bits)): the SRAM pins.
+        sram (Out, SRAMSignature(sram_addr_bits, data_bits)): the SRAM pins, each from a
+            flip-flop.
 
     Parameters:
         addr_bits: log2 of the depth in slots.
@@ -134,11 +191,10 @@ class SRAMTraceMemory(wiring.Component):
         pins = self.sram
         words = self.words_per_slot
         word_bits = words.bit_length() - 1
-        lanes_per_word = self.data_bits // 32
+        lane_bits = (self.data_bits // 32).bit_length() - 1
 
         state = Signal(_SRAMState)
         slot = Signal(SLOT_BITS)
-        base = Signal(self.addr_bits)
         word = Signal(max(word_bits, 1))
         read_addr = Signal(self.addr_bits + 2)
         read_pending = Signal()
@@ -147,43 +203,46 @@ class SRAMTraceMemory(wiring.Component):
             m.d.sync += [read_pending.eq(1), read_addr.eq(p.r_addr)]
         m.d.sync += p.r_valid.eq(0)
 
-        address = Signal(self.sram_addr_bits)
-        if word_bits:
-            m.d.comb += address.eq(base << word_bits | word)
-        else:
-            m.d.comb += address.eq(base)
-        read_word = read_addr >> (lanes_per_word.bit_length() - 1)
+        def word_address(slot_address, index):
+            return Cat(index[:word_bits], slot_address) if word_bits else slot_address
 
-        m.d.comb += p.w_ready.eq(state == _SRAMState.IDLE)
+        def release():
+            # The pins of the next clock: nothing enabled.
+            return [pins.ce.eq(0), pins.we.eq(0), pins.oe.eq(0), pins.d.oe.eq(0)]
+
+        # The pins below are registered: each assignment shows on the next clock.
+        m.d.comb += p.w_ready.eq((state == _SRAMState.IDLE) & ~read_pending)
         with m.Switch(state):
             with m.Case(_SRAMState.IDLE):
-                with m.If(p.w_en):
-                    m.d.sync += [slot.eq(p.w_data), base.eq(p.w_addr), word.eq(0),
-                                 state.eq(_SRAMState.WRITE_A)]
-                with m.Elif(read_pending):
-                    m.d.sync += state.eq(_SRAMState.READ_A)
-            with m.Case(_SRAMState.WRITE_A):
-                m.d.comb += [pins.a.eq(address), pins.d.o.eq(slot.word_select(word,
-                                                                               self.data_bits)),
-                             pins.d.oe.eq(1), pins.ce.eq(1), pins.we.eq(1)]
-                m.d.sync += state.eq(_SRAMState.WRITE_B)
-            with m.Case(_SRAMState.WRITE_B):
-                m.d.comb += [pins.a.eq(address), pins.d.o.eq(slot.word_select(word,
-                                                                               self.data_bits)),
-                             pins.d.oe.eq(1), pins.ce.eq(1)]
+                with m.If(read_pending):
+                    m.d.sync += [pins.a.eq(read_addr >> lane_bits), pins.ce.eq(1),
+                                 pins.oe.eq(1), state.eq(_SRAMState.READ_ACCESS)]
+                with m.Elif(p.w_en):
+                    m.d.sync += [slot.eq(p.w_data), word.eq(0),
+                                 pins.a.eq(word_address(p.w_addr, Const(0, max(word_bits, 1)))),
+                                 pins.d.o.eq(p.w_data[:self.data_bits]), pins.d.oe.eq(1),
+                                 pins.ce.eq(1), state.eq(_SRAMState.WRITE_SETUP)]
+            with m.Case(_SRAMState.WRITE_SETUP):
+                m.d.sync += [pins.we.eq(1), state.eq(_SRAMState.WRITE_STROBE)]
+            with m.Case(_SRAMState.WRITE_STROBE):
+                m.d.sync += [pins.we.eq(0), state.eq(_SRAMState.WRITE_HOLD)]
+            with m.Case(_SRAMState.WRITE_HOLD):
                 with m.If(word == words - 1):
-                    m.d.sync += state.eq(_SRAMState.IDLE)
+                    m.d.sync += release() + [state.eq(_SRAMState.IDLE)]
                 with m.Else():
-                    m.d.sync += [word.eq(word + 1), state.eq(_SRAMState.WRITE_A)]
-            with m.Case(_SRAMState.READ_A):
-                m.d.comb += [pins.a.eq(read_word), pins.ce.eq(1), pins.oe.eq(1)]
-                m.d.sync += state.eq(_SRAMState.READ_B)
-            with m.Case(_SRAMState.READ_B):
-                m.d.comb += [pins.a.eq(read_word), pins.ce.eq(1), pins.oe.eq(1)]
-                lane = read_addr[:lanes_per_word.bit_length() - 1] if lanes_per_word > 1 \
-                    else Const(0)
-                m.d.sync += [p.r_data.eq(pins.d.i.word_select(lane, 32)), p.r_valid.eq(1),
-                             read_pending.eq(0), state.eq(_SRAMState.IDLE)]
+                    following = word + 1
+                    m.d.sync += [
+                        word.eq(following),
+                        pins.a.eq(word_address(pins.a[word_bits:], following)),
+                        pins.d.o.eq(slot.word_select(following, self.data_bits)),
+                        state.eq(_SRAMState.WRITE_SETUP)]
+            with m.Case(_SRAMState.READ_ACCESS):
+                m.d.sync += state.eq(_SRAMState.READ_SAMPLE)
+            with m.Case(_SRAMState.READ_SAMPLE):
+                lane = read_addr[:lane_bits] if lane_bits else Const(0)
+                m.d.sync += release() + [
+                    p.r_data.eq(pins.d.i.word_select(lane, 32)), p.r_valid.eq(1),
+                    read_pending.eq(0), state.eq(_SRAMState.IDLE)]
         return m
 
 

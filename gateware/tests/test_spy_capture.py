@@ -5,7 +5,7 @@ and both trace memories (block RAM and the external SRAM model)."""
 
 import pytest
 
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Signal
 from amaranth.sim import Simulator
 
 from pcispy.gateware.pci.bus import Command, Termination
@@ -59,6 +59,10 @@ class Bench:
                 sram.oe_n.eq(~pins.oe), sram.d_i.eq(pins.d.o),
                 pins.d.i.eq(sram.d_o),
             ]
+            # Clocks in which both sides drive the data pins.
+            self.fights = Signal(16)
+            with self.top.If(pins.d.oe & sram.d_oe):
+                self.top.d.sync += self.fights.eq(self.fights + 1)
 
     def run(self, clocks, *, config=None, comparators=(), strobes=None, violations=None,
             read=True, stop=True, jumps=None):
@@ -143,6 +147,7 @@ class Bench:
             result["records"] = records
             if self.sram is not None:
                 result["sram_errors"] = ctx.get(self.sram.errors)
+                result["sram_fights"] = ctx.get(self.fights)
 
         sim = Simulator(self.top)
         sim.add_clock(1e-6)
@@ -323,8 +328,9 @@ def test_pre_trigger_too_large_is_refused():
 
 @pytest.mark.parametrize("data_bits", [32, 128])
 def test_sram_overrun_is_never_silent(data_bits):
-    # Raw capture of every clock into an SRAM that takes 2 clocks per word: 8 (32-bit) or
-    # 2 (128-bit) clocks per record. Records are dropped; every drop is accounted for.
+    # Raw capture of every clock into an SRAM that takes 3 clocks per word and one per
+    # slot: 13 (32-bit) or 4 (128-bit) clocks per record. Records are dropped; every drop
+    # is accounted for.
     bench = Bench(memory="sram", sram_data_bits=data_bits, fifo_depth=4)
     wave = idle(40)
     for i, clock in enumerate(wave):
@@ -332,7 +338,7 @@ def test_sram_overrun_is_never_silent(data_bits):
     res = bench.run(wave, config={"ring": 1})
     st = res["status"]
     recs = res["records"]
-    assert res["sram_errors"] == 0
+    assert res["sram_errors"] == 0 and res["sram_fights"] == 0
     raws = [r for r in recs if r["kind"] == RecordKind.RAW]
     overruns = [r for r in recs if r["kind"] == RecordKind.OVERRUN]
     assert st["lost"] > 0 and len(overruns) == st["overruns"] > 0
@@ -362,10 +368,64 @@ def test_sram_memory_holds_a_slow_capture():
     res = Bench(memory="sram", sram_data_bits=32, fifo_depth=8).run(
         wave, config={"idle_compress": 1})
     st = res["status"]
-    assert st["lost"] == 0 and res["sram_errors"] == 0
+    assert st["lost"] == 0 and res["sram_errors"] == 0 and res["sram_fights"] == 0
     addresses = [r["bus.ad"] for r in res["records"]
                  if r["kind"] == RecordKind.RAW and r["bus.frame"] and not r["bus.irdy"]]
     assert addresses == [0x100, 0x200, 0x300]
+
+
+@pytest.mark.parametrize("data_bits", [32, 64])
+def test_sram_read_between_slot_writes(data_bits):
+    # The controller alone on the SRAM model: slots written back to back; a read asked for
+    # in the middle goes before the next slot, reads what was written, and no pin rule is
+    # broken (setup, strobe, hold, turnaround).
+    from pcispy.gateware.spy.tracemem import SRAMTraceMemory
+    top = Module()
+    top.submodules.ctl = ctl = SRAMTraceMemory(addr_bits=4, data_bits=data_bits)
+    top.submodules.sram = sram = AsyncSRAM(ctl.sram_addr_bits, data_bits)
+    pins = ctl.sram
+    top.d.comb += [sram.a.eq(pins.a), sram.ce_n.eq(~pins.ce), sram.we_n.eq(~pins.we),
+                   sram.oe_n.eq(~pins.oe), sram.d_i.eq(pins.d.o), pins.d.i.eq(sram.d_o)]
+    words_per_slot = 128 // data_bits
+    slot_clocks = 3 * words_per_slot + 1
+
+    def pattern(slot):
+        return sum((0x1000 * slot + lane) << (32 * lane) for lane in range(4))
+
+    got = {}
+
+    async def bench(ctx):
+        taken, fights = [], 0
+        for clock in range(6 * slot_clocks):
+            slot = len(taken)
+            ctx.set(ctl.mem.w_en, slot < 6)
+            ctx.set(ctl.mem.w_addr, slot)
+            ctx.set(ctl.mem.w_data, pattern(slot))
+            # Ask for word 2 of slot 1 once slot 2 is being written.
+            ask = clock == 2 * slot_clocks + 2
+            ctx.set(ctl.mem.r_en, ask)
+            ctx.set(ctl.mem.r_addr, 4 * 1 + 2)
+            if ask:
+                got["asked"] = clock
+            if ctx.get(ctl.mem.w_ready) and slot < 6:
+                taken.append(clock)
+            if ctx.get(ctl.mem.r_valid):
+                got["answer"] = (clock, ctx.get(ctl.mem.r_data))
+            fights += ctx.get(pins.d.oe) & ctx.get(sram.d_oe)
+            await ctx.tick()
+        got["taken"], got["fights"], got["errors"] = taken, fights, ctx.get(sram.errors)
+
+    sim = Simulator(top)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    sim.run()
+    taken = got["taken"]
+    # Slots 0-2 back to back, one every slot_clocks; the read delays slot 3 by its 3 clocks.
+    assert [b - a for a, b in zip(taken, taken[1:])] == [slot_clocks] * 2 + \
+        [slot_clocks + 3] + [slot_clocks] * 2
+    clock, data = got["answer"]
+    assert data == 0x1002 and clock == taken[2] + slot_clocks + 3
+    assert got["errors"] == 0 and got["fights"] == 0
 
 
 def test_raw_capture_of_selected_transactions_only():

@@ -9,8 +9,10 @@ OE#, pins active low), not from the controller that drives it:
   the model drives :data:`UNSTABLE` so a controller sampling too early reads garbage;
 - write: with CE# and WE# low the chip takes the address and data; the word is written when
   WE# (or CE#) rises, with the data present in the last clock WE# was low. The address must
-  not change while WE# is low and the data must still be held the clock WE# rises (hold
-  time); each breach adds one to ``errors``;
+  be set up before the write starts (a data sheet's t_AS of 0 ns is, at clock resolution,
+  no change of address in the clock WE# falls: two pins switching on the same edge race),
+  must not change while WE# is low, and it and the data must still be held the clock WE#
+  rises (hold time); each breach adds one to ``errors``;
 - the storage is named ``bd_storage`` (the backdoor): an Amaranth memory for Amaranth's
   Python simulator, or with ``verilog=True`` the hand-written ``sram_storage.v``
   (:data:`VERILOG_SOURCE`, to pass in the Verilator build's ``sources``) for large depths.
@@ -94,6 +96,8 @@ class AsyncSRAM(wiring.Component):
             m.d.sync += [latched_a.eq(self.a), latched_d.eq(self.d_i)]
             with m.If(was_writing & (self.a != latched_a)):
                 m.d.comb += breach.eq(1)
+            with m.If(~was_writing & (self.a != previous_a)):
+                m.d.comb += breach.eq(1)          # no address setup before the write
         with m.If(was_writing & ~writing):
             # WE# rose at this clock's edge: the word is written; the data must be held.
             m.d.comb += [write.addr.eq(latched_a), write.data.eq(latched_d), write.en.eq(1)]
