@@ -21,7 +21,15 @@ FRAME# with it, until its data phase completes (TRDY#), the target stops it (STO
 master aborts (no DEVSEL# by clock 5); IRDY# is deasserted after the last phase; FRAME# is
 deasserted as soon as STOP# is seen. AD, C/BE#, PAR, IDSEL are arbitrary. No other target
 answers (a transaction nobody claims ends in master abort).
+
+The lemmas (``lemma_*``, proved with the properties, not counted as PCI rules) relate the
+target's registers (read through :func:`~pcispy.gateware.formal.harness.internal_signals`:
+the target itself is untouched), its backends' answers due and the response's registers
+to what the harness recorded on the pins, so that k-induction starts only from states the
+board reaches.
 """
+
+from types import SimpleNamespace
 
 from amaranth import Cat, Mux, Signal
 from amaranth.lib import wiring
@@ -29,13 +37,13 @@ from amaranth.lib.wiring import In
 
 from ..csr import CSRBank
 from ..exerciser.response import ExerciserResponse
-from ..pci.bus import ACTIVE_LOW, bus_lines
+from ..pci.bus import ACTIVE_LOW, DevselSpeed, bus_lines
 from ..pci.pads import PCIPads, simulation_ports
-from ..pci.target import PCITarget
+from ..pci.target import READ_FIFO_DEPTH, WRITE_FIFO_DEPTH, PCITarget
 from ..regs import (BAR0_SIZE, TARGET, RegisterMap, TARGET_MAX_INITIAL_LATENCY,
                     TARGET_MAX_SUBSEQUENT_LATENCY)
 from ..top import PCIBoard, connect_response
-from .harness import Harness
+from .harness import Harness, elaborate, internal_signals
 
 __all__ = ["TargetHarness", "target_windows"]
 
@@ -97,6 +105,7 @@ class TargetHarness(Harness):
         taken = port.valid & ready & ~port.write
         m.d.pci += answers.eq(Cat(taken, answers[:-1]))
         m.d.comb += [port.ready.eq(ready), port.r_valid.eq(answers[-1]), port.r_data.eq(rdata)]
+        return answers
 
     @staticmethod
     def _ram_backend(m, port, rdata):
@@ -108,7 +117,9 @@ class TargetHarness(Harness):
         m = self._module()
         ports = simulation_ports(32)
         m.submodules.pads = pads = PCIPads(32, ports)
-        m.submodules.target = target = PCITarget(32, target_windows())
+        target = PCITarget(32, target_windows())
+        # Elaborated here, so that the lemmas can name the target's registers.
+        m.submodules.target = self.target_fragment = elaborate(target, platform)
         m.submodules.bank = bank = CSRBank(RegisterMap([TARGET]))
         m.submodules.response = response = ExerciserResponse()
 
@@ -125,7 +136,7 @@ class TargetHarness(Harness):
         connect_response(m, target, response, bank.target)
         self._ram_backend(m, target.config, self.cfg_rdata)
         self._ram_backend(m, target.bar0, self.bar0_rdata)
-        self._slow_backend(m, target.bar1, self.bar1_ready, self.bar1_rdata)
+        bar1_answers = self._slow_backend(m, target.bar1, self.bar1_ready, self.bar1_rdata)
         self._ram_backend(m, target.bar2, self.bar2_rdata)
         self._ram_backend(m, target.bar3, self.bar3_rdata)
         for i, base in BAR_BASES.items():
@@ -275,4 +286,142 @@ class TargetHarness(Harness):
         self.cover("backend_stall_retry", ~exer_q & stop & ~trdy & ~moved_q & ~responded_q)
         self.cover("perr", our_perr)
         self.cover("noncompliant_latency", exer_q & ~responded_q & (since == 20) & allow)
+
+        # --- lemmas: the target's registers against the record of the pins -----------------
+        self._lemmas(m, SimpleNamespace(
+            target=target, bank=bank, knobs=knobs, allow=allow, pin=pin, our_oe=our_oe,
+            pf=pf, devsel=devsel, trdy=trdy, stop=stop, data_clk=data_clk, write_q=write_q,
+            since=since, since_data=since_data, claimed_q=claimed_q, responded_q=responded_q,
+            moved_q=moved_q, phases_q=phases_q, exer_q=exer_q, retry_q=retry_q,
+            bar1_answers=bar1_answers))
         return m
+
+    def _lemmas(self, m, h):
+        """Relations between the target's (and its backends' and response's) registers and
+        what the harness recorded on the pins: true in every state the board reaches, they
+        keep k-induction away from states it does not. ``h`` holds the harness's record."""
+        tgt = internal_signals(self.target_fragment)
+        claimed = tgt["active"] | tgt["backoff"]
+        active, read, sel = tgt["active"], tgt["t_read"], tgt["t_sel"]
+        data_clk, devsel, trdy, stop = h.data_clk, h.devsel, h.trdy, h.stop
+        since, moved_q = h.since, h.moved_q
+        windows = [(0, None)] + [(i, w) for i, w in enumerate(target_windows()) if w]
+
+        # The target's sampled inputs are the pins of the clock before.
+        self.check("lemma_pins", (tgt["bus__frame__i"] == h.pf) &
+                   (tgt["frame_q"] == self.past(h.pf)))
+
+        # In a transaction exactly while the pins say so: claimed from the clock after
+        # the address phase, DEVSEL# held from its first clock (dropped only with STOP#,
+        # a target abort), data only after DEVSEL# and TRDY#.
+        self.check("lemma_target", ~claimed | data_clk)
+        self.check("lemma_target", ~(data_clk & (h.claimed_q | devsel)) | claimed)
+        self.check("lemma_target", ~(data_clk & (moved_q | h.responded_q)) | h.claimed_q)
+        self.check("lemma_target", ~(data_clk & moved_q) | h.responded_q)
+        self.check("lemma_target", ~(data_clk & h.claimed_q & ~devsel) | (stop & ~trdy))
+        self.check("lemma_target", ~claimed | (
+            (read == ~h.write_q) & (since >= 2) & (h.exer_q == tgt["t_exerciser"]) &
+            (h.retry_q == tgt["t_retry"]) & (tgt["phases"][:9] == h.phases_q) &
+            (moved_q == (tgt["phases"] != 0))))
+
+        # What the target chose at the claim matches the window it selected.
+        self.check("lemma_target", ~tgt["t_xfer64"] & ~tgt["t_data64"])   # 32-bit board
+        self.check("lemma_target", tgt["t_last"] <= BAR0_SIZE // 4 - 1)    # the largest BAR
+        self.check("lemma_target", ~claimed | (sel < len(windows)))
+        for index, (_, window) in enumerate(windows):
+            last = 63 if window is None else window.bar.size // 4 - 1
+            flags = ((0, 0, 0) if window is None else
+                     (window.exerciser, window.prefetch, window.read_only))
+            self.check("lemma_target", ~claimed | (sel != index) | (
+                (tgt["t_last"] == last) & (Cat(tgt["t_exerciser"], tgt["t_prefetch"],
+                                               tgt["t_read_only"]) == Cat(*flags))))
+        singles = [index for index, (_, window) in enumerate(windows)
+                   if window is None or window.bar.kind == "io"]
+        self.check("lemma_target", ~(claimed & sel.matches(*singles)) | tgt["t_single"])
+
+        # Phases stay inside the window (the target disconnects at its end) and within
+        # the transaction's limit (single phase, the exerciser's disconnect); the phase
+        # that reaches a limit comes with STOP# when FRAME# was still asserted.
+        addr, phases = tgt["addr"], tgt["phases"]
+        self.check("lemma_target", ~claimed | (
+            (phases <= addr) & (addr - phases <= tgt["t_last"]) &
+            (addr <= tgt["t_last"] + 1) & ((addr <= tgt["t_last"]) | ~active)))
+        knobs = h.knobs
+        limit = Mux(tgt["t_single"], 1, Mux(tgt["t_exerciser"], knobs.disconnect_after, 0))
+        self.check("lemma_target", ~claimed | (limit == 0) | (
+            (phases <= limit) & ((phases != limit) | ~active)))
+        last_phase = (tgt["t_single"] | (addr == tgt["t_last"]) |
+                      (tgt["t_exerciser"] & knobs.disconnect_data &
+                       (phases + 1 == knobs.disconnect_after)))
+        self.check("lemma_target", ~(claimed & trdy & h.pf & last_phase) | stop)
+
+        # Reads: TRDY# stands on the word already on AD; the words requested are the word
+        # on AD, those in the FIFO and those due, after the words that moved; answers to
+        # an ended transaction (discard) come first and are dropped.
+        self.check("lemma_target", ~(claimed & read & trdy) | tgt["cur_valid"])
+        self.check("lemma_target", ~(claimed & read & h.our_oe["ad"]) |
+                   (h.pin["ad"] == tgt["ad_cur"]))
+        ahead = tgt["cur_valid"] + tgt["rfifo_level"] + tgt["outstanding"] - tgt["discard"]
+        self.check("lemma_target", ~(active & read) | (
+            (tgt["load_addr"] == addr + tgt["cur_valid"]) &
+            (tgt["req_addr"] == (addr + ahead)[:30]) &
+            (tgt["req_count"] == (phases + ahead)[:16])))
+        # Every answer due is counted as outstanding; while answers to an ended
+        # transaction are due they are all there is, and after that only the selected
+        # backend has answers due; none is due outside a transaction but those.
+        target = h.target
+        due = [target.config.r_valid, target.bar0.r_valid, sum(h.bar1_answers),
+               target.bar2.r_valid, target.bar3.r_valid]          # by select index
+        self.check("lemma_target", tgt["outstanding"] == sum(due))
+        self.check("lemma_target", (tgt["rfifo_level"] + tgt["outstanding"] <= READ_FIFO_DEPTH)
+                   & (tgt["discard"] <= tgt["outstanding"]) &
+                   (tgt["wfifo_level"] <= WRITE_FIFO_DEPTH))
+        self.check("lemma_target", (tgt["discard"] == 0) | (tgt["outstanding"] == tgt["discard"]))
+        for index, count in enumerate(due):
+            self.check("lemma_target", (tgt["discard"] != 0) | (sel == index) | (count == 0))
+        self.check("lemma_target", claimed | ((tgt["rfifo_level"] == 0) &
+                                              (tgt["outstanding"] == tgt["discard"])))
+
+        # Writes: TRDY# stands on room in the posted-write FIFO; posted writes go to
+        # windows that take writes (every backend but BAR1's is always ready).
+        posted = tgt["wfifo_level"] + tgt["wr_moved"]
+        self.check("lemma_target", ~(claimed & ~read & trdy) | (posted + 1 <= WRITE_FIFO_DEPTH))
+        writable = [index for index, (_, window) in enumerate(windows)
+                    if window is None or not window.read_only]
+        sel_bits = (len(windows) - 1).bit_length()     # an entry's first field: its select
+        for i in range(WRITE_FIFO_DEPTH):
+            self.check("lemma_target", tgt[f"wfifo_{i}"][:sel_bits].matches(*writable))
+
+        # DEVSEL# timing: the programmed delay counts down from the claim.
+        self.check("lemma_target", ~(active & ~devsel & ~h.claimed_q) |
+                   (since + tgt["devsel_wait"] <= _DEVSEL_LAST - 1))
+
+        # The latency rules. Plain windows: the target's clock count since the claim (one
+        # after the address phase) or the last data phase is the pins'. Exerciser windows:
+        # with compliant settings the programmed waits count down in time; a read waits
+        # for earlier posted writes one clock each at most.
+        stall = Signal(range(_COUNT_MAX + 2))
+        m.d.comb += stall.eq(Mux(moved_q, h.since_data + 1, since - 1))
+        self.check("lemma_latency", ~claimed | (
+            Mux(stall < 30, tgt["stall"] == stall, tgt["stall"] >= 30) &
+            (tgt["t_exerciser"] | (tgt["wait_cnt"] == 0))))
+        self.check("lemma_latency", ~(claimed & trdy) | (tgt["wait_cnt"] == 0))
+        waiting = claimed & tgt["t_exerciser"] & ~h.allow & ~trdy
+        self.check("lemma_latency", ~(waiting & moved_q) |
+                   (h.since_data + tgt["wait_cnt"] <= TARGET_MAX_SUBSEQUENT_LATENCY - 2))
+        self.check("lemma_latency", ~(waiting & ~moved_q) |
+                   (since + tgt["wait_cnt"] <= TARGET_MAX_INITIAL_LATENCY - 1))
+        self.check("lemma_latency", ~(claimed & read) | (posted == 0) |
+                   (posted + since <= WRITE_FIFO_DEPTH + 1))
+
+        # The response registers hold only what the response accepts (and what the host
+        # keeps compliant when it clears allow_noncompliant, see elaborate). Not
+        # retry.every = 1: clearing allow_noncompliant leaves it in force (a finding: the
+        # target then retries every attempt, which breaks no rule of one transaction).
+        regs = h.bank.target
+        speed = regs.response.devsel_speed
+        self.check("lemma_response", (speed != DevselSpeed.FAST) & (
+            h.allow | ((speed - 1 + regs.response.initial_wait + 2 <=
+                        TARGET_MAX_INITIAL_LATENCY) &
+                       (regs.wait.clocks + 1 <= TARGET_MAX_SUBSEQUENT_LATENCY))) &
+            ((regs.wait.clocks == 0) | (regs.wait.every != 0)))
