@@ -122,9 +122,11 @@ def run_job(job, *, mutation=None, directory=None, timeout=1800):
 
 def measure():
     """The bench figures: every job run once. ``formal.properties_proved``: properties
-    proved unbounded; ``formal.properties_bounded``: {property: depth} checked by BMC;
-    ``formal.seconds``: wall-clock time of all jobs. A failing job raises."""
-    proved, bounded, seconds = 0, {}, 0.0
+    proved unbounded; ``formal.properties_bounded``: {property: depth} checked by BMC only;
+    ``formal.induction_depths``: {prove job: k}; ``formal.covers_reached``: cover
+    statements reached; ``formal.seconds``: wall-clock time of all jobs. A failing job
+    raises."""
+    proved, bounded, depths, covers, seconds = 0, {}, {}, 0, 0.0
     for job in JOBS:
         result = run_job(job)
         seconds += result.seconds
@@ -132,9 +134,13 @@ def measure():
             raise RuntimeError(result.line())
         if job.kind == "prove" and result.proved:
             proved += len(job.names)
+            depths[job.name] = job.depth
         elif job.kind == "bmc":
             bounded.update({name: job.depth for name in job.names})
+        elif job.kind == "cover":
+            covers += len(job.names)
     return {"formal.properties_proved": proved, "formal.properties_bounded": bounded,
+            "formal.induction_depths": depths, "formal.covers_reached": covers,
             "formal.seconds": round(seconds, 1)}
 
 

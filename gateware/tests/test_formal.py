@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The formal jobs that fit make test (``ci``), and proof that a proof can fail.
 
-CI runs the ``ci`` jobs of :data:`~pcispy.gateware.formal.JOBS`: ``target_prove`` and
-``initiator_prove`` (k-induction), ``target_cover`` and ``initiator_cover`` (about 30 s of
-CPU together on the 2-core machine, 40 s with the mutations); the others run in
-``make formal`` only.
+CI runs the ``ci`` jobs of :data:`~pcispy.gateware.formal.JOBS` (today all of them):
+``target_prove`` and ``initiator_prove`` (k-induction), ``target_cover`` and
+``initiator_cover``: about 30 s of CPU together on the 2-core machine, 40 s with the two
+mutations.
 """
 
 from dataclasses import replace
