@@ -19,13 +19,16 @@ import enum
 from .spy.format import FORMAT_VERSION as _TRACE_FORMAT_VERSION
 
 __all__ = ["Access", "Field", "Register", "reg32", "Block", "RegisterMap", "REGISTER_MAP",
-           "IDENTITY_MAGIC", "BAR0_SIZE"]
+           "IDENTITY_MAGIC", "BAR0_SIZE", "TRACE_MEMORY"]
 
 #: Size of BAR0 in bytes.
 BAR0_SIZE = 4096
 
 #: Value of ``id.magic``: ASCII "PCIS" (0x50434953), how tools recognise a pcispy board.
 IDENTITY_MAGIC = 0x5043_4953
+
+#: Values of ``id.config.trace_memory``: where the spy's trace memory is.
+TRACE_MEMORY = {"none": 0, "bram": 1, "sram": 2}
 
 
 class Access(enum.Enum):
@@ -166,7 +169,13 @@ IDENTITY = Block("id", 0x000, (
         Field("bus_width", 0, 1, Access.RO, 0, "0: 32-bit bus, 1: 64-bit bus",
               {0: "32", 1: "64"}),
         Field("passive", 1, 1, Access.RO, 0, "built without PCI output drivers"),
+        Field("trace_memory", 2, 2, Access.RO, 0, "the spy's trace memory: none (built "
+              "without the spy), block RAM, or an external asynchronous SRAM",
+              {value: name for name, value in TRACE_MEMORY.items()}),
         Field("clock_mhz", 8, 8, Access.RO, 33, "nominal PCI clock in MHz"),
+        Field("trace_depth", 16, 5, Access.RO, 0, "log2 of the trace memory's depth in "
+              "16-byte slots (BAR1 is 16 << trace_depth bytes; spy.capacity gives the "
+              "records of the armed mode); 0 without the spy"),
     ), "build-time configuration of this board"),
 ), "who the board is")
 

@@ -11,8 +11,9 @@ are kept as ``board.ports`` so the simulated system can wire them).
 BARs (DESIGN.md, "BARs"):
 
 - BAR0, memory, 4 KiB: the register bank (:class:`~pcispy.gateware.csr.CSRBank`).
-- BAR1, memory, prefetchable: the trace window, answered by the spy's trace memory.
-  Present when ``spy_addr_bits`` is not 0 (the spy is built only then).
+- BAR1, memory, prefetchable: the trace window, answered by the spy's trace memory
+  (block RAM, or an external asynchronous SRAM: ``trace_memory``). Present when
+  ``spy_addr_bits`` is not 0 (the spy is built only then).
 - BAR2, memory: the exerciser window, scratch RAM with the programmed response. On a
   64-bit board its upper half (offset bit ``log2(exerciser_size) - 1`` set) aliases the
   lower half's RAM but answers 32-bit only (no ACK64#).
@@ -41,8 +42,9 @@ from .pci.bus import BusState
 from .pci.pads import LIVE_LINES, PCIPads, simulation_ports
 from .spy.checker import RULES, ProtocolChecker
 from .spy.spy import Spy, connect_spy_registers
+from .spy.tracemem import SRAMPads, sram_simulation_ports
 from .pci.target import BackendSignature, PCITarget, Window
-from .regs import BAR0_SIZE, IRQ_MARKERS, REGISTER_MAP
+from .regs import BAR0_SIZE, IRQ_MARKERS, REGISTER_MAP, TRACE_MEMORY
 from .sidechannel.local import LocalAccess, LocalAccessSignature, SharedBackend
 from .sidechannel.protocol import Space
 
@@ -112,6 +114,18 @@ class PCIBoard(wiring.Component):
         exerciser_size: bytes of BAR2 (power of two, >= 16).
         spy_addr_bits: log2 of the spy's trace memory in 16-byte slots (BAR1 is
             ``16 << spy_addr_bits`` bytes); 0 builds the board without spy and BAR1.
+            Default: 12 with block RAM; with an SRAM its size sets it (leave it out).
+        trace_memory: where the spy stores its trace: ``"bram"`` (block RAM) or
+            ``"sram"``, an external asynchronous SRAM on the pins ``sram_ports``
+            (:class:`~pcispy.gateware.spy.tracemem.SRAMTraceMemory`; docs/architecture.md
+            says how a board attaches one).
+        sram_addr_bits, sram_data_bits: with an SRAM, its address and data widths (data
+            32, 64 or 128 bits; the trace holds ``2**sram_addr_bits * sram_data_bits / 128``
+            slots).
+        sram_ports: with an SRAM, ``{pin: io port}`` for
+            :data:`~pcispy.gateware.spy.tracemem.SRAM_PINS` (``platform.request`` results),
+            or None for :func:`~pcispy.gateware.spy.tracemem.sram_simulation_ports` (kept as
+            ``board.sram_ports`` for the simulated system to wire to its SRAM model).
         external_trace: answer BAR1 from the ``trace`` port instead of the spy (no spy is
             built): unit tests use it to put a deliberately slow backend behind BAR1.
         clock_mhz: nominal PCI clock (reported in ``id.config`` and ``66 MHz capable``).
@@ -122,11 +136,14 @@ class PCIBoard(wiring.Component):
             pads offer AD, C/BE#, IDSEL unregistered: check timing before using it).
         config: extra keyword arguments of :class:`ConfigSpace` (IDs, class code ...).
     """
-    def __init__(self, width=32, ports=None, *, exerciser_size=16 * 1024, spy_addr_bits=12,
+    def __init__(self, width=32, ports=None, *, exerciser_size=16 * 1024, spy_addr_bits=None,
+                 trace_memory="bram", sram_addr_bits=None, sram_data_bits=32, sram_ports=None,
                  external_trace=False, clock_mhz=33, scratch_verilog=False,
                  fast_decode=False, config=None):
         if width not in (32, 64):
             raise ValueError(f"PCI bus width must be 32 or 64, not {width!r}")
+        spy_addr_bits = self._trace_memory(trace_memory, spy_addr_bits, sram_addr_bits,
+                                           sram_data_bits, sram_ports, external_trace)
         self.width = width
         self.ports = simulation_ports(width) if ports is None else ports
         self.clock_mhz = clock_mhz
@@ -151,6 +168,33 @@ class PCIBoard(wiring.Component):
         if external_trace and trace_bar:
             members["trace"] = Out(BackendSignature(self.windows[1].addr_bits, width))
         super().__init__(members)
+
+    def _trace_memory(self, memory, spy_addr_bits, sram_addr_bits, sram_data_bits, sram_ports,
+                      external_trace):
+        """Check and keep the trace memory's parameters; return the trace depth (log2 of
+        its slots)."""
+        self.trace_memory = memory
+        self.sram_data_bits = sram_data_bits
+        self.sram_addr_bits = sram_addr_bits
+        self.sram_ports = None
+        if memory == "bram":
+            if sram_addr_bits is not None or sram_ports is not None:
+                raise ValueError("sram_addr_bits and sram_ports are for trace_memory='sram'")
+            return 12 if spy_addr_bits is None else spy_addr_bits
+        if memory != "sram":
+            raise ValueError(f"trace memory must be 'bram' or 'sram', not {memory!r}")
+        if spy_addr_bits is not None or external_trace:
+            raise ValueError("an SRAM trace memory sets the trace depth itself: give "
+                             "sram_addr_bits, not spy_addr_bits or external_trace")
+        if sram_data_bits not in (32, 64, 128):
+            raise ValueError(f"SRAM data width must be 32, 64 or 128, not {sram_data_bits}")
+        word_bits = (128 // sram_data_bits).bit_length() - 1     # SRAM words per slot, log2
+        if sram_addr_bits is None or sram_addr_bits <= word_bits:
+            raise ValueError(f"an SRAM trace memory needs sram_addr_bits (more than "
+                             f"{word_bits} for {sram_data_bits}-bit data)")
+        self.sram_ports = (sram_simulation_ports(sram_addr_bits, sram_data_bits)
+                           if sram_ports is None else sram_ports)
+        return sram_addr_bits - word_bits
 
     @property
     def bars(self):
@@ -251,9 +295,18 @@ class PCIBoard(wiring.Component):
             shared[Space.BAR1] = self._share(m, "bar1", target.bar1, wiring.flipped(self.trace))
         elif self.windows[1] is not None:
             m.submodules.spy = spy = DomainRenamer("pci")(
-                Spy(self.width, rules=len(RULES), addr_bits=self.spy_addr_bits))
+                Spy(self.width, rules=len(RULES), addr_bits=self.spy_addr_bits,
+                    memory=self.trace_memory, sram_data_bits=self.sram_data_bits))
             m.d.comb += [spy.bus.eq(sample), spy.timestamp.eq(irq.timestamp),
                          spy.violation.eq(checker.violation)]
+            if self.trace_memory == "sram":
+                m.submodules.sram_pads = sram_pads = SRAMPads(
+                    self.sram_ports, self.sram_addr_bits, self.sram_data_bits)
+                wiring.connect(m, spy.sram, sram_pads.sram)
+            m.d.comb += [
+                bank.id.config.trace_memory.eq(TRACE_MEMORY[self.trace_memory]),
+                bank.id.config.trace_depth.eq(self.spy_addr_bits),
+            ]
             connect_spy_registers(m, bank.spy, spy)
             shared[Space.BAR1] = self._share(m, "bar1", target.bar1, spy.trace)
 

@@ -71,6 +71,15 @@ class Board:
             value |= (await self.fields("spy.fcount_hi"))["fcount"] << 32
         return value
 
+    async def trace_memory(self):
+        """Where the spy keeps its trace, from ``id.config``: ``{"memory": "none" | "bram" |
+        "sram", "slots": 16-byte slots (0 without the spy)}``."""
+        _, register = self.map["id.config"]
+        config = register.decode(await self.read("id.config"))
+        memory = register.field("trace_memory").values[config["trace_memory"]]
+        return {"memory": memory,
+                "slots": 1 << config["trace_depth"] if memory != "none" else 0}
+
     async def identify(self):
         """Check the magic; return the identity fields. Raises TransportError if not ours."""
         magic = await self.read("id.magic")

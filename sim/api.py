@@ -193,7 +193,9 @@ class SimSystem:
         return hi << 32 | lo
 
     async def checker_report(self):
-        """``{"violations": {rule name: count}, "first": {...} or None, "contention": [...]}``."""
+        """``{"violations": {rule name: count}, "first": {...} or None, "contention": [...]}``,
+        and with an SRAM trace memory ``"sram": {"errors", "contention"}`` (the SRAM model's
+        timing breaches, clocks both sides drove its data pins)."""
         from pcispy.sim.system import Agent, SystemReg
         from pcispy.sim.bfm.resolver import shared_lines
         ctl = self.ctl[Agent.SYSTEM]
@@ -209,6 +211,9 @@ class SimSystem:
                 first = await ctl.read(SystemReg.CHECK_FIRST_RULE)
                 report["first"] = {"rule": RULES[first].name,
                                    "cycle": await ctl.read(SystemReg.CHECK_FIRST_CYCLE)}
+        if self.config.board and self.config.trace_memory == "sram":
+            report["sram"] = {"errors": await ctl.read(SystemReg.SRAM_ERRORS),
+                              "contention": await ctl.read(SystemReg.SRAM_CONTENTION)}
         flags = await ctl.read(SystemReg.CONTENTION)
         names = list(shared_lines(self.config.width))
         report["contention"] = [names[i] for i in range(len(names)) if flags >> i & 1]
@@ -229,10 +234,13 @@ class SimSystem:
         await ctl.write(SystemReg.CHECK_ENABLE_HI, mask >> 32)
 
     async def assert_clean(self, expected=()):
-        """Fail unless no line saw two drivers and the checker rules that fired are exactly
-        ``expected`` (rule names: a profile's ``breaks_rules``, broken on purpose)."""
+        """Fail unless no line saw two drivers, the SRAM (if any) saw its timing kept, and
+        the checker rules that fired are exactly ``expected`` (rule names: a profile's
+        ``breaks_rules``, broken on purpose)."""
         report = await self.checker_report()
         assert not report["contention"], f"two drivers on a line: {report}"
+        assert report.get("sram", {"errors": 0, "contention": 0}) == \
+            {"errors": 0, "contention": 0}, f"the SRAM's pins misused: {report}"
         assert set(report["violations"]) == set(expected), \
             f"checker rules fired {sorted(report['violations'])}, expected {sorted(expected)}: {report}"
 

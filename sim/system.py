@@ -13,6 +13,10 @@ Slots and masters::
     slot 1: the test device (IDSEL = AD[17])  master 1: the board
                                                master 2: the test device
 
+With ``SystemConfig(trace_memory="sram")`` the board's spy keeps its trace in an
+asynchronous SRAM model (sim/bfm/sram.py) wired to the board's SRAM pins, as a board with
+SRAM would have it; its timing breaches and data-pin contention are system registers.
+
 Python reaches every agent through one multiplexed control port (:class:`Agent` picks
 which); the model's top-level ports are only the clock, the reset and that port. See
 :mod:`pcispy.sim.control` for the access timing and :mod:`pcispy.sim.api` for the cocotb
@@ -71,6 +75,8 @@ class SystemReg:
     CHECK_COUNT = 12
     CHECK_ENABLE_LO = 13  # rule enable mask, bits 0..31
     CHECK_ENABLE_HI = 14  # rule enable mask, bits 32..63
+    SRAM_ERRORS = 15     # with an SRAM trace memory: the SRAM model's timing breaches
+    SRAM_CONTENTION = 16  # clocks both the board and the SRAM drove the SRAM's data pins
 
 
 @dataclass(frozen=True)
@@ -84,13 +90,28 @@ class SystemConfig:
     host_memory_addr_bits: int = 20     # words of host memory (2**20 x 4 bytes = 4 MiB)
     test_memory_addr_bits: int = 12
     exerciser_size: int = 64 * 1024     # bytes of the board's BAR2
+    #: The board's trace memory: "bram", or "sram" (an asynchronous SRAM model on the
+    #: board's SRAM pins, of sram_addr_bits x sram_data_bits: 2**18 x 32 = 1 MiB, 65536
+    #: trace slots).
+    trace_memory: str = "bram"
+    sram_addr_bits: int = 18
+    sram_data_bits: int = 32
 
     @property
     def name(self):
         parts = [f"pcisys{self.width}"]
         if not self.board:
             parts.append("noboard")
+        if self.trace_memory != "bram":
+            parts.append(self.trace_memory)
         return "_".join(parts)
+
+    def board_options(self):
+        """The trace-memory keyword arguments of the board."""
+        if self.trace_memory == "bram":
+            return {}
+        return {"trace_memory": self.trace_memory, "sram_addr_bits": self.sram_addr_bits,
+                "sram_data_bits": self.sram_data_bits}
 
 
 class PCISystem(wiring.Component):
@@ -153,16 +174,19 @@ class PCISystem(wiring.Component):
         for agent, (component, master, slot) in agents.items():
             if hasattr(component, "bus"):
                 drivers.append((component.bus, master, slot))
+        sram = None
         if cfg.board:
             from pcispy.gateware.top import PCIBoard
             # The exerciser window is backed by the hand-written scratch RAM (a large
             # Amaranth memory would be emitted a line per word); its storage is the
             # backdoor `board.scratch.ram.bd_storage`.
             board = PCIBoard(width=cfg.width, exerciser_size=cfg.exerciser_size,
-                             scratch_verilog=True)
+                             scratch_verilog=True, **cfg.board_options())
             m.submodules.board = board
             drivers.append((_PinAdaptor(m, board.ports, cfg.width), MASTERS["board"],
                             BOARD_SLOT))
+            if board.sram_ports is not None:
+                sram = _connect_sram(m, board.sram_ports, cfg)
 
         # The resolver combines the shared lines.
         m.submodules.resolver = resolver = DomainRenamer({"sync": "pci"})(
@@ -224,7 +248,7 @@ class PCISystem(wiring.Component):
         # Control port multiplexing.
         controls = {agent: component.ctl for agent, (component, _, _) in agents.items()}
         controls[Agent.ARBITER] = arbiter.ctl
-        system_ctl = _SystemRegisters(resolver, checker, resolver.inta)
+        system_ctl = _SystemRegisters(resolver, checker, resolver.inta, sram)
         m.submodules.system_registers = DomainRenamer({"sync": "pci"})(system_ctl)
         controls[Agent.SYSTEM] = system_ctl.ctl
         rdata = 0
@@ -238,6 +262,26 @@ class PCISystem(wiring.Component):
             rdata = Mux(selected, ctl.r_data, rdata)
         m.d.comb += self.ctl_rdata.eq(rdata)
         return m
+
+
+def _connect_sram(m, ports, cfg):
+    """An asynchronous SRAM model on the board's SRAM pins (pin level, as on a board):
+    returns ``(model, contention)``, ``contention`` high in a clock both drive the data."""
+    from pcispy.sim.bfm.sram import AsyncSRAM, UNSTABLE
+    m.submodules.sram = sram = DomainRenamer({"sync": "pci"})(
+        AsyncSRAM(cfg.sram_addr_bits, cfg.sram_data_bits, verilog=True))
+    data = ports["d"]
+    board_drives = data.oe.any()
+    floating = int(f"{UNSTABLE:08x}" * (cfg.sram_data_bits // 32), 16)
+    contention = Signal(name="sram_contention")
+    m.d.comb += [
+        sram.a.eq(ports["a"].o), sram.ce_n.eq(ports["ce_n"].o), sram.we_n.eq(ports["we_n"].o),
+        sram.oe_n.eq(ports["oe_n"].o), sram.d_i.eq(data.o),
+        # What the data pins carry: the SRAM's word, the board's, or nothing (garbage).
+        data.i.eq(Mux(sram.d_oe, sram.d_o, Mux(board_drives, data.o, floating))),
+        contention.eq(sram.d_oe & board_drives),
+    ]
+    return sram, contention
 
 
 class _PinAdaptor:
@@ -271,11 +315,12 @@ class _SystemRegisters(wiring.Component):
     """The system's own control port: cycle counter, contention and checker evidence.
     Its ``event`` is INTA# on the bus, so host code can sleep until an interrupt."""
 
-    def __init__(self, resolver, checker, inta):
+    def __init__(self, resolver, checker, inta, sram=None):
         from pcispy.sim.control import ControlSignature
         self._resolver = resolver
         self._checker = checker
         self._inta = inta
+        self._sram = sram              # (model, contention) with an SRAM trace memory
         super().__init__({"ctl": Out(ControlSignature())})
 
     def elaborate(self, platform):
@@ -319,6 +364,13 @@ class _SystemRegisters(wiring.Component):
                 SystemReg.CHECK_ENABLE_LO: enable[:32],
                 SystemReg.CHECK_ENABLE_HI: enable[32:],
             })
+        if self._sram is not None:
+            model, contention = self._sram
+            fights = Signal(32)
+            with m.If(contention & (fights != 0xFFFF_FFFF)):
+                m.d.sync += fights.eq(fights + 1)
+            values.update({SystemReg.SRAM_ERRORS: model.errors,
+                           SystemReg.SRAM_CONTENTION: fights})
         with m.If(ctl.r_en & (ctl.addr == SystemReg.CYCLE_LO)):
             m.d.sync += cycle_hi.eq(cycle[32:])
         with m.Switch(ctl.addr):
@@ -345,8 +397,11 @@ def build_system(config=SystemConfig()):
     system = PCISystem(config)
     text = verilog.convert(system, name="pcisystem", emit_src=False)
     from pcispy.gateware.exerciser import scratch
-    model = build_model(text, "pcisystem", public=[("*", "bd_*")],
-                        sources=[backdoor_ram.VERILOG_SOURCE, scratch.VERILOG_SOURCE],
+    from pcispy.sim.bfm import sram
+    sources = [backdoor_ram.VERILOG_SOURCE, scratch.VERILOG_SOURCE]
+    if config.board and config.trace_memory == "sram":
+        sources.append(sram.VERILOG_SOURCE)
+    model = build_model(text, "pcisystem", public=[("*", "bd_*")], sources=sources,
                         name=config.name)
     _MODELS[config] = model
     return model

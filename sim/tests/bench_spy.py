@@ -6,6 +6,7 @@ Run by ``sim/tests/test_spy_system.py`` (pytest), which picks the system and see
 """
 
 import base64
+import json
 import os
 import random
 
@@ -215,6 +216,31 @@ async def filter_counters_equal_summaries(dut):
         f"{s['comparator']}: {s['transactions']} transactions, {s['bytes']} bytes"
         for s in hardware))
     await system.assert_clean(RTC.breaks_rules)
+
+
+@cocotb.test()
+async def capture_for_comparison(dut):
+    """One seeded summary capture (the comparators of PER_FILTER: no access to the board's
+    own BARs, whose addresses depend on BAR1's size), with the trace memory the board
+    says it has, written to the file PCISPY_RESULT names: test_spy_system.py runs it on
+    the block-RAM and the SRAM system and compares."""
+    system, transport = await _setup(dut)
+    seed = _seed()
+    board = Board(transport)
+    memory = await board.trace_memory()
+    await _reseed(system, seed)
+    run = await start_capture(transport, mode="summary", filters=PER_FILTER)
+    capacity = await board.read("spy.capacity")
+    await _random_traffic(system, transport, random.Random(seed), 40)
+    await system.host.mem_read(TEST_MEM + 0x3000, 4)
+    await system.host.mem_read(NOBODY, 4)
+    result = await finish_capture(run)
+    summaries = _trace(result).summaries
+    dut._log.info(f"{memory}: {len(summaries)} summaries, status {result['status']}")
+    await system.assert_clean(RTC.breaks_rules)
+    with open(os.environ["PCISPY_RESULT"], "w") as file:
+        json.dump({"memory": memory, "capacity": capacity, "status": result["status"],
+                   "records": result["records"], "summaries": len(summaries)}, file)
 
 
 @cocotb.test()

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The board's spy in the simulated system (benches in bench_spy.py): hardware summaries
-against the software decoder, the per-filter counters against the summaries, filters,
-triggers, pre-trigger, ring mode, losses, counters, and the rtc scenario's Pamette
-Figure 3."""
+against the software decoder, the per-filter counters against the summaries, the SRAM
+trace memory against block RAM, filters, triggers, pre-trigger, ring mode, losses,
+counters, and the rtc scenario's Pamette Figure 3."""
+
+import json
 
 import pytest
 
@@ -24,6 +26,28 @@ def test_summaries_equal_decoded_raw(seed):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_filter_counters_equal_summaries(seed):
     run_bench(BENCH, "filter_counters_equal_summaries", SystemConfig(width=32), seed=seed)
+
+
+def test_sram_trace_memory_captures_what_block_ram_does(tmp_path):
+    # The same seeded capture on the board with block RAM and on the board with a 1 MiB
+    # asynchronous SRAM (2**18 x 32 bits): the registers tell each memory and depth, and
+    # the records are the same, byte for byte.
+    outcome = {}
+    for memory in ("bram", "sram"):
+        path = tmp_path / f"{memory}.json"
+        run_bench(BENCH, "capture_for_comparison",
+                  SystemConfig(width=32, trace_memory=memory), result=str(path))
+        outcome[memory] = json.loads(path.read_text())
+    bram, sram = outcome["bram"], outcome["sram"]
+    assert bram["memory"] == {"memory": "bram", "slots": 4096}
+    assert sram["memory"] == {"memory": "sram", "slots": 1 << 16}
+    # Summary records take two slots.
+    assert (bram["capacity"], sram["capacity"]) == (2048, 1 << 15)
+    for name in ("lost", "overruns", "count"):
+        assert bram["status"][name] == sram["status"][name], (name, bram["status"],
+                                                               sram["status"])
+    assert bram["status"]["lost"] == 0 and bram["summaries"] > 60
+    assert sram["records"] == bram["records"]
 
 
 def test_filters_triggers_pre_ring_and_rtc_figure3():
