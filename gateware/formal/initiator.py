@@ -116,10 +116,9 @@ class InitiatorHarness(Harness):
     def elaborate(self, platform):
         m = self._module()
         ports = simulation_ports(32)
-        pads = PCIPads(32, ports)
+        m.submodules.pads = pads = PCIPads(32, ports)
         dma = DMAEngine(32)
         # Elaborated here, so that the lemmas can name the engine's registers.
-        m.submodules.pads = elaborate(pads, platform)
         m.submodules.dma = self.dma_fragment = elaborate(dma, platform)
         self.register_map = RegisterMap([DMA])
         m.submodules.bank = bank = CSRBank(self.register_map)
