@@ -232,8 +232,9 @@ def _fuzz():
 
 
 def _formal():
-    """formal.properties_proved, formal.properties_bounded, formal.seconds: every job of
-    pcispy.gateware.formal.JOBS (make formal)."""
+    """formal.properties_proved, formal.properties_bounded, formal.induction_depths,
+    formal.covers_reached, formal.seconds: every job of pcispy.gateware.formal.JOBS
+    (make formal)."""
     from pcispy.gateware.formal.run import measure
     return measure()
 
