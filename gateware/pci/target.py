@@ -363,26 +363,56 @@ class PCITarget(wiring.Component):
         c_xfer64 = Signal()
         c_data64 = Signal()
         c_read_only = Signal()
-        for sel, hit, offset, last, window in hits:
-            with m.If(hit):
-                m.d.comb += [c_sel.eq(sel), c_offset.eq(offset), c_last.eq(last)]
-                if window is None or window.bar.kind == "io":
-                    m.d.comb += c_single.eq(1)
-                else:
-                    # Burst order other than linear: one data phase only.
-                    m.d.comb += c_single.eq((ad[0:2] != 0) | (cmd_read & ~window.prefetch))
-                    m.d.comb += c_prefetch.eq(window.prefetch)
-                if window is not None:
-                    m.d.comb += [c_exerciser.eq(window.exerciser),
-                                 c_read_only.eq(window.read_only)]
-                    if window.data_width == 64:
-                        m.d.comb += c_data64.eq(1)
-                        ok = source.req64 & ~ad[2] & (ad[0:2] == 0)
-                        if window.exerciser:
-                            ok &= self.knobs.ack64
-                        if window.ack64_bit is not None:
-                            ok &= ~ad[window.ack64_bit]
-                        m.d.comb += c_xfer64.eq(ok)
+        # The window that claims: one-hot (a later window wins if misprogrammed BARs
+        # overlap), so each parameter is an AND-OR of its candidates, not a priority chain
+        # of muxes behind the address compare.
+        chosen = []
+        for k, (sel, hit, offset, last, window) in enumerate(hits):
+            later = [h for _, h, _, _, _ in hits[k + 1:]]
+            only = Signal(name=f"hit_{sel}")
+            m.d.comb += only.eq(hit & ~Cat(*later).any() if later else hit)
+            chosen.append((only, sel, offset, last, window))
+
+        def select(width, value_of):
+            """OR over the windows of the chosen one's value (``value_of(window, ...)``)."""
+            result = Const(0, width)
+            for only, sel, offset, last, window in chosen:
+                value = value_of(sel, offset, last, window)
+                if value is not None:
+                    result = result | Mux(only, value, 0)
+            return result
+
+        def single(sel, offset, last, window):
+            if window is None or window.bar.kind == "io":
+                return Const(1)
+            # Burst order other than linear: one data phase only.
+            return (ad[0:2] != 0) | (cmd_read & ~window.prefetch)
+
+        def xfer64(sel, offset, last, window):
+            if window is None or window.data_width != 64:
+                return None
+            ok = source.req64 & ~ad[2] & (ad[0:2] == 0)
+            if window.exerciser:
+                ok &= self.knobs.ack64
+            if window.ack64_bit is not None:
+                ok &= ~ad[window.ack64_bit]
+            return ok
+
+        def flag(name):
+            return lambda sel, offset, last, window: (
+                Const(1) if window is not None and getattr(window, name) else None)
+        m.d.comb += [
+            c_sel.eq(select(len(c_sel), lambda sel, offset, last, window: Const(sel, len(c_sel)))),
+            c_offset.eq(select(30, lambda sel, offset, last, window: offset)),
+            c_last.eq(select(30, lambda sel, offset, last, window: Const(last, 30))),
+            c_single.eq(select(1, single)),
+            c_prefetch.eq(select(1, flag("prefetch"))),
+            c_exerciser.eq(select(1, flag("exerciser"))),
+            c_read_only.eq(select(1, flag("read_only"))),
+            c_data64.eq(select(1, lambda sel, offset, last, window: (
+                Const(1) if window is not None and window.data_width == 64 else None))),
+            c_xfer64.eq(select(1, xfer64)),
+        ]
         m.d.comb += self.attempt.eq(claim & c_exerciser)
 
         knobs = self.knobs

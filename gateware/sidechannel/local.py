@@ -50,10 +50,12 @@ class LocalAccessSignature(wiring.Signature):
 class SharedBackend(wiring.Component):
     """One backend shared by the PCI target and a local requester (domain ``pci``).
 
-    The target has priority: a local request is taken only in a clock where the target
-    presents no request and has no read in flight; while the local read is in flight the
-    target's requests wait (``ready`` low), which a PCI target answers with wait states
-    or a retry like any slow backend.
+    The target has priority: a local request is taken only in a clock after one where the
+    target presented no request, while it has no read in flight. The grant never waits
+    for the target's request of the same clock (that request is decoded from the address
+    phase in this very clock: a long path, kept out of the backend's port muxes); a target
+    request meeting a grant, or a local read in flight, waits (``ready`` low), which a PCI
+    target answers with wait states or a retry like any slow backend.
 
     Ports:
         target (In, BackendSignature(addr_bits, width)): from the PCI target.
@@ -81,9 +83,12 @@ class SharedBackend(wiring.Component):
         lane = Signal()                    # its DWORD within a 64-bit word
         write_ack = Signal()
         grant = Signal()
-        m.d.comb += grant.eq(local.valid & ~target.valid & (in_flight == 0) & ~local_read
+        target_was_idle = Signal()
+        m.d.pci += target_was_idle.eq(~target.valid)
+        m.d.comb += grant.eq(local.valid & target_was_idle & (in_flight == 0) & ~local_read
                              & ~write_ack & backend.ready)
-        m.d.comb += [local.ready.eq(grant), target.ready.eq(backend.ready & ~local_read)]
+        m.d.comb += [local.ready.eq(grant),
+                     target.ready.eq(backend.ready & ~local_read & ~grant)]
         with m.If(grant):
             word = local.addr[1:] if self.lanes == 2 else local.addr
             enables = (Const(0xF, 4) if self.lanes == 1 else

@@ -88,8 +88,9 @@ def test_target_and_local_share_a_backend(width, seed):
                 ctx.set(target.w_data, value)
                 ctx.set(target.w_be, (1 << (width // 8)) - 1)
                 while True:
-                    taken = ctx.get(target.ready)       # this clock's, before its edge
-                    await ctx.tick("pci")
+                    # ready as it settled before the edge (it depends on the local side's
+                    # request of the same clock).
+                    _, _, taken = await ctx.tick("pci").sample(target.ready)
                     if ctx.get(target.r_valid):
                         log["target"].append(ctx.get(target.r_data))
                     if taken:
@@ -122,8 +123,7 @@ def test_target_and_local_share_a_backend(width, seed):
             ctx.set(local.write, write)
             ctx.set(local.w_data, value)
             for _ in range(500):                           # the target leaves gaps
-                taken = ctx.get(local.ready)
-                await ctx.tick("pci")
+                _, _, taken = await ctx.tick("pci").sample(local.ready)
                 if taken:
                     break
             else:
