@@ -17,6 +17,12 @@ with only the idle clock the protocol requires. Write data comes from a
 Results are counted from the initiator's events: clocks from start to done, clocks owning
 the bus, data phases, bytes, transactions, every termination, GNT# wait and first-data
 latency (min/max/sum), mismatches.
+
+Timing: the initiator's events arrive registered, a clock after the edge they describe (the
+live handshake lines end at its flip-flops). The engine keeps the original clock counts: it
+counts clocks as the run would have seen them, the idle gap after a burst is counted from
+the burst's end, and the first burst of the next pass is offered in the clock after the
+pass's last burst ends, before its (registered) end reaches the pass bookkeeping.
 """
 
 from amaranth import Module, Signal, Mux, Cat
@@ -173,30 +179,50 @@ class DMAEngine(wiring.Component):
         timestamp = Signal(32)
         m.d.pci += timestamp.eq(timestamp + 1)
 
-        chunk = Signal(31)
-        m.d.comb += chunk.eq(Mux(regs.burst.unlimited | (left <= burst_dwords), left,
-                                 burst_dwords))
-        more = (chunk != left) | mode.continuous | (passes_left > 1)
+        # A pass continues after its last burst: the next pass starts from the beginning.
+        another_pass = mode.continuous | (passes_left > 1)
+        # The last burst of the pass has ended (the initiator is idle again) and the next
+        # pass starts at once: its first burst is offered now, while that end is still on
+        # its way through the registered events (it reloads the pass below, next clock).
+        fresh = Signal()
+        # With idle clocks between bursts, no burst is offered while one runs (its end is
+        # known a clock late, and the gap counts from it).
+        gap_armed = Signal()
+        m.d.comb += fresh.eq(last_issued & another_pass & ~ini.busy & ~gap_armed)
+        offer_addr = Signal(64)
+        offer_left = Signal(31)
+        offer_passes = Signal(16)
         m.d.comb += [
-            ini.desc.valid.eq(running & ~last_issued & ~stop_pending & (idle_left == 0) &
-                              ~regs.control.stop),
+            offer_addr.eq(Mux(fresh, start_addr, next_addr)),
+            offer_left.eq(Mux(fresh, length[2:], left)),
+            offer_passes.eq(Mux(fresh, passes_left - ~mode.continuous, passes_left)),
+        ]
+        chunk = Signal(31)
+        m.d.comb += chunk.eq(Mux(regs.burst.unlimited | (offer_left <= burst_dwords),
+                                 offer_left, burst_dwords))
+        more = (chunk != offer_left) | mode.continuous | (offer_passes > 1)
+        m.d.comb += [
+            ini.desc.valid.eq(running & (~last_issued | fresh) & ~stop_pending &
+                              (idle_left == 0) & ~gap_armed & ~regs.control.stop),
             ini.desc.payload.cmd.eq(cmd),
-            ini.desc.payload.addr.eq(next_addr),
+            ini.desc.payload.addr.eq(offer_addr),
             ini.desc.payload.dwords.eq(chunk),
             ini.desc.payload.wide.eq(mode.width64),
             ini.desc.payload.more.eq(more & (regs.idle.clocks == 0)),
             ini.stop.eq(regs.control.stop & running),
         ]
-        with m.If(ini.desc.valid & ini.desc.ready):
-            m.d.pci += [next_addr.eq(next_addr + (chunk << 2)), left.eq(left - chunk)]
-            with m.If(chunk == left):
-                m.d.pci += last_issued.eq(1)
+        issued = ini.desc.valid & ini.desc.ready
 
         with m.If(idle_left != 0):
             m.d.pci += idle_left.eq(idle_left - 1)
         ok_done = ev.done & (ev.result == DescriptorResult.OK)
         with m.If(ok_done):
-            m.d.pci += idle_left.eq(regs.idle.clocks)
+            # The gap counts from the burst's end, a clock before this event.
+            m.d.pci += idle_left.eq(Mux(regs.idle.clocks == 0, 0, regs.idle.clocks - 1))
+        with m.If(ev.done):
+            m.d.pci += gap_armed.eq(0)
+        with m.If(issued & (regs.idle.clocks != 0)):
+            m.d.pci += gap_armed.eq(1)
 
         finish = Signal()
         passes_done = Signal(32)
@@ -204,13 +230,17 @@ class DMAEngine(wiring.Component):
         m.d.comb += pass_end.eq(ok_done & last_issued)
         with m.If(pass_end):
             m.d.pci += passes_done.eq(passes_done + 1)
-            with m.If(mode.continuous | (passes_left > 1)):
+            with m.If(another_pass):
                 m.d.pci += [
                     next_addr.eq(start_addr), left.eq(length[2:]), last_issued.eq(0),
                     passes_left.eq(passes_left - ~mode.continuous),
                 ]
             with m.Else():
                 m.d.comb += finish.eq(1)
+        # A burst issued now (after a pass's reload above: the fresh pass's first burst).
+        with m.If(issued):
+            m.d.pci += [next_addr.eq(offer_addr + (chunk << 2)), left.eq(offer_left - chunk),
+                        last_issued.eq(chunk == offer_left)]
 
         with m.If(regs.control.stop & running):
             m.d.pci += stop_pending.eq(1)
@@ -219,6 +249,10 @@ class DMAEngine(wiring.Component):
                                                          DescriptorResult.TARGET_ABORT)
         with m.If(aborted | stopped_now):
             m.d.comb += finish.eq(1)
+        # The clocks the run would have counted with its end seen at once: not the clock
+        # in which a burst's (registered) end finishes it.
+        counting = Signal()
+        m.d.pci += counting.eq(running & ~((pass_end & ~another_pass) | aborted))
         m.d.comb += [
             regs.status.done_set.eq(finish),
             regs.status.stopped_set.eq(stopped_now & ~aborted),
@@ -238,8 +272,10 @@ class DMAEngine(wiring.Component):
             ]
 
         # --- data: write pattern, read verification ---------------------------------------
+        # Read words arrive a clock after their data phase: the checker restarts a clock
+        # after the launch, and with the pass end (which comes a clock late itself).
         checker_restart = Signal()
-        m.d.pci += checker_restart.eq(launch | pass_end)
+        m.d.pci += checker_restart.eq(launch)
         for gen in (writer, checker):
             m.d.comb += [gen.pattern.eq(pattern), gen.seed.eq(regs.seed.seed),
                          gen.timestamp.eq(timestamp)]
@@ -247,8 +283,7 @@ class DMAEngine(wiring.Component):
             writer.restart.eq(launch | pass_end),
             writer.take.eq(ini.wdata_take),
             ini.wdata.eq(writer.window),
-            # Read words arrive a clock after their data phase: restart a clock later too.
-            checker.restart.eq(checker_restart),
+            checker.restart.eq(checker_restart | pass_end),
             checker.take.eq(ini.rdata.count),
         ]
         rd = ini.rdata
@@ -286,8 +321,8 @@ class DMAEngine(wiring.Component):
             "latency_timer_ends": Termination.LATENCY_TIMER,
         }
         increments = {
-            "clocks": running,
-            "bus_clocks": running & ev.owning,
+            "clocks": counting,
+            "bus_clocks": counting & ev.owning,
             "bytes": Mux(ev.phase, ev.dwords << 2, 0),
             "gnt_wait_sum": Mux(ev.start, ev.gnt_wait, 0),
             "latency_sum": Mux(ev.first & ev.phase, ev.latency, 0),

@@ -13,7 +13,7 @@ goes to (or is expected from) byte ``4 * n`` of the buffer, whatever the bus wid
   is offered to the bus (for DMA latency studies; it cannot be predicted, so it cannot be
   verified).
 
-:class:`PatternGenerator` offers a window of the next four DWORDs and advances by the
+:class:`PatternGenerator` offers a window of the next :data:`WINDOW` DWORDs and advances by the
 number the consumer took; :func:`pattern_dwords` is the Python reference the host uses to
 fill or check host memory.
 """
@@ -22,6 +22,8 @@ from amaranth import Module, Signal, Mux
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
+from ..pci.initiator import WDATA_WINDOW
+
 __all__ = ["Pattern", "LFSR_TAPS", "lfsr_step", "pattern_dwords", "PatternGenerator",
            "WINDOW"]
 
@@ -29,7 +31,8 @@ __all__ = ["Pattern", "LFSR_TAPS", "lfsr_step", "pattern_dwords", "PatternGenera
 LFSR_TAPS = 0x8020_0003
 
 #: DWORDs offered at once: enough for a 64-bit phase after another one moved.
-WINDOW = 4
+#: DWORDs the generator offers at once: what the initiator reads ahead.
+WINDOW = WDATA_WINDOW
 
 
 class Pattern(enum.Enum, shape=2):
@@ -81,7 +84,8 @@ class PatternGenerator(wiring.Component):
         restart (In, 1): go back to DWORD 0 (takes effect at the clock edge).
         take (In, 2): DWORDs consumed this clock (0..2).
         timestamp (In, 32): the free-running clock counter, for ``TIMESTAMP``.
-        window (Out, ArrayLayout(32, WINDOW)): DWORDs ``n .. n + 3`` (``n`` = taken so far).
+        window (Out, ArrayLayout(32, WINDOW)): DWORDs ``n .. n + WINDOW - 1`` (``n`` =
+            taken so far).
     """
     def __init__(self):
         super().__init__({

@@ -403,14 +403,20 @@ class InitiatorHarness(Harness):
 
         # The engine's counters equal what happened on the pins.
         regs = run.regs
-        self.check("dma_counts", regs.bytes_lo.bytes_lo == run.moved_bytes)
-        self.check("dma_counts", regs.data_phases.data_phases == run.moved_phases)
-        # (it counts a transaction in the clock it decides to start: a clock early)
-        self.check("dma_counts",
-                   regs.transactions.transactions == (run.transactions + t.begin)[:32])
-        self.check("dma_counts", regs.passes_done.passes_done == run.passes)
+
+        def counted(count):
+            """What the engine shows of a count on the pins: the initiator's events reach it
+            registered, so it counts a clock after the pins (and 0 in a run's first clock)."""
+            return Mux(run.launched, 0, self.past(count))
+        self.check("dma_counts", regs.bytes_lo.bytes_lo == counted(run.moved_bytes))
+        self.check("dma_counts", regs.data_phases.data_phases == counted(run.moved_phases))
+        # (it counts a transaction from the event of the clock it decided to start in: in
+        # the clock the address phase is on the pins)
+        self.check("dma_counts", regs.transactions.transactions == run.transactions)
+        self.check("dma_counts", regs.passes_done.passes_done == counted(run.passes))
         for kind, name in _TERMINATION_COUNTERS.items():
-            self.check("dma_counts", getattr(getattr(regs, name), name) == run.ends[kind])
+            self.check("dma_counts",
+                       getattr(getattr(regs, name), name) == counted(run.ends[kind]))
 
     @staticmethod
     def _as_programmed(cmd, run):
@@ -491,8 +497,13 @@ class InitiatorHarness(Harness):
             (ini["addr"] == run.addr) & (ini["dwords_left"] != 0) &
             (pass_moved + (ini["dwords_left"] << 2) == issued) &
             (ini["cmd"] == run.programmed)))
-        self.check("lemma_run", ~(running & ~ini["held"] & ~eng["stop_pending"]) |
-                   (pass_moved == issued))
+        # (A pass's end, or an abort, reaches the engine's bookkeeping a clock after the
+        # burst ends: in that clock the whole pass is issued and the next has moved nothing,
+        # or the run is about to finish.)
+        self.check("lemma_run", ~(running & ~ini["held"] & ~eng["stop_pending"] &
+                                  ~ini["aborted_q"]) |
+                   Mux(eng["pass_end"], (pass_moved == 0) & (issued == length),
+                       pass_moved == issued))
         self.check("lemma_run", running | ~eng["stop_pending"])
         self.check("lemma_run", ~(eng["stop_pending"] & ini["held"]) | ini["stopping"])
         self.check("lemma_run", ~ini["stopping"] | eng["stop_pending"])
@@ -507,8 +518,14 @@ class InitiatorHarness(Harness):
         self.check("lemma_run", ~(data_clk & t.write & (run.pattern != Pattern.TIMESTAMP)) |
                    (p.ad == run.word))
         self.check("lemma_run", run.moved_bytes == (run.moved_phases << 2)[:32])
-        self.check("lemma_run", (writer["counter"] == run.counter) &
-                   (writer["lfsr"] == run.lfsr))
+        # The writer advances a clock after a word moves (by the initiator's take_q), and
+        # restarts a clock after a pass's last word (with the engine's pass_end).
+        take_q = ini["take_q"]
+        lfsr_taken = Mux(take_q == 0, writer["lfsr"],
+                         Mux(take_q == 1, lfsr_step(writer["lfsr"]),
+                             lfsr_step(lfsr_step(writer["lfsr"]))))
+        self.check("lemma_run", eng["pass_end"] | (
+            ((writer["counter"] + take_q)[:32] == run.counter) & (lfsr_taken == run.lfsr)))
 
     # --- reachability ----------------------------------------------------------------------
     def _covers(self, p, t, run):

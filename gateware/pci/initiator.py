@@ -10,22 +10,29 @@ so a DMA engine can count them without knowing the protocol.
 
 Timing model (DESIGN.md, "I/O timing"). Every output of this component is the *D input* of
 the pads' output flip-flop: what the component drives in clock ``k`` is on the pins in
-clock ``k + 1``. The component keeps a copy of what is on the pins (the ``pin_*``
-registers). The handshake lines it must react to within one clock (GNT#, FRAME#, IRDY#,
-TRDY#, STOP#, DEVSEL#, ACK64#) come through the ``now`` port: the unregistered pin value
-of the current clock, feeding output flip-flops through a few gates; the pads' live parity
-check (``par_error``) serves the two-clock PERR# rule. The pads generate PAR themselves,
-so the initiator leaves ``bus.par``/``bus.par64`` alone. Read data comes through the registered ``bus.ad.i`` one
+clock ``k + 1``. The component keeps a copy of what it drives on FRAME#, IRDY# and AD
+(the ``pin_*`` registers). The handshake lines it must react to within one clock
+(GNT#, FRAME#, IRDY#, TRDY#, STOP#, DEVSEL#, ACK64#) come through the ``now`` port: the
+unregistered pin value of the current clock. They reach only the output flip-flops and a
+few one- to four-bit registers: the arithmetic is computed for every size a data phase may
+move and they choose among the results, the wider registers (address, DWORDs left, the
+clock counters) keep their value from before the previous edge with the registered event
+of that edge and show the updated value combinationally, and everything the initiator
+tells the DMA engine (``events``, ``status``, ``wdata_take``) leaves registered, one clock
+after the edge it is about. The pads' live parity check (``par_error``) serves the
+two-clock PERR# rule. The pads generate PAR themselves, so the initiator leaves
+``bus.par``/``bus.par64`` alone. Read data comes through the registered ``bus.ad.i`` one
 clock after the data phase. Lines the pads treat as sustained tri-state (FRAME#, IRDY#,
 REQ64#, PERR#) are *owned* through ``oe``: when ``oe`` drops, the pads drive the line
 deasserted for one more clock and then float it, so the component simply stops owning a
 line in the clock it wants it deasserted and released.
 
-Write data is read from a *window* of the next four DWORDs of the data stream
-(``wdata``); the initiator reports with ``wdata_take`` how many of them moved in this
-clock (0, 1 or 2). Nothing is consumed by a phase that did not complete, so a retried or
-disconnected phase is simply presented again. Read data leaves as up to two DWORDs per
-clock (``rdata``), one clock after their data phase.
+Write data is read from a *window* of the next :data:`WDATA_WINDOW` DWORDs of the data
+stream (``wdata``); the initiator reports with ``wdata_take`` how many of them moved at the
+previous edge (0, 1 or 2), and reads the window from there on: the stream's source
+advances a clock after a phase moves. Nothing is consumed by a phase that did not
+complete, so a retried or disconnected phase is simply presented again. Read data leaves
+as up to two DWORDs per clock (``rdata``), one clock after their data phase.
 """
 
 from amaranth import Module, Signal, Mux
@@ -35,13 +42,17 @@ from amaranth.lib.wiring import In, Out
 from .bus import Command, Termination, PCIBusSignature
 
 __all__ = ["Descriptor", "Handshake", "ReadWords", "DescriptorResult", "InitiatorEvents",
-           "InitiatorStatus", "Initiator", "MASTER_ABORT_CLOCK", "is_write_command",
-           "is_memory_command"]
+           "InitiatorStatus", "Initiator", "MASTER_ABORT_CLOCK", "WDATA_WINDOW",
+           "is_write_command", "is_memory_command"]
 
 #: Counting the address phase as clock 1, DEVSEL# is due by clock 5 (subtractive decode);
 #: with none sampled at the end of clock 5 (4 clocks after the address phase) the master
 #: aborts.
 MASTER_ABORT_CLOCK = 4
+
+#: DWORDs of the write data window: up to two moved at the previous edge (not yet taken
+#: from the window), up to two moving now, and the high half of the next 64-bit phase.
+WDATA_WINDOW = 6
 
 
 def is_write_command(cmd):
@@ -94,7 +105,8 @@ class DescriptorResult(enum.Enum, shape=2):
 
 
 class InitiatorEvents(data.Struct):
-    """One-clock events, each about the pins of the current clock unless noted."""
+    """One-clock events about the pins of one clock. The initiator's ``events`` port
+    presents them registered: in the clock after the one they describe."""
     start: 1          # the first address phase of a transaction is on the pins next clock
     gnt_wait: 16      # with start: clocks the initiator had work but waited for GNT#/idle
     owning: 1         # we assert FRAME# or IRDY# on the pins (the bus is ours)
@@ -109,7 +121,8 @@ class InitiatorEvents(data.Struct):
 
 
 class InitiatorStatus(data.Struct):
-    """One-clock pulses for the configuration Status register."""
+    """One-clock pulses for the configuration Status register (registered, like the
+    events)."""
     received_master_abort: 1   # Status bit 13
     received_target_abort: 1   # Status bit 12
     master_data_parity: 1      # Status bit 8 (PERR# asserted or seen while master)
@@ -134,17 +147,20 @@ class Initiator(wiring.Component):
         par_error (In, 1), par64_error (In, 1): the pads' live parity check: PAR (PAR64) on
             the pins now disagrees with AD and C/BE# sampled at the previous edge.
         desc (In, stream of Descriptor): the next transfer; taken when the initiator is
-            free.
-        wdata (In, ArrayLayout(32, 4)): the next four DWORDs of the write data stream.
-        wdata_take (Out, 2): DWORDs of ``wdata`` moved on the bus this clock.
+            free (not in the clock after an abort: the engine learns of it a clock later).
+        wdata (In, ArrayLayout(32, WDATA_WINDOW)): the next DWORDs of the write data stream,
+            from the one after the words counted in ``wdata_take``'s previous value on.
+        wdata_take (Out, 2): DWORDs of ``wdata`` moved on the bus at the previous edge
+            (registered); the source advances its window by them at the next edge.
         rdata (Out, ReadWords): read DWORDs, one clock after their data phase.
         latency_timer (In, 8): configuration Latency Timer, in clocks.
         cache_line (In, 8): configuration Cache Line Size, in DWORDs (power of two; 0 = none).
         parity_response (In, 1): configuration Command bit 6 (drive PERR#).
         irdy_wait (In, 3): IRDY# wait states before each data phase (0 = none).
         stop (In, 1): end the current descriptor as soon as the protocol allows.
-        events (Out, InitiatorEvents): what happened this clock, for counters.
-        status (Out, InitiatorStatus): pulses for the configuration Status register.
+        events (Out, InitiatorEvents): what happened in the previous clock, for counters.
+        status (Out, InitiatorStatus): pulses for the configuration Status register (of
+            the previous clock).
         busy (Out, 1): a descriptor is held or a transaction is on the bus.
 
     Parameters:
@@ -160,7 +176,7 @@ class Initiator(wiring.Component):
             "par_error": In(1),
             "par64_error": In(1),
             "desc": In(stream.Signature(Descriptor)),
-            "wdata": In(data.ArrayLayout(32, 4)),
+            "wdata": In(data.ArrayLayout(32, WDATA_WINDOW)),
             "wdata_take": Out(2),
             "rdata": Out(ReadWords),
             "latency_timer": In(8),
@@ -175,31 +191,43 @@ class Initiator(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        bus, now, ev = self.bus, self.now, self.events
+        bus, now = self.bus, self.now
         wide_bus = self.width == 64
+        sizes = (0, 1, 2) if wide_bus else (0, 1)      # DWORDs a data phase may move
+
+        # --- registered events of the previous edge -------------------------------------
+        # Timing (DESIGN.md, "I/O timing"): the live handshake lines reach only the output
+        # flip-flops and the one- to four-bit registers below. Every wider register whose
+        # next value depended on them keeps the value from before the previous edge and the
+        # registered event, and shows the updated value combinationally: the same values
+        # clock for clock, without a live line entering an adder.
+        moved_q = Signal(2)      # DWORDs the data phase at the previous edge moved
+        advanced_q = Signal(2)   # DWORDs the descriptor advanced at the previous edge
+        start_q = Signal()       # a transaction started at the previous edge
+        take_q = Signal(2)       # DWORDs of the write stream consumed at the previous edge
 
         # --- what is on the pins now (our own outputs, one clock later) -----------------
         pin_frame = Signal()
         pin_irdy = Signal()
         pin_ad = Signal(32)
         pin_ad_hi = Signal(32)
-        m.d.pci += [
-            pin_frame.eq(bus.frame.oe & bus.frame.o),
-            pin_irdy.eq(bus.irdy.oe & bus.irdy.o),
-            pin_ad.eq(bus.ad.o),
-        ]
-        if wide_bus:
-            m.d.pci += [
-                pin_ad_hi.eq(bus.ad_hi.o),
-            ]
 
         # --- the descriptor being worked on ---------------------------------------------
         held = Signal()                 # a descriptor is held in the registers below
         cmd = Signal(Command)
-        addr = Signal(64)               # byte address of the next data phase to move
-        dwords_left = Signal(32)
         want_wide = Signal()
         more = Signal()
+        addr_before = Signal(64)
+        left_before = Signal(32)
+        addr = Signal(64)               # byte address of the next data phase to move
+        dwords_left = Signal(32)
+        m.d.comb += [addr.eq(addr_before + (advanced_q << 2)),
+                     dwords_left.eq(left_before - advanced_q)]
+        # A descriptor that ended in an abort at the previous edge: the engine learns of it
+        # from the (registered) events one clock later, so the next one is not taken yet.
+        aborted_q = Signal()
+        offered = Signal()
+        m.d.comb += offered.eq(self.desc.valid & ~aborted_q)
         # Effective descriptor: the held one, or the one offered now (so a new descriptor
         # can start in the very clock it arrives: no wasted clock between transfers).
         e_cmd = Signal(Command)
@@ -213,20 +241,20 @@ class Initiator(wiring.Component):
             e_left.eq(Mux(held, dwords_left, self.desc.payload.dwords)),
             e_wide.eq(Mux(held, want_wide, self.desc.payload.wide)),
             e_more.eq(Mux(held, more, self.desc.payload.more)),
-            self.desc.ready.eq(~held),
+            self.desc.ready.eq(~held & ~aborted_q),
         ]
-        with m.If(self.desc.valid & ~held):
-            m.d.pci += [
-                held.eq(1),
-                cmd.eq(self.desc.payload.cmd), addr.eq(self.desc.payload.addr),
-                dwords_left.eq(self.desc.payload.dwords),
-                want_wide.eq(self.desc.payload.wide), more.eq(self.desc.payload.more),
-            ]
+        take = offered & ~held
+        m.d.pci += [addr_before.eq(Mux(take, self.desc.payload.addr, addr)),
+                    left_before.eq(Mux(take, self.desc.payload.dwords, dwords_left))]
+        with m.If(take):
+            # (The phase machine below may drop it again in the same clock: a descriptor
+            # with nothing to move is finished at once.)
+            m.d.pci += [held.eq(1), cmd.eq(self.desc.payload.cmd),
+                        want_wide.eq(self.desc.payload.wide), more.eq(self.desc.payload.more)]
 
         # --- the transaction on the bus ----------------------------------------------------
         phase = Signal(_Phase)
         txn_cmd = Signal(Command)       # command of this transaction (MWI may become MW)
-        txn_left = Signal(32)           # DWORDs this transaction may still move
         txn_write = Signal()
         txn_wide = Signal()             # REQ64# asserted with this transaction's FRAME#
         narrow = Signal()               # REQ64# asked but the target answered without ACK64#
@@ -237,12 +265,22 @@ class Initiator(wiring.Component):
         # target holds TRDY# until IRDY#, so if it asserted TRDY# with STOP#, a word moves.
         ending_open = Signal()
         term = Signal(Termination)      # why this transaction is ending
-        since_addr = Signal(16)         # clocks since the (last) address phase, saturating
         wait_left = Signal(3)           # IRDY# wait states still to insert
         req_off = Signal(2)             # REQ# must stay deasserted this many more clocks
-        gnt_wait = Signal(16)
         stopping = Signal()             # a stop was requested; finish and drop the descriptor
         txn_dac = Signal()              # this transaction began with a Dual Address Cycle
+        txn_left = Signal(32)           # DWORDs this transaction may still move
+        since_addr = Signal(16)         # clocks since the (last) address phase, saturating
+        gnt_wait = Signal(16)
+        txn_left_before = Signal(32)
+        txn_left_start = Signal(32)
+        since_before = Signal(16)
+        gnt_wait_before = Signal(16)
+        m.d.comb += [
+            txn_left.eq(Mux(start_q, txn_left_start, txn_left_before - moved_q)),
+            since_addr.eq(Mux(start_q, 0, since_before)),
+            gnt_wait.eq(Mux(start_q, 0, gnt_wait_before)),
+        ]
 
         with m.If(self.stop & held):
             m.d.pci += stopping.eq(1)
@@ -252,7 +290,39 @@ class Initiator(wiring.Component):
         # The DWORD index of the address inside a cache line (line size is a power of two).
         line_mask = Signal(8)
         m.d.comb += line_mask.eq(self.cache_line - 1)
+        in_data = phase == _Phase.DATA
+        final_phase = in_data & ~pin_frame     # FRAME# already deasserted: last phase
+        special = txn_cmd == Command.SPECIAL_CYCLE
+        is_mwi = txn_cmd == Command.MEM_WRITE_INVALIDATE
+        # The timer counts from FRAME# asserted: for a DAC, from its first address phase.
+        lt_expired = (since_addr + (txn_dac & (phase != _Phase.DAC))) >= self.latency_timer
 
+        # --- the arithmetic, for every number of DWORDs the phase on the pins may move -------
+        # (plain logic of registers: the live TRDY#/DEVSEL#/ACK64# only choose among them).
+        left_after = {k: Signal(32, name=f"left_after_{k}") for k in sizes}
+        txn_left_after = {k: Signal(32, name=f"txn_left_after_{k}") for k in sizes}
+        for k in sizes:
+            m.d.comb += [left_after[k].eq(dwords_left - k),
+                         txn_left_after[k].eq(txn_left - k)]
+        # MWI ends only at a cache-line boundary: the next phase's end, for each size of
+        # this phase and of the next one.
+        at_line_end = {}
+        for k in sizes:
+            next_dw = (addr[2:32] + k)[:30]
+            for n in sizes[1:]:
+                at_line_end[k, n] = ((next_dw + n) & line_mask) == 0
+        # Write data: the stream's next word is wdata[take_q] (the engine advances its
+        # window a clock after a phase moves); wdata[take_q + k] after k more move now.
+        window_words = len(self.wdata)
+        word = {k: Signal(32, name=f"word_{k}") for k in range(len(sizes) + 1)}
+        for k in word:
+            with m.Switch(take_q):
+                for q in range(len(sizes)):
+                    if q + k < window_words:
+                        with m.Case(q):
+                            m.d.comb += word[k].eq(self.wdata[q + k])
+
+        # --- the live handshake ---------------------------------------------------------
         # Sizes of the data phase on the pins now and of the next one, in DWORDs.
         cur_wide = Signal()
         next_wide = Signal()
@@ -260,21 +330,21 @@ class Initiator(wiring.Component):
             cur_wide.eq(txn_wide & now.ack64),
             next_wide.eq(txn_wide & ~narrow & ~(now.devsel & ~now.ack64)),
         ]
-        cur_size = Mux(cur_wide, 2, 1)
-        next_size = Mux(next_wide, 2, 1)
-
-        in_data = phase == _Phase.DATA
         xfer = Signal()
         m.d.comb += xfer.eq(in_data & pin_irdy & now.trdy & now.devsel & (~ending | ending_open))
         moved_now = Signal(2)
-        m.d.comb += moved_now.eq(Mux(xfer, cur_size, 0))
-        left_after = Signal(32)
-        txn_left_after = Signal(32)
-        m.d.comb += [
-            left_after.eq(dwords_left - moved_now),
-            txn_left_after.eq(txn_left - moved_now),
-        ]
-        m.d.comb += self.wdata_take.eq(Mux(txn_write, moved_now, 0))
+        m.d.comb += moved_now.eq(Mux(xfer, Mux(cur_wide, 2, 1), 0))
+
+        def by_moved(values):
+            """``values[k]`` for the number of DWORDs moving now (live: xfer, ACK64#)."""
+            if wide_bus:
+                return Mux(xfer, Mux(cur_wide, values[2], values[1]), values[0])
+            return Mux(xfer, values[1], values[0])
+
+        def by_sizes(values):
+            """``values[k, n]``: ``k`` DWORDs moving now, the next phase ``n`` wide."""
+            return by_moved({k: (Mux(next_wide, values[k, 2], values[k, 1]) if wide_bus
+                                 else values[k, 1]) for k in sizes})
 
         # Target terminations and aborts, seen on the pins this clock.
         target_stop = in_data & now.stop & ~ending
@@ -283,20 +353,22 @@ class Initiator(wiring.Component):
         m.d.comb += master_abort.eq(in_data & ~ending & ~now.devsel & ~devsel_seen &
                                     (since_addr >= MASTER_ABORT_CLOCK))
         forced_end = target_stop | master_abort
-        final_phase = in_data & ~pin_frame     # FRAME# already deasserted: last phase
         txn_over = Signal()                    # the phase on the pins is the last one
         m.d.comb += txn_over.eq(final_phase & (xfer | forced_end | ending))
 
         # The master may end the burst on its own: latency timer expired with GNT#
         # removed, or a stop request. MWI ends only at a cache-line boundary.
-        # The timer counts from FRAME# asserted: for a DAC, from its first address phase.
-        lt_expired = (since_addr + (txn_dac & (phase != _Phase.DAC))) >= self.latency_timer
-        next_addr_dw = Signal(30)
-        m.d.comb += next_addr_dw.eq(addr[2:32] + moved_now)
-        at_line_end = ((next_addr_dw + next_size) & line_mask) == 0
         voluntary_end = Signal()
         m.d.comb += voluntary_end.eq(((lt_expired & ~now.gnt) | stopping) &
-                                     ((txn_cmd != Command.MEM_WRITE_INVALIDATE) | at_line_end))
+                                     (~is_mwi | by_sizes(at_line_end)))
+        hold_data = pin_irdy & ~xfer      # AD must stay stable through a wait-stated phase
+        # A burst's last phase: the transaction has room for the next one only.
+        fits_next = by_moved({k: Mux(next_wide, txn_left_after[k] <= 2,
+                                     txn_left_after[k] <= 1) if wide_bus
+                              else txn_left_after[k] <= 1 for k in sizes})
+        more_than_next = by_moved({k: Mux(next_wide, txn_left_after[k] > 2,
+                                          txn_left_after[k] > 1) if wide_bus
+                                   else txn_left_after[k] > 1 for k in sizes})
 
         # IRDY# for the next clock: hold it through a phase, else insert the wait states.
         irdy_next = Signal()
@@ -308,17 +380,20 @@ class Initiator(wiring.Component):
             m.d.comb += irdy_next.eq(Mux(xfer, self.irdy_wait == 0, wait_left == 0))
 
         # --- outputs: defaults keep the bus released ---------------------------------------
+        req_wanted = Signal()
         m.d.comb += [
             bus.req.oe.eq(1),
-            bus.req.o.eq((held | self.desc.valid) & (req_off == 0) &
-                         ((phase == _Phase.IDLE) | e_more)),
+            req_wanted.eq((held | offered) & (req_off == 0) & ((phase == _Phase.IDLE) | e_more)),
+            bus.req.o.eq(req_wanted),
         ]
         with m.If(req_off != 0):
             m.d.pci += req_off.eq(req_off - 1)
 
-        write_word_lo = self.wdata[moved_now]
-        write_word_hi = self.wdata[moved_now + 1]
-        hold_data = pin_irdy & ~xfer      # AD must stay stable through a wait-stated phase
+        # Write data for the next clock: the word on the pins through a wait-stated phase
+        # (a timestamp pattern's window is no stream: only the pins keep its word), the
+        # next one after a phase that moved.
+        write_word_lo = Mux(hold_data, pin_ad, by_moved({k: word[k] for k in sizes}))
+        write_word_hi = Mux(hold_data, pin_ad_hi, by_moved({k: word[k + 1] for k in sizes}))
 
         def drive_data_phase(want_last):
             """Outputs of a data phase of this transaction for the next clock.
@@ -331,7 +406,7 @@ class Initiator(wiring.Component):
                 bus.irdy.oe.eq(1), bus.irdy.o.eq(irdy_next),
                 bus.cbe.oe.eq(1), bus.cbe.o.eq(0),         # every byte enabled
                 bus.ad.oe.eq(txn_write),
-                bus.ad.o.eq(Mux(hold_data, pin_ad, write_word_lo)),
+                bus.ad.o.eq(write_word_lo),
             ]
             if wide_bus:
                 wide_on = txn_wide & ~narrow & ~(now.devsel & ~now.ack64)
@@ -339,7 +414,7 @@ class Initiator(wiring.Component):
                     bus.req64.oe.eq(txn_wide), bus.req64.o.eq(frame_next),
                     bus.cbe_hi.oe.eq(wide_on), bus.cbe_hi.o.eq(0),
                     bus.ad_hi.oe.eq(wide_on & txn_write),
-                    bus.ad_hi.o.eq(Mux(hold_data, pin_ad_hi, write_word_hi)),
+                    bus.ad_hi.o.eq(write_word_hi),
                 ]
 
         # --- the phase machine -----------------------------------------------------------
@@ -367,15 +442,35 @@ class Initiator(wiring.Component):
 
         first_size = Mux(txn_wide, 2, 1)
 
+        # The events of this edge, registered on their way out (see ``events``).
+        ev = Signal(InitiatorEvents)
+        status = Signal(InitiatorStatus)
         m.d.comb += [
             ev.owning.eq(pin_frame | pin_irdy),
             ev.gnt_wait.eq(gnt_wait),
             ev.latency.eq(since_addr),
         ]
+        start = Signal()
+        advanced = Signal(2)
+        m.d.comb += advanced.eq(moved_now)
+        # Values after this edge of the retimed registers, unless a transaction starts.
+        waiting = (phase == _Phase.IDLE) & ~stopping & (held | offered) & (e_left != 0)
+        m.d.pci += [txn_left_before.eq(txn_left), txn_left_start.eq(start_txn_left),
+                    gnt_wait_before.eq(Mux(waiting, gnt_wait + (gnt_wait != 0xFFFF),
+                                           gnt_wait))]
+        with m.Switch(phase):
+            with m.Case(_Phase.IDLE):
+                m.d.pci += since_before.eq(since_addr)
+            with m.Case(_Phase.DAC):
+                m.d.pci += since_before.eq(0)
+            with m.Case(_Phase.ADDR):
+                m.d.pci += since_before.eq(1)
+            with m.Case(_Phase.DATA):
+                m.d.pci += since_before.eq(since_addr + (since_addr != 0xFFFF))
 
         with m.Switch(phase):
             with m.Case(_Phase.IDLE):
-                pending = held | self.desc.valid
+                pending = held | offered
                 with m.If(stopping):
                     # Stopped between transactions: drop the descriptor.
                     m.d.pci += [held.eq(0), stopping.eq(0)]
@@ -386,7 +481,7 @@ class Initiator(wiring.Component):
                     m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.OK)]
                 with m.Elif(pending & now.gnt & bus_idle):
                     m.d.comb += [
-                        ev.start.eq(1),
+                        start.eq(1), ev.start.eq(1),
                         bus.frame.oe.eq(1), bus.frame.o.eq(1),
                         bus.irdy.oe.eq(1), bus.irdy.o.eq(0),
                         bus.ad.oe.eq(1), bus.cbe.oe.eq(1),
@@ -401,14 +496,11 @@ class Initiator(wiring.Component):
                         ]
                     m.d.pci += [
                         phase.eq(Mux(dac, _Phase.DAC, _Phase.ADDR)),
-                        txn_cmd.eq(start_cmd), txn_left.eq(start_txn_left),
+                        txn_cmd.eq(start_cmd),
                         txn_write.eq(is_write_command(e_cmd)), txn_wide.eq(use_wide),
                         narrow.eq(0), devsel_seen.eq(0), moved.eq(0), ending.eq(0),
-                        term.eq(Termination.COMPLETION),
-                        since_addr.eq(0), gnt_wait.eq(0), txn_dac.eq(dac),
+                        term.eq(Termination.COMPLETION), txn_dac.eq(dac),
                     ]
-                with m.Elif(pending):
-                    m.d.pci += gnt_wait.eq(gnt_wait + (gnt_wait != 0xFFFF))
 
             with m.Case(_Phase.DAC):
                 # Second address phase: upper address and the real command.
@@ -424,7 +516,7 @@ class Initiator(wiring.Component):
                         bus.ad_hi.oe.eq(txn_wide), bus.cbe_hi.oe.eq(txn_wide),
                         bus.ad_hi.o.eq(addr[32:]), bus.cbe_hi.o.eq(txn_cmd),
                     ]
-                m.d.pci += [phase.eq(_Phase.ADDR), since_addr.eq(0)]
+                m.d.pci += phase.eq(_Phase.ADDR)
 
             with m.Case(_Phase.ADDR):
                 last = txn_left <= first_size
@@ -435,11 +527,10 @@ class Initiator(wiring.Component):
                 with m.If(voluntary_end & irdy_next & ~stopping & ~last):
                     m.d.pci += [term.eq(Termination.LATENCY_TIMER), req_off.eq(2)]
                     m.d.comb += bus.req.o.eq(0)
-                m.d.pci += [phase.eq(_Phase.DATA), since_addr.eq(1),
-                             wait_left.eq(Mux(self.irdy_wait == 0, 0, self.irdy_wait - 1))]
+                m.d.pci += [phase.eq(_Phase.DATA),
+                            wait_left.eq(Mux(self.irdy_wait == 0, 0, self.irdy_wait - 1))]
 
             with m.Case(_Phase.DATA):
-                m.d.pci += since_addr.eq(since_addr + (since_addr != 0xFFFF))
                 with m.If(now.devsel):
                     m.d.pci += devsel_seen.eq(1)
                     with m.If(txn_wide & ~now.ack64):
@@ -448,8 +539,7 @@ class Initiator(wiring.Component):
                     m.d.pci += wait_left.eq(wait_left - 1)
                 with m.If(xfer):
                     m.d.pci += [
-                        moved.eq(1), addr.eq(addr + (moved_now << 2)),
-                        dwords_left.eq(left_after), txn_left.eq(txn_left_after),
+                        moved.eq(1),
                         wait_left.eq(Mux(self.irdy_wait == 0, 0, self.irdy_wait - 1)),
                     ]
                     m.d.comb += [ev.phase.eq(1), ev.dwords.eq(moved_now), ev.first.eq(~moved)]
@@ -471,7 +561,7 @@ class Initiator(wiring.Component):
                 with m.If(forced_end):
                     m.d.pci += term.eq(seen_term)
                 lt_end = pin_frame & voluntary_end & irdy_next & ~hold_data & ~stopping & \
-                    (txn_left_after > next_size)
+                    more_than_next
                 with m.Elif(lt_end):
                     m.d.pci += term.eq(Termination.LATENCY_TIMER)
 
@@ -493,10 +583,8 @@ class Initiator(wiring.Component):
                     aborted = end_term.as_value().matches(Termination.MASTER_ABORT,
                                                Termination.TARGET_ABORT)
                     # Special Cycles are broadcast: no DEVSEL# is the normal ending.
-                    special = txn_cmd == Command.SPECIAL_CYCLE
                     with m.If(special & (end_term == Termination.MASTER_ABORT)):
-                        m.d.comb += ev.term.eq(Termination.COMPLETION)
-                        m.d.pci += [dwords_left.eq(dwords_left - 1), addr.eq(addr + 4)]
+                        m.d.comb += [ev.term.eq(Termination.COMPLETION), advanced.eq(1)]
                         with m.If(dwords_left == 1):
                             m.d.pci += held.eq(0)
                             m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.OK)]
@@ -507,12 +595,12 @@ class Initiator(wiring.Component):
                             ev.result.eq(Mux(end_term == Termination.MASTER_ABORT,
                                              DescriptorResult.MASTER_ABORT,
                                              DescriptorResult.TARGET_ABORT)),
-                            self.status.received_master_abort.eq(
+                            status.received_master_abort.eq(
                                 end_term == Termination.MASTER_ABORT),
-                            self.status.received_target_abort.eq(
+                            status.received_target_abort.eq(
                                 end_term == Termination.TARGET_ABORT),
                         ]
-                    with m.Elif(left_after == 0):
+                    with m.Elif(by_moved(left_after) == 0):
                         m.d.pci += [held.eq(0), stopping.eq(0)]
                         m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.OK)]
                     with m.Elif(stopping):
@@ -528,18 +616,31 @@ class Initiator(wiring.Component):
                     # Once IRDY# is asserted FRAME# may not change until that data phase
                     # completes: a latency-timer exit or stop request seen while the
                     # target holds the phase in wait states ends the burst at the next one.
-                    drive_data_phase(~pin_frame | (~hold_data & ((txn_left_after <= next_size) |
-                                                                 voluntary_end)))
+                    drive_data_phase(~pin_frame | (~hold_data & (fits_next | voluntary_end)))
+
+        # Registered state of this edge's outcome.
+        write_take = Signal(2)
+        m.d.comb += write_take.eq(Mux(txn_write, moved_now, 0))
+        m.d.pci += [
+            pin_frame.eq(bus.frame.oe & bus.frame.o),
+            pin_irdy.eq(bus.irdy.oe & bus.irdy.o),
+            pin_ad.eq(bus.ad.o),
+            moved_q.eq(moved_now), advanced_q.eq(advanced), start_q.eq(start),
+            take_q.eq(write_take),
+            aborted_q.eq(ev.done & ev.result.as_value().matches(
+                DescriptorResult.MASTER_ABORT, DescriptorResult.TARGET_ABORT)),
+        ]
 
         # --- read data and its parity ------------------------------------------------------
         rd_count = Signal(2)
-        m.d.pci += rd_count.eq(Mux(txn_write, 0, moved_now))
+        m.d.comb += rd_count.eq(Mux(txn_write, 0, moved_q))
         m.d.comb += [
             self.rdata.count.eq(rd_count),
             self.rdata.dw[0].eq(bus.ad.i),
         ]
         if wide_bus:
             m.d.comb += self.rdata.dw[1].eq(bus.ad_hi.i)
+            m.d.pci += pin_ad_hi.eq(bus.ad_hi.o)
         # Data moved at the end of clock k; its PAR is on the pins in clock k + 1, where
         # the pads compare it (par_error); PERR# must be on the pins in clock k + 2.
         bad_parity = Signal()
@@ -548,7 +649,7 @@ class Initiator(wiring.Component):
         m.d.comb += [
             bus.perr.oe.eq(bad_parity & self.parity_response),
             bus.perr.o.eq(1),
-            self.status.detected_parity.eq(bad_parity),
+            status.detected_parity.eq(bad_parity),
         ]
         # Master Data Parity Error: we asserted PERR# on a read, or the target did on a
         # write of ours (sampled in the registered PERR# input, two clocks after data).
@@ -557,7 +658,12 @@ class Initiator(wiring.Component):
             m.d.pci += write_window.eq(3)
         with m.Elif(write_window != 0):
             m.d.pci += write_window.eq(write_window - 1)
-        m.d.comb += self.status.master_data_parity.eq(
+        m.d.comb += status.master_data_parity.eq(
             self.parity_response &
             ((bad_parity) | (bus.perr.i & ((write_window != 0) | (txn_write & in_data)))))
+
+        # Everything that leaves for the DMA engine and the Status register is registered:
+        # the live lines end at these flip-flops.
+        m.d.pci += [self.events.eq(ev), self.status.eq(status)]
+        m.d.comb += self.wdata_take.eq(take_q)
         return m
