@@ -58,22 +58,28 @@ def _markdown_has_every_section(output):
     assert html.count("<img") == html.count('src="data:image/png;base64,')
 
 
+def _usage_error(capsys, *argv):
+    """An argument error: exit status 2, the command's usage line, then one error line."""
+    with pytest.raises(SystemExit) as stop:
+        _run(*argv)
+    assert stop.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0].startswith("usage: pcispy report")
+    return lines[-1]
+
+
 def test_report_refuses_a_file_as_directory(tmp_path, capsys):
     target = tmp_path / "file"
     target.write_text("x")
-    status, _ = _run("report", "-o", str(target))
-    assert status == 2
-    assert capsys.readouterr().err.strip().splitlines() == [
-        f"pcispy: error: -o {target}: exists and is not a directory"]
+    assert _usage_error(capsys, "report", "-o", str(target)) == (
+        f"pcispy report: error: -o {target}: exists and is not a directory")
 
 
 def test_report_refuses_a_directory_it_cannot_make(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    status, _ = _run("report", "-o", str(blocker / "sub"))
-    assert status == 2
-    assert capsys.readouterr().err.strip().splitlines() == [
-        f"pcispy: error: -o {blocker / 'sub'}: Not a directory"]
+    assert _usage_error(capsys, "report", "-o", str(blocker / "sub")) == (
+        f"pcispy report: error: -o {blocker / 'sub'}: Not a directory")
 
 
 def test_report_needs_an_output_directory(capsys):
