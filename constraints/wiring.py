@@ -2,7 +2,8 @@
 """The wiring tables of docs/wiring.md, generated from each board's pin-out declaration.
 
 ``python -m pcispy.constraints.wiring`` rewrites every table between its markers
-(``<!-- pin table BOARD -->`` ... ``<!-- end pin table -->``); ``--check`` only says
+(``<!-- pin table BOARD -->`` ... ``<!-- end pin table -->``, and the LED table between
+``<!-- led table -->`` ... ``<!-- end led table -->``); ``--check`` only says
 whether the file is current (exit 1 when it is not). A test runs the check.
 """
 
@@ -11,7 +12,7 @@ import re
 import sys
 from pathlib import Path
 
-__all__ = ["TABLE_BOARDS", "pin_table", "render", "main"]
+__all__ = ["TABLE_BOARDS", "pin_table", "led_table", "render", "main"]
 
 #: Board whose pin-out each table shows (one board per pin-out module), with the header
 #: column's title.
@@ -35,11 +36,22 @@ def pin_table(board):
     return "\n".join(lines) + "\n"
 
 
+def led_table():
+    """The markdown table of the LEDs (gateware/board_top.py ``LED_MEANING``)."""
+    from pcispy.gateware.board_top import LED_MEANING
+    lines = ["| LED | shows |", "|---|---|"]
+    lines += [f"| {index} | {meaning} |" for index, meaning in enumerate(LED_MEANING)]
+    return "\n".join(lines) + "\n"
+
+
 def render(text):
     """``text`` with every marked table replaced by its generated version."""
     def table(match):
         return match.group(1) + pin_table(match.group(2)) + match.group(3)
-    return re.sub(r"(<!-- pin table (\S+) -->\n).*?(<!-- end pin table -->)", table, text,
+    text = re.sub(r"(<!-- pin table (\S+) -->\n).*?(<!-- end pin table -->)", table, text,
+                  flags=re.DOTALL)
+    return re.sub(r"(<!-- led table -->\n).*?(<!-- end led table -->)",
+                  lambda match: match.group(1) + led_table() + match.group(2), text,
                   flags=re.DOTALL)
 
 

@@ -28,6 +28,10 @@ LED_MEANING = (
     "RST# asserted",
     "board oscillator running (blinks, domain sync)",
     "passive build (no PCI output drivers)",
+    "spy armed, waiting for its trigger",
+    "spy triggered, recording",
+    "spy overrun: records lost since it was armed",
+    "passive mode in force (id.mode.passive)",
 )
 
 
@@ -84,7 +88,8 @@ class BoardTop(wiring.Component):
         m.d.comb += [side.rx.eq(uart_rx.i), uart_tx.o.eq(side.tx)]
         wiring.connect(m, side.local, board.local)
 
-        # LEDs. They cross no data between domains: a human watches them.
+        # LEDs (the platform's first eight). They cross no data between domains: a human
+        # watches them.
         leds = []
         for i in range(len(LED_MEANING)):
             m.submodules[f"led_{i}"] = led = io.Buffer("o", platform.request("led", i, dir="-"))
@@ -96,10 +101,15 @@ class BoardTop(wiring.Component):
         # RST# shown from the sync domain, so the LED lights even with no PCI clock.
         in_reset = Signal()
         m.submodules.rst_led_sync = FFSynchronizer(rst_buffer.i, in_reset, o_domain="sync")
+        shown = board.indicators
         m.d.comb += [
             leds[0].o.eq(pci_count[-1]),
             leds[1].o.eq(in_reset),
             leds[2].o.eq(sync_count[-1]),
             leds[3].o.eq(self.passive),
+            leds[4].o.eq(shown.armed),
+            leds[5].o.eq(shown.triggered),
+            leds[6].o.eq(shown.overrun),
+            leds[7].o.eq(shown.passive),
         ]
         return m

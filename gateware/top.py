@@ -28,7 +28,7 @@ pads' input flip-flops.
 """
 
 from amaranth import Cat, ClockDomain, ClockSignal, Const, DomainRenamer, Module, Signal, Value
-from amaranth.lib import io, wiring
+from amaranth.lib import data, io, wiring
 from amaranth.lib.wiring import In, Out
 
 from .csr import CSRBank
@@ -42,25 +42,33 @@ from .pci.bus import BusState
 from .pci.pads import LIVE_LINES, PCIPads, simulation_ports
 from .spy.checker import RULES, ProtocolChecker
 from .spy.spy import Spy, connect_spy_registers
+from .spy.trigger import RecorderState
 from .spy.tracemem import SRAMPads, sram_simulation_ports
 from .pci.target import BackendSignature, PCITarget, Window
 from .regs import BAR0_SIZE, IRQ_MARKERS, REGISTER_MAP, TRACE_MEMORY
 from .sidechannel.local import LocalAccess, LocalAccessSignature, SharedBackend
 from .sidechannel.protocol import Space
 
-__all__ = ["PCIBoard", "merge_bus_drivers", "connect_response", "IO_WINDOW_SIZE"]
+__all__ = ["PCIBoard", "merge_bus_drivers", "connect_response", "IO_WINDOW_SIZE",
+           "INDICATORS"]
 
 #: Size of the BAR3 I/O window, bytes.
 IO_WINDOW_SIZE = 256
 
+#: What the board shows a human (LEDs): one bit each.
+INDICATORS = data.StructLayout({"armed": 1, "triggered": 1, "overrun": 1, "passive": 1})
 
-def merge_bus_drivers(m, pads_bus, cores, lines=()):
+
+def merge_bus_drivers(m, pads_bus, cores, lines=(), allowed=1):
     """Join the ``bus`` ports of ``cores`` (each ``Out(PCIBusSignature)``) onto the pads.
 
     Each line is the OR of the values of the cores that own it (``oe``); every core sees
     the sampled inputs. ``lines`` adds single-line drivers as ``(line, o, oe)`` (e.g.
-    ``("inta", irq.inta, 1)`` for an interrupt unit without a bus port).
+    ``("inta", irq.inta, 1)`` for an interrupt unit without a bus port). The pads drive
+    only while ``allowed`` (passive mode clears it). Returns ``{line: the cores' enable}``
+    (before ``allowed``).
     """
+    enables = {}
     for name, bits in bus_lines(pads_bus.signature.width).items():
         pad = getattr(pads_bus, name)
         value, enable = Const(0, bits), Const(0, 1)
@@ -72,7 +80,9 @@ def merge_bus_drivers(m, pads_bus, cores, lines=()):
             enable = enable | oe
         for core in cores:
             m.d.comb += getattr(core.bus, name).i.eq(pad.i)
-        m.d.comb += [pad.o.eq(value), pad.oe.eq(enable)]
+        m.d.comb += [pad.o.eq(value), pad.oe.eq(enable & allowed)]
+        enables[name] = enable
+    return enables
 
 
 def connect_response(m, target, response, registers):
@@ -105,6 +115,9 @@ class PCIBoard(wiring.Component):
         local (In, LocalAccessSignature()): local access (the UART side channel) to BAR0,
             BAR1 and the configuration space, shared with the PCI target (the target has
             priority); left idle in the simulated system.
+        indicators (Out, :data:`INDICATORS`): for LEDs: the spy is armed (waiting for its
+            trigger), triggered (recording after it), has lost records since it was armed
+            (overrun); passive mode is in force.
         The PCI pins are not component ports: they are ``board.ports`` (io ports).
 
     Parameters:
@@ -164,7 +177,7 @@ class PCIBoard(wiring.Component):
             Window(BarSpec("io", "io", IO_WINDOW_SIZE), exerciser=True),
         )
         self.external_trace = external_trace
-        members = {"local": In(LocalAccessSignature())}
+        members = {"local": In(LocalAccessSignature()), "indicators": Out(INDICATORS)}
         if external_trace and trace_bar:
             members["trace"] = Out(BackendSignature(self.windows[1].addr_bits, width))
         super().__init__(members)
@@ -217,10 +230,25 @@ class PCIBoard(wiring.Component):
         m.submodules.irq = irq = DomainRenamer("pci")(InterruptUnit())
 
         # The bus: the target and the DMA master drive it; the interrupt unit pulls INTA#.
-        merge_bus_drivers(m, pads.bus, [target, dma], lines=[("inta", irq.inta, irq.inta)])
+        # Passive mode (id.mode.passive) takes hold in a clock in which the board drives no
+        # line (REQ#, always driven by a master, aside): from then on the pads drive
+        # nothing, the target claims nothing and the master never sees GNT#, so nothing is
+        # left half-done on the bus when it is cleared again.
+        passive_on = Signal()
+        enables = merge_bus_drivers(m, pads.bus, [target, dma],
+                                    lines=[("inta", irq.inta, irq.inta)], allowed=~passive_on)
+        driving = Cat(*(enable for name, enable in enables.items() if name != "req")).any()
+        passive = bank.id.mode.passive
+        with m.If(passive & ~driving):
+            m.d.pci += passive_on.eq(1)
+        with m.Elif(~passive):
+            m.d.pci += passive_on.eq(0)
+        m.d.comb += [bank.id.mode.passive_on.eq(passive_on), target.claim_enable.eq(~passive_on),
+                     self.indicators.passive.eq(passive_on)]
         for name in LIVE_LINES:
             m.d.comb += getattr(target.live, name).eq(getattr(pads.live, name))
             m.d.comb += getattr(dma.now, name).eq(getattr(pads.live, name))
+        m.d.comb += dma.now.gnt.eq(pads.live.gnt & ~passive_on)
         m.d.comb += dma.now.ack64.eq(pads.live.ack64 if self.width == 64 else 0)
         m.d.comb += [target.par_error.eq(pads.par_error), pads.corrupt_par.eq(target.corrupt_par)]
         m.d.comb += dma.par_error.eq(pads.par_error)
@@ -246,7 +274,7 @@ class PCIBoard(wiring.Component):
         # Configuration space <-> DMA master and interrupt unit.
         wiring.connect(m, bank.dma, dma.regs)
         m.d.comb += [
-            dma.bus_master.eq(config.master_enable),
+            dma.bus_master.eq(config.master_enable & ~passive_on),
             dma.mwi_enable.eq(config.command[4]),
             dma.parity_response.eq(config.parity_response),
             dma.latency_timer.eq(config.latency_timer),
@@ -309,6 +337,11 @@ class PCIBoard(wiring.Component):
             ]
             connect_spy_registers(m, bank.spy, spy)
             shared[Space.BAR1] = self._share(m, "bar1", target.bar1, spy.trace)
+            m.d.comb += [
+                self.indicators.armed.eq(spy.status.state == RecorderState.PRE),
+                self.indicators.triggered.eq(spy.status.state == RecorderState.POST),
+                self.indicators.overrun.eq(spy.status.lost != 0),
+            ]
 
         # Local access (the side channel) reaches every shared backend by its space.
         m.submodules.local_access = local_access = LocalAccess(

@@ -245,6 +245,8 @@ class PCITarget(wiring.Component):
         bar<N> (Out, BackendSignature): the backend of window N (one per ``windows``).
         bar_base (In, array of 32): programmed base of each window's BAR.
         io_enable, memory_enable, parity_response, serr_enable (In, 1): Command bits.
+        claim_enable (In, 1, init 1): claim transactions at all (0: the board is passive;
+            configuration cycles are not answered either).
         detected_parity, signaled_serr, signaled_target_abort (Out, 1): Status pulses.
         knobs (In, ResponseKnobs): the exerciser response for windows marked exerciser.
         retry (In, 1): retry the exerciser transaction being claimed now.
@@ -269,7 +271,7 @@ class PCITarget(wiring.Component):
             "par_error": In(1), "corrupt_par": Out(1),
             "config": Out(BackendSignature(6, 32)),
             "bar_base": In(32).array(max(len(self.windows), 1)),
-            "io_enable": In(1), "memory_enable": In(1),
+            "io_enable": In(1), "memory_enable": In(1), "claim_enable": In(1, init=1),
             "parity_response": In(1), "serr_enable": In(1),
             "detected_parity": Out(1), "signaled_serr": Out(1),
             "signaled_target_abort": Out(1),
@@ -340,7 +342,7 @@ class PCITarget(wiring.Component):
         else:
             m.d.comb += address_par_clock.eq(address_phase)
         claim = Signal()
-        m.d.comb += claim.eq(address_phase & any_hit)
+        m.d.comb += claim.eq(address_phase & any_hit & self.claim_enable)
 
         # Address parity: the PAR of the address phase is on the pins now. SERR# goes out
         # at once (its I/O flip-flop); the Status pulses leave registered.

@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Passive mode of the active build (``id.mode.passive``): set over the bus, it takes hold
+once the board's own write has ended; from then on the board drives no line at all
+(configuration cycles go unanswered, a DMA run is refused, a raised interrupt leaves INTA#
+released) while its registers stay reachable through the side channel, which clears it."""
+
+import pytest
+
+from pcispy.gateware.pci.bus import Command, Termination, bus_lines
+from pcispy.gateware.regs import REGISTER_MAP
+from pcispy.gateware.sidechannel.protocol import Space
+from pcispy.gateware.tests.pci_host import BAR_ADDRESSES, enumerate_board, simulate
+from pcispy.gateware.top import PCIBoard
+
+pytestmark = pytest.mark.board
+
+BAR0 = BAR_ADDRESSES[0]
+
+
+def _field(name, field):
+    address, register = REGISTER_MAP[name]
+    spec = next(f for f in register.fields if f.name == field)
+    return address, spec
+
+
+class _Local:
+    """The side channel's port of the board, driven directly."""
+    def __init__(self, ctx, port):
+        self.ctx, self.port = ctx, port
+
+    async def access(self, name, value=None):
+        ctx, port = self.ctx, self.port
+        address, _ = REGISTER_MAP[name]
+        ctx.set(port.space, Space.BAR0)
+        ctx.set(port.addr, address // 4)
+        ctx.set(port.write, value is not None)
+        ctx.set(port.w_data, value or 0)
+        ctx.set(port.valid, 1)
+        for _ in range(50):
+            _, _, taken = await ctx.tick("pci").sample(port.ready)
+            if taken:
+                break
+        else:
+            raise AssertionError(f"the local request to {name} was never taken")
+        ctx.set(port.valid, 0)
+        for _ in range(50):
+            if ctx.get(port.r_valid):
+                assert not ctx.get(port.r_error)
+                return ctx.get(port.r_data)
+            await ctx.tick("pci")
+        raise AssertionError(f"no answer to the local request to {name}")
+
+
+def _drives_nothing(ctx, board):
+    return not any(ctx.get(board.ports[name].oe) for name in bus_lines(board.width))
+
+
+def test_passive_mode_silences_the_board_and_the_side_channel_clears_it():
+    board = PCIBoard(32, exerciser_size=256, spy_addr_bits=6)
+    mode_address, passive = _field("id.mode", "passive")
+    _, passive_on = _field("id.mode", "passive_on")
+
+    async def bench(host, pins, ctx):
+        local = _Local(ctx, board.local)
+        await enumerate_board(host, command=0x0047)           # + Bus Master
+        assert (await host.config_read(0)) & 0xFFFF == 0x1209
+        write = await host.write(BAR0 + mode_address, [1 << passive.lsb])
+        assert write.termination == Termination.COMPLETION and write.moved == 1
+        await host.idle(3)              # the posted write reaches the register, then holds
+        assert ctx.get(board.indicators.passive)
+        # Nothing answers any more: configuration, memory and I/O cycles master-abort, and
+        # over them the board drives no line at all.
+        for transaction in (host.transaction(Command.CONFIG_READ, 0, idsel=True),
+                            host.read(BAR0 + mode_address, 1, cmd=Command.MEM_READ),
+                            host.write(BAR_ADDRESSES[2], [5])):
+            result = await transaction
+            assert result.termination == Termination.MASTER_ABORT
+            assert _drives_nothing(ctx, board)
+        mode = await local.access("id.mode")
+        assert mode >> passive.lsb & 1 and mode >> passive_on.lsb & 1
+        # A DMA run is refused (the master never sees GNT# or Bus Master), an interrupt
+        # raised now leaves INTA# released.
+        await local.access("dma.length", 64)
+        await local.access("dma.control", 1)
+        status = await local.access("dma.status")
+        _, err_master = _field("dma.status", "err_master")
+        assert status >> err_master.lsb & 1
+        await local.access("irq.delay", 8)
+        await local.access("irq.command", 1)                 # arm: one-shot
+        for _ in range(20):
+            await host.idle()
+            assert _drives_nothing(ctx, board)
+        assert (await local.access("irq.status")) & 1        # pending, not on the pin
+        # Cleared over the side channel: the board answers (and pulls INTA#) again.
+        await local.access("id.mode", 0)
+        await host.idle(2)
+        assert not ctx.get(board.indicators.passive)
+        assert (await host.config_read(0)) & 0xFFFF == 0x1209
+        assert ctx.get(board.ports["inta"].oe)
+
+    simulate(board, bench)
