@@ -50,12 +50,13 @@ def test_mutated_initiator_fails_with_trace(tmp_path):
     """TRDY# reaching the DMA engine a clock late: checked from reset (the prove job's k of
     4 clocks is shorter than programming and starting a run, so its base case never sees
     a data phase), the master's idea of what moved disagrees with the pins at the first
-    data phase (the data stream, or the engine's counts: whichever the solver reaches
-    first), and the trace starts at reset."""
+    data phase: one of the rules fails (which one the solver reaches first depends on the
+    netlist: the data stream, the engine's counts, FRAME# after STOP# ...), never a
+    timeout, and the trace starts at reset."""
     job = replace(job_by_name("initiator_prove"), kind="bmc", depth=8, lemmas=())
     result = run_job(job, mutation="live_trdy_registered", directory=tmp_path / "mutated")
     assert not result.passed
-    assert set(result.failed) & {"dma_counts", "stream"}, result.line()
+    assert result.failed and set(result.failed) <= set(job.names), result.line()
     assert result.trace is not None and result.trace.name == "trace.vcd"
     assert result.trace.stat().st_size > 0
 
