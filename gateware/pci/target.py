@@ -418,12 +418,14 @@ class PCITarget(wiring.Component):
         m.d.comb += self.attempt.eq(claim & c_exerciser)
 
         knobs = self.knobs
+        # Clocks before the first TRDY# of an exerciser window: from the registers alone,
+        # so the decode only selects it.
+        exerciser_wait = Signal(9)
+        m.d.comb += exerciser_wait.eq(knobs.devsel_delay + knobs.initial_wait)
         c_retry = Signal()
         c_devsel_delay = Signal(2)
-        c_initial_wait = Signal(8)
         with m.If(c_exerciser):
-            m.d.comb += [c_retry.eq(self.retry), c_devsel_delay.eq(knobs.devsel_delay),
-                         c_initial_wait.eq(knobs.initial_wait)]
+            m.d.comb += [c_retry.eq(self.retry), c_devsel_delay.eq(knobs.devsel_delay)]
 
         # --- Transaction state and the effective state at this edge --------------------
         # Timing (DESIGN.md, "I/O timing"): the live IRDY# and FRAME# reach the output
@@ -474,7 +476,7 @@ class PCITarget(wiring.Component):
                 e_prefetch.eq(c_prefetch), e_exerciser.eq(c_exerciser),
                 e_xfer64.eq(c_xfer64), e_data64.eq(c_data64), e_retry.eq(c_retry),
                 e_last.eq(c_last), e_devsel_wait.eq(c_devsel_delay),
-                e_wait.eq(c_devsel_delay + c_initial_wait),
+                e_wait.eq(Mux(c_exerciser, exerciser_wait, 0)),
                 e_phases.eq(0), e_group.eq(0), e_addr.eq(c_offset),
             ]
         with m.Else():
@@ -544,16 +546,19 @@ class PCITarget(wiring.Component):
             """Everything the decision needs that depends on whether a phase moves (``mv``,
             a Python bool) but not on FRAME#. The arithmetic is computed for the claim's
             and the running transaction's values and selected by the claim last, so the
-            decode reaches the output flip-flops through muxes, not adders."""
+            decode reaches the output flip-flops through muxes, not adders. No phase moves
+            in the claim's clock (TRDY# was deasserted since the previous transaction's
+            last phase), so with ``mv`` only the running transaction's values count."""
             def ahead(fn):
-                return Mux(claim, fn(c_offset, Const(0, 16), c_xfer64, c_last, mv),
-                           fn(addr, phases, t_xfer64, t_last, mv))
+                running = fn(addr, phases, t_xfer64, t_last, mv)
+                if mv:
+                    return running
+                return Mux(claim, fn(c_offset, Const(0, 16), c_xfer64, c_last, mv), running)
             r = SimpleNamespace()
             r.next_addr = ahead(lambda a, p, x, last, mv: after(a, x, mv))
             r.next_phases = ahead(lambda a, p, x, last, mv: phases_after(p, mv))
             r.group_full = (e_exerciser & (knobs.wait_every != 0) & (knobs.wait_clocks != 0)
-                            & Mux(claim, knobs.wait_every == 1, group + 1 == knobs.wait_every)
-                            ) if mv else Const(0)
+                            & (group + 1 == knobs.wait_every)) if mv else Const(0)
             r.wcount = Mux(r.group_full, knobs.wait_clocks, e_wait)
             r.wcount_zero = r.wcount == 0
             # Room for posted writes: the one being pushed, the one moving, the next one.
