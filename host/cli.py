@@ -204,6 +204,39 @@ class RegsCommand(Command):
         return {"registers": rows}
 
 
+class PassiveCommand(Command):
+    name = "passive"
+    help = ("passive mode of an active board: drive no PCI line, claim nothing, keep spying "
+            "(on, off, or without an argument: show it)")
+    examples = ("pcispy --uart /dev/ttyUSB0 passive on",
+                "pcispy --uart /dev/ttyUSB0 passive off",
+                "pcispy --uart /dev/ttyUSB0 --json passive")
+
+    def add_arguments(self, parser):
+        parser.add_argument("setting", nargs="?", choices=("on", "off"),
+                            help="set passive mode on or off (default: show it)")
+
+    def run(self, args, out):
+        setting = None if args.setting is None else args.setting == "on"
+        result = run_feature(args, "pcispy.host.features.identity:passive_mode",
+                             setting=setting)
+        if not args.json:
+            if not result["answering"] and result["requested"]:
+                out.write("passive: the board answers nothing more over the PCI bus, until "
+                          "RST# or the side channel (--uart) clears it\n")
+            elif not result["answering"]:
+                out.write("the board does not answer over the PCI bus (passive mode? clear "
+                          "it through the side channel, --uart)\n")
+            elif result["passive_on"]:
+                out.write("passive: the board drives no PCI line\n")
+            elif result["requested"]:
+                out.write("passive mode requested: it takes hold once the board's current "
+                          "bus activity ends\n")
+            else:
+                out.write("active: the board answers as a target and may master the bus\n")
+        return result
+
+
 class DecodeCommand(Command):
     name = "decode"
     help = "a saved trace (.pcitrace) as a transaction table, CSV, JSON or VCD (no board needed)"
@@ -266,7 +299,7 @@ def commands():
     imports this one (for :class:`Command`) and may itself be imported first (inside the
     simulator)."""
     import importlib
-    loaded = [InfoCommand(), RegsCommand(), ConfigCommand(), DecodeCommand()]
+    loaded = [InfoCommand(), RegsCommand(), ConfigCommand(), PassiveCommand(), DecodeCommand()]
     for path in _COMMAND_PATHS:
         module, _, name = path.partition(":")
         loaded.append(getattr(importlib.import_module(module), name)())

@@ -1,12 +1,15 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Who the board is: identity registers, configuration space, register dump.
 
-Features behind ``pcispy info``, ``pcispy config`` and ``pcispy regs``.
+Features behind ``pcispy info``, ``pcispy config``, ``pcispy regs`` and ``pcispy passive``.
 """
 
+from pcispy.gateware.regs import IDENTITY_MAGIC
 from pcispy.host.board import Board
+from pcispy.host.errors import TransportError
 
-__all__ = ["info", "config_space", "register_dump", "lspci_text", "CONFIG_SPACE_BYTES"]
+__all__ = ["info", "config_space", "register_dump", "passive_mode", "lspci_text",
+           "CONFIG_SPACE_BYTES"]
 
 #: Bytes of configuration space a conventional PCI function has.
 CONFIG_SPACE_BYTES = 256
@@ -42,6 +45,25 @@ async def register_dump(transport):
     rows = await Board(transport).dump()
     return {"registers": [{"name": name, "address": address, "value": value, "fields": fields}
                           for name, address, value, fields in rows]}
+
+
+async def passive_mode(transport, setting=None):
+    """Read, or set (``setting`` True/False) and read back, the board's passive mode
+    (``id.mode``). Set over the PCI bus itself, the board stops answering once it takes
+    hold: then nothing can be read back (``answering`` False, checked by reading the
+    identity register: a master abort, or all ones)."""
+    board = Board(transport)
+    if setting is not None:
+        await board.write("id.mode", passive=int(setting))
+    try:
+        fields = await board.fields("id.mode")
+        answering = await board.read("id.magic") == IDENTITY_MAGIC
+    except TransportError:
+        answering = False
+    if not answering:
+        return {"requested": bool(setting), "passive_on": None, "answering": False}
+    return {"requested": bool(fields["passive"]), "passive_on": bool(fields["passive_on"]),
+            "answering": True}
 
 
 def lspci_text(config, slot="00:00.0"):

@@ -69,3 +69,16 @@ def test_unknown_simulation_profile_is_one_line_naming_the_known_ones(capsys):
     assert err.count("\n") == 1
     assert err.startswith("pcispy: error: unknown simulation profile 'nosuch'; known: ")
     assert "ideal" in err and "alphastation200" in err
+
+
+def test_passive_on_over_the_bus_silences_the_simulated_board():
+    """``pcispy passive on`` over the simulated bus: the write is taken, then the board
+    answers nothing (the identity read master-aborts), and the checker saw no rule broken
+    by the board going quiet; ``passive`` alone reports an active board."""
+    status, text = _run("--sim", "--json", "passive", "on")
+    assert status == 0
+    result = json.loads(text)
+    assert (result["requested"], result["passive_on"], result["answering"]) == (True, None, False)
+    assert result["checker"]["violations"] == {} and result["checker"]["contention"] == []
+    status, text = _run("--sim", "passive")
+    assert status == 0 and text.startswith("active: ")

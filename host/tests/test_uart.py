@@ -267,10 +267,11 @@ def test_transport_errors_are_one_line(stream, message):
     assert str(error.value) == message
 
 
-@pytest.mark.skipif(not os.environ.get("PCISPY_FULL_BOARD"),
-                    reason="the whole PCIBoard in the Python simulator takes ~2 minutes; "
-                           "set PCISPY_FULL_BOARD=1")
 def test_whole_board():
+    """The real PCIBoard behind the side channel (about 30 s in Amaranth's simulator):
+    registers, configuration space, the trace window, and passive mode set and cleared
+    through the pcispy feature as ``pcispy --uart DEV passive on/off`` runs it."""
+    from pcispy.host.features.identity import passive_mode
     full = SimulatedSideChannel(full=True)
 
     async def body(transport, ctx, bench):
@@ -278,6 +279,10 @@ def test_whole_board():
         board = Board(transport)
         await board.write("irq.seed", 77)
         return (await board.read("id.magic"), await board.read("irq.seed"),
-                await transport.config_read(0), await transport.read_block(1, 0, 5))
+                await transport.config_read(0), await transport.read_block(1, 0, 5),
+                await passive_mode(transport, True), await passive_mode(transport),
+                await passive_mode(transport, False))
+    on = {"requested": True, "passive_on": True, "answering": True}
+    off = {"requested": False, "passive_on": False, "answering": True}
     assert full.run(body) == (IDENTITY_MAGIC, 77, DEFAULT_DEVICE_ID << 16 | DEFAULT_VENDOR_ID,
-                              [trace_word(i) for i in range(5)])
+                              [trace_word(i) for i in range(5)], on, on, off)
