@@ -62,7 +62,7 @@ class ReportCommand(CliCommand):
         try:      # before the (long) run, so that a bad place fails at once
             os.makedirs(args.output, exist_ok=True)
         except OSError as error:
-            raise UsageError(f"-o {args.output}: {error.strerror}") from None
+            raise UsageError(f"-o {args.output!r}: {error.strerror}") from None
         sizes = SIZES["quick" if args.quick else "full"]
         report = run_feature(args, "pcispy.host.report:suite", sizes=asdict(sizes),
                              seed=args.seed)

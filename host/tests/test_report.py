@@ -79,7 +79,7 @@ def test_report_refuses_a_directory_it_cannot_make(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     assert _usage_error(capsys, "report", "-o", str(blocker / "sub")) == (
-        f"pcispy report: error: -o {blocker / 'sub'}: Not a directory")
+        f"pcispy report: error: -o {str(blocker / 'sub')!r}: Not a directory")
 
 
 def test_report_needs_an_output_directory(capsys):
