@@ -313,9 +313,16 @@ class PCIBoard(wiring.Component):
         # without the bus reset (it has a rule about what may happen during RST#).
         m.domains.pci_monitor = monitor = ClockDomain("pci_monitor", reset_less=True)
         m.d.comb += monitor.clk.eq(ClockSignal("pci"))
+        # The checker and the spy see each sample a clock later, with its timestamp: one
+        # register between the input flip-flops (wherever the connector put the pins, up
+        # to a wire across the die away) and their logic, so the wire and the logic are not
+        # in one clock. Records still carry the clock their bus state was on the pins.
+        observed = Signal(BusState(self.width))
+        observed_time = Signal.like(irq.timestamp)
+        m.d.pci_monitor += [observed.eq(sample), observed_time.eq(irq.timestamp)]
         m.submodules.checker = checker = DomainRenamer("pci_monitor")(
             ProtocolChecker(self.width))
-        m.d.comb += checker.bus.eq(sample)
+        m.d.comb += checker.bus.eq(observed)
         self._connect_check_registers(m, bank.check, checker)
 
         # The spy: capture, summaries, filters, counters; its trace memory answers BAR1.
@@ -325,7 +332,7 @@ class PCIBoard(wiring.Component):
             m.submodules.spy = spy = DomainRenamer("pci")(
                 Spy(self.width, rules=len(RULES), addr_bits=self.spy_addr_bits,
                     memory=self.trace_memory, sram_data_bits=self.sram_data_bits))
-            m.d.comb += [spy.bus.eq(sample), spy.timestamp.eq(irq.timestamp),
+            m.d.comb += [spy.bus.eq(observed), spy.timestamp.eq(observed_time),
                          spy.violation.eq(checker.violation)]
             if self.trace_memory == "sram":
                 m.submodules.sram_pads = sram_pads = SRAMPads(

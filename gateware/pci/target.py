@@ -614,7 +614,10 @@ class PCITarget(wiring.Component):
                   for name in vars(moves[0])}
             final = moved & ~frame
             d = SimpleNamespace()
-            d.load = e_active & e_read & read_avail & (moved | ~cur_valid) & ~final
+            # No word is loaded in the claim's clock: its first read request leaves now and
+            # every answer of an earlier transaction is discarded (so the address decode
+            # never selects the AD word, which goes to every AD pin).
+            d.load = ~claim & e_active & e_read & read_avail & (moved | ~cur_valid) & ~final
             d.next_valid = d.load | (cur_valid & ~moved)
             ready = mv["wcount_zero"] & ~mv["in_abort"] & Mux(e_read, d.next_valid,
                                                             mv["write_room"])
@@ -659,9 +662,18 @@ class PCITarget(wiring.Component):
             d.next_active, d.next_backoff, d.abort_now = next_active, next_backoff, abort_now
             d.end_txn = (active | backoff) & ~next_active & ~next_backoff
             d.own = devsel_n | trdy_n | stop_n
-            # Never in the turnaround clock after the address phase (fast decode claims then).
-            d.drive_ad = d.own & e_read & (e_active | backoff) \
-                & ~(claim if self.fast_decode else 0)
+            # AD is driven while the lines are owned in a read, never in the turnaround
+            # clock after the address phase (fast decode claims then). In the claim's clock
+            # the decision above owns the lines unless DEVSEL# is delayed or the initiator
+            # has already let go: said directly, so the decode reaches the AD enables (at
+            # every AD pin) through a few gates instead of the whole decision.
+            if self.fast_decode:
+                at_claim = Const(0)
+            else:
+                at_claim = cmd_read & (c_devsel_delay == 0) & (frame | irdy)
+            d.drive_ad = Mux(claim & ~backoff, at_claim,
+                             d.own & e_read & (e_active | backoff)
+                             & ~(claim if self.fast_decode else 0))
             d.ad = Mux(d.load, head_word, ad_cur)
             d.corrupt = Mux(d.load, new_corrupt, cur_corrupt)
             d.xfer64 = e_xfer64 & devsel_n
