@@ -542,24 +542,41 @@ class PCITarget(wiring.Component):
 
         knobs = self.knobs
 
-        def by_move(mv):
+        # The transaction as the decision sees it: a new one claimed in this clock (its
+        # parameters from the address decode), or the one running (registers). The decision
+        # is built for each and the claim picks one last, so the decode of the address
+        # phase (a wire across the die away from some AD pins) reaches the outputs through
+        # that one mux instead of the whole decision.
+        def view(claimed):
+            v = SimpleNamespace(claimed=claimed)
+            if claimed:
+                v.active, v.read, v.single, v.exerciser = Const(1), cmd_read, c_single, c_exerciser
+                v.xfer64, v.retry, v.devsel_wait = c_xfer64, c_retry, c_devsel_delay
+                v.wait = Mux(c_exerciser, exerciser_wait, 0)
+                v.group = Const(0, 8)
+                v.base = (c_offset, Const(0, 16), c_xfer64, c_last)
+            else:
+                v.active, v.read, v.single, v.exerciser = active, t_read, t_single, t_exerciser
+                v.xfer64, v.retry, v.devsel_wait = t_xfer64, t_retry, devsel_wait
+                v.wait = wait_cnt
+                v.group = group
+                v.base = (addr, phases, t_xfer64, t_last)
+            return v
+        views = {claimed: view(claimed) for claimed in (False, True)}
+
+        def by_move(mv, v):
             """Everything the decision needs that depends on whether a phase moves (``mv``,
-            a Python bool) but not on FRAME#. The arithmetic is computed for the claim's
-            and the running transaction's values and selected by the claim last, so the
-            decode reaches the output flip-flops through muxes, not adders. No phase moves
-            in the claim's clock (TRDY# was deasserted since the previous transaction's
-            last phase), so with ``mv`` only the running transaction's values count."""
+            a Python bool) but not on FRAME#, for the transaction ``v`` (a :func:`view`).
+            No phase moves in the claim's clock (TRDY# was deasserted since the previous
+            transaction's last phase), so a moving phase is always the running one's."""
             def ahead(fn):
-                running = fn(addr, phases, t_xfer64, t_last, mv)
-                if mv:
-                    return running
-                return Mux(claim, fn(c_offset, Const(0, 16), c_xfer64, c_last, mv), running)
+                return fn(*v.base, mv)
             r = SimpleNamespace()
             r.next_addr = ahead(lambda a, p, x, last, mv: after(a, x, mv))
             r.next_phases = ahead(lambda a, p, x, last, mv: phases_after(p, mv))
-            r.group_full = (e_exerciser & (knobs.wait_every != 0) & (knobs.wait_clocks != 0)
-                            & (group + 1 == knobs.wait_every)) if mv else Const(0)
-            r.wcount = Mux(r.group_full, knobs.wait_clocks, e_wait)
+            r.group_full = (v.exerciser & (knobs.wait_every != 0) & (knobs.wait_clocks != 0)
+                            & (v.group + 1 == knobs.wait_every)) if mv else Const(0)
+            r.wcount = Mux(r.group_full, knobs.wait_clocks, v.wait)
             r.wcount_zero = r.wcount == 0
             # Room for posted writes: the one being pushed, the one moving, the next one.
             r.write_room = (wfifo.level + wr_moved + 1 + int(mv)) <= WRITE_FIFO_DEPTH
@@ -567,65 +584,70 @@ class PCITarget(wiring.Component):
             def abort_range(a, p, x, last, mv):
                 byte_addr = Cat(Const(0, 2), after(a, x, mv))
                 return (byte_addr >= knobs.abort_first) & (byte_addr <= knobs.abort_last)
-            r.in_abort = e_exerciser & knobs.abort_enable & ahead(abort_range)
-            disc_n = e_exerciser & (knobs.disconnect_after != 0)
+            r.in_abort = v.exerciser & knobs.abort_enable & ahead(abort_range)
+            disc_n = v.exerciser & (knobs.disconnect_after != 0)
             at_end = ahead(lambda a, p, x, last, mv: after(a, x, mv) + Mux(x, 2, 1) > last)
             first_phase = ahead(lambda a, p, x, last, mv: phases_after(p, mv) == 0)
             disconnect_next = ahead(
                 lambda a, p, x, last, mv: phases_after(p, mv) + 1 == knobs.disconnect_after)
             disconnect_now = ahead(
                 lambda a, p, x, last, mv: phases_after(p, mv) == knobs.disconnect_after)
-            r.with_data = (e_single & first_phase) | at_end \
+            r.with_data = (v.single & first_phase) | at_end \
                 | (disc_n & knobs.disconnect_data & disconnect_next)
             r.without_data = disc_n & ~knobs.disconnect_data & disconnect_now
             # Next values of the retimed registers (a phase moved: trdy_p was set).
             if mv:
                 r.wait_next = Mux(r.wcount != 0, r.wcount - 1, 0)
-                r.group_next = Mux(r.group_full, 0, e_group + 1)
+                r.group_next = Mux(r.group_full, 0, v.group + 1)
                 r.stall_next = 1
             else:
                 r.wait_next = Mux(trdy_p, r.wcount, Mux(r.wcount != 0, r.wcount - 1, 0))
-                r.group_next = e_group
-                r.stall_next = Mux(claim, 1, Mux(stall == 31, 31, stall + 1))
+                r.group_next = v.group
+                r.stall_next = 1 if v.claimed else Mux(stall == 31, 31, stall + 1)
             return r
-        moves = {0: by_move(False), 1: by_move(True)}
+        # moves[claimed][mv]; a moving phase is the running transaction's.
+        moves = {claimed: {0: by_move(False, views[claimed]), 1: by_move(True, views[False])}
+                 for claimed in (False, True)}
 
         # --- Read data for the next phase: the FIFO head, or a word arriving now ---------
-        lane_hi = load_addr[0] & ~e_xfer64
+        # (A word is never loaded in the claim's clock: the running transaction's values.)
+        lane_hi = load_addr[0] & ~t_xfer64
         head = Mux(rfifo.nonempty, rfifo.head, r_data)
         head_word = Signal(data_bits)
         if wide:
-            m.d.comb += head_word.eq(Cat(Mux(e_data64 & lane_hi, head[32:], head[:32]),
+            m.d.comb += head_word.eq(Cat(Mux(t_data64 & lane_hi, head[32:], head[:32]),
                                          head[32:]))
         else:
             m.d.comb += head_word.eq(head)
         corrupt_taken_q = Signal()
         # A one-shot corruption is disarmed a clock after the word that took it: skip the
         # word loaded in between.
-        new_corrupt = e_exerciser & (knobs.corrupt | (knobs.corrupt_once & ~corrupt_taken_q))
+        new_corrupt = t_exerciser & (knobs.corrupt | (knobs.corrupt_once & ~corrupt_taken_q))
 
         # --- The decision at this edge, for each value of the live IRDY# and FRAME# ------
-        def decide(irdy, frame):
+        def decide(irdy, frame, v):
             """What to drive next clock and the one-bit next state, were IRDY# and FRAME#
-            on the pins now ``irdy`` and ``frame`` (Python ints)."""
+            on the pins now ``irdy`` and ``frame`` (Python ints), for the transaction
+            ``v`` (a :func:`view`)."""
+            claiming = Const(int(v.claimed), 1)
             irdy, frame = Const(irdy, 1), Const(frame, 1)
             moved = irdy & trdy_p
-            mv = {name: Mux(moved, getattr(moves[1], name), getattr(moves[0], name))
-                  for name in vars(moves[0])}
+            by = moves[v.claimed]
+            mv = {name: Mux(moved, getattr(by[1], name), getattr(by[0], name))
+                  for name in vars(by[0])}
             final = moved & ~frame
             d = SimpleNamespace()
             # No word is loaded in the claim's clock: its first read request leaves now and
-            # every answer of an earlier transaction is discarded (so the address decode
-            # never selects the AD word, which goes to every AD pin).
-            d.load = ~claim & e_active & e_read & read_avail & (moved | ~cur_valid) & ~final
+            # every answer of an earlier transaction is discarded.
+            d.load = ~claiming & v.active & v.read & read_avail & (moved | ~cur_valid) & ~final
             d.next_valid = d.load | (cur_valid & ~moved)
-            ready = mv["wcount_zero"] & ~mv["in_abort"] & Mux(e_read, d.next_valid,
+            ready = mv["wcount_zero"] & ~mv["in_abort"] & Mux(v.read, d.next_valid,
                                                             mv["write_room"])
             # Latency rules for the plain windows (the exerciser breaks them only on
             # purpose): clocks since the claim or the last data phase.
-            late = (~e_exerciser & ~(claim | moved)
+            late = (~v.exerciser & ~(claiming | moved)
                     & (stall >= Mux(phases == 0, INITIAL_STALL_LIMIT, SUBSEQUENT_STALL_LIMIT)))
-            suffix = f"_{irdy.value}{frame.value}"
+            suffix = f"_{int(v.claimed)}{irdy.value}{frame.value}"
             devsel_n, trdy_n, stop_n, next_active, next_backoff, abort_now = (
                 Signal(name=n + suffix) for n in ("devsel_n", "trdy_n", "stop_n",
                                                   "next_active", "next_backoff", "abort_now"))
@@ -633,7 +655,7 @@ class PCITarget(wiring.Component):
                 # Hold STOP# (and DEVSEL#, unless aborting) until FRAME# is deasserted.
                 with m.If(frame):
                     m.d.comb += [devsel_n.eq(devsel_p), stop_n.eq(1), next_backoff.eq(1)]
-            with m.Elif(e_active):
+            with m.Elif(v.active):
                 with m.If(final | ~frame & ~irdy):
                     # Last phase moved, or the initiator gave up (master abort): release.
                     pass
@@ -644,9 +666,9 @@ class PCITarget(wiring.Component):
                 with m.Elif(moved & stop_p):
                     # Disconnect with data done; FRAME# still asserted: wait for it.
                     m.d.comb += [devsel_n.eq(1), stop_n.eq(1), next_backoff.eq(1)]
-                with m.Elif(e_devsel_wait != 0):
+                with m.Elif(v.devsel_wait != 0):
                     m.d.comb += next_active.eq(1)
-                with m.Elif(e_retry | mv["without_data"]):
+                with m.Elif(v.retry | mv["without_data"]):
                     m.d.comb += [devsel_n.eq(1), stop_n.eq(1), next_backoff.eq(1)]
                 with m.Elif(mv["in_abort"] & devsel_p):
                     m.d.comb += [stop_n.eq(1), next_backoff.eq(1), abort_now.eq(1)]
@@ -663,28 +685,28 @@ class PCITarget(wiring.Component):
             d.end_txn = (active | backoff) & ~next_active & ~next_backoff
             d.own = devsel_n | trdy_n | stop_n
             # AD is driven while the lines are owned in a read, never in the turnaround
-            # clock after the address phase (fast decode claims then). In the claim's clock
-            # the decision above owns the lines unless DEVSEL# is delayed or the initiator
-            # has already let go: said directly, so the decode reaches the AD enables (at
-            # every AD pin) through a few gates instead of the whole decision.
-            if self.fast_decode:
-                at_claim = Const(0)
+            # clock after the address phase (fast decode claims then). A claim never meets
+            # a backoff (STOP# is held only while FRAME# is asserted, and a claim follows a
+            # clock with FRAME# deasserted).
+            if v.claimed:
+                d.drive_ad = Const(0) if self.fast_decode else d.own & v.read
             else:
-                at_claim = cmd_read & (c_devsel_delay == 0) & (frame | irdy)
-            d.drive_ad = Mux(claim & ~backoff, at_claim,
-                             d.own & e_read & (e_active | backoff)
-                             & ~(claim if self.fast_decode else 0))
+                d.drive_ad = d.own & v.read & (v.active | backoff)
             d.ad = Mux(d.load, head_word, ad_cur)
             d.corrupt = Mux(d.load, new_corrupt, cur_corrupt)
-            d.xfer64 = e_xfer64 & devsel_n
+            d.xfer64 = v.xfer64 & devsel_n
             return d
-        cases = {(i, f): decide(i, f) for i in (0, 1) for f in (0, 1)}
+        cases = {(c, i, f): decide(i, f, views[c])
+                 for c in (False, True) for i in (0, 1) for f in (0, 1)}
 
         def live_pick(name):
-            """The decision's ``name`` for IRDY# and FRAME# as they are on the pins now."""
-            v = {key: getattr(d, name) for key, d in cases.items()}
-            return Mux(live.irdy, Mux(live.frame, v[1, 1], v[1, 0]),
-                       Mux(live.frame, v[0, 1], v[0, 0]))
+            """The decision's ``name`` for the claim, and IRDY# and FRAME# as they are on
+            the pins now."""
+            def pick(c):
+                v = {(i, f): getattr(cases[c, i, f], name) for i in (0, 1) for f in (0, 1)}
+                return Mux(live.irdy, Mux(live.frame, v[1, 1], v[1, 0]),
+                           Mux(live.frame, v[0, 1], v[0, 0]))
+            return Mux(claim, pick(True), pick(False))
 
         devsel_n, trdy_n, stop_n, own = (Signal(name=n) for n in
                                          ("devsel_n", "trdy_n", "stop_n", "own"))
@@ -713,7 +735,9 @@ class PCITarget(wiring.Component):
         for name, field in (("wait", "wait_next"), ("phases", "next_phases"),
                             ("group", "group_next"), ("addr", "next_addr"),
                             ("stall", "stall_next")):
-            retimed[name].update(getattr(moves[1], field), getattr(moves[0], field))
+            retimed[name].update(getattr(moves[False][1], field),
+                                 Mux(claim, getattr(moves[True][0], field),
+                                     getattr(moves[False][0], field)))
 
         m.d.comb += [
             bus.devsel.o.eq(devsel_n), bus.devsel.oe.eq(own),
