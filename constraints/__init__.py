@@ -19,9 +19,11 @@ PINOUTS = {name: module for module in (ulx3s, ecp5_evn) for name in module.BOARD
 BOARDS = {name: module.BOARDS[name] for name, module in PINOUTS.items()}
 
 
-def board_platform(name, passive=False):
-    """``(platform with its pci resource, bus width)`` of board ``name``."""
+def board_platform(name, passive=False, clock_mhz=33):
+    """``(platform with its pci resource, bus width)`` of board ``name``, its PCI clock
+    constrained to ``clock_mhz``."""
     if name not in PINOUTS:
         raise ValueError(f"unknown board {name!r}; known: {', '.join(BOARDS)}")
     module = PINOUTS[name]
-    return module.add_pci(module.BOARDS[name](), passive=passive), module.WIDTH
+    return (module.add_pci(module.BOARDS[name](), passive=passive, clock_mhz=clock_mhz),
+            module.WIDTH)

@@ -23,7 +23,8 @@ from amaranth.build import Resource
 from amaranth_boards.ecp5_5g_evn import ECP55GEVNPlatform
 
 from pcispy.gateware.pci.bus import bus_lines
-from .ulx3s import CLOCK_LINE, PCI_EDGE_PINS as PCI_EDGE_PINS_32, RESET_LINE, pci_subsignal
+from .ulx3s import (CLOCK_LINE, PCI_CLOCK_MHZ, PCI_EDGE_PINS as PCI_EDGE_PINS_32, RESET_LINE,
+                    pci_subsignal)
 
 __all__ = ["WIDTH", "FREE_PINS", "LINE_ORDER", "PCI_PINOUT", "PCI_EDGE_PINS", "BOARDS",
            "platform", "pci_resource", "add_pci", "header_label", "ball"]
@@ -85,12 +86,14 @@ def ball(board, pin):
     return board.connectors[(name, int(index))].mapping[str(number)]
 
 
-def pci_resource(board, passive=False):
+def pci_resource(board, passive=False, clock_mhz=PCI_CLOCK_MHZ):
     """The ``pci`` resource of ``board`` (an ECP5-5G EVN platform): one subsignal per
     line of ``bus_lines(64)`` plus the clock and RST#'s reset pin, by FPGA ball. A
-    ``passive`` resource makes every PCI pin an input."""
+    ``passive`` resource makes every PCI pin an input; ``clock_mhz`` is the clock
+    constraint."""
     return Resource("pci", 0, *(
-        pci_subsignal(name, " ".join(ball(board, pin) for pin in PCI_PINOUT[name]), passive)
+        pci_subsignal(name, " ".join(ball(board, pin) for pin in PCI_PINOUT[name]), passive,
+                      clock_mhz)
         for name in LINE_ORDER))
 
 
@@ -100,9 +103,9 @@ def platform():
     return ECP55GEVNPlatform(VCCIO1="3V3", VCCIO6="3V3")
 
 
-def add_pci(board, passive=False):
+def add_pci(board, passive=False, clock_mhz=PCI_CLOCK_MHZ):
     """Add the ``pci`` resource to ``board`` and return it."""
-    board.add_resources([pci_resource(board, passive)])
+    board.add_resources([pci_resource(board, passive, clock_mhz)])
     return board
 
 

@@ -22,6 +22,8 @@ __all__ = ["WIDTH", "PCI_PINOUT", "PCI_EDGE_PINS", "CLOCK_LINE", "RESET_LINE", "
 
 #: Bus width of this pin-out.
 WIDTH = 32
+#: The bus clock a build is constrained to unless it asks otherwise (MHz).
+PCI_CLOCK_MHZ = 33
 
 #: Resource subsignal of the PCI clock, and of RST#'s second pin (the reset of domain
 #: ``pci``: an FPGA pin feeds one input buffer, and the pads already sample ``rst``).
@@ -68,35 +70,37 @@ def ball(platform, pin):
     return platform.connectors[("gpio", 0)].mapping[pin]
 
 
-def pci_resource(passive=False):
+def pci_resource(passive=False, clock_mhz=PCI_CLOCK_MHZ):
     """The ``pci`` resource: one subsignal per line of ``bus_lines(32)`` plus the clock
     and RST#'s reset pin. Pins are pin-level (the pads invert the active-low lines).
 
     A ``passive`` resource makes every PCI pin an input: the bitstream then contains no
-    output driver on the bus at all.
+    output driver on the bus at all. ``clock_mhz`` is the bus clock the design is
+    constrained to (33 or 66).
     """
     return Resource("pci", 0, *(
-        pci_subsignal(name, " ".join(PCI_PINOUT[name]), passive, conn=("gpio", 0))
+        pci_subsignal(name, " ".join(PCI_PINOUT[name]), passive, clock_mhz,
+                      conn=("gpio", 0))
         for name in list(bus_lines(32)) + [RESET_LINE, CLOCK_LINE]))
 
 
-def pci_subsignal(name, pins, passive, **pins_args):
+def pci_subsignal(name, pins, passive, clock_mhz=PCI_CLOCK_MHZ, **pins_args):
     """The subsignal of PCI line ``name`` on ``pins`` (space-separated, bit 0 first):
     an input for the lines the board only samples (every line when ``passive``), else
     bidirectional; 3.3 V LVCMOS, no pull-ups (the bus has them), fast 8 mA drivers; the
-    clock carries its 66 MHz constraint."""
+    clock carries its constraint (``clock_mhz``)."""
     inputs = passive or name in INPUT_ONLY_LINES or name in (RESET_LINE, CLOCK_LINE)
     attrs = Attrs(IO_TYPE="LVCMOS33", PULLMODE="NONE")
     if not inputs:
         # PCI lines are terminated by the bus's pull-ups; fast edges for 66 MHz.
         attrs = Attrs(IO_TYPE="LVCMOS33", PULLMODE="NONE", DRIVE="8", SLEWRATE="FAST")
-    extra = [Clock(66e6)] if name == CLOCK_LINE else []
+    extra = [Clock(clock_mhz * 1e6)] if name == CLOCK_LINE else []
     return Subsignal(name, Pins(pins, dir="i" if inputs else "io", **pins_args), attrs, *extra)
 
 
-def add_pci(platform, passive=False):
+def add_pci(platform, passive=False, clock_mhz=PCI_CLOCK_MHZ):
     """Add the ``pci`` resource to ``platform`` and return it."""
-    platform.add_resources([pci_resource(passive)])
+    platform.add_resources([pci_resource(passive, clock_mhz)])
     return platform
 
 

@@ -1,0 +1,14 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Test session order: the longest tests first.
+
+``make test`` runs pytest on two workers with work stealing (``--dist worksteal``): the
+synthesis smoke builds (a minute or two of one core each) start at once on one worker while the other takes
+the rest, and an idle worker takes queued tests from the busy one. Tests marked
+``runs_long`` go to the front of the queue so they never start last.
+"""
+
+__all__ = []
+
+
+def pytest_collection_modifyitems(session, config, items):
+    items.sort(key=lambda item: item.get_closest_marker("runs_long") is None)
