@@ -27,9 +27,13 @@ def _lspci():
         return found, None
     if shutil.which("apt-get") is None:
         return None, "lspci is missing and apt-get is not available to install pciutils"
+    install = ["apt-get", "install", "-y", "-q", "pciutils"]
     try:
-        subprocess.run(["apt-get", "install", "-y", "-q", "pciutils"], check=True,
-                       capture_output=True, timeout=300)
+        if subprocess.run(install, capture_output=True, timeout=300).returncode:
+            # A fresh machine may have empty package lists ("no installation candidate").
+            subprocess.run(["apt-get", "update", "-q"], check=True, capture_output=True,
+                           timeout=300)
+            subprocess.run(install, check=True, capture_output=True, timeout=300)
     except (subprocess.SubprocessError, OSError) as error:
         return None, f"lspci is missing and pciutils could not be installed: {error}"
     return shutil.which("lspci"), None
