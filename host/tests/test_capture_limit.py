@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """``pcispy capture`` in simulation ends: without --duration the simulated bus time bounds
 the wait (--sim-limit), and a capture that matched nothing, or whose trigger never fired,
-ends in one line, exit 2, no file; one that holds records is written. The CLI's decision
-on fabricated results (no simulator), then two real simulator runs (ideal: nothing touches
-the RTC; rtc: its clock ticks come)."""
+ends in one line, exit 2, no file; one that holds records is written. Ctrl-C (on hardware)
+stops the capture and keeps what it holds. The CLI's decision on fabricated results (no
+simulator), then real simulator runs (ideal: nothing touches the RTC; rtc: its clock ticks
+come; Ctrl-C during the wait)."""
 
 import base64
 import contextlib
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 from pcispy.gateware.pci.bus import Command
-from pcispy.gateware.spy.format import CaptureMode, SummaryRecord, TriggerEvent
+from pcispy.gateware.spy.format import CaptureMode, RecordKind, SummaryRecord, TriggerEvent
 from pcispy.host import cli
 from pcispy.host.features import capture as capture_feature
 from pcispy.host.features.capture import SIM_WAIT_LIMIT, trace_metadata
@@ -127,6 +128,57 @@ def test_rtc_scenario_clock_ticks_within_the_limit(tmp_path):
     summaries = read_trace(path).summaries
     assert len(summaries) >= 16          # two groups of four index writes and data reads
     assert set(int(a) for a in summaries["address"]) == {0x70, 0x71}
+
+
+async def capture_until_ctrl_c(transport, *, waits_before_ctrl_c, **arguments):
+    """The capture feature with Ctrl-C pressed while it waits: the KeyboardInterrupt a
+    terminal's interrupt raises in the polling loop, at wait number ``waits_before_ctrl_c``
+    (run by the simulator as a feature, ``test_capture_limit:capture_until_ctrl_c``)."""
+    from pcispy.host.features.capture import capture
+    sleep, waits = transport.sleep, []
+
+    async def sleep_until_ctrl_c(seconds):
+        waits.append(seconds)
+        if len(waits) == waits_before_ctrl_c:
+            raise KeyboardInterrupt
+        await sleep(seconds)
+    transport.sleep = sleep_until_ctrl_c
+    return dict(await capture(transport, **arguments), waits=len(waits))
+
+
+def test_ctrl_c_stops_the_capture_and_keeps_what_it_holds():
+    # A register trigger that never comes, on an idle bus, raw records not compressed:
+    # before its trigger the spy keeps the latest clocks in the whole memory (a ring), so
+    # when Ctrl-C comes the memory is full of consecutive idle clocks, and all of it is
+    # read back.
+    from pcispy.host.trace import parse_trace, trace_bytes
+    from pcispy.sim.api import run_feature
+    result = run_feature("test_capture_limit:capture_until_ctrl_c",
+                         {"waits_before_ctrl_c": 3, "mode": "raw", "idle_compress": False,
+                          "trigger": "register", "pre": 6})
+    assert result["waits"] >= 3         # Ctrl-C came at the third wait
+    assert (result["interrupted"], result["timed_out"], result["limit_reached"]) == (
+        True, False, False)
+    status = result["status"]
+    capacity = status["capacity"]
+    assert (status["triggered"], status["count"], status["lost"]) == (False, capacity, 0)
+    assert result["records_count"] == capacity > 6
+    trace = parse_trace(trace_bytes(base64.b64decode(result["records"]), result["metadata"]))
+    assert list(trace.kinds) == [RecordKind.RAW.value] * capacity
+    raw = trace.columns(RecordKind.RAW, ["delta", "trigger"])
+    assert list(raw["delta"][1:]) == [1] * (capacity - 1) and not raw["trigger"].any()
+
+
+def test_an_interrupted_capture_is_written_and_says_so(tmp_path, fabricated):
+    path = tmp_path / "cut.pcitrace"
+    fabricated["result"] = dict(_result([SUMMARY], triggered=False), interrupted=True,
+                                timed_out=False, limit_reached=False, limit=None)
+    status, out, err = run_cli("--uart", "/dev/ttyUSB0", "capture", "--trigger", "filter",
+                               "-o", str(path))
+    assert (status, err) == (0, "")
+    assert out == (f"{path}: 1 summary records (interrupted; not triggered, 0 lost in 0 "
+                   "overruns)\n")
+    assert len(read_trace(path).summaries) == 1
 
 
 def test_default_limit_is_documented():
