@@ -7,8 +7,6 @@ simulator), then real simulator runs (ideal: nothing touches the RTC; rtc: its c
 come; Ctrl-C during the wait)."""
 
 import base64
-import contextlib
-import io
 
 import numpy as np
 import pytest
@@ -20,17 +18,10 @@ from pcispy.host.features import capture as capture_feature
 from pcispy.host.features.capture import SIM_WAIT_LIMIT, trace_metadata
 from pcispy.host.trace import pack_records, read_trace
 
+from _cli import run_cli
+
 pytestmark = pytest.mark.spy
 
-
-def run_cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = cli.main(list(argv), out=out)
-        except SystemExit as exit_:
-            status = exit_.code
-    return status, out.getvalue(), err.getvalue()
 
 
 def _result(records, *, triggered=True, limit=0.002):

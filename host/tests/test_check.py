@@ -6,20 +6,19 @@ legacy bridge breaks its rules on purpose (the board's checker names the same ru
 simulated system's own checker), the ideal host leaves the bus clean."""
 
 import asyncio
-import contextlib
-import io
 import json
 
 import pytest
 
 from pcispy.gateware.regs import REGISTER_MAP
 from pcispy.gateware.spy.checker import RULES
-from pcispy.host import cli
 from pcispy.host.features import check as check_feature
 from pcispy.host.errors import TransportError
 from pcispy.host.features.check import EXIT_VIOLATIONS, check, format_check
 from pcispy.host.transports.base import Transport
 from pcispy.sim.bfm.profiles import RTC
+
+from _cli import run_cli
 
 pytestmark = pytest.mark.host
 
@@ -114,15 +113,6 @@ def test_clear_after_reading_and_duration_clears_first():
     assert format_check(result) == (f"protocol checker: clean, no rule broken in the last "
                                     f"0.25 s ({len(RULES)} of {len(RULES)} rules enabled)\n")
 
-
-def run_cli(*argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = cli.main(list(argv), out=out)
-        except SystemExit as exit_:
-            status = exit_.code
-    return status, out.getvalue(), err.getvalue()
 
 
 @pytest.mark.parametrize("counts, status", [({}, 0), ({A.id: 3}, EXIT_VIOLATIONS)])

@@ -17,6 +17,8 @@ import pytest
 from pcispy.host import cli
 from pcispy.host.errors import EXIT_BUG, RefusedSetting
 
+from _cli import run_cli
+
 pytestmark = pytest.mark.host
 
 #: A PCI address no machine has.
@@ -24,16 +26,6 @@ ABSENT_BDF = "0000:ff:1f.7"
 #: Shell syntax that ends the pcispy part of an example line.
 _SHELL = ("|", ">", "&&", ";", "<")
 
-
-def run_cli(*argv):
-    """``(status, stdout, stderr)`` of ``pcispy argv`` in this process."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            status = cli.main(list(argv), out=out)
-        except SystemExit as exit_:
-            status = exit_.code
-    return status, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture
