@@ -47,7 +47,8 @@ bitstream: venv
 
 # Place and route BOARD (default ulx3s-85f) and fail unless it meets PCI at 33 MHz: the
 # pci clock reaches 33 MHz, every PCI output and output enable leaves through an I/O
-# register, and no input path exceeds the 7 ns setup budget (CLOCK=66: 66 MHz, 3 ns).
+# register, no control input path exceeds the 7 ns setup budget and no path into an AD
+# register is more than 3 LUTs deep (CLOCK=66: 66 MHz, 3 ns; docs/timing.md says why).
 # About 15 minutes on two cores; not in make test while the design misses 33 MHz
 # (docs/timing.md).
 CLOCK ?= 33
