@@ -19,7 +19,7 @@ PINOUTS = {name: module for module in (ulx3s, ecp5_evn) for name in module.BOARD
 BOARDS = {name: module.BOARDS[name] for name, module in PINOUTS.items()}
 
 
-def board_platform(name, passive=False, clock_mhz=33):
+def board_platform(name, passive=False, clock_mhz=ulx3s.PCI_CLOCK_MHZ):
     """``(platform with its pci resource, bus width)`` of board ``name``, its PCI clock
     constrained to ``clock_mhz``."""
     if name not in PINOUTS:

@@ -35,6 +35,8 @@ import sys
 import time
 from pathlib import Path
 
+from .ulx3s import PCI_CLOCK_MHZ
+
 __all__ = ["build", "read_report", "check", "notes", "fits", "main", "PCI_SETUP_BUDGET_NS",
            "DATA_LINES", "DATA_PATH_MAX_LUTS", "DEVICE_CAPACITY"]
 
@@ -79,7 +81,7 @@ ROUTER = "router1"
 
 
 def build(board, *, passive=False, synth_only=False, build_dir=None, seed=1,
-          clock_mhz=33, threads=2, reuse=True, placer=PLACER, router=ROUTER):
+          clock_mhz=PCI_CLOCK_MHZ, threads=2, reuse=True, placer=PLACER, router=ROUTER):
     """Build ``board`` (a key of :data:`pcispy.constraints.BOARDS`); return the report
     dict (also written to ``build_dir/report.json``). With ``reuse``, a build directory
     whose last build had the same design (hash of netlist and constraints) is not
@@ -333,7 +335,7 @@ def fits(report, device):
     return report["luts"] <= luts and report["ffs"] <= ffs and report["brams"] <= brams
 
 
-def check(report, clock_mhz=33):
+def check(report, clock_mhz=PCI_CLOCK_MHZ):
     """What keeps a full build's report from meeting PCI at ``clock_mhz``: a list of
     one-line problems (empty when it meets the clock, registers every output, keeps every
     control input path inside the setup budget and every data path one handshake
@@ -366,7 +368,7 @@ def check(report, clock_mhz=33):
     return problems
 
 
-def notes(report, clock_mhz=33):
+def notes(report, clock_mhz=PCI_CLOCK_MHZ):
     """Lines about the data paths' delay against the setup budget (see :func:`check`)."""
     budget = PCI_SETUP_BUDGET_NS[clock_mhz]
     data = report["data_paths"]
@@ -394,9 +396,10 @@ def main(argv=None):
     parser.add_argument("--passive", action="store_true",
                         help="no output drivers on the PCI pins (a spy that cannot disturb)")
     parser.add_argument("--synth-only", action="store_true", help="stop after synthesis")
-    parser.add_argument("--clock-mhz", type=int, choices=(33, 66), default=33,
+    parser.add_argument("--clock-mhz", type=int, choices=sorted(PCI_SETUP_BUDGET_NS),
+                        default=PCI_CLOCK_MHZ,
                         help="PCI clock the design is constrained to and reports (default "
-                             "33; --check 66 builds at 66)")
+                             f"{PCI_CLOCK_MHZ}; --check 66 builds at 66)")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
     parser.add_argument("--placer", choices=("heap", "sa", "static"), default=PLACER,
                         help=f"nextpnr placer (default {PLACER})")
@@ -404,7 +407,8 @@ def main(argv=None):
                         help=f"nextpnr router (default {ROUTER})")
     parser.add_argument("--threads", type=int, default=2, help="nextpnr threads (default 2)")
     parser.add_argument("--build-dir", help="default: build/BOARD (build/BOARD-passive)")
-    parser.add_argument("--check", type=int, choices=(33, 66), metavar="MHZ",
+    parser.add_argument("--check", type=int, choices=sorted(PCI_SETUP_BUDGET_NS),
+                        metavar="MHZ",
                         help="exit 1 unless the build meets PCI at 33 or 66 MHz (clock, "
                              "output registers, input setup budget)")
     args = parser.parse_args(argv)
