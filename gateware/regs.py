@@ -583,7 +583,8 @@ SPY = Block("spy", 0x400, (
         Field("latency_timer", 8, 8, Access.RW, 0, "the masters' Latency Timer in clocks, "
               "to classify latency-timer terminations (0: never)"),
     ), "capture settings"),
-    reg32("pre", 0x08, Access.RW, "pre-trigger records kept (must be < status capacity)"),
+    reg32("pre", 0x08, Access.RW, "pre-trigger records kept at the trigger (< status "
+          "capacity; stopped before it, the memory keeps all of them)"),
     reg32("post", 0x0C, Access.RW, "stop after this many post-trigger records (0: when full, "
           "or never in ring mode)"),
     reg32("violation_mask_lo", 0x10, Access.RW, "checker rules 0-31 the spy records and "
