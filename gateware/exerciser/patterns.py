@@ -30,8 +30,8 @@ __all__ = ["Pattern", "LFSR_TAPS", "lfsr_step", "pattern_dwords", "PatternGenera
 #: Feedback mask of the 32-bit Galois LFSR (x^32 + x^22 + x^2 + x + 1, maximal length).
 LFSR_TAPS = 0x8020_0003
 
-#: DWORDs offered at once: enough for a 64-bit phase after another one moved.
-#: DWORDs the generator offers at once: what the initiator reads ahead.
+#: DWORDs the generator offers at once: the initiator's write-data window
+#: (``pci.initiator.WDATA_WINDOW``, which says why it holds that many).
 WINDOW = WDATA_WINDOW
 
 
