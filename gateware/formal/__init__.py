@@ -17,6 +17,7 @@ __all__ = ["Job", "JOBS", "HARNESSES", "job_by_name", "property_table", "harness
 HARNESSES = {
     "target": "pcispy.gateware.formal.target:TargetHarness",
     "initiator": "pcispy.gateware.formal.initiator:InitiatorHarness",
+    "expansion": "pcispy.gateware.formal.expansion:ExpansionHarness",
 }
 
 
@@ -69,6 +70,11 @@ JOBS = (
         "every termination, a retried and a resumed transaction, DAC, MWI, the longest "
         "IRDY# wait, a second pass and PERR# reached from reset (the host programs and "
         "starts a run in 4 clocks, the transactions take the rest)"),
+    Job("expansion_prove", "expansion", "prove", 2, ("expansion_exact",),
+        "k-induction (k = 2), unbounded, no assumption about the inputs: the initiator "
+        "built per value of the live lines (the FPGA build) and built once (simulation) "
+        "are the same machine, 32- and 64-bit",
+        lemmas=("lemma_same_state",)),
 )
 
 

@@ -13,13 +13,15 @@ the pads' output flip-flop: what the component drives in clock ``k`` is on the p
 clock ``k + 1``. The component keeps a copy of what it drives on FRAME#, IRDY# and AD
 (the ``pin_*`` registers). The handshake lines it must react to within one clock
 (GNT#, FRAME#, IRDY#, TRDY#, STOP#, DEVSEL#, ACK64#) come through the ``now`` port: the
-unregistered pin value of the current clock. They reach only the output flip-flops and a
-few one- to four-bit registers: the arithmetic is computed for every size a data phase may
-move and they choose among the results, the wider registers (address, DWORDs left, the
-clock counters) keep their value from before the previous edge with the registered event
-of that edge and show the updated value combinationally, and everything the initiator
-tells the DMA engine (``events``, ``status``, ``wdata_take``) leaves registered, one clock
-after the edge it is about. The pads' live parity check (``par_error``) serves the
+unregistered pin value of the current clock. They only *select*: the whole decision of a
+clock (next state and outputs) is built once per value of the lines that matter in the
+phase (on an FPGA; ``expand_live``), and the lines choose among the copies just in front
+of the flip-flops; the wider registers (address, DWORDs left, the clock counters) keep
+their value from before the previous edge with the registered event of that edge and
+show the updated value combinationally, and everything the initiator tells the DMA engine
+(``events``, ``status``, ``wdata_take``) leaves registered, one clock after the edge it is
+about. The formal job ``expansion_prove`` shows the expanded and the folded build to be
+the same machine. The pads' live parity check (``par_error``) serves the
 two-clock PERR# rule. The pads generate PAR themselves, so the initiator leaves
 ``bus.par``/``bus.par64`` alone. Read data comes through the registered ``bus.ad.i`` one
 clock after the data phase. Lines the pads treat as sustained tri-state (FRAME#, IRDY#,
@@ -35,7 +37,10 @@ complete, so a retried or disconnected phase is simply presented again. Read dat
 as up to two DWORDs per clock (``rdata``), one clock after their data phase.
 """
 
-from amaranth import Module, Signal, Mux
+import itertools
+from types import SimpleNamespace
+
+from amaranth import Const, Module, Signal, Mux, Value
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -165,11 +170,16 @@ class Initiator(wiring.Component):
 
     Parameters:
         width: bus width, 32 or 64.
+        expand_live: build the decision once per value of the live lines and let them
+            select (the timing structure, see "the live handshake" in ``elaborate``), or
+            once with the live lines as inputs (the same function, an eighth of the logic:
+            faster to simulate). ``None``: expand when elaborated for a platform.
     """
-    def __init__(self, width=32):
+    def __init__(self, width=32, *, expand_live=None):
         if width not in (32, 64):
             raise ValueError(f"PCI bus width must be 32 or 64, not {width!r}")
         self.width = width
+        self.expand_live = expand_live
         super().__init__({
             "bus": Out(PCIBusSignature(width)),
             "now": In(Handshake),
@@ -194,6 +204,10 @@ class Initiator(wiring.Component):
         bus, now = self.bus, self.now
         wide_bus = self.width == 64
         sizes = (0, 1, 2) if wide_bus else (0, 1)      # DWORDs a data phase may move
+        # On an FPGA the cofactors below are kept as nets, so that synthesis cannot fold the
+        # live lines back into the logic in front of them (see "the live handshake").
+        expand = platform is not None if self.expand_live is None else self.expand_live
+        keep = {"keep": 1} if platform is not None else {}
 
         # --- registered events of the previous edge -------------------------------------
         # Timing (DESIGN.md, "I/O timing"): the live handshake lines reach only the output
@@ -247,9 +261,9 @@ class Initiator(wiring.Component):
         m.d.pci += [addr_before.eq(Mux(take, self.desc.payload.addr, addr)),
                     left_before.eq(Mux(take, self.desc.payload.dwords, dwords_left))]
         with m.If(take):
-            # (The phase machine below may drop it again in the same clock: a descriptor
-            # with nothing to move is finished at once.)
-            m.d.pci += [held.eq(1), cmd.eq(self.desc.payload.cmd),
+            # (``held`` is set with the decision below, which may drop the descriptor again
+            # in the same clock: one with nothing to move is finished at once.)
+            m.d.pci += [cmd.eq(self.desc.payload.cmd),
                         want_wide.eq(self.desc.payload.wide), more.eq(self.desc.payload.more)]
 
         # --- the transaction on the bus ----------------------------------------------------
@@ -281,9 +295,6 @@ class Initiator(wiring.Component):
             since_addr.eq(Mux(start_q, 0, since_before)),
             gnt_wait.eq(Mux(start_q, 0, gnt_wait_before)),
         ]
-
-        with m.If(self.stop & held):
-            m.d.pci += stopping.eq(1)
 
         m.d.comb += self.busy.eq(held | (phase != _Phase.IDLE))
 
@@ -322,103 +333,7 @@ class Initiator(wiring.Component):
                         with m.Case(q):
                             m.d.comb += word[k].eq(self.wdata[q + k])
 
-        # --- the live handshake ---------------------------------------------------------
-        # Sizes of the data phase on the pins now and of the next one, in DWORDs.
-        cur_wide = Signal()
-        next_wide = Signal()
-        m.d.comb += [
-            cur_wide.eq(txn_wide & now.ack64),
-            next_wide.eq(txn_wide & ~narrow & ~(now.devsel & ~now.ack64)),
-        ]
-        xfer = Signal()
-        m.d.comb += xfer.eq(in_data & pin_irdy & now.trdy & now.devsel & (~ending | ending_open))
-        moved_now = Signal(2)
-        m.d.comb += moved_now.eq(Mux(xfer, Mux(cur_wide, 2, 1), 0))
-
-        def by_moved(values):
-            """``values[k]`` for the number of DWORDs moving now (live: xfer, ACK64#)."""
-            if wide_bus:
-                return Mux(xfer, Mux(cur_wide, values[2], values[1]), values[0])
-            return Mux(xfer, values[1], values[0])
-
-        def by_sizes(values):
-            """``values[k, n]``: ``k`` DWORDs moving now, the next phase ``n`` wide."""
-            return by_moved({k: (Mux(next_wide, values[k, 2], values[k, 1]) if wide_bus
-                                 else values[k, 1]) for k in sizes})
-
-        # Target terminations and aborts, seen on the pins this clock.
-        target_stop = in_data & now.stop & ~ending
-        target_abort = target_stop & ~now.devsel & devsel_seen
-        master_abort = Signal()
-        m.d.comb += master_abort.eq(in_data & ~ending & ~now.devsel & ~devsel_seen &
-                                    (since_addr >= MASTER_ABORT_CLOCK))
-        forced_end = target_stop | master_abort
-        txn_over = Signal()                    # the phase on the pins is the last one
-        m.d.comb += txn_over.eq(final_phase & (xfer | forced_end | ending))
-
-        # The master may end the burst on its own: latency timer expired with GNT#
-        # removed, or a stop request. MWI ends only at a cache-line boundary.
-        voluntary_end = Signal()
-        m.d.comb += voluntary_end.eq(((lt_expired & ~now.gnt) | stopping) &
-                                     (~is_mwi | by_sizes(at_line_end)))
-        hold_data = pin_irdy & ~xfer      # AD must stay stable through a wait-stated phase
-        # A burst's last phase: the transaction has room for the next one only.
-        fits_next = by_moved({k: Mux(next_wide, txn_left_after[k] <= 2,
-                                     txn_left_after[k] <= 1) if wide_bus
-                              else txn_left_after[k] <= 1 for k in sizes})
-        more_than_next = by_moved({k: Mux(next_wide, txn_left_after[k] > 2,
-                                          txn_left_after[k] > 1) if wide_bus
-                                   else txn_left_after[k] > 1 for k in sizes})
-
-        # IRDY# for the next clock: hold it through a phase, else insert the wait states.
-        irdy_next = Signal()
-        with m.If(pin_irdy & ~xfer & ~forced_end):
-            m.d.comb += irdy_next.eq(1)
-        with m.Elif(forced_end):
-            m.d.comb += irdy_next.eq(1)     # FRAME# may drop only with IRDY# asserted
-        with m.Else():
-            m.d.comb += irdy_next.eq(Mux(xfer, self.irdy_wait == 0, wait_left == 0))
-
-        # --- outputs: defaults keep the bus released ---------------------------------------
-        req_wanted = Signal()
-        m.d.comb += [
-            bus.req.oe.eq(1),
-            req_wanted.eq((held | offered) & (req_off == 0) & ((phase == _Phase.IDLE) | e_more)),
-            bus.req.o.eq(req_wanted),
-        ]
-        with m.If(req_off != 0):
-            m.d.pci += req_off.eq(req_off - 1)
-
-        # Write data for the next clock: the word on the pins through a wait-stated phase
-        # (a timestamp pattern's window is no stream: only the pins keep its word), the
-        # next one after a phase that moved.
-        write_word_lo = Mux(hold_data, pin_ad, by_moved({k: word[k] for k in sizes}))
-        write_word_hi = Mux(hold_data, pin_ad_hi, by_moved({k: word[k + 1] for k in sizes}))
-
-        def drive_data_phase(want_last):
-            """Outputs of a data phase of this transaction for the next clock.
-
-            FRAME# is deasserted for the last phase, but only together with IRDY#.
-            """
-            frame_next = ~(want_last & irdy_next)
-            m.d.comb += [
-                bus.frame.oe.eq(1), bus.frame.o.eq(frame_next),
-                bus.irdy.oe.eq(1), bus.irdy.o.eq(irdy_next),
-                bus.cbe.oe.eq(1), bus.cbe.o.eq(0),         # every byte enabled
-                bus.ad.oe.eq(txn_write),
-                bus.ad.o.eq(write_word_lo),
-            ]
-            if wide_bus:
-                wide_on = txn_wide & ~narrow & ~(now.devsel & ~now.ack64)
-                m.d.comb += [
-                    bus.req64.oe.eq(txn_wide), bus.req64.o.eq(frame_next),
-                    bus.cbe_hi.oe.eq(wide_on), bus.cbe_hi.o.eq(0),
-                    bus.ad_hi.oe.eq(wide_on & txn_write),
-                    bus.ad_hi.o.eq(write_word_hi),
-                ]
-
-        # --- the phase machine -----------------------------------------------------------
-        bus_idle = ~now.frame & ~now.irdy
+        # --- a transaction's start, from the registers ------------------------------------
         dac = e_addr[32:] != 0
         use_wide = Signal()
         m.d.comb += use_wide.eq(e_wide & (e_addr[2] == 0) & (e_left >= 2) &
@@ -439,21 +354,9 @@ class Initiator(wiring.Component):
                                        self.cache_line - dw_in_line))
         start_txn_left = Mux(mwi_partial & (to_line_end < e_left), to_line_end, e_left)
         start_cmd = Mux(mwi_partial, Command.MEM_WRITE, e_cmd)
-
         first_size = Mux(txn_wide, 2, 1)
 
-        # The events of this edge, registered on their way out (see ``events``).
-        ev = Signal(InitiatorEvents)
-        status = Signal(InitiatorStatus)
-        m.d.comb += [
-            ev.owning.eq(pin_frame | pin_irdy),
-            ev.gnt_wait.eq(gnt_wait),
-            ev.latency.eq(since_addr),
-        ]
-        start = Signal()
-        advanced = Signal(2)
-        m.d.comb += advanced.eq(moved_now)
-        # Values after this edge of the retimed registers, unless a transaction starts.
+        # The registers whose next value depends on no live line.
         waiting = (phase == _Phase.IDLE) & ~stopping & (held | offered) & (e_left != 0)
         m.d.pci += [txn_left_before.eq(txn_left), txn_left_start.eq(start_txn_left),
                     gnt_wait_before.eq(Mux(waiting, gnt_wait + (gnt_wait != 0xFFFF),
@@ -468,168 +371,360 @@ class Initiator(wiring.Component):
             with m.Case(_Phase.DATA):
                 m.d.pci += since_before.eq(since_addr + (since_addr != 0xFFFF))
 
-        with m.Switch(phase):
-            with m.Case(_Phase.IDLE):
+        # --- the live handshake ---------------------------------------------------------
+        # Timing: a live line arrives late in its clock, so it may only *choose* among
+        # values computed from registers. ``decide`` builds the whole next state and the
+        # outputs for given values of the live lines; it is built once per combination of
+        # them (Shannon expansion: constants, folded by synthesis), and the live lines
+        # select among the results just in front of the flip-flops. Two families keep the
+        # copies few: while idle only "GNT# with the bus idle" counts (two copies); in a
+        # transaction TRDY#, STOP#, DEVSEL#, GNT# (and ACK64#) do (16 or 32 copies).
+        received_master_abort = Signal()   # the Status register's pulses, registered
+        received_target_abort = Signal()
+        state = {
+            "held": held, "stopping": stopping, "req_off": req_off, "phase": phase,
+            "txn_cmd": txn_cmd, "txn_write": txn_write, "txn_wide": txn_wide,
+            "narrow": narrow, "devsel_seen": devsel_seen, "moved": moved,
+            "ending": ending, "ending_open": ending_open, "term": term, "txn_dac": txn_dac,
+            "wait_left": wait_left, "pin_frame": pin_frame, "pin_irdy": pin_irdy,
+            "pin_ad": pin_ad, "moved_q": moved_q, "advanced_q": advanced_q,
+            "start_q": start_q, "take_q": take_q, "aborted_q": aborted_q,
+            "events": self.events,
+            "received_master_abort": received_master_abort,
+            "received_target_abort": received_target_abort,
+        }
+        if wide_bus:
+            state["pin_ad_hi"] = pin_ad_hi
+        driven = ["frame", "irdy", "cbe", "ad", "req"]
+        if wide_bus:
+            driven += ["req64", "cbe_hi", "ad_hi"]
+
+        def decide(tag, idle, trdy=0, stop=0, devsel=0, gnt=0, ack64=0, go=0):
+            """(next state, outputs) for these values of the live lines.
+
+            ``idle``: the family for the IDLE phase (only ``go``: GNT# asserted with the
+            bus idle, counts) or for a transaction (the other lines count).
+            """
+            trdy, stop, devsel, gnt, ack64, go = (
+                Value.cast(value) if isinstance(value, Value) else Const(value, 1)
+                for value in (trdy, stop, devsel, gnt, ack64, go))
+            nxt = {name: Signal.like(reg, name=f"{name}_{tag}", attrs=keep)
+                   for name, reg in state.items()}
+            drv = {name: SimpleNamespace(
+                o=Signal(len(getattr(bus, name).o), name=f"{name}_o_{tag}", attrs=keep),
+                oe=Signal(name=f"{name}_oe_{tag}", attrs=keep)) for name in driven}
+            for name, reg in state.items():
+                m.d.comb += nxt[name].eq(reg)
+            with m.If(self.stop & held):
+                m.d.comb += nxt["stopping"].eq(1)
+            with m.If(take):
+                m.d.comb += nxt["held"].eq(1)
+
+            # Sizes of the data phase on the pins now and of the next one, in DWORDs.
+            cur_wide = txn_wide & ack64
+            next_wide = txn_wide & ~narrow & ~(devsel & ~ack64)
+            xfer = in_data & pin_irdy & trdy & devsel & (~ending | ending_open)
+            moved_now = Signal(2, name=f"moved_now_{tag}")
+            m.d.comb += moved_now.eq(Mux(xfer, Mux(cur_wide, 2, 1), 0))
+
+            def by_moved(values):
+                """``values[k]`` for the number of DWORDs moving now (xfer, ACK64#)."""
+                if wide_bus:
+                    return Mux(xfer, Mux(cur_wide, values[2], values[1]), values[0])
+                return Mux(xfer, values[1], values[0])
+
+            def by_sizes(values):
+                """``values[k, n]``: ``k`` DWORDs moving now, the next phase ``n`` wide."""
+                return by_moved({k: (Mux(next_wide, values[k, 2], values[k, 1]) if wide_bus
+                                     else values[k, 1]) for k in sizes})
+
+            # Target terminations and aborts, seen on the pins this clock.
+            target_stop = in_data & stop & ~ending
+            target_abort = target_stop & ~devsel & devsel_seen
+            master_abort = in_data & ~ending & ~devsel & ~devsel_seen & (
+                since_addr >= MASTER_ABORT_CLOCK)
+            forced_end = Signal(name=f"forced_end_{tag}")
+            m.d.comb += forced_end.eq(target_stop | master_abort)
+            txn_over = final_phase & (xfer | forced_end | ending)  # the last phase is on
+
+            # The master may end the burst on its own: latency timer expired with GNT#
+            # removed, or a stop request. MWI ends only at a cache-line boundary.
+            voluntary_end = Signal(name=f"voluntary_end_{tag}")
+            m.d.comb += voluntary_end.eq(((lt_expired & ~gnt) | stopping) &
+                                         (~is_mwi | by_sizes(at_line_end)))
+            hold_data = pin_irdy & ~xfer    # AD must stay stable through a wait-stated phase
+            # A burst's last phase: the transaction has room for the next one only.
+            fits_next = by_moved({k: Mux(next_wide, txn_left_after[k] <= 2,
+                                         txn_left_after[k] <= 1) if wide_bus
+                                  else txn_left_after[k] <= 1 for k in sizes})
+            more_than_next = by_moved({k: Mux(next_wide, txn_left_after[k] > 2,
+                                              txn_left_after[k] > 1) if wide_bus
+                                       else txn_left_after[k] > 1 for k in sizes})
+
+            # IRDY# for the next clock: hold it through a phase, else insert the wait states.
+            irdy_next = Signal(name=f"irdy_next_{tag}")
+            with m.If(pin_irdy & ~xfer & ~forced_end):
+                m.d.comb += irdy_next.eq(1)
+            with m.Elif(forced_end):
+                m.d.comb += irdy_next.eq(1)     # FRAME# may drop only with IRDY# asserted
+            with m.Else():
+                m.d.comb += irdy_next.eq(Mux(xfer, self.irdy_wait == 0, wait_left == 0))
+
+            # --- outputs: defaults keep the bus released -----------------------------------
+            req_wanted = (held | offered) & (req_off == 0) & ((phase == _Phase.IDLE) | e_more)
+            m.d.comb += [drv["req"].oe.eq(1), drv["req"].o.eq(req_wanted)]
+            with m.If(req_off != 0):
+                m.d.comb += nxt["req_off"].eq(req_off - 1)
+
+            # Write data for the next clock: the word on the pins through a wait-stated
+            # phase (a timestamp pattern's window is no stream: only the pins keep its
+            # word), the next one after a phase that moved.
+            write_word_lo = Mux(hold_data, pin_ad, by_moved({k: word[k] for k in sizes}))
+            write_word_hi = Mux(hold_data, pin_ad_hi, by_moved({k: word[k + 1] for k in sizes}))
+
+            def drive_data_phase(want_last):
+                """Outputs of a data phase of this transaction for the next clock.
+
+                FRAME# is deasserted for the last phase, but only together with IRDY#.
+                """
+                frame_next = ~(want_last & irdy_next)
+                m.d.comb += [
+                    drv["frame"].oe.eq(1), drv["frame"].o.eq(frame_next),
+                    drv["irdy"].oe.eq(1), drv["irdy"].o.eq(irdy_next),
+                    drv["cbe"].oe.eq(1), drv["cbe"].o.eq(0),         # every byte enabled
+                    drv["ad"].oe.eq(txn_write),
+                    drv["ad"].o.eq(write_word_lo),
+                ]
+                if wide_bus:
+                    wide_on = txn_wide & ~narrow & ~(devsel & ~ack64)
+                    m.d.comb += [
+                        drv["req64"].oe.eq(txn_wide), drv["req64"].o.eq(frame_next),
+                        drv["cbe_hi"].oe.eq(wide_on), drv["cbe_hi"].o.eq(0),
+                        drv["ad_hi"].oe.eq(wide_on & txn_write),
+                        drv["ad_hi"].o.eq(write_word_hi),
+                    ]
+
+            # The events of this edge, registered on their way out (see ``events``).
+            ev = Signal(InitiatorEvents, name=f"ev_{tag}")
+            m.d.comb += [
+                ev.owning.eq(pin_frame | pin_irdy),
+                ev.gnt_wait.eq(gnt_wait),
+                ev.latency.eq(since_addr),
+            ]
+            start = Signal(name=f"start_{tag}")
+            advanced = Signal(2, name=f"advanced_{tag}")
+            m.d.comb += advanced.eq(moved_now)
+
+            # --- the phase machine ---------------------------------------------------------
+            if idle:
                 pending = held | offered
                 with m.If(stopping):
                     # Stopped between transactions: drop the descriptor.
-                    m.d.pci += [held.eq(0), stopping.eq(0)]
+                    m.d.comb += [nxt["held"].eq(0), nxt["stopping"].eq(0)]
                     m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.STOPPED)]
                 with m.Elif(pending & (e_left == 0)):
                     # Nothing to move: finished without a transaction.
-                    m.d.pci += held.eq(0)
+                    m.d.comb += nxt["held"].eq(0)
                     m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.OK)]
-                with m.Elif(pending & now.gnt & bus_idle):
+                with m.Elif(pending & go):
                     m.d.comb += [
                         start.eq(1), ev.start.eq(1),
-                        bus.frame.oe.eq(1), bus.frame.o.eq(1),
-                        bus.irdy.oe.eq(1), bus.irdy.o.eq(0),
-                        bus.ad.oe.eq(1), bus.cbe.oe.eq(1),
-                        bus.ad.o.eq(e_addr[:32]),
-                        bus.cbe.o.eq(Mux(dac, Command.DUAL_ADDRESS, start_cmd)),
+                        drv["frame"].oe.eq(1), drv["frame"].o.eq(1),
+                        drv["irdy"].oe.eq(1), drv["irdy"].o.eq(0),
+                        drv["ad"].oe.eq(1), drv["cbe"].oe.eq(1),
+                        drv["ad"].o.eq(e_addr[:32]),
+                        drv["cbe"].o.eq(Mux(dac, Command.DUAL_ADDRESS, start_cmd)),
                     ]
                     if wide_bus:
                         m.d.comb += [
-                            bus.req64.oe.eq(use_wide), bus.req64.o.eq(1),
-                            bus.ad_hi.oe.eq(use_wide), bus.cbe_hi.oe.eq(use_wide),
-                            bus.ad_hi.o.eq(e_addr[32:]), bus.cbe_hi.o.eq(start_cmd),
+                            drv["req64"].oe.eq(use_wide), drv["req64"].o.eq(1),
+                            drv["ad_hi"].oe.eq(use_wide), drv["cbe_hi"].oe.eq(use_wide),
+                            drv["ad_hi"].o.eq(e_addr[32:]), drv["cbe_hi"].o.eq(start_cmd),
                         ]
-                    m.d.pci += [
-                        phase.eq(Mux(dac, _Phase.DAC, _Phase.ADDR)),
-                        txn_cmd.eq(start_cmd),
-                        txn_write.eq(is_write_command(e_cmd)), txn_wide.eq(use_wide),
-                        narrow.eq(0), devsel_seen.eq(0), moved.eq(0), ending.eq(0),
-                        term.eq(Termination.COMPLETION), txn_dac.eq(dac),
-                    ]
-
-            with m.Case(_Phase.DAC):
-                # Second address phase: upper address and the real command.
-                m.d.comb += [
-                    bus.frame.oe.eq(1), bus.frame.o.eq(1),
-                    bus.irdy.oe.eq(1), bus.irdy.o.eq(0),
-                    bus.ad.oe.eq(1), bus.cbe.oe.eq(1),
-                    bus.ad.o.eq(addr[32:]), bus.cbe.o.eq(txn_cmd),
-                ]
-                if wide_bus:
                     m.d.comb += [
-                        bus.req64.oe.eq(txn_wide), bus.req64.o.eq(1),
-                        bus.ad_hi.oe.eq(txn_wide), bus.cbe_hi.oe.eq(txn_wide),
-                        bus.ad_hi.o.eq(addr[32:]), bus.cbe_hi.o.eq(txn_cmd),
+                        nxt["phase"].eq(Mux(dac, _Phase.DAC, _Phase.ADDR)),
+                        nxt["txn_cmd"].eq(start_cmd),
+                        nxt["txn_write"].eq(is_write_command(e_cmd)),
+                        nxt["txn_wide"].eq(use_wide),
+                        nxt["narrow"].eq(0), nxt["devsel_seen"].eq(0), nxt["moved"].eq(0),
+                        nxt["ending"].eq(0), nxt["term"].eq(Termination.COMPLETION),
+                        nxt["txn_dac"].eq(dac),
                     ]
-                m.d.pci += phase.eq(_Phase.ADDR)
-
-            with m.Case(_Phase.ADDR):
-                last = txn_left <= first_size
-                m.d.comb += irdy_next.eq(self.irdy_wait == 0)
-                # The latency timer may have expired by the address phase (a timer of 0,
-                # or 1 with a DAC): with GNT# removed, the first data phase is the last.
-                drive_data_phase(last | voluntary_end)
-                with m.If(voluntary_end & irdy_next & ~stopping & ~last):
-                    m.d.pci += [term.eq(Termination.LATENCY_TIMER), req_off.eq(2)]
-                    m.d.comb += bus.req.o.eq(0)
-                m.d.pci += [phase.eq(_Phase.DATA),
-                            wait_left.eq(Mux(self.irdy_wait == 0, 0, self.irdy_wait - 1))]
-
-            with m.Case(_Phase.DATA):
-                with m.If(now.devsel):
-                    m.d.pci += devsel_seen.eq(1)
-                    with m.If(txn_wide & ~now.ack64):
-                        m.d.pci += narrow.eq(1)
-                with m.If(~pin_irdy & (wait_left != 0)):
-                    m.d.pci += wait_left.eq(wait_left - 1)
-                with m.If(xfer):
-                    m.d.pci += [
-                        moved.eq(1),
-                        wait_left.eq(Mux(self.irdy_wait == 0, 0, self.irdy_wait - 1)),
-                    ]
-                    m.d.comb += [ev.phase.eq(1), ev.dwords.eq(moved_now), ev.first.eq(~moved)]
-
-                # Why the transaction ends, decided in the clock it is seen.
-                seen_term = Signal(Termination)
-                with m.If(target_abort):
-                    m.d.comb += seen_term.eq(Termination.TARGET_ABORT)
-                with m.Elif(target_stop & now.trdy):
-                    # With IRDY# asserted the word moves now; else TRDY# is held until
-                    # IRDY# is asserted in the last phase, and it moves then.
-                    m.d.comb += seen_term.eq(Termination.DISCONNECT_DATA)
-                with m.Elif(target_stop & moved):
-                    m.d.comb += seen_term.eq(Termination.DISCONNECT_NODATA)
-                with m.Elif(target_stop):
-                    m.d.comb += seen_term.eq(Termination.RETRY)
-                with m.Else():
-                    m.d.comb += seen_term.eq(Termination.MASTER_ABORT)
-                with m.If(forced_end):
-                    m.d.pci += term.eq(seen_term)
-                lt_end = pin_frame & voluntary_end & irdy_next & ~hold_data & ~stopping & \
-                    more_than_next
-                with m.Elif(lt_end):
-                    m.d.pci += term.eq(Termination.LATENCY_TIMER)
-
-                with m.If(target_stop | lt_end):
-                    # Ended by the target or by GNT# removal: REQ# off for two clocks
-                    # around the idle clock, so other masters get their turn (and an
-                    # arbiter that withholds GNT# until REQ# drops gives it back).
-                    m.d.pci += req_off.eq(2)
-                    m.d.comb += bus.req.o.eq(0)
-
-                with m.If(txn_over):
-                    # The phase on the pins is the last: release the bus next clock.
-                    m.d.pci += phase.eq(_Phase.IDLE)
-                    m.d.comb += ev.end.eq(1)
-                    end_term = Signal(Termination)
-                    m.d.comb += end_term.eq(Mux(forced_end, seen_term, term))
-                    m.d.comb += ev.term.eq(end_term)
-
-                    aborted = end_term.as_value().matches(Termination.MASTER_ABORT,
-                                               Termination.TARGET_ABORT)
-                    # Special Cycles are broadcast: no DEVSEL# is the normal ending.
-                    with m.If(special & (end_term == Termination.MASTER_ABORT)):
-                        m.d.comb += [ev.term.eq(Termination.COMPLETION), advanced.eq(1)]
-                        with m.If(dwords_left == 1):
-                            m.d.pci += held.eq(0)
-                            m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.OK)]
-                    with m.Elif(aborted):
-                        m.d.pci += [held.eq(0), stopping.eq(0)]
+            else:
+                with m.Switch(phase):
+                    with m.Case(_Phase.DAC):
+                        # Second address phase: upper address and the real command.
                         m.d.comb += [
-                            ev.done.eq(1),
-                            ev.result.eq(Mux(end_term == Termination.MASTER_ABORT,
-                                             DescriptorResult.MASTER_ABORT,
-                                             DescriptorResult.TARGET_ABORT)),
-                            status.received_master_abort.eq(
-                                end_term == Termination.MASTER_ABORT),
-                            status.received_target_abort.eq(
-                                end_term == Termination.TARGET_ABORT),
+                            drv["frame"].oe.eq(1), drv["frame"].o.eq(1),
+                            drv["irdy"].oe.eq(1), drv["irdy"].o.eq(0),
+                            drv["ad"].oe.eq(1), drv["cbe"].oe.eq(1),
+                            drv["ad"].o.eq(addr[32:]), drv["cbe"].o.eq(txn_cmd),
                         ]
-                    with m.Elif(by_moved(left_after) == 0):
-                        m.d.pci += [held.eq(0), stopping.eq(0)]
-                        m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.OK)]
-                    with m.Elif(stopping):
-                        m.d.pci += [held.eq(0), stopping.eq(0)]
-                        m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.STOPPED)]
-                with m.Elif(forced_end):
-                    # STOP#/abort while FRAME# is asserted: one more phase with FRAME#
-                    # deasserted and IRDY# asserted, in which nothing more moves, unless
-                    # STOP# came while IRDY# was deasserted (ending_open).
-                    m.d.pci += [ending.eq(1), ending_open.eq(~pin_irdy)]
-                    drive_data_phase(1)
-                with m.Else():
-                    # Once IRDY# is asserted FRAME# may not change until that data phase
-                    # completes: a latency-timer exit or stop request seen while the
-                    # target holds the phase in wait states ends the burst at the next one.
-                    drive_data_phase(~pin_frame | (~hold_data & (fits_next | voluntary_end)))
+                        if wide_bus:
+                            m.d.comb += [
+                                drv["req64"].oe.eq(txn_wide), drv["req64"].o.eq(1),
+                                drv["ad_hi"].oe.eq(txn_wide), drv["cbe_hi"].oe.eq(txn_wide),
+                                drv["ad_hi"].o.eq(addr[32:]), drv["cbe_hi"].o.eq(txn_cmd),
+                            ]
+                        m.d.comb += nxt["phase"].eq(_Phase.ADDR)
 
-        # Registered state of this edge's outcome.
-        write_take = Signal(2)
-        m.d.comb += write_take.eq(Mux(txn_write, moved_now, 0))
-        m.d.pci += [
-            pin_frame.eq(bus.frame.oe & bus.frame.o),
-            pin_irdy.eq(bus.irdy.oe & bus.irdy.o),
-            pin_ad.eq(bus.ad.o),
-            moved_q.eq(moved_now), advanced_q.eq(advanced), start_q.eq(start),
-            take_q.eq(write_take),
-            aborted_q.eq(ev.done & ev.result.as_value().matches(
-                DescriptorResult.MASTER_ABORT, DescriptorResult.TARGET_ABORT)),
-        ]
+                    with m.Case(_Phase.ADDR):
+                        last = txn_left <= first_size
+                        m.d.comb += irdy_next.eq(self.irdy_wait == 0)
+                        # The latency timer may have expired by the address phase (a timer
+                        # of 0, or 1 with a DAC): with GNT# removed, the first data phase is
+                        # the last.
+                        drive_data_phase(last | voluntary_end)
+                        with m.If(voluntary_end & irdy_next & ~stopping & ~last):
+                            m.d.comb += [nxt["term"].eq(Termination.LATENCY_TIMER),
+                                         nxt["req_off"].eq(2), drv["req"].o.eq(0)]
+                        m.d.comb += [
+                            nxt["phase"].eq(_Phase.DATA),
+                            nxt["wait_left"].eq(Mux(self.irdy_wait == 0, 0,
+                                                    self.irdy_wait - 1))]
+
+                    with m.Case(_Phase.DATA):
+                        with m.If(devsel):
+                            m.d.comb += nxt["devsel_seen"].eq(1)
+                            with m.If(txn_wide & ~ack64):
+                                m.d.comb += nxt["narrow"].eq(1)
+                        with m.If(~pin_irdy & (wait_left != 0)):
+                            m.d.comb += nxt["wait_left"].eq(wait_left - 1)
+                        with m.If(xfer):
+                            m.d.comb += [
+                                nxt["moved"].eq(1),
+                                nxt["wait_left"].eq(Mux(self.irdy_wait == 0, 0,
+                                                        self.irdy_wait - 1)),
+                                ev.phase.eq(1), ev.dwords.eq(moved_now), ev.first.eq(~moved),
+                            ]
+
+                        # Why the transaction ends, decided in the clock it is seen.
+                        seen_term = Signal(Termination, name=f"seen_term_{tag}")
+                        with m.If(target_abort):
+                            m.d.comb += seen_term.eq(Termination.TARGET_ABORT)
+                        with m.Elif(target_stop & trdy):
+                            # With IRDY# asserted the word moves now; else TRDY# is held
+                            # until IRDY# is asserted in the last phase, and it moves then.
+                            m.d.comb += seen_term.eq(Termination.DISCONNECT_DATA)
+                        with m.Elif(target_stop & moved):
+                            m.d.comb += seen_term.eq(Termination.DISCONNECT_NODATA)
+                        with m.Elif(target_stop):
+                            m.d.comb += seen_term.eq(Termination.RETRY)
+                        with m.Else():
+                            m.d.comb += seen_term.eq(Termination.MASTER_ABORT)
+                        with m.If(forced_end):
+                            m.d.comb += nxt["term"].eq(seen_term)
+                        lt_end = (pin_frame & voluntary_end & irdy_next & ~hold_data &
+                                  ~stopping & more_than_next)
+                        with m.Elif(lt_end):
+                            m.d.comb += nxt["term"].eq(Termination.LATENCY_TIMER)
+
+                        with m.If(target_stop | lt_end):
+                            # Ended by the target or by GNT# removal: REQ# off for two
+                            # clocks around the idle clock, so other masters get their turn
+                            # (and an arbiter that withholds GNT# until REQ# drops gives it
+                            # back).
+                            m.d.comb += [nxt["req_off"].eq(2), drv["req"].o.eq(0)]
+
+                        with m.If(txn_over):
+                            # The phase on the pins is the last: release the bus next clock.
+                            end_term = Signal(Termination, name=f"end_term_{tag}")
+                            m.d.comb += [nxt["phase"].eq(_Phase.IDLE), ev.end.eq(1),
+                                         end_term.eq(Mux(forced_end, seen_term, term)),
+                                         ev.term.eq(end_term)]
+                            aborted = end_term.as_value().matches(Termination.MASTER_ABORT,
+                                                                  Termination.TARGET_ABORT)
+                            # Special Cycles are broadcast: no DEVSEL# is the normal ending.
+                            with m.If(special & (end_term == Termination.MASTER_ABORT)):
+                                m.d.comb += [ev.term.eq(Termination.COMPLETION),
+                                             advanced.eq(1)]
+                                with m.If(dwords_left == 1):
+                                    m.d.comb += [nxt["held"].eq(0), ev.done.eq(1),
+                                                 ev.result.eq(DescriptorResult.OK)]
+                            with m.Elif(aborted):
+                                m.d.comb += [
+                                    nxt["held"].eq(0), nxt["stopping"].eq(0), ev.done.eq(1),
+                                    ev.result.eq(Mux(end_term == Termination.MASTER_ABORT,
+                                                     DescriptorResult.MASTER_ABORT,
+                                                     DescriptorResult.TARGET_ABORT)),
+                                ]
+                            with m.Elif(by_moved(left_after) == 0):
+                                m.d.comb += [nxt["held"].eq(0), nxt["stopping"].eq(0),
+                                             ev.done.eq(1), ev.result.eq(DescriptorResult.OK)]
+                            with m.Elif(stopping):
+                                m.d.comb += [nxt["held"].eq(0), nxt["stopping"].eq(0),
+                                             ev.done.eq(1),
+                                             ev.result.eq(DescriptorResult.STOPPED)]
+                        with m.Elif(forced_end):
+                            # STOP#/abort while FRAME# is asserted: one more phase with FRAME#
+                            # deasserted and IRDY# asserted, in which nothing more moves,
+                            # unless STOP# came while IRDY# was deasserted (ending_open).
+                            m.d.comb += [nxt["ending"].eq(1), nxt["ending_open"].eq(~pin_irdy)]
+                            drive_data_phase(1)
+                        with m.Else():
+                            # Once IRDY# is asserted FRAME# may not change until that data
+                            # phase completes: a latency-timer exit or stop request seen while
+                            # the target holds the phase in wait states ends the burst at the
+                            # next one.
+                            drive_data_phase(~pin_frame |
+                                             (~hold_data & (fits_next | voluntary_end)))
+            # The outcome of this edge, registered.
+            m.d.comb += [
+                nxt["pin_frame"].eq(drv["frame"].oe & drv["frame"].o),
+                nxt["pin_irdy"].eq(drv["irdy"].oe & drv["irdy"].o),
+                nxt["pin_ad"].eq(drv["ad"].o),
+                nxt["moved_q"].eq(moved_now), nxt["advanced_q"].eq(advanced),
+                nxt["start_q"].eq(start),
+                nxt["take_q"].eq(Mux(txn_write, moved_now, 0)),
+                nxt["aborted_q"].eq(ev.done & ev.result.as_value().matches(
+                    DescriptorResult.MASTER_ABORT, DescriptorResult.TARGET_ABORT)),
+                nxt["events"].eq(ev),
+                nxt["received_master_abort"].eq(
+                    ev.done & (ev.result == DescriptorResult.MASTER_ABORT)),
+                nxt["received_target_abort"].eq(
+                    ev.done & (ev.result == DescriptorResult.TARGET_ABORT)),
+            ]
+            if wide_bus:
+                m.d.comb += nxt["pin_ad_hi"].eq(drv["ad_hi"].o)
+            return nxt, drv
+
+        live_names = ["trdy", "stop", "devsel", "gnt"] + (["ack64"] if wide_bus else [])
+        go_now = now.gnt & ~now.frame & ~now.irdy       # GNT# with the bus idle
+        if expand:
+            idle_family = {go: decide(f"idle{go}", True, go=go) for go in (0, 1)}
+            busy_family = {}
+            for values in itertools.product((0, 1), repeat=len(live_names)):
+                tag = "_".join(f"{name}{v}" for name, v in zip(live_names, values))
+                busy_family[values] = decide(tag, False, **dict(zip(live_names, values)))
+        else:
+            idle_family = {(): decide("idle", True, go=go_now)}
+            busy_family = {(): decide("busy", False, **{
+                name: getattr(now, name) for name in live_names})}
+
+        def select(pick):
+            """The value ``pick(nxt, drv)`` of the cofactor the live lines choose."""
+            def tree(family, names):
+                if not names:
+                    return Value.cast(pick(*family[()]))
+                line = getattr(now, names[0])
+                high = {key[1:]: v for key, v in family.items() if key[0]}
+                low = {key[1:]: v for key, v in family.items() if not key[0]}
+                return Mux(line, tree(high, names[1:]), tree(low, names[1:]))
+            if expand:
+                idle = Mux(go_now, Value.cast(pick(*idle_family[1])),
+                           Value.cast(pick(*idle_family[0])))
+                busy = tree(busy_family, live_names)
+            else:
+                idle = Value.cast(pick(*idle_family[()]))
+                busy = Value.cast(pick(*busy_family[()]))
+            return Mux(phase == _Phase.IDLE, idle, busy)
+
+        for name, reg in state.items():
+            m.d.pci += reg.eq(select(lambda nxt, drv: nxt[name]))
+        for name in driven:
+            line = getattr(bus, name)
+            m.d.comb += [line.o.eq(select(lambda nxt, drv: drv[name].o)),
+                         line.oe.eq(select(lambda nxt, drv: drv[name].oe))]
 
         # --- read data and its parity ------------------------------------------------------
         rd_count = Signal(2)
@@ -640,7 +735,6 @@ class Initiator(wiring.Component):
         ]
         if wide_bus:
             m.d.comb += self.rdata.dw[1].eq(bus.ad_hi.i)
-            m.d.pci += pin_ad_hi.eq(bus.ad_hi.o)
         # Data moved at the end of clock k; its PAR is on the pins in clock k + 1, where
         # the pads compare it (par_error); PERR# must be on the pins in clock k + 2.
         bad_parity = Signal()
@@ -649,7 +743,6 @@ class Initiator(wiring.Component):
         m.d.comb += [
             bus.perr.oe.eq(bad_parity & self.parity_response),
             bus.perr.o.eq(1),
-            status.detected_parity.eq(bad_parity),
         ]
         # Master Data Parity Error: we asserted PERR# on a read, or the target did on a
         # write of ours (sampled in the registered PERR# input, two clocks after data).
@@ -658,12 +751,20 @@ class Initiator(wiring.Component):
             m.d.pci += write_window.eq(3)
         with m.Elif(write_window != 0):
             m.d.pci += write_window.eq(write_window - 1)
-        m.d.comb += status.master_data_parity.eq(
-            self.parity_response &
-            ((bad_parity) | (bus.perr.i & ((write_window != 0) | (txn_write & in_data)))))
-
         # Everything that leaves for the DMA engine and the Status register is registered:
         # the live lines end at these flip-flops.
-        m.d.pci += [self.events.eq(ev), self.status.eq(status)]
+        detected_parity = Signal()
+        master_data_parity = Signal()
+        m.d.pci += [
+            detected_parity.eq(bad_parity),
+            master_data_parity.eq(self.parity_response & (
+                bad_parity | (bus.perr.i & ((write_window != 0) | (txn_write & in_data))))),
+        ]
+        m.d.comb += [
+            self.status.received_master_abort.eq(received_master_abort),
+            self.status.received_target_abort.eq(received_target_abort),
+            self.status.detected_parity.eq(detected_parity),
+            self.status.master_data_parity.eq(master_data_parity),
+        ]
         m.d.comb += self.wdata_take.eq(take_q)
         return m

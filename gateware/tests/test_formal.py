@@ -2,9 +2,9 @@
 """The formal jobs that fit make test (``ci``), and proof that a proof can fail.
 
 CI runs the ``ci`` jobs of :data:`~pcispy.gateware.formal.JOBS` (today all of them):
-``target_prove`` and ``initiator_prove`` (k-induction), ``target_cover`` and
-``initiator_cover``: about 30 s of CPU together on the 2-core machine, 40 s with the two
-mutations.
+``target_prove``, ``initiator_prove`` and ``expansion_prove`` (k-induction),
+``target_cover`` and ``initiator_cover``: about 40 s of CPU together on the 2-core machine,
+60 s with the three mutations.
 """
 
 from dataclasses import replace
@@ -42,7 +42,8 @@ def test_table_names_every_property_once():
     names = [(harness, name) for harness, name, _, _ in rows]
     assert len(names) == len(set(names))
     assert {kind for _, _, kind, _ in rows} <= {"prove", "bmc", "cover"}
-    assert {harness for harness, _, kind, _ in rows if kind == "prove"} == {"target", "initiator"}
+    assert {harness for harness, _, kind, _ in rows if kind == "prove"} == {
+        "target", "initiator", "expansion"}
     assert {harness for harness, _, kind, _ in rows if kind == "cover"} == {"target", "initiator"}
 
 
@@ -60,3 +61,12 @@ def test_mutated_initiator_fails_with_trace(tmp_path):
     assert result.trace is not None and result.trace.name == "trace.vcd"
     assert result.trace.stat().st_size > 0
 
+
+
+def test_swapped_cofactors_break_the_expansion_proof(tmp_path):
+    """The expanded initiator with its STOP# cofactors swapped differs from the folded one:
+    the equivalence proof fails on its outputs."""
+    result = run_job(job_by_name("expansion_prove"), mutation="swapped_stop_cofactors",
+                     directory=tmp_path / "mutated")
+    assert not result.passed
+    assert result.failed == ["expansion_exact"], result.line()

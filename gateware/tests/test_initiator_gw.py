@@ -229,11 +229,24 @@ class Run:
         self.clash = False
 
 
+#: How the tests of this module build the initiator (``Initiator(expand_live=...)``): the
+#: ``expand_live`` fixture runs every test with the live lines as inputs of one decision
+#: and again with the decision built per value of them, as the FPGA build has it.
+_build = {"expand_live": None}
+
+
+@pytest.fixture(autouse=True, params=[False, True], ids=["folded", "expanded"])
+def expand_live(request):
+    _build["expand_live"] = request.param
+    yield request.param
+    _build["expand_live"] = None
+
+
 def run(descs, target, *, width=32, gnt=lambda t: 1, clocks=200, latency_timer=255,
         cache_line=8, irdy_wait=0, parity_response=1, stop_at=None, pattern=Pattern.COUNTER,
         seed=0x1000):
     """Run ``descs`` (list of dicts for :class:`Descriptor`) through an initiator."""
-    dut = Initiator(width)
+    dut = Initiator(width, expand_live=_build["expand_live"])
     h = Harness(dut.bus, dut.now, width)
     m = h.m
     m.submodules.dut = dut

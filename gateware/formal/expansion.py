@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The initiator's Shannon expansion changes nothing but the netlist's shape.
+
+On an FPGA the :class:`~pcispy.gateware.pci.initiator.Initiator` builds its decision once
+per value of the live handshake lines and lets the lines select among the copies
+(``expand_live``), so that a late pin meets only the last multiplexers in front of the
+flip-flops; in simulation and in the other formal harnesses it builds the decision once,
+with the lines as inputs. The two must be the same machine, clock for clock.
+
+This harness holds one initiator of each kind per bus width, feeds both the same free
+inputs (any value of every input in every clock: no assumption about the bus at all) and
+asserts that every output is the same (``expansion_exact``). The lemma
+``lemma_same_state``, every register of the two equal, makes the induction unbounded:
+with equal registers and equal inputs, equal next-state functions give equal registers
+again.
+"""
+
+from amaranth import Signal, Value
+from amaranth.lib import data
+from amaranth.lib.wiring import In
+
+from ..pci.initiator import Handshake, Initiator
+from .harness import Harness, elaborate
+
+__all__ = ["ExpansionHarness"]
+
+#: The bus widths checked: the 32-bit board and the 64-bit one (ACK64# is then live too).
+WIDTHS = (32, 64)
+
+
+def _inputs_and_outputs(component):
+    """(inputs, outputs) of ``component``'s ports as flat lists of (path, value)."""
+    inputs, outputs = [], []
+    for path, member, value in component.signature.flatten(component):
+        (inputs if member.flow == In else outputs).append((path, value))
+    return inputs, outputs
+
+
+def _clocked_registers(fragment):
+    """``{name: Signal}`` of the signals the fragment assigns in its ``pci`` domain."""
+    registers = {}
+    for domain, statements in fragment.statements.items():
+        if domain != "pci":
+            continue
+        for statement in statements:
+            for signal in statement._lhs_signals():
+                registers[signal.name] = signal
+    return registers
+
+
+class ExpansionHarness(Harness):
+    """Folded and expanded initiators side by side, inputs shared and free.
+
+    Ports: ``clk`` only (every input of the initiators is a free signal of the harness).
+
+    Parameters: see :class:`~pcispy.gateware.formal.harness.Harness`. Mutation
+    ``swapped_stop_cofactors`` hands the expanded initiators STOP# inverted: the same as
+    a selection tree that swaps the STOP# cofactors, the defect the proof is there for.
+    """
+    MUTATIONS = ("swapped_stop_cofactors",)
+
+    def __init__(self, **kwargs):
+        super().__init__({}, **kwargs)
+
+    def elaborate(self, platform):
+        m = self._module()
+        for width in WIDTHS:
+            folded = Initiator(width, expand_live=False)
+            expanded = Initiator(width, expand_live=True)
+            m.submodules[f"folded{width}"] = folded_fragment = elaborate(folded, platform)
+            m.submodules[f"expanded{width}"] = expanded_fragment = elaborate(expanded, platform)
+            folded_in, folded_out = _inputs_and_outputs(folded)
+            expanded_in, expanded_out = _inputs_and_outputs(expanded)
+            for (path, a), (_, b) in zip(folded_in, expanded_in):
+                free = Signal(Value.cast(a).shape(),
+                              name=f"in{width}_" + "_".join(map(str, path)))
+                flip = 0
+                if self.mutation == "swapped_stop_cofactors" and path == ("now",):
+                    flip = 1 << data.Layout.cast(Handshake)["stop"].offset
+                m.d.comb += [a.eq(free), b.eq(free ^ flip)]
+            for (_, a), (_, b) in zip(folded_out, expanded_out):
+                self.check("expansion_exact", Value.cast(a) == Value.cast(b))
+            ours = _clocked_registers(expanded_fragment)
+            for name, register in _clocked_registers(folded_fragment).items():
+                self.check("lemma_same_state", register == ours[name])
+        return m
