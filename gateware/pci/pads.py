@@ -234,7 +234,9 @@ class PCIPads(wiring.Component):
                 if par_buf.direction is not io.Direction.Input:   # passive: no drivers
                     m.d.comb += [par_buf.o.eq(par_out_ff), par_buf.oe.eq(par_oe_ff)]
             # Checking: PAR now must cover AD and C/BE# sampled at the previous edge.
-            expected = Signal(name=f"{par}_expected")
+            # (A kept net on an FPGA: the live PAR meets it in one LUT, after the XOR tree.)
+            expected = Signal(name=f"{par}_expected",
+                              attrs={"keep": 1} if platform is not None else {})
             m.d.comb += expected.eq(Cat(getattr(bus, ad).i, getattr(bus, cbe).i).xor())
             m.d.comb += error.eq(expected ^ live_values[par])
         return m

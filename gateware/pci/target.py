@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Optional
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal
+from amaranth import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -699,11 +699,23 @@ class PCITarget(wiring.Component):
         cases = {(c, i, f): decide(i, f, views[c])
                  for c in (False, True) for i in (0, 1) for f in (0, 1)}
 
+        def cofactor(c, i, f, name):
+            """The decision's ``name`` for one claim, IRDY# and FRAME# value. On an FPGA a
+            kept net, so that synthesis cannot fold the live lines back into the logic in
+            front of it."""
+            value = getattr(cases[c, i, f], name)
+            if platform is None:
+                return value
+            net = Signal(Value.cast(value).shape(), name=f"{name}_kept_{int(c)}{i}{f}",
+                         attrs={"keep": 1})
+            m.d.comb += net.eq(value)
+            return net
+
         def live_pick(name):
             """The decision's ``name`` for the claim, and IRDY# and FRAME# as they are on
             the pins now."""
             def pick(c):
-                v = {(i, f): getattr(cases[c, i, f], name) for i in (0, 1) for f in (0, 1)}
+                v = {(i, f): cofactor(c, i, f, name) for i in (0, 1) for f in (0, 1)}
                 return Mux(live.irdy, Mux(live.frame, v[1, 1], v[1, 0]),
                            Mux(live.frame, v[0, 1], v[0, 0]))
             return Mux(claim, pick(True), pick(False))
