@@ -178,11 +178,12 @@ IDENTITY = Block("id", 0x000, (
               "records of the armed mode); 0 without the spy"),
     ), "build-time configuration of this board"),
     Register("mode", 0x0C, (
-        Field("passive", 0, 1, Access.RW, 0, "passive mode: from the first clock in which "
-              "the board drives no PCI line, every PCI output is disabled and the board "
-              "claims no transaction, starts no bus-master transaction and pulls no INTx#; "
-              "the spy and the checker go on. Written over the bus, the board then answers "
-              "nothing until RST# or the side channel clears it"),
+        Field("passive", 0, 1, Access.RW, 0, "passive mode: once set, the board claims no "
+              "new transaction, starts no bus-master transaction and pulls no INTx#; from "
+              "the first clock in which it drives no PCI line and its target is idle, "
+              "every PCI output is disabled; the spy and the checker go on. Written over "
+              "the bus, the board then answers nothing until RST# or the side channel "
+              "clears it"),
         Field("passive_on", 1, 1, Access.RO, 0, "passive mode is in force"),
     ), "operating mode"),
 ), "who the board is")

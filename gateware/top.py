@@ -230,25 +230,32 @@ class PCIBoard(wiring.Component):
         m.submodules.irq = irq = DomainRenamer("pci")(InterruptUnit())
 
         # The bus: the target and the DMA master drive it; the interrupt unit pulls INTA#.
-        # Passive mode (id.mode.passive) takes hold in a clock in which the board drives no
-        # line (REQ#, always driven by a master, aside): from then on the pads drive
-        # nothing, the target claims nothing and the master never sees GNT#, so nothing is
-        # left half-done on the bus when it is cleared again.
-        passive_on = Signal()
-        enables = merge_bus_drivers(m, pads.bus, [target, dma],
-                                    lines=[("inta", irq.inta, irq.inta)], allowed=~passive_on)
-        driving = Cat(*(enable for name, enable in enables.items() if name != "req")).any()
+        # Passive mode (id.mode.passive), once asked for, starts nothing new: the target
+        # claims nothing, the master never sees GNT#, INTA# is released. It takes hold in a
+        # clock in which the board drives no line (REQ#, always driven by a master, aside)
+        # and the target is idle: from then on the pads drive nothing, so nothing is left
+        # half-done on the bus when it is cleared again. What is driven is read from
+        # registered copies of the enables (the lines on the pins now), so that the live
+        # handshake lines end at output flip-flops and never reach this decision.
         passive = bank.id.mode.passive
-        with m.If(passive & ~driving):
+        passive_on = Signal()
+        quiet = ~passive & ~passive_on
+        enables = merge_bus_drivers(m, pads.bus, [target, dma],
+                                    lines=[("inta", irq.inta, irq.inta & quiet)],
+                                    allowed=~passive_on)
+        on_pins = [Signal(name=f"{name}_on_pins") for name in enables if name != "req"]
+        m.d.pci += Cat(*on_pins).eq(Cat(*(enable for name, enable in enables.items()
+                                          if name != "req")))
+        with m.If(passive & ~Cat(*on_pins).any() & ~target.busy):
             m.d.pci += passive_on.eq(1)
         with m.Elif(~passive):
             m.d.pci += passive_on.eq(0)
-        m.d.comb += [bank.id.mode.passive_on.eq(passive_on), target.claim_enable.eq(~passive_on),
+        m.d.comb += [bank.id.mode.passive_on.eq(passive_on), target.claim_enable.eq(quiet),
                      self.indicators.passive.eq(passive_on)]
         for name in LIVE_LINES:
             m.d.comb += getattr(target.live, name).eq(getattr(pads.live, name))
             m.d.comb += getattr(dma.now, name).eq(getattr(pads.live, name))
-        m.d.comb += dma.now.gnt.eq(pads.live.gnt & ~passive_on)
+        m.d.comb += dma.now.gnt.eq(pads.live.gnt & quiet)
         m.d.comb += dma.now.ack64.eq(pads.live.ack64 if self.width == 64 else 0)
         m.d.comb += [target.par_error.eq(pads.par_error), pads.corrupt_par.eq(target.corrupt_par)]
         m.d.comb += dma.par_error.eq(pads.par_error)
