@@ -496,11 +496,11 @@ class Initiator(wiring.Component):
                     drv["ad"].o.eq(write_word_lo),
                 ]
                 if wide_bus:
-                    wide_on = txn_wide & ~narrow & ~(devsel & ~ack64)
+                    # The upper half is driven while the next phase may be 64-bit.
                     m.d.comb += [
                         drv["req64"].oe.eq(txn_wide), drv["req64"].o.eq(frame_next),
-                        drv["cbe_hi"].oe.eq(wide_on), drv["cbe_hi"].o.eq(0),
-                        drv["ad_hi"].oe.eq(wide_on & txn_write),
+                        drv["cbe_hi"].oe.eq(next_wide), drv["cbe_hi"].o.eq(0),
+                        drv["ad_hi"].oe.eq(next_wide & txn_write),
                         drv["ad_hi"].o.eq(write_word_hi),
                     ]
 
