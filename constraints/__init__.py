@@ -3,8 +3,9 @@
 
 :mod:`.ulx3s` holds the ULX3S platforms with the 32-bit PCI pin-out on its GPIO header,
 :mod:`.ecp5_evn` the ECP5-5G evaluation board with a 64-bit pin-out; :mod:`.build`
-builds a bitstream and reads its timing report (``make bitstream``), :mod:`.wiring`
-writes the wiring tables of docs/wiring.md.
+builds a bitstream and reads its timing report (``make bitstream``), :mod:`.floorplan`
+places the live handshake logic by hand (``--floorplan``), :mod:`.wiring` writes the
+wiring tables of docs/wiring.md.
 """
 
 __all__ = ["BOARDS", "PINOUTS", "board_platform"]

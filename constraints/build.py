@@ -35,6 +35,7 @@ import sys
 import time
 from pathlib import Path
 
+from .floorplan import FABRIC, floorplan as place_live_logic, pin_tiles
 from .ulx3s import PCI_CLOCK_MHZ
 
 __all__ = ["build", "read_report", "check", "notes", "fits", "main", "PCI_SETUP_BUDGET_NS",
@@ -81,11 +82,15 @@ ROUTER = "router1"
 
 
 def build(board, *, passive=False, synth_only=False, build_dir=None, seed=1,
-          clock_mhz=PCI_CLOCK_MHZ, threads=2, reuse=True, placer=PLACER, router=ROUTER):
+          clock_mhz=PCI_CLOCK_MHZ, threads=2, reuse=True, placer=PLACER, router=ROUTER,
+          floorplan=False):
     """Build ``board`` (a key of :data:`pcispy.constraints.BOARDS`); return the report
     dict (also written to ``build_dir/report.json``). With ``reuse``, a build directory
     whose last build had the same design (hash of netlist and constraints) is not
-    rebuilt."""
+    rebuilt. With ``floorplan`` (and a device :data:`.floorplan.FABRIC` describes) the
+    live handshake logic is placed by :func:`.floorplan.floorplan` before nextpnr (not
+    yet the default: with today's deep decision cones it pulls the decision logic into
+    the pins' corner, docs/timing.md)."""
     from pcispy.constraints import board_platform
     from pcispy.gateware.board_top import BoardTop
 
@@ -97,8 +102,10 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=1,
                           name=name, build_dir=str(build_dir), do_build=False)
     plan.extract(str(build_dir))
     # The same design (netlist and constraints) as the last full build: keep its report.
+    floorplan = floorplan and not synth_only and platform.device in FABRIC
     digest = hashlib.sha256(plan.files[f"{name}.il"].encode() +
-                            plan.files[f"{name}.lpf"].encode()).hexdigest()[:16]
+                            plan.files[f"{name}.lpf"].encode() +
+                            (b"floorplan" if floorplan else b"")).hexdigest()[:16]
     previous = build_dir / "report.json"
     if reuse and previous.exists() and (build_dir / f"{name}.bit").exists():
         old = json.loads(previous.read_text())
@@ -115,10 +122,16 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=1,
         report.update(_netlist_usage(build_dir / f"{name}.json"))
     else:
         start = time.monotonic()
-        device = platform._nextpnr_device_options[platform.device]
-        _run([_tool("nextpnr"), "--log", f"{name}.tim", *device.split(),
-              "--package", platform._nextpnr_package_options[platform.package].upper(), "--speed", platform.speed,
-              "--json", f"{name}.json", "--lpf", f"{name}.lpf", "--textcfg", f"{name}.config",
+        device = platform._nextpnr_device_options[platform.device].split()
+        package = platform._nextpnr_package_options[platform.package].upper()
+        placed_input = f"{name}.json"
+        if floorplan:
+            placed_input = f"{name}_floorplan.json"
+            report["floorplan"] = _floorplan(build_dir, name, placed_input, width,
+                                             platform.device, device, package)
+        _run([_tool("nextpnr"), "--log", f"{name}.tim", *device,
+              "--package", package, "--speed", platform.speed,
+              "--json", placed_input, "--lpf", f"{name}.lpf", "--textcfg", f"{name}.config",
               "--write", f"{name}_routed.json", "--sdf", f"{name}.sdf",
               "--report", "nextpnr_report.json", "--detailed-timing-report",
               "--timing-allow-fail", "--seed", str(seed), "--threads", str(threads),
@@ -132,6 +145,21 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=1,
         report.update(read_report(build_dir, name))
     (build_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+def _floorplan(build_dir, name, out, width, device, device_args, package):
+    """Place the live handshake logic of the synthesised netlist by hand
+    (:mod:`.floorplan`); the summary for the report."""
+    from pcispy.gateware.pci.bus import bus_lines
+    lines = [line for line in bus_lines(width) if line not in _NOT_BUS_INPUTS]
+    ports = {f"pci_0__{line}__io": bits for line, bits in bus_lines(width).items()}
+    tiles = pin_tiles(_tool("nextpnr"), device_args, package, build_dir / f"{name}.lpf",
+                      ports, build_dir)
+    start = time.monotonic()
+    summary = place_live_logic(build_dir / f"{name}.json", build_dir / out,
+                               device=device, lines=lines, pin_tile=tiles)
+    summary["seconds"] = round(time.monotonic() - start, 1)
+    return summary
 
 
 def _netlist_usage(path):
@@ -406,6 +434,9 @@ def main(argv=None):
     parser.add_argument("--router", choices=("router1", "router2"), default=ROUTER,
                         help=f"nextpnr router (default {ROUTER})")
     parser.add_argument("--threads", type=int, default=2, help="nextpnr threads (default 2)")
+    parser.add_argument("--floorplan", action="store_true",
+                        help="place the logic between the live handshake pins and the "
+                             "first registers next to the pins (docs/timing.md)")
     parser.add_argument("--build-dir", help="default: build/BOARD (build/BOARD-passive)")
     parser.add_argument("--check", type=int, choices=sorted(PCI_SETUP_BUDGET_NS),
                         metavar="MHZ",
@@ -416,7 +447,8 @@ def main(argv=None):
         report = build(args.board, passive=args.passive, synth_only=args.synth_only,
                        build_dir=args.build_dir, seed=args.seed,
                        clock_mhz=max(args.clock_mhz, args.check or 0),
-                       placer=args.placer, router=args.router, threads=args.threads)
+                       placer=args.placer, router=args.router, threads=args.threads,
+                       floorplan=args.floorplan)
     except RuntimeError as error:
         print(f"bitstream: error: {error}", file=sys.stderr)
         return 2

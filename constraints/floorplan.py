@@ -1,0 +1,427 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Hand placement of the live handshake logic, between synthesis and nextpnr (ECP5).
+
+Why: a live PCI line (TRDY#, STOP#, FRAME# ... read in the clock it arrives) has 7 ns
+from its pin to a flip-flop at 33 MHz, but nextpnr does not time a path that starts at
+an input pin (it has no input-delay constraint), so its placer puts that logic next to
+the rest of the decision, across the die from the pins (docs/timing.md). This step reads
+the synthesised netlist, finds every cell between a live pin and the first register
+(LUT4s, the wide-function multiplexers PFUMX/L6MUX21, and the fabric flip-flops at the
+end) and gives each a ``BEL`` attribute on the slices nearest the pins; nextpnr keeps
+them there and places everything else around them.
+
+Cells that reach only the AD output and tristate registers are left to the placer: the
+AD pins are spread over the die (the data paths of :func:`.build.check`).
+
+The netlist is yosys' JSON for ECP5 (``synth_ecp5``). The slice rules followed, as
+nextpnr packs and checks them:
+
+- a PFUMX and its two LUTs fill one slice: BLUT in ``K0`` (which also holds the
+  multiplexer), ALUT in ``K1``;
+- an L6MUX21 and its two PFUMX fill a slice pair (A+B or C+D): the PFUMX of input ``D1``
+  in the first slice (its ``K1`` also holds the L6MUX21), that of ``D0`` in the second;
+- the two flip-flops of a slice share clock, set/reset, clock enable and their modes;
+  every flip-flop of a tile shares the clock, the set/reset and their modes;
+- a multiplexer's select takes its slice's ``M`` input, the way into a flip-flop from
+  outside the slice: flip-flops go into slices without one.
+
+Structures outside these (an L6MUX21 fed by another, a multiplexer fed by something
+other than a LUT4) are left to the placer and counted in the result.
+"""
+
+import json
+import re
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+__all__ = ["FABRIC", "live_logic", "assign_bels", "pin_tiles", "floorplan"]
+
+#: ``{device: (columns, rows)}``: the logic tiles (PLC: four slices) the floorplan may
+#: use. Measured from placed builds of this design (every tile nextpnr put a slice in);
+#: rows 10, 22, 34, 46 and 58 hold block RAM.
+FABRIC = {
+    "LFE5U-85F": (range(2, 125), [y for y in range(2, 69) if y not in (10, 22, 34, 46, 58)]),
+}
+FABRIC["LFE5UM5G-85F"] = FABRIC["LFE5U-85F"]
+
+_COMB = {"LUT4", "PFUMX", "L6MUX21"}
+_OUTPUTS = {"Z", "Q", "O", "F", "OFX"}
+#: Flip-flop parameters every flip-flop of a tile, or of a slice, shares (with the clock and
+#: set/reset nets; a slice also shares the clock-enable net).
+_TILE_PARAMS = ("CLKMUX", "LSRMUX", "SRMODE")
+_SLICE_PARAMS = _TILE_PARAMS + ("CEMUX", "GSR")
+
+
+class _Netlist:
+    """The top module of a yosys JSON netlist, with its nets' drivers and users."""
+    def __init__(self, netlist):
+        self.top = next(m for m in netlist["modules"].values()
+                        if m["attributes"].get("top"))
+        self.cells = self.top["cells"]
+        self.driver = {}                    # net bit -> (cell, port)
+        self.users = defaultdict(list)      # net bit -> [(cell, port)]
+        for name, cell in self.cells.items():
+            directions = cell.get("port_directions", {})
+            for port, bits in cell["connections"].items():
+                output = directions.get(port, "output" if port in _OUTPUTS else "input")
+                for bit in bits:
+                    if isinstance(bit, int):
+                        if output == "output":
+                            self.driver[bit] = (name, port)
+                        else:
+                            self.users[bit].append((name, port))
+
+    def net(self, cell, port):
+        bits = self.cells[cell]["connections"].get(port, [])
+        return bits[0] if bits and isinstance(bits[0], int) else None
+
+    def driven_by(self, cell, port, kind):
+        """The cell of type ``kind`` driving ``cell``'s input ``port``, or None."""
+        source = self.driver.get(self.net(cell, port))
+        if source and self.cells[source[0]]["type"] == kind:
+            return source[0]
+        return None
+
+
+def _ports(netlist):
+    """``{net bit: pin name}`` of the top's ports, as the constraints file names them:
+    ``"port"``, or ``"port[i]"`` for a bit of a wider port."""
+    return {bit: name if len(info["bits"]) == 1 else f"{name}[{index}]"
+            for name, info in netlist.top["ports"].items()
+            for index, bit in enumerate(info["bits"]) if isinstance(bit, int)}
+
+
+def live_logic(netlist, lines, data_lines=("ad", "ad_hi")):
+    """The logic a live pin reaches before a register, as this module places it.
+
+    ``lines``: the bus lines read unregistered (port ``pci_0__LINE__io``). Returns
+    ``(comb, flops, skipped)``: the combinational cells that reach a flip-flop other than
+    an output register of ``data_lines``, the fabric flip-flops at the end of those
+    paths (the I/O cells' own registers excluded: nextpnr puts them at their pins), and
+    the cells that reach only data registers (left to the placer).
+    """
+    ports = _ports(netlist)
+    io_line = {}                                  # TRELLIS_IO cell -> line
+    starts = []
+    for name, cell in netlist.cells.items():
+        if cell["type"] != "TRELLIS_IO":
+            continue
+        match = re.fullmatch(r"pci_0__(\w+?)__io(\[\d+\])?",
+                             ports.get(netlist.net(name, "B"), ""))
+        if match:
+            io_line[name] = match.group(1)
+            if match.group(1) in lines and netlist.net(name, "O") is not None:
+                starts.append(netlist.net(name, "O"))
+
+    def io_register(flop):
+        cell = netlist.cells[flop]
+        return bool(cell["attributes"].get("syn_useioff"))
+
+    def register_line(flop):
+        """The line whose I/O cell this output register feeds."""
+        for user, port in netlist.users[netlist.net(flop, "Q")]:
+            if user in io_line and port in ("I", "T"):
+                return io_line[user]
+        return None
+
+    # Forward from the pins through combinational cells to the first flip-flops.
+    fanout = defaultdict(set)       # cell -> cells it feeds inside the cone
+    comb, ends = set(), set()
+    frontier = list(starts)
+    seen = set()
+    while frontier:
+        bit = frontier.pop()
+        if bit in seen:
+            continue
+        seen.add(bit)
+        source = netlist.driver.get(bit, (None,))[0]
+        for user, port in netlist.users[bit]:
+            kind = netlist.cells[user]["type"]
+            if kind in _COMB:
+                comb.add(user)
+                if source in comb:
+                    fanout[source].add(user)
+                frontier.append(netlist.net(user, "Z"))
+            elif kind == "TRELLIS_FF" and port in ("DI", "M", "CE"):
+                if not (io_register(user) and source is None):
+                    ends.add(user)
+                    if source in comb:
+                        fanout[source].add(user)
+    control_ends = {f for f in ends
+                    if not io_register(f) or register_line(f) not in data_lines}
+    # Backward: the combinational cells that reach a control end.
+    control = set()
+    changed = True
+    while changed:
+        changed = False
+        for cell in comb - control:
+            if fanout[cell] & (control | control_ends):
+                control.add(cell)
+                changed = True
+    flops = {f for f in control_ends if not io_register(f)}
+    return control, flops, comb - control
+
+
+def _clusters(netlist, comb):
+    """Group the cells to place into slice-sized clusters:
+    ``[("pair" | "slice" | "lut", [(slot, lut cell), ...])]`` and the cells skipped."""
+    cells = netlist.cells
+    taken, clusters, skipped = set(), [], set()
+
+    def pfumx_luts(mux):
+        blut = netlist.driven_by(mux, "BLUT", "LUT4")
+        alut = netlist.driven_by(mux, "ALUT", "LUT4")
+        return (blut, alut) if blut and alut else None
+
+    def owner_mux(lut):
+        for user, port in netlist.users[netlist.net(lut, "Z")]:
+            if cells[user]["type"] == "PFUMX" and port in ("ALUT", "BLUT"):
+                return user
+        return None
+
+    def owner_l6(mux):
+        for user, port in netlist.users[netlist.net(mux, "Z")]:
+            if cells[user]["type"] == "L6MUX21" and port in ("D0", "D1"):
+                return user
+        return None
+
+    # Every cone cell belongs to the structure rooted at its L6MUX21 or PFUMX, if any.
+    roots = set()
+    for cell in comb:
+        kind = cells[cell]["type"]
+        mux = cell if kind == "PFUMX" else owner_mux(cell) if kind == "LUT4" else None
+        l6 = cell if kind == "L6MUX21" else owner_l6(mux) if mux else None
+        roots.add(l6 or mux or cell)
+    for root in sorted(roots):
+        kind = cells[root]["type"]
+        if kind == "L6MUX21":
+            high = netlist.driven_by(root, "D1", "PFUMX")
+            low = netlist.driven_by(root, "D0", "PFUMX")
+            luts = [pfumx_luts(high) if high else None, pfumx_luts(low) if low else None]
+            if None in luts or owner_l6(root):
+                skipped.add(root)
+                continue
+            (b1, a1), (b0, a0) = luts
+            members = [(0, "K0", b1), (0, "K1", a1), (1, "K0", b0), (1, "K1", a0)]
+            clusters.append(("pair", members))
+            taken.update({root, high, low, b1, a1, b0, a0})
+        elif kind == "PFUMX":
+            luts = pfumx_luts(root)
+            if luts is None or owner_l6(root):
+                skipped.add(root)
+                continue
+            clusters.append(("slice", [(0, "K0", luts[0]), (0, "K1", luts[1])]))
+            taken.update({root, *luts})
+        else:
+            clusters.append(("lut", [(0, None, root)]))
+            taken.add(root)
+    return clusters, skipped
+
+
+def _flop_keys(netlist, flop):
+    """(tile key, slice key) of a flip-flop: what it must share with its neighbours."""
+    cell = netlist.cells[flop]
+    params = cell["parameters"]
+    defaults = {"CLKMUX": "CLK", "LSRMUX": "LSR", "SRMODE": "LSR_OVER_CE", "CEMUX": "1",
+                "GSR": "DISABLED"}
+
+    def param(name):
+        return str(params.get(name, defaults[name])).strip()
+
+    def net(port):
+        return tuple(cell["connections"].get(port, []))
+    tile = (net("CLK"), net("LSR")) + tuple(param(p) for p in _TILE_PARAMS)
+    return tile, tile + (net("CE"),) + tuple(param(p) for p in _SLICE_PARAMS[3:])
+
+
+class _Tiles:
+    """The free slots of the logic tiles, nearest first."""
+    SLICES = "ABCD"
+
+    def __init__(self, columns, rows):
+        self.tiles = [(x, y) for x in columns for y in rows]
+        self.luts = {}          # (x, y, slice, K) -> cell
+        self.flops = {}         # (x, y, slice, FF) -> cell
+        self.tile_key = {}      # (x, y) -> tile key of its flip-flops
+        self.slice_key = {}     # (x, y, slice) -> slice key
+        # Slices holding a multiplexer: its select takes the slice's M input, which a
+        # flip-flop fed from outside the slice would need.
+        self.muxed = set()      # (x, y, slice)
+
+    def nearest(self, target):
+        tx, ty = target
+        return sorted(self.tiles, key=lambda t: (abs(t[0] - tx) + abs(t[1] - ty), t))
+
+    def place_cluster(self, shape, members, target):
+        for x, y in self.nearest(target):
+            for first in range(4):
+                if shape == "pair" and first not in (0, 2):
+                    continue
+                slices = [self.SLICES[first + offset] for offset, _, _ in members]
+                if shape == "lut":
+                    for k in ("K0", "K1"):
+                        if (x, y, slices[0], k) not in self.luts:
+                            self.luts[(x, y, slices[0], k)] = members[0][2]
+                            return {members[0][2]: f"X{x}/Y{y}/SLICE{slices[0]}.{k}"}, (x, y)
+                    continue
+                slots = [(x, y, s, k) for s, (_, k, _) in zip(slices, members)]
+                if any(slot in self.luts for slot in slots):
+                    continue
+                bels = {}
+                for slot, (_, _, cell) in zip(slots, members):
+                    self.luts[slot] = cell
+                    self.muxed.add(slot[:3])
+                    bels[cell] = f"X{x}/Y{y}/SLICE{slot[2]}.{slot[3]}"
+                return bels, (x, y)
+        raise RuntimeError("floorplan: no free slice left in the region")
+
+    def place_flop(self, flop, keys, target):
+        tile_key, slice_key = keys
+        for x, y in self.nearest(target):
+            if self.tile_key.get((x, y), tile_key) != tile_key:
+                continue
+            for s in self.SLICES:
+                if (x, y, s) in self.muxed or \
+                        self.slice_key.get((x, y, s), slice_key) != slice_key:
+                    continue
+                for ff in ("FF0", "FF1"):
+                    if (x, y, s, ff) not in self.flops:
+                        self.flops[(x, y, s, ff)] = flop
+                        self.tile_key[(x, y)] = tile_key
+                        self.slice_key[(x, y, s)] = slice_key
+                        return f"X{x}/Y{y}/SLICE{s}.{ff}", (x, y)
+        raise RuntimeError("floorplan: no free flip-flop left in the region")
+
+
+def assign_bels(netlist, comb, flops, anchors, fabric):
+    """``({cell: BEL}, skipped cells)``: each cluster of ``comb`` and each flip-flop of
+    ``flops`` on the free slots nearest the cells that feed it, beginning at the pins.
+
+    ``anchors``: ``{net bit of a live pin's input: (x, y) of its tile}``. Cells are taken
+    in order of their depth from the pins, so a path runs outward from its pin.
+    """
+    clusters, skipped = _clusters(netlist, comb)
+    position = dict(anchors)            # net bit -> (x, y) where it is driven
+    cell_of = {}
+    for index, (_, members) in enumerate(clusters):
+        for _, _, lut in members:
+            cell_of[lut] = index
+    tiles = _Tiles(*fabric)
+
+    def inputs(cell):
+        cell_info = netlist.cells[cell]
+        return [b for port, bits in cell_info["connections"].items()
+                if cell_info.get("port_directions", {}).get(port, "input") == "input"
+                for b in bits if isinstance(b, int)]
+
+    def cluster_inputs(members):
+        bits = []
+        for _, _, lut in members:
+            bits += inputs(lut)
+            # The multiplexers the cluster holds read their select and inputs too.
+            for user, port in netlist.users[netlist.net(lut, "Z")]:
+                if netlist.cells[user]["type"] in ("PFUMX", "L6MUX21"):
+                    bits += inputs(user)
+        return bits
+
+    # Depth from the pins: place a cluster once the clusters feeding it are placed.
+    pending = list(range(len(clusters)))
+    bels = {}
+    if not anchors:
+        return {}, skipped
+    anchor_mean = _mean(list(anchors.values()))
+    while pending:
+        ready = [i for i in pending
+                 if not any(netlist.driver.get(b, (None,))[0] in cell_of
+                            and cell_of[netlist.driver[b][0]] in pending
+                            and cell_of[netlist.driver[b][0]] != i
+                            for b in cluster_inputs(clusters[i][1]))]
+        if not ready:           # a loop through a multiplexer's own outputs: take one
+            ready = pending[:1]
+        for i in ready:
+            shape, members = clusters[i]
+            fed_from = [position[b] for b in cluster_inputs(members) if b in position]
+            placed, where = tiles.place_cluster(shape, members,
+                                                _mean(fed_from) if fed_from else anchor_mean)
+            bels.update(placed)
+            for _, _, lut in members:
+                position[netlist.net(lut, "Z")] = where
+                for user, port in netlist.users[netlist.net(lut, "Z")]:
+                    if netlist.cells[user]["type"] in ("PFUMX", "L6MUX21"):
+                        position[netlist.net(user, "Z")] = where
+            pending.remove(i)
+    for flop in sorted(flops):
+        fed_from = [position[b] for b in inputs(flop) if b in position]
+        bel, _ = tiles.place_flop(flop, _flop_keys(netlist, flop),
+                                  _mean(fed_from) if fed_from else anchor_mean)
+        bels[flop] = bel
+    return bels, skipped
+
+
+def _mean(points):
+    return (round(sum(p[0] for p in points) / len(points)),
+            round(sum(p[1] for p in points) / len(points)))
+
+
+def pin_tiles(nextpnr, device_args, package, lpf, ports, work_dir):
+    """``{pin name: (x, y)}``: the tile of each pin of ``ports`` (``{port: width}``) as
+    nextpnr binds it from the constraints file ``lpf`` (a netlist of the bare ports,
+    packed only: under a second). Pin names as :func:`_ports` gives them."""
+    bits, next_bit = {}, 2
+    for name, width in ports.items():
+        bits[name] = list(range(next_bit, next_bit + width))
+        next_bit += width
+    stub = {"modules": {"pins": {
+        "attributes": {"top": "00000000000000000000000000000001"},
+        "ports": {name: {"direction": "inout", "bits": b} for name, b in bits.items()},
+        "cells": {},
+        "netnames": {name: {"bits": b} for name, b in bits.items()}}}}
+    work_dir = Path(work_dir)
+    (work_dir / "pins.json").write_text(json.dumps(stub))
+    # The constraints file names every port of the design; keep the lines of these.
+    wanted = [line for line in Path(lpf).read_text().splitlines()
+              if not re.search(r'(COMP|PORT) "', line)
+              or re.sub(r"\[\d+\]$", "", re.search(r'(COMP|PORT) "([^"]+)"', line).group(2))
+              in ports]
+    (work_dir / "pins.lpf").write_text("\n".join(wanted) + "\n")
+    result = subprocess.run([nextpnr, "--quiet", *device_args, "--package", package,
+                             "--json", "pins.json", "--lpf", "pins.lpf",
+                             "--lpf-allow-unconstrained", "--pack-only",
+                             "--write", "pins_packed.json"],
+                            cwd=work_dir, capture_output=True, text=True)
+    if result.returncode:
+        raise RuntimeError("floorplan: nextpnr could not bind the pins: "
+                           + (result.stderr or result.stdout).strip()[-500:])
+    packed = json.loads((work_dir / "pins_packed.json").read_text())
+    tiles = {}
+    for name, cell in next(iter(packed["modules"].values()))["cells"].items():
+        bel = cell["attributes"].get("BEL", "")
+        match = re.match(r"X(\d+)/Y(\d+)/", bel)
+        if cell["type"] == "TRELLIS_IO" and match:
+            tiles[name.split("$")[0]] = (int(match.group(1)), int(match.group(2)))
+    return tiles
+
+
+def floorplan(netlist_path, out_path, *, device, lines, pin_tile):
+    """Write ``out_path``: the netlist at ``netlist_path`` with a ``BEL`` attribute on
+    every cell :func:`live_logic` finds (see the module's description). ``pin_tile``:
+    ``{port name: (x, y)}`` of the live lines' pins (:func:`pin_tiles`). Returns a
+    summary: LUT4s and flip-flops placed, combinational cells in the cone, and what is
+    left to the placer (cells reaching only data registers, and the multiplexer
+    structures the slice rules here do not cover)."""
+    data = json.loads(Path(netlist_path).read_text())
+    netlist = _Netlist(data)
+    comb, flops, data_cells = live_logic(netlist, lines)
+    ports = _ports(netlist)
+    anchors = {}
+    for name, cell in netlist.cells.items():
+        port = ports.get(netlist.net(name, "B")) if cell["type"] == "TRELLIS_IO" else None
+        if port in pin_tile and netlist.net(name, "O") is not None:
+            anchors[netlist.net(name, "O")] = pin_tile[port]
+    bels, skipped = assign_bels(netlist, comb, flops, anchors, FABRIC[device])
+    for cell, bel in bels.items():
+        netlist.cells[cell]["attributes"]["BEL"] = bel
+    Path(out_path).write_text(json.dumps(data))
+    return {"cells": sum(1 for c in bels if c not in flops), "flops": len(flops),
+            "cone_cells": len(comb), "left_to_placer": len(data_cells) + len(skipped)}
