@@ -10,9 +10,12 @@ with the lines as inputs. The two must be the same machine, clock for clock.
 This harness holds one initiator of each kind per bus width, feeds both the same free
 inputs (any value of every input in every clock: no assumption about the bus at all) and
 asserts that every output is the same (``expansion_exact``). The lemma
-``lemma_same_state``, every register of the two equal, makes the induction unbounded:
-with equal registers and equal inputs, equal next-state functions give equal registers
-again.
+``lemma_same_state``, every register of the folded build equal to the expanded build's
+signal of that name, makes the induction unbounded: with equal state and equal inputs,
+equal next-state functions give equal state again. The inputs are ports of the harness:
+an Amaranth signal that nothing drives is a constant (its initial value), and with
+constant inputs the equivalence would hold without saying anything. The cover
+``data_phase`` (job ``expansion_cover``) shows that the solver does choose them.
 """
 
 from amaranth import Signal, Value
@@ -38,20 +41,41 @@ def _inputs_and_outputs(component):
 
 def _clocked_registers(fragment):
     """``{name: Signal}`` of the signals the fragment assigns in its ``pci`` domain."""
-    registers = {}
+    return _assigned(fragment, ("pci",))
+
+
+def _assigned(fragment, domains=None):
+    """``{name: Signal}`` of the signals the fragment assigns (in ``domains``, or any)."""
+    signals = {}
     for domain, statements in fragment.statements.items():
-        if domain != "pci":
+        if domains is not None and domain not in domains:
             continue
         for statement in statements:
             for signal in statement._lhs_signals():
-                registers[signal.name] = signal
-    return registers
+                signals[signal.name] = signal
+    return signals
+
+
+def _input_name(width, path):
+    return f"in{width}_" + "_".join(map(str, path))
+
+
+def _free_inputs():
+    """``[(port name, shape)]``: one harness input per input of each width's initiator."""
+    ports = []
+    for width in WIDTHS:
+        initiator = Initiator(width)
+        inputs, _ = _inputs_and_outputs(initiator)
+        ports += [(_input_name(width, path), Value.cast(value).shape())
+                  for path, value in inputs]
+    return ports
 
 
 class ExpansionHarness(Harness):
     """Folded and expanded initiators side by side, inputs shared and free.
 
-    Ports: ``clk`` only (every input of the initiators is a free signal of the harness).
+    Ports: ``clk`` and one input per input of each initiator (``in32_now``,
+    ``in64_desc_payload``, ...): the solver chooses them freely in every step.
 
     Parameters: see :class:`~pcispy.gateware.formal.harness.Harness`. Mutation
     ``swapped_stop_cofactors`` hands the expanded initiators STOP# inverted: the same as
@@ -60,7 +84,9 @@ class ExpansionHarness(Harness):
     MUTATIONS = ("swapped_stop_cofactors",)
 
     def __init__(self, **kwargs):
-        super().__init__({}, **kwargs)
+        # Every input of the initiators is a port of the harness: a port is what the
+        # solver may choose in every step (a signal nothing drives is its initial value).
+        super().__init__({name: In(shape) for name, shape in _free_inputs()}, **kwargs)
 
     def elaborate(self, platform):
         m = self._module()
@@ -72,15 +98,16 @@ class ExpansionHarness(Harness):
             folded_in, folded_out = _inputs_and_outputs(folded)
             expanded_in, expanded_out = _inputs_and_outputs(expanded)
             for (path, a), (_, b) in zip(folded_in, expanded_in):
-                free = Signal(Value.cast(a).shape(),
-                              name=f"in{width}_" + "_".join(map(str, path)))
+                free = getattr(self, _input_name(width, path))
                 flip = 0
                 if self.mutation == "swapped_stop_cofactors" and path == ("now",):
                     flip = 1 << data.Layout.cast(Handshake)["stop"].offset
                 m.d.comb += [a.eq(free), b.eq(free ^ flip)]
             for (_, a), (_, b) in zip(folded_out, expanded_out):
                 self.check("expansion_exact", Value.cast(a) == Value.cast(b))
-            ours = _clocked_registers(expanded_fragment)
+            # The inputs really are free: the expanded build moves data.
+            self.cover("data_phase", expanded.events.phase)
+            ours = _assigned(expanded_fragment)
             for name, register in _clocked_registers(folded_fragment).items():
                 self.check("lemma_same_state", register == ours[name])
         return m
