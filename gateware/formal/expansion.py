@@ -9,16 +9,19 @@ with the lines as inputs. The two must be the same machine, clock for clock.
 
 This harness holds one initiator of each kind per bus width, feeds both the same free
 inputs (any value of every input in every clock: no assumption about the bus at all) and
-asserts that every output is the same (``expansion_exact``). The lemma
+asserts that every output is the same (``expansion_exact``). The expanded build
+registers every cofactor's next state and the lines, and chooses its state from those
+registers one clock later; the folded build registers its one next state. The lemma
 ``lemma_same_state``, every register of the folded build equal to the expanded build's
-signal of that name, makes the induction unbounded: with equal state and equal inputs,
-equal next-state functions give equal state again. The inputs are ports of the harness:
+signal of that name (its chosen state), makes the induction unbounded: with equal state
+and equal inputs, the cofactor the registered lines choose is the folded build's next
+state. The inputs are ports of the harness:
 an Amaranth signal that nothing drives is a constant (its initial value), and with
 constant inputs the equivalence would hold without saying anything. The cover
 ``data_phase`` (job ``expansion_cover``) shows that the solver does choose them.
 """
 
-from amaranth import Signal, Value
+from amaranth import Value
 from amaranth.lib import data
 from amaranth.lib.wiring import In
 

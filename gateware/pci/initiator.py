@@ -15,8 +15,10 @@ clock ``k + 1``. The component keeps a copy of what it drives on FRAME#, IRDY# a
 (GNT#, FRAME#, IRDY#, TRDY#, STOP#, DEVSEL#, ACK64#) come through the ``now`` port: the
 unregistered pin value of the current clock. They only *select*: the whole decision of a
 clock (next state and outputs) is built once per value of the lines that matter in the
-phase (on an FPGA; ``expand_live``), and the lines choose among the copies just in front
-of the flip-flops; the wider registers (address, DWORDs left, the clock counters) keep
+phase (on an FPGA; ``expand_live``). The lines choose among the copies' outputs just in
+front of the pads' output flip-flops; every copy's next state is registered, with the
+lines, and the state is chosen from those registers in the next clock, so that no live
+line reaches a state register. The wider registers (address, DWORDs left, the clock counters) keep
 their value from before the previous edge with the registered event of that edge and
 show the updated value combinationally, and everything the initiator tells the DMA engine
 (``events``, ``status``, ``wdata_take``) leaves registered, one clock after the edge it is
@@ -40,7 +42,7 @@ as up to two DWORDs per clock (``rdata``), one clock after their data phase.
 import itertools
 from types import SimpleNamespace
 
-from amaranth import Const, Module, Signal, Mux, Value
+from amaranth import Cat, Const, Module, Signal, Mux, Value
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -376,7 +378,8 @@ class Initiator(wiring.Component):
         # values computed from registers. ``decide`` builds the whole next state and the
         # outputs for given values of the live lines; it is built once per combination of
         # them (Shannon expansion: constants, folded by synthesis), and the live lines
-        # select among the results just in front of the flip-flops. Two families keep the
+        # select among the outputs just in front of the pads' flip-flops and among the
+        # registered next states in the clock after (below). Two families keep the
         # copies few: while idle only "GNT# with the bus idle" counts (two copies); in a
         # transaction TRDY#, STOP#, DEVSEL#, GNT# (and ACK64#) do (16 or 32 copies).
         received_master_abort = Signal()   # the Status register's pulses, registered
@@ -408,7 +411,8 @@ class Initiator(wiring.Component):
             trdy, stop, devsel, gnt, ack64, go = (
                 Value.cast(value) if isinstance(value, Value) else Const(value, 1)
                 for value in (trdy, stop, devsel, gnt, ack64, go))
-            nxt = {name: Signal.like(reg, name=f"{name}_{tag}", attrs=keep)
+            # (The next state goes straight into registers of its own: no keep needed.)
+            nxt = {name: Signal.like(reg, name=f"{name}_{tag}")
                    for name, reg in state.items()}
             drv = {name: SimpleNamespace(
                 o=Signal(len(getattr(bus, name).o), name=f"{name}_o_{tag}", attrs=keep),
@@ -691,7 +695,7 @@ class Initiator(wiring.Component):
         live_names = ["trdy", "stop", "devsel", "gnt"] + (["ack64"] if wide_bus else [])
         go_now = now.gnt & ~now.frame & ~now.irdy       # GNT# with the bus idle
         if expand:
-            idle_family = {go: decide(f"idle{go}", True, go=go) for go in (0, 1)}
+            idle_family = {(go,): decide(f"idle{go}", True, go=go) for go in (0, 1)}
             busy_family = {}
             for values in itertools.product((0, 1), repeat=len(live_names)):
                 tag = "_".join(f"{name}{v}" for name, v in zip(live_names, values))
@@ -701,30 +705,56 @@ class Initiator(wiring.Component):
             busy_family = {(): decide("busy", False, **{
                 name: getattr(now, name) for name in live_names})}
 
-        def select(pick):
-            """The value ``pick(nxt, drv)`` of the cofactor the live lines choose."""
-            def tree(family, names):
-                if not names:
-                    return Value.cast(pick(*family[()]))
-                line = getattr(now, names[0])
+        def select(pick, idle_family, busy_family, idle, go, lines):
+            """``pick(cofactor)`` of the cofactor that ``idle`` (phase IDLE), ``go`` (GNT#
+            with the bus idle) and the ``lines`` (``live_names``, in order) choose."""
+            def tree(family, selectors):
+                if len(family) == 1:
+                    return Value.cast(pick(*next(iter(family.values()))))
                 high = {key[1:]: v for key, v in family.items() if key[0]}
                 low = {key[1:]: v for key, v in family.items() if not key[0]}
-                return Mux(line, tree(high, names[1:]), tree(low, names[1:]))
-            if expand:
-                idle = Mux(go_now, Value.cast(pick(*idle_family[1])),
-                           Value.cast(pick(*idle_family[0])))
-                busy = tree(busy_family, live_names)
-            else:
-                idle = Value.cast(pick(*idle_family[()]))
-                busy = Value.cast(pick(*busy_family[()]))
-            return Mux(phase == _Phase.IDLE, idle, busy)
+                return Mux(selectors[0], tree(high, selectors[1:]), tree(low, selectors[1:]))
+            return Mux(idle, tree(idle_family, [go]), tree(busy_family, lines))
 
-        for name, reg in state.items():
-            m.d.pci += reg.eq(select(lambda nxt, drv: nxt[name]))
+        # Outputs: the live lines select in front of the pads' output flip-flops.
+        now_lines = [getattr(now, name) for name in live_names]
+        is_idle = phase == _Phase.IDLE
         for name in driven:
             line = getattr(bus, name)
-            m.d.comb += [line.o.eq(select(lambda nxt, drv: drv[name].o)),
-                         line.oe.eq(select(lambda nxt, drv: drv[name].oe))]
+            for port in ("o", "oe"):
+                m.d.comb += getattr(line, port).eq(select(
+                    lambda nxt, drv: getattr(drv[name], port),
+                    idle_family, busy_family, is_idle, go_now, now_lines))
+
+        # State: built, the folded machine registers its one next state. Expanded, every
+        # cofactor's next state is registered, and so are the lines that choose among them;
+        # the choice is made in the next clock, from registers only. The same value, clock
+        # for clock, but a live line now ends at one flip-flop of its own: the state
+        # registers, and everything behind them, are out of its reach.
+        if not expand:
+            for name, reg in state.items():
+                m.d.pci += reg.eq(select(lambda nxt, drv: nxt[name], idle_family,
+                                         busy_family, is_idle, go_now, now_lines))
+        else:
+            def registered(family, tag):
+                copies = {}
+                for key, (nxt, _) in family.items():
+                    suffix = "".join(map(str, key))
+                    q = {name: Signal.like(reg, name=f"{name}_{tag}{suffix}_q")
+                         for name, reg in state.items()}
+                    m.d.pci += [q[name].eq(nxt[name]) for name in state]
+                    copies[key] = (q, None)
+                return copies
+            idle_q = Signal()
+            go_q = Signal()
+            lines_q = [Signal(name=f"{name}_q") for name in live_names]
+            m.d.pci += [idle_q.eq(is_idle), go_q.eq(go_now),
+                        Cat(*lines_q).eq(Cat(*now_lines))]
+            idle_copies = registered(idle_family, "idle")
+            busy_copies = registered(busy_family, "busy")
+            for name, reg in state.items():
+                m.d.comb += reg.eq(select(lambda nxt, drv: nxt[name], idle_copies,
+                                          busy_copies, idle_q, go_q, lines_q))
 
         # --- read data and its parity ------------------------------------------------------
         rd_count = Signal(2)
