@@ -31,9 +31,11 @@ its write data (PERR# two clocks after the data phase when Parity Error Response
 Detected Parity Error in any case).
 
 Timing: the live IRDY# and FRAME# reach only the output flip-flops (DEVSEL#, TRDY#,
-STOP#, ACK64#, AD and its enable, the PAR corruption) and a handful of one-bit registers;
-the live PAR reaches SERR#, PERR# and the Status pulses' flip-flops. Wider state whose
-next value depends on them is retimed (:class:`_Retimed`, :class:`_RetimedFIFO`).
+STOP#, ACK64#, AD and its enable, the PAR corruption) and two registers of their own; the
+live PAR reaches SERR#, PERR# and the Status pulses' flip-flops. The one-bit state whose
+next value depends on them is registered once per value of the two lines and chosen by
+the registered lines in the next clock; wider state is retimed on registered one-bit
+events (:class:`_Retimed`, :class:`_RetimedFIFO`).
 """
 
 from dataclasses import dataclass
@@ -183,22 +185,19 @@ class _RetimedFIFO:
     next clock, while ``rp``, ``level`` and ``head`` already show their effect (the same
     values as popping or flushing at the edge). ``push`` writes the storage and must not
     depend on a live line. A word may be pushed and popped in the same clock even when the
-    FIFO is empty (it goes straight through ``head``'s bypass in the caller)."""
-    def __init__(self, m, name, shape, depth):
+    FIFO is empty (it goes straight through ``head``'s bypass in the caller). ``pop_q`` and
+    ``flush_q`` are the registered pop and flush, which the caller keeps."""
+    def __init__(self, m, name, shape, depth, pop_q, flush_q):
         self.storage = Array(Signal(shape, name=f"{name}_{i}") for i in range(depth))
         self.rp = Signal(range(depth), name=f"{name}_rp")
         self.wp = Signal(range(depth), name=f"{name}_wp")
         self.level = Signal(range(depth + 1), name=f"{name}_level")
         self.push = Signal(name=f"{name}_push")
-        self.pop = Signal(name=f"{name}_pop")
-        self.flush = Signal(name=f"{name}_flush")
         self.w_data = Signal(shape, name=f"{name}_w_data")
         # Pointers before the previous edge's pop and flush, which are kept registered.
         rp_before = Signal(range(depth), name=f"{name}_rp_before")
         wp_before = Signal(range(depth), name=f"{name}_wp_before")
         level_before = Signal(range(depth + 1), name=f"{name}_level_before")
-        pop_q = Signal(name=f"{name}_pop_q")
-        flush_q = Signal(name=f"{name}_flush_q")
 
         def advance(pointer):
             return Mux(pointer == depth - 1, 0, pointer + 1)
@@ -212,7 +211,6 @@ class _RetimedFIFO:
         m.d.pci += [
             rp_before.eq(self.rp), wp_before.eq(Mux(self.push, advance(self.wp), self.wp)),
             level_before.eq(self.level + self.push),
-            pop_q.eq(self.pop), flush_q.eq(self.flush),
         ]
         self.head = self.storage[self.rp]
         self.nonempty = self.level != 0
@@ -499,14 +497,16 @@ class PCITarget(wiring.Component):
 
         # --- Read prefetch ------------------------------------------------------------
         data_bits = 64 if wide else 32
-        rfifo = _RetimedFIFO(m, "rfifo", data_bits, READ_FIFO_DEPTH)
-        outstanding = Signal(range(READ_FIFO_DEPTH + 1))
         end_q = Signal()             # the transaction ended at the previous edge
+        load_q = Signal()            # AD was loaded with the next word at the previous edge
+        # (A word leaves the FIFO as it is loaded onto AD; a transaction's end flushes it.)
+        rfifo = _RetimedFIFO(m, "rfifo", data_bits, READ_FIFO_DEPTH,
+                             pop_q=load_q, flush_q=end_q)
+        outstanding = Signal(range(READ_FIFO_DEPTH + 1))
         discard = Signal(range(READ_FIFO_DEPTH + 1))
         discard_r = _Retimed(m, end_q, discard)
         req_addr = Signal(30)        # dword offset of the next read request
         req_count = Signal(16)       # read requests issued in this transaction
-        load_q = Signal()            # AD was loaded with the next word at the previous edge
         load_addr = Signal(30)       # dword offset of the next word loaded onto AD
         cur_valid = Signal()         # the AD output holds the word of the current phase
         cur_corrupt = Signal()
@@ -722,22 +722,51 @@ class PCITarget(wiring.Component):
 
         devsel_n, trdy_n, stop_n, own = (Signal(name=n) for n in
                                          ("devsel_n", "trdy_n", "stop_n", "own"))
-        next_active, next_backoff, load, end_txn = Signal(), Signal(), Signal(), Signal()
         m.d.comb += [devsel_n.eq(live_pick("devsel_n")), trdy_n.eq(live_pick("trdy_n")),
-                     stop_n.eq(live_pick("stop_n")), own.eq(live_pick("own")),
-                     next_active.eq(live_pick("next_active")),
-                     next_backoff.eq(live_pick("next_backoff")), load.eq(live_pick("load")),
-                     end_txn.eq(live_pick("end_txn"))]
-        moved = live.irdy & trdy_p
+                     stop_n.eq(live_pick("stop_n")), own.eq(live_pick("own"))]
 
-        # One-bit state and registered events.
+        # One-bit state and registered events, chosen a clock late: each is registered
+        # once per value of IRDY# and FRAME# (the claim already chosen: it comes from
+        # registers), the two lines are registered beside them, and the registered lines
+        # choose. The same value clock for clock as registering the live choice, while
+        # the live lines end at their own two flip-flops.
+        irdy_q = Signal()
+        frame_now_q = Signal()      # (frame_q is the registered sample's own copy)
+        m.d.pci += [irdy_q.eq(live.irdy), frame_now_q.eq(live.frame)]
+
+        def chosen_later(name, value):
+            """``value(claimed, irdy, frame)`` (one bit) of the previous edge's claim and
+            lines, from registers."""
+            q = {}
+            for i in (0, 1):
+                for f in (0, 1):
+                    q[i, f] = Signal(name=f"{name}_{i}{f}_q")
+                    m.d.pci += q[i, f].eq(Mux(claim, value(True, i, f), value(False, i, f)))
+            return Mux(irdy_q, Mux(frame_now_q, q[1, 1], q[1, 0]),
+                       Mux(frame_now_q, q[0, 1], q[0, 0]))
+
+        def decision(name):
+            return lambda c, i, f: cofactor(c, i, f, name)
+
         signaled_target_abort = Signal()
-        m.d.pci += [active.eq(next_active), backoff.eq(next_backoff),
-                    devsel_p.eq(devsel_n), trdy_p.eq(trdy_n), stop_p.eq(stop_n),
-                    moved_q.eq(moved), load_q.eq(load), end_q.eq(end_txn),
-                    cur_valid.eq(live_pick("next_valid") & next_active),
-                    signaled_target_abort.eq(live_pick("abort_now")),
-                    corrupt_taken_q.eq(load & new_corrupt)]
+        m.d.comb += [
+            active.eq(chosen_later("active", decision("next_active"))),
+            backoff.eq(chosen_later("backoff", decision("next_backoff"))),
+            devsel_p.eq(chosen_later("devsel_p", decision("devsel_n"))),
+            trdy_p.eq(chosen_later("trdy_p", decision("trdy_n"))),
+            stop_p.eq(chosen_later("stop_p", decision("stop_n"))),
+            moved_q.eq(chosen_later("moved", lambda c, i, f: Const(i) & trdy_p)),
+            load_q.eq(chosen_later("load", decision("load"))),
+            end_q.eq(chosen_later("end_txn", decision("end_txn"))),
+            cur_valid.eq(chosen_later("cur_valid", lambda c, i, f: (
+                cofactor(c, i, f, "next_valid") & cofactor(c, i, f, "next_active")))),
+            signaled_target_abort.eq(chosen_later("abort", decision("abort_now"))),
+            corrupt_taken_q.eq(chosen_later("corrupt_taken", lambda c, i, f: (
+                cofactor(c, i, f, "load") & new_corrupt))),
+            # A write phase moved at the previous edge.
+            wr_moved.eq(chosen_later("wr_moved", lambda c, i, f: (
+                Const(i) & trdy_p & ~e_read & e_active))),
+        ]
         m.d.comb += [self.signaled_target_abort.eq(signaled_target_abort),
                      self.corrupt_taken.eq(corrupt_taken_q)]
 
@@ -767,7 +796,6 @@ class PCITarget(wiring.Component):
         corrupt_next = live_pick("corrupt")
         m.d.comb += [
             bus.ad.o.eq(ad_next[:32]), bus.ad.oe.eq(drive_ad),
-            rfifo.pop.eq(load),
             self.corrupt_par.eq(corrupt_next),
         ]
         if wide:
@@ -849,8 +877,7 @@ class PCITarget(wiring.Component):
         m.d.comb += [rfifo.push.eq(keep), rfifo.w_data.eq(r_data)]
         m.d.pci += outstanding.eq(outstanding + read_taken - r_valid)
         # Everything in flight when a transaction ends is dropped: prefetched words nobody
-        # asked for, including those still to come.
-        m.d.comb += rfifo.flush.eq(end_txn)
+        # asked for, including those still to come (the FIFO is flushed by end_q).
         discard_r.update(outstanding + read_taken - r_valid,
                          Mux(r_valid & (discard != 0), discard - 1, discard))
 
@@ -860,8 +887,7 @@ class PCITarget(wiring.Component):
             m.d.pci += [req_addr.eq(e_req_addr + step), req_count.eq(e_req_count + 1)]
 
         # --- Write data: sampled one clock after its phase, posted to the FIFO ---------------
-        m.d.pci += [wr_moved.eq(moved & ~e_read & e_active),
-                    wr_addr.eq(e_addr), wr_sel.eq(e_sel), wr_x64.eq(e_xfer64)]
+        m.d.pci += [wr_addr.eq(e_addr), wr_sel.eq(e_sel), wr_x64.eq(e_xfer64)]
         be = Cat(~bus.cbe.i, ~bus.cbe_hi.i) if wide else ~bus.cbe.i
         wdata = Cat(bus.ad.i, bus.ad_hi.i) if wide else bus.ad.i
         m.d.comb += [
