@@ -148,8 +148,13 @@ def live_logic(netlist, lines, data_lines=("ad", "ad_hi")):
                     ends.add(user)
                     if source in comb:
                         fanout[source].add(user)
+    # A fabric copy of a data output register (the same D input: the pads' copy of the
+    # driven AD word, for parity in the next clock) is a data end like the register.
+    data_inputs = {netlist.net(f, "DI") for f in ends
+                   if io_register(f) and register_line(f) in data_lines}
     control_ends = {f for f in ends
-                    if not io_register(f) or register_line(f) not in data_lines}
+                    if (not io_register(f) and netlist.net(f, "DI") not in data_inputs)
+                    or (io_register(f) and register_line(f) not in data_lines)}
     # Backward: the combinational cells that reach a control end.
     control = set()
     changed = True
