@@ -35,7 +35,7 @@ import sys
 import time
 from pathlib import Path
 
-from .floorplan import FABRIC, floorplan as place_live_logic, pin_tiles
+from .floorplan import FABRIC, PCI_PORT, floorplan as place_live_logic, pci_port, pin_tiles
 from .ulx3s import PCI_CLOCK_MHZ
 
 __all__ = ["build", "read_report", "check", "notes", "fits", "main", "PCI_SETUP_BUDGET_NS",
@@ -152,7 +152,7 @@ def _floorplan(build_dir, name, out, width, device, device_args, package):
     (:mod:`.floorplan`); the summary for the report."""
     from pcispy.gateware.pci.bus import bus_lines
     lines = [line for line in bus_lines(width) if line not in _NOT_BUS_INPUTS]
-    ports = {f"pci_0__{line}__io": bits for line, bits in bus_lines(width).items()}
+    ports = {pci_port(line): bits for line, bits in bus_lines(width).items()}
     tiles = pin_tiles(_tool("nextpnr"), device_args, package, build_dir / f"{name}.lpf",
                       ports, build_dir)
     start = time.monotonic()
@@ -259,7 +259,7 @@ def _pci_pins(netlist):
     top = next(m for m in netlist["modules"].values() if m["attributes"].get("top"))
     pins = {}
     for port, info in top["ports"].items():
-        match = re.fullmatch(r"pci_0__(\w+?)__io", port)
+        match = PCI_PORT.fullmatch(port)
         if match:
             for bit, net in enumerate(info["bits"]):
                 pins[net] = (match.group(1), bit, len(info["bits"]))

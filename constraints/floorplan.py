@@ -35,7 +35,8 @@ import subprocess
 from collections import defaultdict
 from pathlib import Path
 
-__all__ = ["FABRIC", "live_logic", "assign_bels", "pin_tiles", "floorplan"]
+__all__ = ["FABRIC", "PCI_PORT", "pci_port", "live_logic", "assign_bels", "pin_tiles",
+           "floorplan"]
 
 #: ``{device: (columns, rows)}``: the logic tiles (PLC: four slices) the floorplan may
 #: use. Measured from placed builds of this design (every tile nextpnr put a slice in);
@@ -44,6 +45,16 @@ FABRIC = {
     "LFE5U-85F": (range(2, 125), [y for y in range(2, 69) if y not in (10, 22, 34, 46, 58)]),
 }
 FABRIC["LFE5UM5G-85F"] = FABRIC["LFE5U-85F"]
+
+#: The top-level port of PCI line LINE in a netlist of the board (``pci_0__LINE__io``, as
+#: the platform names the resource): group 1 is the line.
+PCI_PORT = re.compile(r"pci_0__(\w+?)__io")
+
+
+def pci_port(line):
+    """The top-level port name of PCI line ``line``."""
+    return f"pci_0__{line}__io"
+
 
 _COMB = {"LUT4", "PFUMX", "L6MUX21"}
 _OUTPUTS = {"Z", "Q", "O", "F", "OFX"}
@@ -107,8 +118,7 @@ def live_logic(netlist, lines, data_lines=("ad", "ad_hi")):
     for name, cell in netlist.cells.items():
         if cell["type"] != "TRELLIS_IO":
             continue
-        match = re.fullmatch(r"pci_0__(\w+?)__io(\[\d+\])?",
-                             ports.get(netlist.net(name, "B"), ""))
+        match = PCI_PORT.match(ports.get(netlist.net(name, "B"), ""))
         if match:
             io_line[name] = match.group(1)
             if match.group(1) in lines and netlist.net(name, "O") is not None:
