@@ -243,9 +243,10 @@ class PCIBoard(wiring.Component):
         enables = merge_bus_drivers(m, pads.bus, [target, dma],
                                     lines=[("inta", irq.inta, irq.inta & quiet)],
                                     allowed=~passive_on)
-        on_pins = [Signal(name=f"{name}_on_pins") for name in enables if name != "req"]
-        m.d.pci += Cat(*on_pins).eq(Cat(*(enable for name, enable in enables.items()
-                                          if name != "req")))
+        # (REQ# is always driven by a master: it does not count.)
+        held_lines = {name: enable for name, enable in enables.items() if name != "req"}
+        on_pins = [Signal(name=f"{name}_on_pins") for name in held_lines]
+        m.d.pci += Cat(*on_pins).eq(Cat(*held_lines.values()))
         with m.If(passive & ~Cat(*on_pins).any() & ~target.busy):
             m.d.pci += passive_on.eq(1)
         with m.Elif(~passive):
