@@ -22,8 +22,14 @@ nextpnr packs and checks them:
   in the first slice (its ``K1`` also holds the L6MUX21), that of ``D0`` in the second;
 - the two flip-flops of a slice share clock, set/reset, clock enable and their modes;
   every flip-flop of a tile shares the clock, the set/reset and their modes;
+- nextpnr packs a flip-flop with the one LUT or multiplexer that drives its D input
+  (and no other flip-flop's), whose output then reaches it inside the slice, and routes
+  nothing else to it: such a flip-flop goes with that cell, into the FF of the LUT's
+  own half, FF1 of a PFUMX's slice, FF1 of an L6MUX21 pair's second slice (found by
+  experiment: the other places fail to route or are refused), and is left to nextpnr
+  when nextpnr places the cell;
 - a multiplexer's select takes its slice's ``M`` input, the way into a flip-flop from
-  outside the slice: flip-flops go into slices without one.
+  outside the slice: the other flip-flops go into slices without one.
 
 Structures outside these (an L6MUX21 fed by another, a multiplexer fed by something
 other than a LUT4) are left to the placer and counted in the result.
@@ -268,26 +274,58 @@ class _Tiles:
         tx, ty = target
         return sorted(self.tiles, key=lambda t: (abs(t[0] - tx) + abs(t[1] - ty), t))
 
-    def place_cluster(self, shape, members, target):
+    def _flops_fit(self, x, y, first, paired):
+        """Whether the paired flip-flops (``[(slice offset, FF index, keys, cell)]``) fit
+        tile (x, y) from its slice ``first`` on."""
+        tile_keys = {self.tile_key.get((x, y))} - {None}
+        slice_keys = {}
+        slots = [(x, y, self.SLICES[first + offset], f"FF{index}")
+                 for offset, index, _, _ in paired]
+        if len(set(slots)) < len(slots) or any(slot in self.flops for slot in slots):
+            return False
+        for offset, index, (tile_key, slice_key), _ in paired:
+            where = (x, y, self.SLICES[first + offset])
+            tile_keys.add(tile_key)
+            slice_keys.setdefault(where, {self.slice_key.get(where)} - {None}).add(slice_key)
+        return len(tile_keys) <= 1 and all(len(keys) <= 1 for keys in slice_keys.values())
+
+    def _take_flops(self, x, y, first, paired, bels):
+        for offset, index, (tile_key, slice_key), flop in paired:
+            slot = (x, y, self.SLICES[first + offset], f"FF{index}")
+            self.flops[slot] = flop
+            self.tile_key[(x, y)] = tile_key
+            self.slice_key[slot[:3]] = slice_key
+            bels[flop] = f"X{x}/Y{y}/SLICE{slot[2]}.{slot[3]}"
+
+    def place_cluster(self, shape, members, target, paired=()):
+        """Place a cluster and the flip-flops its outputs pair with (``paired``:
+        ``[(slice offset, K index or None for the LUT's own, keys, flip-flop)]``)."""
         for x, y in self.nearest(target):
             for first in range(4):
                 if shape == "pair" and first not in (0, 2):
                     continue
                 slices = [self.SLICES[first + offset] for offset, _, _ in members]
                 if shape == "lut":
-                    for k in ("K0", "K1"):
-                        if (x, y, slices[0], k) not in self.luts:
-                            self.luts[(x, y, slices[0], k)] = members[0][2]
-                            return {members[0][2]: f"X{x}/Y{y}/SLICE{slices[0]}.{k}"}, (x, y)
+                    for k in (0, 1):
+                        pair = [(0, k, keys, flop) for _, _, keys, flop in paired]
+                        if (x, y, slices[0], f"K{k}") in self.luts or \
+                                not self._flops_fit(x, y, first, pair):
+                            continue
+                        self.luts[(x, y, slices[0], f"K{k}")] = members[0][2]
+                        bels = {members[0][2]: f"X{x}/Y{y}/SLICE{slices[0]}.K{k}"}
+                        self._take_flops(x, y, first, pair, bels)
+                        return bels, (x, y)
                     continue
                 slots = [(x, y, s, k) for s, (_, k, _) in zip(slices, members)]
-                if any(slot in self.luts for slot in slots):
+                if any(slot in self.luts for slot in slots) or \
+                        not self._flops_fit(x, y, first, paired):
                     continue
                 bels = {}
                 for slot, (_, _, cell) in zip(slots, members):
                     self.luts[slot] = cell
                     self.muxed.add(slot[:3])
                     bels[cell] = f"X{x}/Y{y}/SLICE{slot[2]}.{slot[3]}"
+                self._take_flops(x, y, first, paired, bels)
                 return bels, (x, y)
         raise RuntimeError("floorplan: no free slice left in the region")
 
@@ -340,6 +378,37 @@ def assign_bels(netlist, comb, flops, anchors, fabric):
                     bits += inputs(user)
         return bits
 
+    def pair_of(cell):
+        """The flip-flop nextpnr packs with ``cell`` (the one flip-flop whose D input its
+        output drives), or None."""
+        ffs = [user for user, port in netlist.users[netlist.net(cell, "Z")]
+               if port == "DI" and netlist.cells[user]["type"] == "TRELLIS_FF"]
+        return ffs[0] if len(ffs) == 1 else None
+
+    def paired_flops(shape, members):
+        """``[(slice offset, FF index, keys, flip-flop)]`` the cluster's outputs pair
+        with, where nextpnr accepts them (found by experiment): a LUT's with the FF of
+        its own half (None: the half it gets), a PFUMX's with FF1 of its slice (FF0
+        would need the M0 its select takes), an L6MUX21's with FF1 of the pair's second
+        slice."""
+        found = []
+        for offset, k, lut in members:
+            found.append((offset, None if k is None else int(k[1]), pair_of(lut)))
+        if shape == "slice":
+            found.append((0, 1, pair_of(owner(members[0][2]))))
+        elif shape == "pair":
+            high, low = owner(members[0][2]), owner(members[2][2])
+            found += [(0, 1, pair_of(high)), (1, 1, pair_of(low)),
+                      (1, 1, pair_of(owner(high)))]
+        return [(offset, index, _flop_keys(netlist, flop), flop)
+                for offset, index, flop in found if flop is not None]
+
+    def owner(cell):
+        """The PFUMX or L6MUX21 that ``cell``'s output feeds."""
+        return next(user for user, port in netlist.users[netlist.net(cell, "Z")]
+                    if netlist.cells[user]["type"] in ("PFUMX", "L6MUX21")
+                    and port in ("ALUT", "BLUT", "D0", "D1"))
+
     # Depth from the pins: place a cluster once the clusters feeding it are placed.
     pending = list(range(len(clusters)))
     bels = {}
@@ -358,7 +427,8 @@ def assign_bels(netlist, comb, flops, anchors, fabric):
             shape, members = clusters[i]
             fed_from = [position[b] for b in cluster_inputs(members) if b in position]
             placed, where = tiles.place_cluster(shape, members,
-                                                _mean(fed_from) if fed_from else anchor_mean)
+                                                _mean(fed_from) if fed_from else anchor_mean,
+                                                paired_flops(shape, members))
             bels.update(placed)
             for _, _, lut in members:
                 position[netlist.net(lut, "Z")] = where
@@ -367,6 +437,14 @@ def assign_bels(netlist, comb, flops, anchors, fabric):
                         position[netlist.net(user, "Z")] = where
             pending.remove(i)
     for flop in sorted(flops):
+        if flop in bels:
+            continue            # placed with the cell that drives it
+        driver = netlist.driver.get(netlist.net(flop, "DI"), (None,))[0]
+        if driver is not None and pair_of(driver) == flop:
+            # nextpnr packs a flip-flop with the LUT or multiplexer that drives only it
+            # (its D comes from that cell's own output, in the same slice): with its
+            # driver left to nextpnr, so is the flip-flop.
+            continue
         fed_from = [position[b] for b in inputs(flop) if b in position]
         bel, _ = tiles.place_flop(flop, _flop_keys(netlist, flop),
                                   _mean(fed_from) if fed_from else anchor_mean)
