@@ -312,9 +312,11 @@ def analyse_io(netlist, timing):
                      if m["attributes"].get("top"))["cells"]
     words = {top_cells[r]["connections"].get("TXDATA0", [None])[0]
              for r in data_registers if r in top_cells} - {None}
+    # (nextpnr moves the D input of a flip-flop it does not pack with a LUT to M.)
     data_registers |= {name for name, cell in top_cells.items()
                        if cell["type"] == "TRELLIS_FF"
-                       and cell["connections"].get("DI", [None])[0] in words}
+                       and words & {cell["connections"].get(port, [None])[0]
+                                    for port in ("DI", "M")}}
     for io_name, (line, bit, width, cell) in pins.items():
         label = _pin_label(line, bit, width)
         params = cell["parameters"]
