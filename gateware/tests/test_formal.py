@@ -44,7 +44,8 @@ def test_table_names_every_property_once():
     assert {kind for _, _, kind, _ in rows} <= {"prove", "bmc", "cover"}
     assert {harness for harness, _, kind, _ in rows if kind == "prove"} == {
         "target", "initiator", "expansion"}
-    assert {harness for harness, _, kind, _ in rows if kind == "cover"} == {"target", "initiator"}
+    assert {harness for harness, _, kind, _ in rows if kind == "cover"} == {
+        "target", "initiator", "expansion"}
 
 
 def test_mutated_initiator_fails_with_trace(tmp_path):
