@@ -18,13 +18,13 @@ clock (next state and outputs) is built once per value of the lines that matter 
 phase (on an FPGA; ``expand_live``). The lines choose among the copies' outputs just in
 front of the pads' output flip-flops; every copy's next state is registered, with the
 lines, and the state is chosen from those registers in the next clock, so that no live
-line reaches a state register. The wider registers (address, DWORDs left, the clock counters) keep
-their value from before the previous edge with the registered event of that edge and
-show the updated value combinationally, and everything the initiator tells the DMA engine
-(``events``, ``status``, ``wdata_take``) leaves registered, one clock after the edge it is
-about. The formal job ``expansion_prove`` shows the expanded and the folded build to be
-the same machine. The pads' live parity check (``par_error``) serves the
-two-clock PERR# rule. The pads generate PAR themselves, so the initiator leaves
+line reaches a state register. The wider registers (address, DWORDs left, the clock
+counters) keep their value from before the previous edge with the registered event of
+that edge and show the updated value combinationally, and everything the initiator
+tells the DMA engine (``events``, ``status``, ``wdata_take``) leaves registered, one clock
+after the edge it is about. The formal job ``expansion_prove`` shows the expanded and the
+folded build to be the same machine. The pads' live parity check (``par_error``) serves
+the two-clock PERR# rule. The pads generate PAR themselves, so the initiator leaves
 ``bus.par``/``bus.par64`` alone. Read data comes through the registered ``bus.ad.i`` one
 clock after the data phase. Lines the pads treat as sustained tri-state (FRAME#, IRDY#,
 REQ64#, PERR#) are *owned* through ``oe``: when ``oe`` drops, the pads drive the line
@@ -726,7 +726,7 @@ class Initiator(wiring.Component):
                     lambda nxt, drv: getattr(drv[name], port),
                     idle_family, busy_family, is_idle, go_now, now_lines))
 
-        # State: built, the folded machine registers its one next state. Expanded, every
+        # State: folded, the registers take the one next state. Expanded, every
         # cofactor's next state is registered, and so are the lines that choose among them;
         # the choice is made in the next clock, from registers only. The same value, clock
         # for clock, but a live line now ends at one flip-flop of its own: the state
