@@ -63,17 +63,6 @@ def _input_name(width, path):
     return f"in{width}_" + "_".join(map(str, path))
 
 
-def _free_inputs():
-    """``[(port name, shape)]``: one harness input per input of each width's initiator."""
-    ports = []
-    for width in WIDTHS:
-        initiator = Initiator(width)
-        inputs, _ = _inputs_and_outputs(initiator)
-        ports += [(_input_name(width, path), Value.cast(value).shape())
-                  for path, value in inputs]
-    return ports
-
-
 class ExpansionHarness(Harness):
     """Folded and expanded initiators side by side, inputs shared and free.
 
@@ -87,15 +76,18 @@ class ExpansionHarness(Harness):
     MUTATIONS = ("swapped_stop_cofactors",)
 
     def __init__(self, **kwargs):
+        self._pairs = {width: (Initiator(width, expand_live=False),
+                               Initiator(width, expand_live=True)) for width in WIDTHS}
         # Every input of the initiators is a port of the harness: a port is what the
         # solver may choose in every step (a signal nothing drives is its initial value).
-        super().__init__({name: In(shape) for name, shape in _free_inputs()}, **kwargs)
+        ports = {_input_name(width, path): In(Value.cast(value).shape())
+                 for width, (folded, _) in self._pairs.items()
+                 for path, value in _inputs_and_outputs(folded)[0]}
+        super().__init__(ports, **kwargs)
 
     def elaborate(self, platform):
         m = self._module()
-        for width in WIDTHS:
-            folded = Initiator(width, expand_live=False)
-            expanded = Initiator(width, expand_live=True)
+        for width, (folded, expanded) in self._pairs.items():
             m.submodules[f"folded{width}"] = folded_fragment = elaborate(folded, platform)
             m.submodules[f"expanded{width}"] = expanded_fragment = elaborate(expanded, platform)
             folded_in, folded_out = _inputs_and_outputs(folded)
