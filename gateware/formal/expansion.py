@@ -15,10 +15,10 @@ registers one clock later; the folded build registers its one next state. The le
 ``lemma_same_state``, every register of the folded build equal to the expanded build's
 signal of that name (its chosen state), makes the induction unbounded: with equal state
 and equal inputs, the cofactor the registered lines choose is the folded build's next
-state. The inputs are ports of the harness:
-an Amaranth signal that nothing drives is a constant (its initial value), and with
-constant inputs the equivalence would hold without saying anything. The cover
-``data_phase`` (job ``expansion_cover``) shows that the solver does choose them.
+state. The inputs are ports of the harness: an Amaranth signal that nothing drives is a
+constant (its initial value), and with constant inputs the equivalence would hold
+without saying anything. The cover ``data_phase`` (job ``expansion_cover``) shows that
+the solver does choose them.
 """
 
 from amaranth import Value
@@ -26,7 +26,7 @@ from amaranth.lib import data
 from amaranth.lib.wiring import In
 
 from ..pci.initiator import Handshake, Initiator
-from .harness import Harness, elaborate
+from .harness import Harness, elaborate, internal_signals
 
 __all__ = ["ExpansionHarness"]
 
@@ -44,19 +44,11 @@ def _inputs_and_outputs(component):
 
 def _clocked_registers(fragment):
     """``{name: Signal}`` of the signals the fragment assigns in its ``pci`` domain."""
-    return _assigned(fragment, ("pci",))
-
-
-def _assigned(fragment, domains=None):
-    """``{name: Signal}`` of the signals the fragment assigns (in ``domains``, or any)."""
-    signals = {}
-    for domain, statements in fragment.statements.items():
-        if domains is not None and domain not in domains:
-            continue
-        for statement in statements:
-            for signal in statement._lhs_signals():
-                signals[signal.name] = signal
-    return signals
+    registers = {}
+    for statement in fragment.statements.get("pci", ()):
+        for signal in statement._lhs_signals():
+            registers[signal.name] = signal
+    return registers
 
 
 def _input_name(width, path):
@@ -102,7 +94,7 @@ class ExpansionHarness(Harness):
                 self.check("expansion_exact", Value.cast(a) == Value.cast(b))
             # The inputs really are free: the expanded build moves data.
             self.cover("data_phase", expanded.events.phase)
-            ours = _assigned(expanded_fragment)
+            ours = internal_signals(expanded_fragment)
             for name, register in _clocked_registers(folded_fragment).items():
                 self.check("lemma_same_state", register == ours[name])
         return m
