@@ -35,7 +35,8 @@ import sys
 import time
 from pathlib import Path
 
-from .floorplan import FABRIC, PCI_PORT, floorplan as place_live_logic, pci_port, pin_tiles
+from .floorplan import (FABRIC, PCI_PORT, floorplan as place_live_logic, pci_port, pin_tiles,
+                        top_module)
 from .ulx3s import PCI_CLOCK_MHZ
 
 __all__ = ["build", "read_report", "check", "notes", "fits", "main", "PCI_SETUP_BUDGET_NS",
@@ -256,7 +257,7 @@ _NOT_BUS_INPUTS = {"clk", "rst_domain"}
 
 def _pci_pins(netlist):
     """``{(io cell name): (line, bit, width, io cell)}`` for every PCI pin of the top."""
-    top = next(m for m in netlist["modules"].values() if m["attributes"].get("top"))
+    top = top_module(netlist)
     pins = {}
     for port, info in top["ports"].items():
         match = PCI_PORT.fullmatch(port)
@@ -308,8 +309,7 @@ def analyse_io(netlist, timing):
     # A fabric copy of a data output register (the same D input: the pads keep the driven
     # AD word for the parity of the next clock) is a data end like the register itself
     # (floorplan.live_logic reads the synthesised netlist the same way).
-    top_cells = next(m for m in netlist["modules"].values()
-                     if m["attributes"].get("top"))["cells"]
+    top_cells = top_module(netlist)["cells"]
     words = {top_cells[r]["connections"].get("TXDATA0", [None])[0]
              for r in data_registers if r in top_cells} - {None}
     # (nextpnr moves the D input of a flip-flop it does not pack with a LUT to M.)

@@ -41,7 +41,7 @@ import subprocess
 from collections import defaultdict
 from pathlib import Path
 
-__all__ = ["FABRIC", "PCI_PORT", "pci_port", "live_logic", "assign_bels", "pin_tiles",
+__all__ = ["FABRIC", "PCI_PORT", "pci_port", "top_module", "live_logic", "assign_bels", "pin_tiles",
            "floorplan"]
 
 #: ``{device: (columns, rows)}``: the logic tiles (PLC: four slices) the floorplan may
@@ -70,11 +70,19 @@ _TILE_PARAMS = ("CLKMUX", "LSRMUX", "SRMODE")
 _SLICE_PARAMS = _TILE_PARAMS + ("CEMUX", "GSR")
 
 
+#: The data inputs of the wide-function multiplexers (their other input is the select).
+_MUX_DATA = {"PFUMX": ("ALUT", "BLUT"), "L6MUX21": ("D0", "D1")}
+
+
+def top_module(netlist):
+    """The top module of a yosys or nextpnr JSON netlist."""
+    return next(m for m in netlist["modules"].values() if m["attributes"].get("top"))
+
+
 class _Netlist:
     """The top module of a yosys JSON netlist, with its nets' drivers and users."""
     def __init__(self, netlist):
-        self.top = next(m for m in netlist["modules"].values()
-                        if m["attributes"].get("top"))
+        self.top = top_module(netlist)
         self.cells = self.top["cells"]
         self.driver = {}                    # net bit -> (cell, port)
         self.users = defaultdict(list)      # net bit -> [(cell, port)]
@@ -92,6 +100,15 @@ class _Netlist:
     def net(self, cell, port):
         bits = self.cells[cell]["connections"].get(port, [])
         return bits[0] if bits and isinstance(bits[0], int) else None
+
+    def mux_fed(self, cell, kinds=tuple(_MUX_DATA)):
+        """The multiplexer (of a type in ``kinds``) whose data input ``cell``'s output
+        drives, or None."""
+        for user, port in self.users[self.net(cell, "Z")]:
+            kind = self.cells[user]["type"]
+            if kind in kinds and port in _MUX_DATA[kind]:
+                return user
+        return None
 
     def driven_by(self, cell, port, kind):
         """The cell of type ``kind`` driving ``cell``'s input ``port``, or None."""
@@ -196,16 +213,10 @@ def _clusters(netlist, comb):
         return (blut, alut) if blut and alut else None
 
     def owner_mux(lut):
-        for user, port in netlist.users[netlist.net(lut, "Z")]:
-            if cells[user]["type"] == "PFUMX" and port in ("ALUT", "BLUT"):
-                return user
-        return None
+        return netlist.mux_fed(lut, ("PFUMX",))
 
     def owner_l6(mux):
-        for user, port in netlist.users[netlist.net(mux, "Z")]:
-            if cells[user]["type"] == "L6MUX21" and port in ("D0", "D1"):
-                return user
-        return None
+        return netlist.mux_fed(mux, ("L6MUX21",))
 
     # Every cone cell belongs to the structure rooted at its L6MUX21 or PFUMX, if any.
     roots = set()
@@ -395,19 +406,13 @@ def assign_bels(netlist, comb, flops, anchors, fabric):
         for offset, k, lut in members:
             found.append((offset, None if k is None else int(k[1]), pair_of(lut)))
         if shape == "slice":
-            found.append((0, 1, pair_of(owner(members[0][2]))))
+            found.append((0, 1, pair_of(netlist.mux_fed(members[0][2]))))
         elif shape == "pair":
-            high, low = owner(members[0][2]), owner(members[2][2])
+            high, low = netlist.mux_fed(members[0][2]), netlist.mux_fed(members[2][2])
             found += [(0, 1, pair_of(high)), (1, 1, pair_of(low)),
-                      (1, 1, pair_of(owner(high)))]
+                      (1, 1, pair_of(netlist.mux_fed(high)))]
         return [(offset, index, _flop_keys(netlist, flop), flop)
                 for offset, index, flop in found if flop is not None]
-
-    def owner(cell):
-        """The PFUMX or L6MUX21 that ``cell``'s output feeds."""
-        return next(user for user, port in netlist.users[netlist.net(cell, "Z")]
-                    if netlist.cells[user]["type"] in ("PFUMX", "L6MUX21")
-                    and port in ("ALUT", "BLUT", "D0", "D1"))
 
     # Depth from the pins: place a cluster once the clusters feeding it are placed.
     pending = list(range(len(clusters)))
