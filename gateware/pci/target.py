@@ -416,6 +416,26 @@ class PCITarget(wiring.Component):
         m.d.comb += self.attempt.eq(claim & c_exerciser)
 
         knobs = self.knobs
+        # The claim's address arithmetic, made per window from AD beside the BAR compare
+        # and chosen by the one-hot hit afterwards (not on the chosen offset, behind it).
+        # c_at_end: the first phase is the window's last (offset + step > last: an offset
+        # inside its window has all its bits set, the lowest aside for a 64-bit step).
+        # c_abort_range: the first phase addresses the exerciser's abort range.
+        c_at_end = Signal()
+        c_abort_range = Signal()
+
+        def abort_range(byte_addr):
+            return (byte_addr >= knobs.abort_first) & (byte_addr <= knobs.abort_last)
+
+        def window_abort_range(sel, offset, last, window):
+            if window is None or not window.exerciser:
+                return None
+            return abort_range(Cat(Const(0, 2), offset))
+        m.d.comb += [
+            c_at_end.eq(select(1, lambda sel, offset, last, window: (
+                Mux(c_xfer64, offset[1:].all(), offset.all())))),
+            c_abort_range.eq(select(1, window_abort_range)),
+        ]
         # Clocks before the first TRDY# of an exerciser window: from the registers alone,
         # so the decode only selects it.
         exerciser_wait = Signal(9)
@@ -540,8 +560,6 @@ class PCITarget(wiring.Component):
         def phases_after(count, mv):
             return (count + 1)[:16] if mv else count
 
-        knobs = self.knobs
-
         # The transaction as the decision sees it: a new one claimed in this clock (its
         # parameters from the address decode), or the one running (registers). The decision
         # is built for each and the claim picks one last, so the decode of the address
@@ -555,6 +573,7 @@ class PCITarget(wiring.Component):
                 v.wait = Mux(c_exerciser, exerciser_wait, 0)
                 v.group = Const(0, 8)
                 v.base = (c_offset, Const(0, 16), c_xfer64, c_last)
+                v.at_end, v.abort_range = c_at_end, c_abort_range
             else:
                 v.active, v.read, v.single, v.exerciser = active, t_read, t_single, t_exerciser
                 v.xfer64, v.retry, v.devsel_wait = t_xfer64, t_retry, devsel_wait
@@ -581,12 +600,14 @@ class PCITarget(wiring.Component):
             # Room for posted writes: the one being pushed, the one moving, the next one.
             r.write_room = (wfifo.level + wr_moved + 1 + int(mv)) <= WRITE_FIFO_DEPTH
 
-            def abort_range(a, p, x, last, mv):
-                byte_addr = Cat(Const(0, 2), after(a, x, mv))
-                return (byte_addr >= knobs.abort_first) & (byte_addr <= knobs.abort_last)
-            r.in_abort = v.exerciser & knobs.abort_enable & ahead(abort_range)
+            if v.claimed:       # (mv is False: no phase moves in the claim's clock)
+                in_range, at_end = v.abort_range, v.at_end
+            else:
+                in_range = ahead(lambda a, p, x, last, mv: abort_range(
+                    Cat(Const(0, 2), after(a, x, mv))))
+                at_end = ahead(lambda a, p, x, last, mv: after(a, x, mv) + Mux(x, 2, 1) > last)
+            r.in_abort = v.exerciser & knobs.abort_enable & in_range
             disc_n = v.exerciser & (knobs.disconnect_after != 0)
-            at_end = ahead(lambda a, p, x, last, mv: after(a, x, mv) + Mux(x, 2, 1) > last)
             first_phase = ahead(lambda a, p, x, last, mv: phases_after(p, mv) == 0)
             disconnect_next = ahead(
                 lambda a, p, x, last, mv: phases_after(p, mv) + 1 == knobs.disconnect_after)
@@ -651,12 +672,13 @@ class PCITarget(wiring.Component):
             devsel_n, trdy_n, stop_n, next_active, next_backoff, abort_now = (
                 Signal(name=n + suffix) for n in ("devsel_n", "trdy_n", "stop_n",
                                                   "next_active", "next_backoff", "abort_now"))
+            release = final | (~frame & ~irdy)
             with m.If(backoff):
                 # Hold STOP# (and DEVSEL#, unless aborting) until FRAME# is deasserted.
                 with m.If(frame):
                     m.d.comb += [devsel_n.eq(devsel_p), stop_n.eq(1), next_backoff.eq(1)]
             with m.Elif(v.active):
-                with m.If(final | ~frame & ~irdy):
+                with m.If(release):
                     # Last phase moved, or the initiator gave up (master abort): release.
                     pass
                 with m.Elif(trdy_p & ~moved):
@@ -683,7 +705,14 @@ class PCITarget(wiring.Component):
             d.devsel_n, d.trdy_n, d.stop_n = devsel_n, trdy_n, stop_n
             d.next_active, d.next_backoff, d.abort_now = next_active, next_backoff, abort_now
             d.end_txn = (active | backoff) & ~next_active & ~next_backoff
-            d.own = devsel_n | trdy_n | stop_n
+            # The lines are owned (driven) in exactly the branches above that assert one of
+            # them. Written from the branch conditions rather than as DEVSEL# | TRDY# |
+            # STOP#: the same value, but the enables (AD's above all, 32 or 64 pads away)
+            # then wait for neither the ready nor the disconnect and abort arithmetic of
+            # the claim's address, which only choose between the asserting branches.
+            d.own = Mux(backoff, frame,
+                        v.active & ~release
+                        & ((trdy_p & ~moved) | (moved & stop_p) | (v.devsel_wait == 0)))
             # AD is driven while the lines are owned in a read, never in the turnaround
             # clock after the address phase (fast decode claims then). A claim never meets
             # a backoff (STOP# is held only while FRAME# is asserted, and a claim follows a
@@ -818,12 +847,11 @@ class PCITarget(wiring.Component):
         with m.If(t_exerciser & (knobs.disconnect_after != 0) & ~t_single):
             m.d.comb += read_phase_limit.eq(knobs.disconnect_after)
         # The first request leaves at the claim itself (e_*: the claim's values). At the
-        # claim no request has been issued and every limit is at least 1, so only the
-        # window end applies; both compares are made before the claim selects one.
+        # claim no request has been issued, every limit is at least 1 and the claimed
+        # offset lies inside its window: a request is always left.
         e_req_addr = Mux(claim, c_offset, req_addr)
         e_req_count = Mux(claim, 0, req_count)
-        request_left = Mux(claim, c_offset <= c_last,
-                           (req_addr <= t_last) & (req_count < read_phase_limit))
+        request_left = claim | ((req_addr <= t_last) & (req_count < read_phase_limit))
         # No request while answers to an ended transaction are still due: they are told
         # apart from new answers only by their count, and two backends answering in the
         # same clock would merge into one (a word lost, the transaction hung).

@@ -19,7 +19,7 @@ from pcispy.gateware.tests.pci_host import BAR_ADDRESSES, enumerate_board, simul
 
 pytestmark = pytest.mark.target
 
-BAR0, BAR2, BAR3 = BAR_ADDRESSES[0], BAR_ADDRESSES[2], BAR_ADDRESSES[3]
+BAR0, BAR1, BAR2, BAR3 = (BAR_ADDRESSES[i] for i in range(4))
 EXERCISER_SIZE = 16 * 1024
 
 
@@ -36,11 +36,15 @@ async def csr_read(host, name):
     return r.data[0]
 
 
-def run(bench, width=32):
+def board_of(width=32):
+    return PCIBoard(width, exerciser_size=EXERCISER_SIZE)
+
+
+def run(bench, width=32, board=None):
     async def wrapped(host, pins, ctx):
         await enumerate_board(host)
         await bench(host, ctx)
-    simulate(PCIBoard(width, exerciser_size=EXERCISER_SIZE), wrapped)
+    simulate(board or board_of(width), wrapped)
 
 
 def test_memory_burst_write_then_read_exact_clocks():
@@ -121,6 +125,28 @@ def test_burst_stops_at_window_end_and_on_reserved_order():
         w = await host.write(BAR2 + 0x101, [7, 8])
         assert (w.moved, w.termination) == (1, Termination.DISCONNECT_DATA)
     run(bench)
+
+
+@pytest.mark.parametrize("width", [32, 64])
+def test_burst_claimed_on_the_window_last_word_stops_with_its_first_phase(width):
+    """The claim's own phase is the window's last: STOP# with the first TRDY# (the end
+    test of the claim is made per window, apart from the running transaction's)."""
+    board = board_of(width)
+    trace_size = board.windows[1].bar.size
+
+    async def bench(host, ctx):
+        w = await host.write(BAR2 + EXERCISER_SIZE - 4, [5, 6])
+        assert (w.moved, w.termination) == (1, Termination.DISCONNECT_DATA)
+        assert w.first("stop") == 3 and w.data_clocks() == [3]
+        if width == 64:
+            # A 64-bit write to the (read-only) trace window's last qword: one phase, the
+            # step being 2. One qword before it: two phases.
+            w = await host.write(BAR1 + trace_size - 8, [1, 2], req64=True)
+            assert w.first("ack64") == 3
+            assert (w.moved, w.termination) == (1, Termination.DISCONNECT_DATA)
+            w = await host.write(BAR1 + trace_size - 16, [1, 2, 3], req64=True)
+            assert (w.moved, w.termination) == (2, Termination.DISCONNECT_DATA)
+    run(bench, board=board)
 
 
 def test_io_window_and_unclaimed_addresses():
@@ -226,6 +252,13 @@ def test_target_abort_on_range_sets_status_bits():
         await host.config_write(1, (1 << 11) << 16 | 0x43)
         assert not (await host.config_read(1)) >> 16 & (1 << 11)
         assert await csr_read(host, "target.aborted") == 1
+        # The claim's own phase in the range: no TRDY#, target abort on clock 4.
+        await csr_write(host, "target.abort_first", 0x40)
+        await csr_write(host, "target.abort_last", 0x43)
+        w = await host.write(BAR2 + 0x40, [5, 6])
+        assert (w.moved, w.termination) == (0, Termination.TARGET_ABORT)
+        assert w.first("devsel") == 3 and w.first("stop") == 4
+        assert w.first("trdy") is None
     run(bench)
 
 
