@@ -30,15 +30,21 @@ PCI_CLOCK_MHZ = 33
 CLOCK_LINE = "clk"
 RESET_LINE = "rst_domain"
 
-#: ``{subsignal: [gpio connector pins, bit 0 first]}``. AD uses pairs 0..15 in order, so
-#: a ribbon or adapter board keeps the byte lanes together.
+#: ``{subsignal: [gpio connector pins, bit 0 first]}``. AD uses pairs 0..13, 25 and 24
+#: (AD[29:28] and AD[31:30] last), so a ribbon or adapter board keeps the byte lanes
+#: together but for its top four bits. Pairs 14 and 15 are on balls at the far right
+#: edge of the die (tiles X126/Y92 and X126/Y56), pairs 24 and 25 on its top edge next to
+#: AD[15:0]: there the address decode and the AD output enables, which read and drive
+#: every AD pin in one clock, cross less of the die (docs/timing.md); INTA#..INTD#,
+#: registered and read by nothing in the same clock, take the far pairs.
 PCI_PINOUT = {
-    "ad": [f"{pair}{side}" for pair in range(16) for side in "+-"],
+    "ad": ([f"{pair}{side}" for pair in range(14) for side in "+-"]
+           + ["25+", "25-", "24+", "24-"]),
     "cbe": ["16+", "16-", "17+", "17-"],
     "par": ["18+"], "frame": ["18-"], "irdy": ["19+"], "trdy": ["19-"],
     "stop": ["20+"], "devsel": ["20-"], "idsel": ["21+"], "lock": ["21-"],
     "perr": ["22+"], "serr": ["22-"], "req": ["23+"], "gnt": ["23-"],
-    "inta": ["24+"], "intb": ["24-"], "intc": ["25+"], "intd": ["25-"],
+    "inta": ["15+"], "intb": ["15-"], "intc": ["14+"], "intd": ["14-"],
     "rst": ["26+"], RESET_LINE: ["26-"],
     CLOCK_LINE: ["27+"],
 }
