@@ -17,6 +17,7 @@ import re
 import pytest
 
 from pcispy.constraints.build import analyse_io, parse_sdf
+from pcispy.constraints.floorplan import top_module
 from pcispy.constraints.ulx3s import (BOARDS, CLOCK_LINE, PCI_EDGE_PINS, PCI_PINOUT,
                                       RESET_LINE, add_pci, header_label)
 from pcispy.gateware.board_top import BoardTop
@@ -107,6 +108,9 @@ def test_64bit_board_elaborates_with_io_cell_output_registers():
     bits = sum(len(ecp5_evn.PCI_PINOUT[name]) for name in driven_live)
     assert len(re.findall(r"^\s*cell \\OFS1P3BX ", il, re.MULTILINE)) == bits
     assert len(re.findall(r"^\s*cell \\OFS1P3DX ", il, re.MULTILINE)) >= bits
+    # AD[63:0]'s output enable: a kept copy per pin pair.
+    assert len(re.findall(r"^\s*cell \\LUT4 \\ad(_hi)?_oe_copy_\d+\$\d+$", il,
+                          re.MULTILINE)) == 32
 
 
 def _lpf(passive):
@@ -139,6 +143,9 @@ def test_board_top_elaborates_with_the_pinout(passive):
     for name in PCI_PINOUT:
         drives = not passive and name not in INPUT_ONLY_LINES | {CLOCK_LINE, RESET_LINE}
         assert directions[f"pci_0__{name}__io"] == ("inout" if drives else "input"), name
+    # AD's output enable: a kept copy per pin pair (none where nothing drives).
+    copies = re.findall(r"^\s*cell \\LUT4 \\ad_oe_copy_(\d+)\$\d+$", il, re.MULTILINE)
+    assert sorted(map(int, copies)) == ([] if passive else list(range(0, 32, 2)))
 
 
 # A placed design's files, cut down: pin a[0] (bus line "frame") reaches a fabric
@@ -373,6 +380,12 @@ def test_default_board_synthesises_and_fits_its_part(tmp_path):
     assert report["luts"] > 10_000 and report["ffs"] > 5_000 and report["brams"] > 40
     assert fits(report, "LFE5U-85F")
     assert not (tmp_path / "pcispy.bit").exists()
+    # Synthesis keeps AD's output-enable copies, one per pin pair.
+    netlist = json.loads((tmp_path / "pcispy.json").read_text())
+    copies = [name for name, cell in top_module(netlist)["cells"].items()
+              if cell["type"] == "LUT4"
+              and re.fullmatch(r"board\.pads\.ad_oe_copy_\d+\$\d+", name)]
+    assert len(copies) == 16
 
 
 @pytest.mark.parametrize("board", ["ulx3s-45f", "ulx3s-25f", "ulx3s-12f"])

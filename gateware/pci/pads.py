@@ -33,7 +33,8 @@ the I/O cell cannot give both its input register and the live pin to the fabric)
 other line uses ``io.FFBuffer`` (all three registers in the I/O cell).
 """
 
-from amaranth import Module, Signal, Cat
+from amaranth import Cat, Const, Module, Signal
+from amaranth.hdl import Instance
 from amaranth.lib import io, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -58,6 +59,12 @@ INPUT_ONLY_LINES = frozenset({"rst", "gnt", "idsel"})
 # Lines read unregistered inside the pads, for parity generation and checking.
 _PARITY_LIVE_LINES = frozenset({"cbe", "par", "cbe_hi", "par64"})
 
+# Lines whose output enable gets a copy per group of pins on an FPGA, and the group size
+# (a pin pair: the two pins of one I/O tile on the ULX3S header).
+_FANNED_OUT_LINES = frozenset({"ad", "ad_hi"})
+_FAN_OUT_GROUP = 2
+# INIT of an ECP5 LUT4 whose output is its A input.
+_LUT4_PASS_A = 0xAAAA
 #: Lines a fast-decode target reads unregistered in the address phase (``pads.decode``).
 DECODE_LINES = ("ad", "cbe", "idsel", "req64")
 
@@ -143,6 +150,29 @@ class PCIPads(wiring.Component):
             return line.o & line.oe, line.oe | owned
         return line.o, line.oe
 
+    def _fanned_out_buffers(self, m, name, line, port):
+        """AD on an FPGA: registered I/O per pin pair, each pair's output-enable register
+        fed by a copy of the enable of its own (a kept ``LUT4`` passing it on).
+
+        One enable reaches all AD pins in the clock it is decided (the target's claim
+        of a read; a connector can spread AD over the die). As one net it meets at a
+        point between the far pins, which the whole decision must reach first; with a
+        copy per pair, the placer puts each copy next to its pins and the one long wire
+        runs from the decision to the copies. ``keep`` stops synthesis merging them."""
+        value, enable = self._next_drive(m, name, line)
+        sampled = []
+        for low in range(0, len(port), _FAN_OUT_GROUP):
+            high = min(low + _FAN_OUT_GROUP, len(port))
+            buf = io.FFBuffer("io", port[low:high], i_domain="pci", o_domain="pci")
+            m.submodules[f"{name}_buffer_{low}"] = buf
+            copy = Signal(name=f"{name}_oe_copy_{low}")
+            m.submodules[f"{name}_oe_copy_{low}"] = Instance(
+                "LUT4", p_INIT=Const(_LUT4_PASS_A, 16), a_keep=1,
+                i_A=enable, i_B=Const(0), i_C=Const(0), i_D=Const(0), o_Z=copy)
+            m.d.comb += [buf.o.eq(value[low:high]), buf.oe.eq(copy)]
+            sampled.append(buf.i)
+        m.d.comb += line.i.eq(Cat(*sampled))
+
     def elaborate(self, platform):
         m = Module()
         bus = self.bus
@@ -187,6 +217,8 @@ class PCIPads(wiring.Component):
                     m.d.comb += [buf.o.eq(out_ff), buf.oe.eq(oe_ff)]
                 if name in ("par", "par64"):
                     sampled[name] = buf
+            elif name in _FANNED_OUT_LINES and direction == "io" and platform is not None:
+                self._fanned_out_buffers(m, name, line, port)
             else:
                 buf = io.FFBuffer(direction, port, i_domain="pci",
                                   o_domain=None if direction == "i" else "pci")
