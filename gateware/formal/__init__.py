@@ -44,7 +44,7 @@ JOBS = (
         "stst_release", "one_driver", "response_in_transaction", "devsel_window",
         "trdy_stop_need_devsel", "trdy_held", "stop_held", "initial_latency",
         "subsequent_latency", "retry_first_phase", "disconnect_count", "parity_next_clock",
-        "perr_two_clocks"),
+        "perr_two_clocks", "enable_is_asserting"),
         "k-induction (k = 8), unbounded: the lemmas tie the target's transaction state, "
         "read pipeline, posted writes, backend answers and wait counters to what the pins "
         "showed (k = 8 covers the read pipeline's refill after a data phase)",

@@ -239,6 +239,12 @@ class TargetHarness(Harness):
         for name in ("frame", "irdy", "cbe", "idsel", "lock", "req", "gnt", "rst"):
             self.check("one_driver", ~our_oe[name])
         self.check("response_in_transaction", ~(devsel | trdy | stop) | data_clk)
+        # The target writes its enable from the branch conditions of its decision (for
+        # timing); it must equal "one of DEVSEL#, TRDY#, STOP# asserted".
+        core = target.bus
+        for name in ("devsel", "trdy", "stop"):
+            self.check("enable_is_asserting", getattr(core, name).oe
+                       == (core.devsel.o | core.trdy.o | core.stop.o))
         self.check("devsel_window", ~(devsel & ~claimed_q) |
                    ((since >= 2) & (since <= _DEVSEL_LAST)))
         self.check("trdy_stop_need_devsel", ~trdy | devsel)
