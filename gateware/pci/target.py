@@ -728,26 +728,37 @@ class PCITarget(wiring.Component):
         cases = {(c, i, f): decide(i, f, views[c])
                  for c in (False, True) for i in (0, 1) for f in (0, 1)}
 
-        def cofactor(c, i, f, name):
-            """The decision's ``name`` for one claim, IRDY# and FRAME# value. On an FPGA a
-            kept net, so that synthesis cannot fold the live lines back into the logic in
-            front of it."""
-            value = getattr(cases[c, i, f], name)
-            if platform is None:
-                return value
-            net = Signal(Value.cast(value).shape(), name=f"{name}_kept_{int(c)}{i}{f}",
-                         attrs={"keep": 1})
-            m.d.comb += net.eq(value)
-            return net
+        # With fast decode the claim reads the live FRAME# (the address phase is the clock
+        # it is first asserted): within the cofactor for FRAME# = f it is that value.
+        def claim_with_frame(f):
+            if not self.fast_decode:
+                return claim
+            return Const(f, 1) & ~bus.frame.i & any_hit & self.claim_enable
+
+        kept = {}
+
+        def cofactor(i, f, name):
+            """The decision's ``name`` for one IRDY# and FRAME# value, the claim chosen.
+            On an FPGA a kept net, so that synthesis cannot fold the live lines back into
+            the logic in front of it; the claim (from registers, or decoded in the
+            address phase) chooses inside it, so that the live lines only pick among
+            four nets at the output registers: one 6-input function."""
+            if (i, f, name) not in kept:
+                value = Mux(claim_with_frame(f), getattr(cases[True, i, f], name),
+                            getattr(cases[False, i, f], name))
+                if platform is not None:
+                    net = Signal(Value.cast(value).shape(), name=f"{name}_kept_{i}{f}",
+                                 attrs={"keep": 1})
+                    m.d.comb += net.eq(value)
+                    value = net
+                kept[i, f, name] = value
+            return kept[i, f, name]
 
         def live_pick(name):
-            """The decision's ``name`` for the claim, and IRDY# and FRAME# as they are on
-            the pins now."""
-            def pick(c):
-                v = {(i, f): cofactor(c, i, f, name) for i in (0, 1) for f in (0, 1)}
-                return Mux(live.irdy, Mux(live.frame, v[1, 1], v[1, 0]),
-                           Mux(live.frame, v[0, 1], v[0, 0]))
-            return Mux(claim, pick(True), pick(False))
+            """The decision's ``name`` for IRDY# and FRAME# as they are on the pins now."""
+            v = {(i, f): cofactor(i, f, name) for i in (0, 1) for f in (0, 1)}
+            return Mux(live.irdy, Mux(live.frame, v[1, 1], v[1, 0]),
+                       Mux(live.frame, v[0, 1], v[0, 0]))
 
         devsel_n, trdy_n, stop_n, own = (Signal(name=n) for n in
                                          ("devsel_n", "trdy_n", "stop_n", "own"))
@@ -764,18 +775,18 @@ class PCITarget(wiring.Component):
         m.d.pci += [irdy_q.eq(live.irdy), frame_now_q.eq(live.frame)]
 
         def chosen_later(name, value):
-            """``value(claimed, irdy, frame)`` (one bit) of the previous edge's claim and
-            lines, from registers."""
+            """``value(irdy, frame)`` (one bit) of the previous edge's lines, from
+            registers."""
             q = {}
             for i in (0, 1):
                 for f in (0, 1):
                     q[i, f] = Signal(name=f"{name}_{i}{f}_q")
-                    m.d.pci += q[i, f].eq(Mux(claim, value(True, i, f), value(False, i, f)))
+                    m.d.pci += q[i, f].eq(value(i, f))
             return Mux(irdy_q, Mux(frame_now_q, q[1, 1], q[1, 0]),
                        Mux(frame_now_q, q[0, 1], q[0, 0]))
 
         def decision(name):
-            return lambda c, i, f: cofactor(c, i, f, name)
+            return lambda i, f: cofactor(i, f, name)
 
         signaled_target_abort = Signal()
         m.d.comb += [
@@ -784,16 +795,16 @@ class PCITarget(wiring.Component):
             devsel_p.eq(chosen_later("devsel_p", decision("devsel_n"))),
             trdy_p.eq(chosen_later("trdy_p", decision("trdy_n"))),
             stop_p.eq(chosen_later("stop_p", decision("stop_n"))),
-            moved_q.eq(chosen_later("moved", lambda c, i, f: Const(i) & trdy_p)),
+            moved_q.eq(chosen_later("moved", lambda i, f: Const(i) & trdy_p)),
             load_q.eq(chosen_later("load", decision("load"))),
             end_q.eq(chosen_later("end_txn", decision("end_txn"))),
-            cur_valid.eq(chosen_later("cur_valid", lambda c, i, f: (
-                cofactor(c, i, f, "next_valid") & cofactor(c, i, f, "next_active")))),
+            cur_valid.eq(chosen_later("cur_valid", lambda i, f: (
+                cofactor(i, f, "next_valid") & cofactor(i, f, "next_active")))),
             signaled_target_abort.eq(chosen_later("abort", decision("abort_now"))),
-            corrupt_taken_q.eq(chosen_later("corrupt_taken", lambda c, i, f: (
-                cofactor(c, i, f, "load") & new_corrupt))),
+            corrupt_taken_q.eq(chosen_later("corrupt_taken", lambda i, f: (
+                cofactor(i, f, "load") & new_corrupt))),
             # A write phase moved at the previous edge.
-            wr_moved.eq(chosen_later("wr_moved", lambda c, i, f: (
+            wr_moved.eq(chosen_later("wr_moved", lambda i, f: (
                 Const(i) & trdy_p & ~e_read & e_active))),
         ]
         m.d.comb += [self.signaled_target_abort.eq(signaled_target_abort),
