@@ -358,12 +358,18 @@ class _Tiles:
         raise RuntimeError("floorplan: no free flip-flop left in the region")
 
 
-def assign_bels(netlist, comb, flops, anchors, fabric):
+def assign_bels(netlist, comb, flops, anchors, fabric, registers=None):
     """``({cell: BEL}, skipped cells)``: each cluster of ``comb`` and each flip-flop of
-    ``flops`` on the free slots nearest the cells that feed it, beginning at the pins.
+    ``flops`` on the free slots nearest the middle of the cells that feed it and of the
+    output pins it leads to, beginning at the pins.
 
-    ``anchors``: ``{net bit of a live pin's input: (x, y) of its tile}``. Cells are taken
-    in order of their depth from the pins, so a path runs outward from its pin.
+    ``anchors``: ``{net bit of a live pin's input: (x, y) of its tile}``. ``registers``:
+    ``{I/O-cell register: (x, y) of its pin's tile}``: the output pins a cell leads to
+    (through combinational cells) pull it toward them, so that the last cell before an
+    output register does not sit on the far side of the die from its pin. Cells are
+    taken in order of their depth from the pins, so a path runs outward from its pin;
+    where the order is circular (a multiplexer structure fed from both sides), the
+    cluster with the fewest inputs still unplaced goes first.
     """
     clusters, skipped = _clusters(netlist, comb)
     position = dict(anchors)            # net bit -> (x, y) where it is driven
@@ -414,6 +420,38 @@ def assign_bels(netlist, comb, flops, anchors, fabric):
         return [(offset, index, _flop_keys(netlist, flop), flop)
                 for offset, index, flop in found if flop is not None]
 
+    registers = registers or {}
+    pins_below = {}                     # net bit -> output pin tiles it leads to
+
+    def output_pins(bit, seen=()):
+        """The tiles of the output pins whose I/O-cell registers net ``bit`` reaches
+        through combinational cells."""
+        if bit not in pins_below:
+            found = set()
+            for user, port in netlist.users[bit]:
+                if user in registers:
+                    found.add(registers[user])
+                elif netlist.cells[user]["type"] in _COMB and user not in seen:
+                    found |= output_pins(netlist.net(user, "Z"), seen + (user,))
+            pins_below[bit] = frozenset(found)
+        return pins_below[bit]
+
+    def target(members, fed_from):
+        """Where a cluster goes: the middle of its placed inputs and of the output pins
+        it leads to (counted as one point: the middle of the box around them, where the
+        longest wire to them is shortest)."""
+        below = set()
+        for _, _, lut in members:
+            below |= output_pins(netlist.net(lut, "Z"))
+        points = list(fed_from) + ([_box_middle(below)] if below else [])
+        return _mean(points) if points else anchor_mean
+
+    def unplaced_inputs(i):
+        return sum(1 for b in cluster_inputs(clusters[i][1])
+                   if netlist.driver.get(b, (None,))[0] in cell_of
+                   and cell_of[netlist.driver[b][0]] in pending
+                   and cell_of[netlist.driver[b][0]] != i)
+
     # Depth from the pins: place a cluster once the clusters feeding it are placed.
     pending = list(range(len(clusters)))
     bels = {}
@@ -421,18 +459,13 @@ def assign_bels(netlist, comb, flops, anchors, fabric):
         return {}, skipped
     anchor_mean = _mean(list(anchors.values()))
     while pending:
-        ready = [i for i in pending
-                 if not any(netlist.driver.get(b, (None,))[0] in cell_of
-                            and cell_of[netlist.driver[b][0]] in pending
-                            and cell_of[netlist.driver[b][0]] != i
-                            for b in cluster_inputs(clusters[i][1]))]
+        ready = [i for i in pending if not unplaced_inputs(i)]
         if not ready:           # a loop through a multiplexer's own outputs: take one
-            ready = pending[:1]
+            ready = [min(pending, key=unplaced_inputs)]
         for i in ready:
             shape, members = clusters[i]
             fed_from = [position[b] for b in cluster_inputs(members) if b in position]
-            placed, where = tiles.place_cluster(shape, members,
-                                                _mean(fed_from) if fed_from else anchor_mean,
+            placed, where = tiles.place_cluster(shape, members, target(members, fed_from),
                                                 paired_flops(shape, members))
             bels.update(placed)
             for _, _, lut in members:
@@ -455,6 +488,11 @@ def assign_bels(netlist, comb, flops, anchors, fabric):
                                   _mean(fed_from) if fed_from else anchor_mean)
         bels[flop] = bel
     return bels, skipped
+
+
+def _box_middle(points):
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    return (round((min(xs) + max(xs)) / 2), round((min(ys) + max(ys)) / 2))
 
 
 def _mean(points):
@@ -517,7 +555,17 @@ def floorplan(netlist_path, out_path, *, device, lines, pin_tile):
         port = ports.get(netlist.net(name, "B")) if cell["type"] == "TRELLIS_IO" else None
         if port in pin_tile and netlist.net(name, "O") is not None:
             anchors[netlist.net(name, "O")] = pin_tile[port]
-    bels, skipped = assign_bels(netlist, comb, flops, anchors, FABRIC[device])
+    # The I/O-cell registers of the output pins, at their pins' tiles.
+    registers = {}
+    for name, cell in netlist.cells.items():
+        port = ports.get(netlist.net(name, "B")) if cell["type"] == "TRELLIS_IO" else None
+        if port not in pin_tile:
+            continue
+        for io_port in ("I", "T"):
+            source = netlist.driver.get(netlist.net(name, io_port), (None,))[0]
+            if source and netlist.cells[source]["type"] == "TRELLIS_FF":
+                registers[source] = pin_tile[port]
+    bels, skipped = assign_bels(netlist, comb, flops, anchors, FABRIC[device], registers)
     for cell, bel in bels.items():
         netlist.cells[cell]["attributes"]["BEL"] = bel
     Path(out_path).write_text(json.dumps(data))

@@ -12,8 +12,8 @@ import subprocess
 import pytest
 
 from pcispy.constraints.build import _floorplan, _tool, analyse_io, parse_sdf
-from pcispy.constraints.floorplan import (FABRIC, _Netlist, floorplan, live_logic,
-                                          pin_tiles)
+from pcispy.constraints.floorplan import (FABRIC, _Netlist, assign_bels, floorplan,
+                                          live_logic, pin_tiles)
 
 pytestmark = pytest.mark.board
 
@@ -208,3 +208,40 @@ def test_the_fabric_description_covers_the_handshake_corner():
     columns, rows = FABRIC["LFE5U-85F"]
     assert 124 in columns and 125 not in columns
     assert {14, 17, 20} <= set(rows) and 10 not in rows and 22 not in rows
+
+
+def _chain_netlist():
+    """A live pin's input (net 100) through LUT ``gate`` into an output pin's I/O-cell
+    register ``oreg`` (the pads' last LUT before a pin's register)."""
+    lut_ports = {"A": "input", "B": "input", "C": "input", "D": "input", "Z": "output"}
+    cells = {
+        "gate": {"type": "LUT4", "parameters": {}, "attributes": {},
+                 "port_directions": lut_ports,
+                 "connections": {"A": [100], "B": ["0"], "C": ["0"], "D": ["0"], "Z": [101]}},
+        "oreg": {"type": "TRELLIS_FF", "parameters": {}, "attributes": {"syn_useioff": 1},
+                 "port_directions": {"CLK": "input", "DI": "input", "Q": "output"},
+                 "connections": {"CLK": [2], "DI": [101], "Q": [102]}},
+        "pin": {"type": "TRELLIS_IO", "parameters": {"DIR": "OUTPUT"}, "attributes": {},
+                "port_directions": {"I": "input", "B": "inout"},
+                "connections": {"I": [102], "B": [103]}},
+    }
+    return _Netlist({"modules": {"top": {"attributes": {"top": 1}, "ports": {},
+                                         "cells": cells, "netnames": {}}}})
+
+
+def test_a_cell_goes_between_its_live_pin_and_the_output_pin_it_feeds():
+    """Placed from its inputs only, the last LUT before an output register sits at the
+    live pin, and the whole wire to a far output pin comes after it; pulled toward the
+    output pin it feeds, it sits between the two."""
+    netlist = _chain_netlist()
+    live_pin, output_pin = (126, 17), (126, 61)
+    alone, _ = assign_bels(netlist, {"gate"}, set(), {100: live_pin}, FABRIC["LFE5U-85F"])
+    pulled, _ = assign_bels(netlist, {"gate"}, set(), {100: live_pin}, FABRIC["LFE5U-85F"],
+                            registers={"oreg": output_pin})
+
+    def tile(bel):
+        x, y = re.match(r"X(\d+)/Y(\d+)/", bel).groups()
+        return int(x), int(y)
+    assert tile(alone["gate"]) == (124, 17)     # the nearest logic tile to the live pin
+    x, y = tile(pulled["gate"])
+    assert x == 124 and abs(y - 39) <= 2, pulled
