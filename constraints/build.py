@@ -293,8 +293,8 @@ def analyse_io(netlist, timing):
     input register does not count. One entry per (pin, flip-flop), the worst delay,
     sorted worst first, each with ``setup_ns`` of its end point, ``luts``: the LUTs on
     that worst path, and ``data``: whether it ends in an output or tristate register of
-    an AD pin (:data:`DATA_LINES`) or in a fabric copy of an output register (a flip-flop
-    with the same D input).
+    an AD pin (:data:`DATA_LINES`) or in a fabric copy of one (a flip-flop with the same
+    D input).
 
     Unregistered outputs: the PCI pins that drive but do not take their data from the
     I/O cell's output register (``DATAMUX_OREG = IOLDO``) and their enable from its
@@ -306,12 +306,14 @@ def analyse_io(netlist, timing):
     unregistered = []
     pins = _pci_pins(netlist)
     data_registers = {name + "$IOL" for name, (line, *_) in pins.items() if line in DATA_LINES}
-    # A fabric copy of a data output register (the same D input: the pads keep the driven
-    # AD word for the parity of the next clock) is a data end like the register itself
-    # (floorplan.live_logic reads the synthesised netlist the same way).
+    # A fabric copy of a data output or tristate register (the same D input: the pads
+    # keep the driven AD word and whether AD was driven, for the parity of the next
+    # clock) is a data end like the register itself (floorplan.live_logic reads the
+    # synthesised netlist the same way).
     top_cells = top_module(netlist)["cells"]
-    words = {top_cells[r]["connections"].get("TXDATA0", [None])[0]
-             for r in data_registers if r in top_cells} - {None}
+    words = {top_cells[r]["connections"].get(port, [None])[0]
+             for r in data_registers if r in top_cells
+             for port in ("TXDATA0", "TSDATA0")} - {None}
     # (nextpnr moves the D input of a flip-flop it does not pack with a LUT to M.)
     data_registers |= {name for name, cell in top_cells.items()
                        if cell["type"] == "TRELLIS_FF"

@@ -109,7 +109,7 @@ def test_64bit_board_elaborates_with_io_cell_output_registers():
     assert len(re.findall(r"^\s*cell \\OFS1P3BX ", il, re.MULTILINE)) == bits
     assert len(re.findall(r"^\s*cell \\OFS1P3DX ", il, re.MULTILINE)) >= bits
     # AD[63:0]'s output enable: a kept copy per pin pair.
-    assert len(re.findall(r"^\s*cell \\LUT4 \\ad(_hi)?_oe_copy_\d+\$\d+$", il,
+    assert len(re.findall(r"^\s*cell \\LUT4 \\ad(_hi)?_oe_copy_\d+$", il,
                           re.MULTILINE)) == 32
 
 
@@ -144,7 +144,7 @@ def test_board_top_elaborates_with_the_pinout(passive):
         drives = not passive and name not in INPUT_ONLY_LINES | {CLOCK_LINE, RESET_LINE}
         assert directions[f"pci_0__{name}__io"] == ("inout" if drives else "input"), name
     # AD's output enable: a kept copy per pin pair (none where nothing drives).
-    copies = re.findall(r"^\s*cell \\LUT4 \\ad_oe_copy_(\d+)\$\d+$", il, re.MULTILINE)
+    copies = re.findall(r"^\s*cell \\LUT4 \\ad_oe_copy_(\d+)$", il, re.MULTILINE)
     assert sorted(map(int, copies)) == ([] if passive else list(range(0, 32, 2)))
 
 
@@ -264,6 +264,23 @@ def test_a_path_into_an_ad_register_is_a_data_path():
     assert [p["data"] for p in paths[1:]] == [False, False]
 
 
+def test_a_copy_of_an_ad_tristate_register_ends_a_data_path():
+    """A fabric flip-flop with the same D input as an AD pin's tristate register (the
+    pads' copy of "AD driven", for PAR's enable in the next clock) is a data end."""
+    netlist = _netlist(c_registered=True)
+    top = netlist["modules"]["top"]
+    top["ports"]["pci_0__ad__io"] = top["ports"].pop("pci_0__trdy__io")
+    top["cells"]["t.buf0$IOL"] = {"type": "SIOLOGIC", "parameters": {},
+                                  "connections": {"TSDATA0": [77]}}
+    top["cells"]["ff"] = {"type": "TRELLIS_FF", "parameters": {}, "connections": {"DI": [77]}}
+    paths, _ = analyse_io(netlist, parse_sdf(SDF))
+    assert {(p["pin"], p["to"]): p["data"] for p in paths} == {
+        ("irdy", "t.buf0$IOL"): True, ("frame", "ff"): True, ("irdy", "ff"): True}
+    top["cells"]["ff"]["connections"]["DI"] = [78]
+    paths, _ = analyse_io(netlist, parse_sdf(SDF))
+    assert [p["data"] for p in paths if p["to"] == "ff"] == [False, False]
+
+
 def test_build_report_is_json_of_the_promised_shape(tmp_path):
     from pcispy.constraints.build import read_report
     (tmp_path / "pcispy.sdf").write_text(SDF)
@@ -380,12 +397,22 @@ def test_default_board_synthesises_and_fits_its_part(tmp_path):
     assert report["luts"] > 10_000 and report["ffs"] > 5_000 and report["brams"] > 40
     assert fits(report, "LFE5U-85F")
     assert not (tmp_path / "pcispy.bit").exists()
-    # Synthesis keeps AD's output-enable copies, one per pin pair.
+    # Synthesis keeps AD's output-enable copies, one per pin pair, each straight into
+    # its pair's tristate registers (no inverter LUT between: the copy inverts); the
+    # first pair's also into the pads' copy of "AD driven" (PAR's enable next clock).
     netlist = json.loads((tmp_path / "pcispy.json").read_text())
-    copies = [name for name, cell in top_module(netlist)["cells"].items()
+    cells = top_module(netlist)["cells"]
+    copies = [name for name, cell in cells.items()
               if cell["type"] == "LUT4"
-              and re.fullmatch(r"board\.pads\.ad_oe_copy_\d+\$\d+", name)]
+              and re.fullmatch(r"board\.pads\.ad_oe_copy_\d+", name)]
     assert len(copies) == 16
+    for copy in copies:
+        out = cells[copy]["connections"]["Z"][0]
+        loads = [(cell["type"], port) for cell in cells.values()
+                 for port, bits in cell["connections"].items()
+                 if out in bits and cell.get("port_directions", {}).get(port) != "output"]
+        pairs_registers = 3 if copy.endswith("_copy_0") else 2
+        assert loads == [("TRELLIS_FF", "DI")] * pairs_registers, (copy, loads)
 
 
 @pytest.mark.parametrize("board", ["ulx3s-45f", "ulx3s-25f", "ulx3s-12f"])

@@ -63,8 +63,9 @@ _PARITY_LIVE_LINES = frozenset({"cbe", "par", "cbe_hi", "par64"})
 # (a pin pair: the two pins of one I/O tile on the ULX3S header).
 _FANNED_OUT_LINES = frozenset({"ad", "ad_hi"})
 _FAN_OUT_GROUP = 2
-# INIT of an ECP5 LUT4 whose output is its A input.
-_LUT4_PASS_A = 0xAAAA
+# INIT of an ECP5 LUT4 whose output is its A input inverted.
+_LUT4_NOT_A = 0x5555
+
 #: Lines a fast-decode target reads unregistered in the address phase (``pads.decode``).
 DECODE_LINES = ("ad", "cbe", "idsel", "req64")
 
@@ -152,32 +153,39 @@ class PCIPads(wiring.Component):
 
     def _fanned_out_buffers(self, m, name, line, port):
         """AD on an FPGA: registered I/O per pin pair, each pair's output-enable register
-        fed by a copy of the enable of its own (a kept ``LUT4`` passing it on).
+        fed by a copy of the enable of its own (a kept ``LUT4`` passing it on). Returns
+        the copies (the enable inverted).
 
         One enable reaches all AD pins in the clock it is decided (the target's claim
         of a read; a connector can spread AD over the die). As one net it meets at a
         point between the far pins, which the whole decision must reach first; with a
         copy per pair, the placer puts each copy next to its pins and the one long wire
-        runs from the decision to the copies. ``keep`` stops synthesis merging them."""
+        runs from the decision to the copies. ``keep`` stops synthesis merging them.
+        Each copy holds the enable inverted, as the I/O cell's tristate register takes
+        it (1 = float): the buffer's own inversion cancels against it, and no inverter
+        LUT sits between a copy and its registers."""
         value, enable = self._next_drive(m, name, line)
-        sampled = []
+        sampled, copies = [], []
         for low in range(0, len(port), _FAN_OUT_GROUP):
             high = min(low + _FAN_OUT_GROUP, len(port))
             buf = io.FFBuffer("io", port[low:high], i_domain="pci", o_domain="pci")
             m.submodules[f"{name}_buffer_{low}"] = buf
-            copy = Signal(name=f"{name}_oe_copy_{low}")
+            float_copy = Signal(name=f"{name}_float_copy_{low}")
             m.submodules[f"{name}_oe_copy_{low}"] = Instance(
-                "LUT4", p_INIT=Const(_LUT4_PASS_A, 16), a_keep=1,
-                i_A=enable, i_B=Const(0), i_C=Const(0), i_D=Const(0), o_Z=copy)
-            m.d.comb += [buf.o.eq(value[low:high]), buf.oe.eq(copy)]
+                "LUT4", p_INIT=Const(_LUT4_NOT_A, 16), a_keep=1,
+                i_A=enable, i_B=Const(0), i_C=Const(0), i_D=Const(0), o_Z=float_copy)
+            m.d.comb += [buf.o.eq(value[low:high]), buf.oe.eq(~float_copy)]
             sampled.append(buf.i)
+            copies.append(float_copy)
         m.d.comb += line.i.eq(Cat(*sampled))
+        return copies
 
     def elaborate(self, platform):
         m = Module()
         bus = self.bus
         live_values = {}
-        ad_driven = {}       # AD group name -> (its output-enable flip-flop)
+        ad_driven = {}       # AD group name -> AD driven during this clock (registered)
+        float_copies = {}    # AD group name -> its enable copies (FPGA only)
         ad_parity = {}       # AD group name -> parity of the driven AD value (registered)
         sampled = {}         # line name -> registered input
 
@@ -218,7 +226,7 @@ class PCIPads(wiring.Component):
                 if name in ("par", "par64"):
                     sampled[name] = buf
             elif name in _FANNED_OUT_LINES and direction == "io" and platform is not None:
-                self._fanned_out_buffers(m, name, line, port)
+                float_copies[name] = self._fanned_out_buffers(m, name, line, port)
             else:
                 buf = io.FFBuffer(direction, port, i_domain="pci",
                                   o_domain=None if direction == "i" else "pci")
@@ -235,7 +243,16 @@ class PCIPads(wiring.Component):
                 shadow = Signal(len(line.o), name=f"{name}_shadow")
                 corrupted = Signal(name=f"{name}_corrupt")
                 corrupt = self.corrupt_par if name == "ad" else self.corrupt_par64
-                m.d.pci += [driven.eq(line.oe), shadow.eq(line.o), corrupted.eq(corrupt)]
+                m.d.pci += [shadow.eq(line.o), corrupted.eq(corrupt)]
+                if name in float_copies:
+                    # From the first pair's copy: a fabric copy of that pair's tristate
+                    # register, placed with it, not a register of its own at the end of
+                    # the whole enable decision.
+                    released = Signal(name=f"{name}_released", init=1)
+                    m.d.pci += released.eq(float_copies[name][0])
+                    m.d.comb += driven.eq(~released)
+                else:
+                    m.d.pci += driven.eq(line.oe)
                 ad_driven[name] = driven
                 ad_parity[name] = shadow.xor() ^ corrupted
 
