@@ -35,8 +35,8 @@ import sys
 import time
 from pathlib import Path
 
-from .floorplan import (FABRIC, PCI_PORT, floorplan as place_live_logic, pci_port, pin_tiles,
-                        top_module)
+from .floorplan import (DATA_LINES, FABRIC, PCI_PORT, floorplan as place_live_logic, pci_port,
+                        pin_tiles, top_module)
 from .ulx3s import PCI_CLOCK_MHZ
 
 __all__ = ["build", "read_report", "check", "notes", "fits", "main", "PCI_SETUP_BUDGET_NS",
@@ -275,10 +275,6 @@ def _pin_label(line, bit, width):
     return line if width == 1 else f"{line}[{bit}]"
 
 
-#: Bus lines whose output registers hold a data word (the AD lines): the handshake
-#: decides in the same clock whether the word advances or is released, and the pins are
-#: wherever the board's connector put them (see :func:`check`).
-DATA_LINES = ("ad", "ad_hi")
 #: The most LUT levels the design puts between a live handshake pin and an AD output
 #: register (the handshake selects among words computed in the clock before).
 DATA_PATH_MAX_LUTS = 3

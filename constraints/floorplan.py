@@ -41,8 +41,8 @@ import subprocess
 from collections import defaultdict
 from pathlib import Path
 
-__all__ = ["FABRIC", "PCI_PORT", "pci_port", "top_module", "live_logic", "assign_bels", "pin_tiles",
-           "floorplan"]
+__all__ = ["DATA_LINES", "FABRIC", "PCI_PORT", "pci_port", "top_module", "live_logic",
+           "assign_bels", "pin_tiles", "floorplan"]
 
 #: ``{device: (columns, rows)}``: the logic tiles (PLC: four slices) the floorplan may
 #: use. Measured from placed builds of this design (every tile nextpnr put a slice in);
@@ -61,6 +61,12 @@ def pci_port(line):
     """The top-level port name of PCI line ``line``."""
     return f"pci_0__{line}__io"
 
+
+#: Bus lines whose output registers hold a data word (the AD lines): the handshake
+#: decides in the same clock whether the word advances or is released, and the pins are
+#: wherever the board's connector put them (:func:`.build.check`). Their paths are left
+#: to the placer here.
+DATA_LINES = ("ad", "ad_hi")
 
 _COMB = {"LUT4", "PFUMX", "L6MUX21"}
 _OUTPUTS = {"Z", "Q", "O", "F", "OFX"}
@@ -126,7 +132,7 @@ def _ports(netlist):
             for index, bit in enumerate(info["bits"]) if isinstance(bit, int)}
 
 
-def live_logic(netlist, lines, data_lines=("ad", "ad_hi")):
+def live_logic(netlist, lines, data_lines=DATA_LINES):
     """The logic a live pin reaches before a register, as this module places it.
 
     ``lines``: the bus lines read unregistered (port ``pci_0__LINE__io``). Returns
@@ -364,7 +370,8 @@ def assign_bels(netlist, comb, flops, anchors, fabric, registers=None):
     output pins it leads to, beginning at the pins.
 
     ``anchors``: ``{net bit of a live pin's input: (x, y) of its tile}``. ``registers``:
-    ``{I/O-cell register: (x, y) of its pin's tile}``: the output pins a cell leads to
+    ``{I/O-cell register: (x, y) of its pin's tile}`` of the control lines (AD's are
+    spread over the die and left out): the output pins a cell leads to
     (through combinational cells) pull it toward them, so that the last cell before an
     output register does not sit on the far side of the die from its pin. Cells are
     taken in order of their depth from the pins, so a path runs outward from its pin;
@@ -555,11 +562,14 @@ def floorplan(netlist_path, out_path, *, device, lines, pin_tile):
         port = ports.get(netlist.net(name, "B")) if cell["type"] == "TRELLIS_IO" else None
         if port in pin_tile and netlist.net(name, "O") is not None:
             anchors[netlist.net(name, "O")] = pin_tile[port]
-    # The I/O-cell registers of the output pins, at their pins' tiles.
+    # The I/O-cell registers of the control output pins, at their pins' tiles (not AD's:
+    # spread over the die, they would pull a cell that also reaches a control pin away
+    # from both ends of its control path).
     registers = {}
     for name, cell in netlist.cells.items():
         port = ports.get(netlist.net(name, "B")) if cell["type"] == "TRELLIS_IO" else None
-        if port not in pin_tile:
+        match = PCI_PORT.match(port or "")
+        if port not in pin_tile or not match or match.group(1) in DATA_LINES:
             continue
         for io_port in ("I", "T"):
             source = netlist.driver.get(netlist.net(name, io_port), (None,))[0]
