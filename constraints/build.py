@@ -307,7 +307,7 @@ def analyse_io(netlist, timing):
     # clock) is a data end like the register itself (floorplan.live_logic reads the
     # synthesised netlist the same way).
     top_cells = top_module(netlist)["cells"]
-    words = {top_cells[r]["connections"].get(port, [None])[0]
+    words = {(top_cells[r]["connections"].get(port) or [None])[0]
              for r in data_registers if r in top_cells
              for port in ("TXDATA0", "TSDATA0")} - {None}
     # (nextpnr moves the D input of a flip-flop it does not pack with a LUT to M.)
