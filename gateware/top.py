@@ -256,7 +256,7 @@ class PCIBoard(wiring.Component):
         for name in LIVE_LINES:
             m.d.comb += getattr(target.live, name).eq(getattr(pads.live, name))
             m.d.comb += getattr(dma.now, name).eq(getattr(pads.live, name))
-        m.d.comb += dma.now.gnt.eq(pads.live.gnt & quiet)
+        m.d.comb += dma.gnt_allowed.eq(quiet)
         m.d.comb += dma.now.ack64.eq(pads.live.ack64 if self.width == 64 else 0)
         m.d.comb += [target.par_error.eq(pads.par_error), pads.corrupt_par.eq(target.corrupt_par)]
         m.d.comb += dma.par_error.eq(pads.par_error)

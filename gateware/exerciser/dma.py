@@ -55,6 +55,8 @@ class DMAEngine(wiring.Component):
         bus (Out, PCIBusSignature(width)): to the pads, shared with the target (each
             drives only while it owns the bus).
         now (In, Handshake): the pads' unregistered handshake lines (``live``) and ACK64#.
+        gnt_allowed (In, 1, init 1): GNT# counts only while this is 1 (registered; passive
+            mode withholds GNT# with it).
         par_error (In, 1), par64_error (In, 1): the pads' live parity check.
         bus_master (In, 1): configuration Command bit 2 (Bus Master enable).
         mwi_enable (In, 1): configuration Command bit 4.
@@ -72,6 +74,7 @@ class DMAEngine(wiring.Component):
             "regs": In(BlockSignature(DMA)),
             "bus": Out(PCIBusSignature(width)),
             "now": In(Handshake),
+            "gnt_allowed": In(1, init=1),
             "par_error": In(1),
             "par64_error": In(1),
             "bus_master": In(1),
@@ -92,7 +95,7 @@ class DMAEngine(wiring.Component):
 
         wiring.connect(m, wiring.flipped(self.bus), ini.bus)
         m.d.comb += [
-            ini.now.eq(self.now),
+            ini.now.eq(self.now), ini.gnt_allowed.eq(self.gnt_allowed),
             ini.par_error.eq(self.par_error), ini.par64_error.eq(self.par64_error),
             ini.latency_timer.eq(self.latency_timer), ini.cache_line.eq(self.cache_line),
             ini.parity_response.eq(self.parity_response),

@@ -151,6 +151,9 @@ class Initiator(wiring.Component):
         bus (Out, PCIBusSignature(width)): o/oe toward the pads' output flip-flops; ``i``
             are the registered samples (only ``ad``/``ad_hi`` and ``perr`` are used).
         now (In, Handshake): unregistered handshake pins of this clock.
+        gnt_allowed (In, 1, init 1): GNT# counts only while this is 1 (passive mode
+            withholds it). From registers: it chooses inside the GNT# cofactors, so the
+            live GNT# meets no gate of its own before the selection.
         par_error (In, 1), par64_error (In, 1): the pads' live parity check: PAR (PAR64) on
             the pins now disagrees with AD and C/BE# sampled at the previous edge.
         desc (In, stream of Descriptor): the next transfer; taken when the initiator is
@@ -185,6 +188,7 @@ class Initiator(wiring.Component):
         super().__init__({
             "bus": Out(PCIBusSignature(width)),
             "now": In(Handshake),
+            "gnt_allowed": In(1, init=1),
             "par_error": In(1),
             "par64_error": In(1),
             "desc": In(stream.Signature(Descriptor)),
@@ -694,16 +698,23 @@ class Initiator(wiring.Component):
 
         live_names = ["trdy", "stop", "devsel", "gnt"] + (["ack64"] if wide_bus else [])
         go_now = now.gnt & ~now.frame & ~now.irdy       # GNT# with the bus idle
+        # GNT# asserted counts as GNT# only while it is allowed: in the cofactors for GNT#
+        # asserted, the registered permission stands in for the line.
+        allowed = self.gnt_allowed
         if expand:
-            idle_family = {(go,): decide(f"idle{go}", True, go=go) for go in (0, 1)}
+            idle_family = {(go,): decide(f"idle{go}", True, go=allowed if go else 0)
+                           for go in (0, 1)}
             busy_family = {}
             for values in itertools.product((0, 1), repeat=len(live_names)):
                 tag = "_".join(f"{name}{v}" for name, v in zip(live_names, values))
-                busy_family[values] = decide(tag, False, **dict(zip(live_names, values)))
+                lines = dict(zip(live_names, values))
+                lines["gnt"] = allowed if lines["gnt"] else 0
+                busy_family[values] = decide(tag, False, **lines)
         else:
-            idle_family = {(): decide("idle", True, go=go_now)}
+            idle_family = {(): decide("idle", True, go=go_now & allowed)}
             busy_family = {(): decide("busy", False, **{
-                name: getattr(now, name) for name in live_names})}
+                name: getattr(now, name) & (allowed if name == "gnt" else 1)
+                for name in live_names})}
 
         def select(pick, idle_family, busy_family, idle, go, lines):
             """``pick(cofactor)`` of the cofactor that ``idle`` (phase IDLE), ``go`` (GNT#

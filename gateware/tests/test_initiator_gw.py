@@ -244,8 +244,10 @@ def expand_live(request):
 
 def run(descs, target, *, width=32, gnt=lambda t: 1, clocks=200, latency_timer=255,
         cache_line=8, irdy_wait=0, parity_response=1, stop_at=None, pattern=Pattern.COUNTER,
-        seed=0x1000):
-    """Run ``descs`` (list of dicts for :class:`Descriptor`) through an initiator."""
+        seed=0x1000, gnt_allowed=lambda t: 1):
+    """Run ``descs`` (list of dicts for :class:`Descriptor`) through an initiator.
+    ``gnt(t)`` is GNT# on the pin in clock ``t``; ``gnt_allowed(t)`` the initiator's
+    permission to see it."""
     dut = Initiator(width, expand_live=_build["expand_live"])
     h = Harness(dut.bus, dut.now, width)
     m = h.m
@@ -280,6 +282,7 @@ def run(descs, target, *, width=32, gnt=lambda t: 1, clocks=200, latency_timer=2
             ctx.set(dut.stop, int(stop_at is not None and t == stop_at))
             ctx.set(h.tgt["gnt"][0], gnt(t))
             ctx.set(h.tgt["gnt"][1], 1)
+            ctx.set(dut.gnt_allowed, gnt_allowed(t))
             sampled = await ctx.tick("pci").sample(*[h.pins[n] for n in lines], dut.desc.ready,
                                               dut.events, dut.rdata, dut.status)
             values = sampled[2:]
@@ -436,6 +439,31 @@ def test_latency_timer_with_gnt_removed():
     assert not res.trace[a[0] + 10]["req"] and not res.trace[a[0] + 11]["req"]
     assert res.trace[a[0] + 13]["req"]
     assert [tgt.mem[i] for i in range(32)] == counter_words(32)
+
+
+@pytest.mark.parametrize("withheld", [range(0, 10), range(8, 14)],
+                         ids=["before_the_start", "in_the_burst"])
+def test_gnt_withheld_by_permission_is_gnt_deasserted(withheld):
+    """``gnt_allowed`` low (passive mode asked for) acts clock for clock as GNT#
+    deasserted on the pin: the start waits for it, and a burst past its latency timer
+    ends on it."""
+    def withheld_gnt(t):
+        return int(t not in withheld)
+
+    def runs(**gnt):
+        tgt = ScriptedTarget(devsel=1)
+        res = run([{"cmd": Command.MEM_WRITE, "addr": 0x0, "dwords": 32}], tgt, clocks=80,
+                  latency_timer=8, **gnt)
+        return res, [{k: v for k, v in clock.items() if k != "gnt"} for clock in res.trace]
+    by_pin, pins_a = runs(gnt=withheld_gnt)
+    by_permission, pins_b = runs(gnt_allowed=withheld_gnt)
+    assert pins_a == pins_b
+    a = addr_phases(by_permission)
+    if withheld.start == 0:
+        assert a[0] == 11
+    else:
+        assert terms(by_permission)[0] == Termination.LATENCY_TIMER
+    assert not by_permission.clash
 
 
 def test_64bit_write_and_fallback_without_ack64():
