@@ -153,7 +153,7 @@ class PCIPads(wiring.Component):
 
     def _fanned_out_buffers(self, m, name, line, port):
         """AD on an FPGA: registered I/O per pin pair, each pair's output-enable register
-        fed by a copy of the enable of its own (a kept ``LUT4`` passing it on). Returns
+        fed by a copy of the enable of its own (a kept ``LUT4``, inverting it). Returns
         the copies (the enable inverted).
 
         One enable reaches all AD pins in the clock it is decided (the target's claim
