@@ -10,26 +10,27 @@ so a DMA engine can count them without knowing the protocol.
 
 Timing model (DESIGN.md, "I/O timing"). Every output of this component is the *D input* of
 the pads' output flip-flop: what the component drives in clock ``k`` is on the pins in
-clock ``k + 1``. The component keeps a copy of what it drives on FRAME#, IRDY# and AD
-(the ``pin_*`` registers). The handshake lines it must react to within one clock
-(GNT#, FRAME#, IRDY#, TRDY#, STOP#, DEVSEL#, ACK64#) come through the ``now`` port: the
-unregistered pin value of the current clock. They only *select*: the whole decision of a
-clock (next state and outputs) is built once per value of the lines that matter in the
-phase (on an FPGA; ``expand_live``). The lines choose among the copies' outputs just in
-front of the pads' output flip-flops; every copy's next state is registered, with the
-lines, and the state is chosen from those registers in the next clock, so that no live
-line reaches a state register. The wider registers (address, DWORDs left, the clock
-counters) keep their value from before the previous edge with the registered event of
-that edge and show the updated value combinationally, and everything the initiator
-tells the DMA engine (``events``, ``status``, ``wdata_take``) leaves registered, one clock
-after the edge it is about. The formal job ``expansion_prove`` shows the expanded and the
-folded build to be the same machine. The pads' live parity check (``par_error``) serves
-the two-clock PERR# rule. The pads generate PAR themselves, so the initiator leaves
-``bus.par``/``bus.par64`` alone. Read data comes through the registered ``bus.ad.i`` one
-clock after the data phase. Lines the pads treat as sustained tri-state (FRAME#, IRDY#,
-REQ64#, PERR#) are *owned* through ``oe``: when ``oe`` drops, the pads drive the line
-deasserted for one more clock and then float it, so the component simply stops owning a
-line in the clock it wants it deasserted and released.
+clock ``k + 1``. The component keeps a copy of what it drives on FRAME#, IRDY# and AD (the
+``pin_*`` registers). The handshake lines it must react to within one clock (GNT#, FRAME#,
+IRDY#, TRDY#, STOP#, DEVSEL#, ACK64#) come through the ``now`` port: the unregistered pin
+value of the current clock. They only *select*: the whole decision of a clock (next state
+and outputs) is built once per value of the lines that matter in the phase (on an FPGA;
+``expand_live``). The lines choose among the copies' outputs just in front of the pads'
+output flip-flops; every copy's next state is registered, with the lines, and the state is
+chosen from those registers in the next clock, so that no live line reaches a state
+register. The wider registers (address, DWORDs left, the clock counters) keep their value
+from before the previous edge with the registered event of that edge and show the updated
+value combinationally; the comparisons of them that the decisions read are registered a
+clock ahead, one per value that event may take, and the event only chooses among them.
+Everything the initiator tells the DMA engine (``events``, ``status``, ``wdata_take``)
+leaves registered, one clock after the edge it is about. The formal job
+``expansion_prove`` shows the expanded and the folded build to be the same machine. The
+pads' live parity check (``par_error``) serves the two-clock PERR# rule. The pads generate
+PAR themselves, so the initiator leaves ``bus.par``/``bus.par64`` alone. Read data comes
+through the registered ``bus.ad.i`` one clock after the data phase. Lines the pads treat
+as sustained tri-state (FRAME#, IRDY#, REQ64#, PERR#) are *owned* through ``oe``: when
+``oe`` drops, the pads drive the line deasserted for one more clock and then float it, so
+the component simply stops owning a line in the clock it wants it deasserted and released.
 
 Write data is read from a *window* of the next :data:`WDATA_WINDOW` DWORDs of the data
 stream (``wdata``); the initiator reports with ``wdata_take`` how many of them moved at the
@@ -165,6 +166,7 @@ class Initiator(wiring.Component):
         rdata (Out, ReadWords): read DWORDs, one clock after their data phase.
         latency_timer (In, 8): configuration Latency Timer, in clocks.
         cache_line (In, 8): configuration Cache Line Size, in DWORDs (power of two; 0 = none).
+            Both are compared a clock ahead: a new value takes effect a clock after it appears.
         parity_response (In, 1): configuration Command bit 6 (drive PERR#).
         irdy_wait (In, 3): IRDY# wait states before each data phase (0 = none).
         stop (In, 1): end the current descriptor as soon as the protocol allows.
@@ -264,8 +266,9 @@ class Initiator(wiring.Component):
             self.desc.ready.eq(~held & ~aborted_q),
         ]
         take = offered & ~held
-        m.d.pci += [addr_before.eq(Mux(take, self.desc.payload.addr, addr)),
-                    left_before.eq(Mux(take, self.desc.payload.dwords, dwords_left))]
+        addr_next = Mux(take, self.desc.payload.addr, addr)
+        left_next = Mux(take, self.desc.payload.dwords, dwords_left)
+        m.d.pci += [addr_before.eq(addr_next), left_before.eq(left_next)]
         with m.If(take):
             # (``held`` is set with the decision below, which may drop the descriptor again
             # in the same clock: one with nothing to move is finished at once.)
@@ -311,23 +314,52 @@ class Initiator(wiring.Component):
         final_phase = in_data & ~pin_frame     # FRAME# already deasserted: last phase
         special = txn_cmd == Command.SPECIAL_CYCLE
         is_mwi = txn_cmd == Command.MEM_WRITE_INVALIDATE
-        # The timer counts from FRAME# asserted: for a DAC, from its first address phase.
-        lt_expired = (since_addr + (txn_dac & (phase != _Phase.DAC))) >= self.latency_timer
 
-        # --- the arithmetic, for every number of DWORDs the phase on the pins may move -------
-        # (plain logic of registers: the live TRDY#/DEVSEL#/ACK64# only choose among them).
-        left_after = {k: Signal(32, name=f"left_after_{k}") for k in sizes}
-        txn_left_after = {k: Signal(32, name=f"txn_left_after_{k}") for k in sizes}
-        for k in sizes:
-            m.d.comb += [left_after[k].eq(dwords_left - k),
-                         txn_left_after[k].eq(txn_left - k)]
-        # MWI ends only at a cache-line boundary: the next phase's end, for each size of
-        # this phase and of the next one.
-        at_line_end = {}
-        for k in sizes:
-            next_dw = (addr[2:32] + k)[:30]
-            for n in sizes[1:]:
-                at_line_end[k, n] = ((next_dw + n) & line_mask) == 0
+        # --- the counters' comparisons, registered a clock ahead ---------------------------
+        # Timing: a comparison behind a counter's adder is two carry chains deep, and in
+        # front of the cofactors it would lie on the path of every output. What a counter
+        # held before the previous edge's event (a register of two bits at most) is known a
+        # clock early, from registers: the comparisons are registered then, one for each
+        # value that event may take, and the event only chooses among them. Bit ``j`` of a
+        # ``*_is`` vector: the counter equals ``j``. (The Latency Timer and Cache Line Size
+        # registers are therefore read a clock ahead as well.)
+        txn_left_is = Signal(5)                 # the burst's end is decided among 0..4
+        txn_left_before_is = Signal(len(txn_left_is) + 3, init=1)    # (- moved_q, 0..3)
+        txn_left_start_is = Signal(len(txn_left_is), init=1)
+        m.d.comb += txn_left_is.eq(Mux(start_q, txn_left_start_is,
+                                       txn_left_before_is >> moved_q))
+        dwords_left_is = Signal(3)              # the descriptor's end: 0..2
+        left_before_is = Signal(len(dwords_left_is) + 3, init=1)     # (- advanced_q)
+        m.d.comb += dwords_left_is.eq(left_before_is >> advanced_q)
+        m.d.pci += left_before_is.eq(Cat(left_next == j for j in range(len(left_before_is))))
+        nothing_left = Mux(held, dwords_left_is[0], self.desc.payload.dwords == 0)  # e_left == 0
+        # MWI ends only at a cache-line boundary: bit s, the DWORD address (before the
+        # event's advance) plus s starts a line. s = advanced + this phase + the next one.
+        line_start_before = Signal(8)
+        m.d.pci += line_start_before.eq(Cat(((addr_next[2:10] + s)[:8] & line_mask) == 0
+                                            for s in range(len(line_start_before))))
+        at_line_end = {(k, n): (line_start_before >> advanced_q)[k + n]
+                       for k in sizes for n in sizes[1:]}
+        # The Latency Timer counts from FRAME# asserted: for a DAC, from its first address
+        # phase (one clock more than since_addr). Bit i: since_addr + i >= Latency Timer.
+        since_next = Signal(16)
+        lt_reached_before = Signal(2)
+        lt_reached_start = Signal(2)            # (since_addr is 0 after a start)
+        m.d.pci += [
+            lt_reached_before.eq(Cat(since_next + i >= self.latency_timer for i in (0, 1))),
+            lt_reached_start.eq(Cat(i >= self.latency_timer for i in (0, 1))),
+        ]
+        lt_expired = Mux(start_q, lt_reached_start, lt_reached_before).bit_select(
+            txn_dac & (phase != _Phase.DAC), 1)
+        # No DEVSEL# by then: master abort (never right after a start).
+        devsel_due_before = Signal()
+        m.d.pci += devsel_due_before.eq(since_next >= MASTER_ABORT_CLOCK)
+        devsel_overdue = ~start_q & devsel_due_before
+
+        def txn_left_within(low, high):
+            """``low <= txn_left <= high`` (within 0..4)."""
+            return txn_left_is[low:high + 1].any()
+
         # Write data: the stream's next word is wdata[take_q] (the engine advances its
         # window a clock after a phase moves); wdata[take_q + k] after k more move now.
         window_words = len(self.wdata)
@@ -359,23 +391,27 @@ class Initiator(wiring.Component):
         m.d.comb += to_line_end.eq(Mux(self.cache_line == 0, e_left,
                                        self.cache_line - dw_in_line))
         start_txn_left = Mux(mwi_partial & (to_line_end < e_left), to_line_end, e_left)
+        m.d.pci += [
+            txn_left_before_is.eq(Cat(txn_left == j for j in range(len(txn_left_before_is)))),
+            txn_left_start_is.eq(Cat(start_txn_left == j for j in range(len(txn_left_is)))),
+        ]
         start_cmd = Mux(mwi_partial, Command.MEM_WRITE, e_cmd)
-        first_size = Mux(txn_wide, 2, 1)
 
         # The registers whose next value depends on no live line.
         waiting = (phase == _Phase.IDLE) & ~stopping & (held | offered) & (e_left != 0)
         m.d.pci += [txn_left_before.eq(txn_left), txn_left_start.eq(start_txn_left),
                     gnt_wait_before.eq(Mux(waiting, gnt_wait + (gnt_wait != 0xFFFF),
                                            gnt_wait))]
+        m.d.pci += since_before.eq(since_next)
         with m.Switch(phase):
             with m.Case(_Phase.IDLE):
-                m.d.pci += since_before.eq(since_addr)
+                m.d.comb += since_next.eq(since_addr)
             with m.Case(_Phase.DAC):
-                m.d.pci += since_before.eq(0)
+                m.d.comb += since_next.eq(0)
             with m.Case(_Phase.ADDR):
-                m.d.pci += since_before.eq(1)
+                m.d.comb += since_next.eq(1)
             with m.Case(_Phase.DATA):
-                m.d.pci += since_before.eq(since_addr + (since_addr != 0xFFFF))
+                m.d.comb += since_next.eq(since_addr + (since_addr != 0xFFFF))
 
         # --- the live handshake ---------------------------------------------------------
         # Timing: a live line arrives late in its clock, so it may only *choose* among
@@ -449,8 +485,7 @@ class Initiator(wiring.Component):
             # Target terminations and aborts, seen on the pins this clock.
             target_stop = in_data & stop & ~ending
             target_abort = target_stop & ~devsel & devsel_seen
-            master_abort = in_data & ~ending & ~devsel & ~devsel_seen & (
-                since_addr >= MASTER_ABORT_CLOCK)
+            master_abort = in_data & ~ending & ~devsel & ~devsel_seen & devsel_overdue
             forced_end = Signal(name=f"forced_end_{tag}")
             m.d.comb += forced_end.eq(target_stop | master_abort)
             txn_over = final_phase & (xfer | forced_end | ending)  # the last phase is on
@@ -462,12 +497,10 @@ class Initiator(wiring.Component):
                                          (~is_mwi | by_sizes(at_line_end)))
             hold_data = pin_irdy & ~xfer    # AD must stay stable through a wait-stated phase
             # A burst's last phase: the transaction has room for the next one only.
-            fits_next = by_moved({k: Mux(next_wide, txn_left_after[k] <= 2,
-                                         txn_left_after[k] <= 1) if wide_bus
-                                  else txn_left_after[k] <= 1 for k in sizes})
-            more_than_next = by_moved({k: Mux(next_wide, txn_left_after[k] > 2,
-                                              txn_left_after[k] > 1) if wide_bus
-                                       else txn_left_after[k] > 1 for k in sizes})
+            # (txn_left - k <= 2 with k DWORDs moving now: k <= txn_left <= k + 2.)
+            fits_next = by_moved({k: Mux(next_wide, txn_left_within(k, k + 2),
+                                         txn_left_within(k, k + 1)) if wide_bus
+                                  else txn_left_within(k, k + 1) for k in sizes})
 
             # IRDY# for the next clock: hold it through a phase, else insert the wait states.
             irdy_next = Signal(name=f"irdy_next_{tag}")
@@ -530,7 +563,7 @@ class Initiator(wiring.Component):
                     # Stopped between transactions: drop the descriptor.
                     m.d.comb += [nxt["held"].eq(0), nxt["stopping"].eq(0)]
                     m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.STOPPED)]
-                with m.Elif(pending & (e_left == 0)):
+                with m.Elif(pending & nothing_left):
                     # Nothing to move: finished without a transaction.
                     m.d.comb += nxt["held"].eq(0)
                     m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.OK)]
@@ -577,7 +610,7 @@ class Initiator(wiring.Component):
                         m.d.comb += nxt["phase"].eq(_Phase.ADDR)
 
                     with m.Case(_Phase.ADDR):
-                        last = txn_left <= first_size
+                        last = Mux(txn_wide, txn_left_within(0, 2), txn_left_within(0, 1))
                         m.d.comb += irdy_next.eq(self.irdy_wait == 0)
                         # The latency timer may have expired by the address phase (a timer
                         # of 0, or 1 with a DAC): with GNT# removed, the first data phase is
@@ -623,7 +656,7 @@ class Initiator(wiring.Component):
                         with m.If(forced_end):
                             m.d.comb += nxt["term"].eq(seen_term)
                         lt_end = (pin_frame & voluntary_end & irdy_next & ~hold_data &
-                                  ~stopping & more_than_next)
+                                  ~stopping & ~fits_next)
                         with m.Elif(lt_end):
                             m.d.comb += nxt["term"].eq(Termination.LATENCY_TIMER)
 
@@ -646,7 +679,7 @@ class Initiator(wiring.Component):
                             with m.If(special & (end_term == Termination.MASTER_ABORT)):
                                 m.d.comb += [ev.term.eq(Termination.COMPLETION),
                                              advanced.eq(1)]
-                                with m.If(dwords_left == 1):
+                                with m.If(dwords_left_is[1]):
                                     m.d.comb += [nxt["held"].eq(0), ev.done.eq(1),
                                                  ev.result.eq(DescriptorResult.OK)]
                             with m.Elif(aborted):
@@ -656,7 +689,7 @@ class Initiator(wiring.Component):
                                                      DescriptorResult.MASTER_ABORT,
                                                      DescriptorResult.TARGET_ABORT)),
                                 ]
-                            with m.Elif(by_moved(left_after) == 0):
+                            with m.Elif(by_moved({k: dwords_left_is[k] for k in sizes})):
                                 m.d.comb += [nxt["held"].eq(0), nxt["stopping"].eq(0),
                                              ev.done.eq(1), ev.result.eq(DescriptorResult.OK)]
                             with m.Elif(stopping):
