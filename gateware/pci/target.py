@@ -300,15 +300,21 @@ class PCITarget(wiring.Component):
 
         # --- Address phase: decode (registered inputs in clock 2, or live in clock 1) ------
         if self.fast_decode:
-            # FRAME# asserted now and deasserted at the previous edge: the address phase.
-            address_phase = live.frame & ~bus.frame.i
+            def address_phase_with(frame_now):
+                """FRAME# asserted now and deasserted at the previous edge."""
+                return frame_now & ~bus.frame.i
             source = self.decode
         else:
             frame_q = Signal()
             m.d.pci += frame_q.eq(bus.frame.i)
-            address_phase = bus.frame.i & ~frame_q
+
+            def address_phase_with(frame_now):
+                """FRAME# asserted at the previous edge, not at the one before (the live
+                line plays no part)."""
+                return bus.frame.i & ~frame_q
             source = SimpleNamespace(**{name: getattr(bus, name).i
                                         for name in decode_signature(self.width).members})
+        address_phase = address_phase_with(live.frame)
         ad, cmd = source.ad, source.cbe
         cmd_read = _is_read(cmd)
 
@@ -339,8 +345,12 @@ class PCITarget(wiring.Component):
             m.d.pci += address_par_clock.eq(address_phase)
         else:
             m.d.comb += address_par_clock.eq(address_phase)
+
+        def claim_with(frame_now):
+            """We claim the transaction, with FRAME# on the pins now ``frame_now``."""
+            return address_phase_with(frame_now) & any_hit & self.claim_enable
         claim = Signal()
-        m.d.comb += claim.eq(address_phase & any_hit & self.claim_enable)
+        m.d.comb += claim.eq(claim_with(live.frame))
 
         # Address parity: the PAR of the address phase is on the pins now. SERR# goes out
         # at once (its I/O flip-flop); the Status pulses leave registered.
@@ -730,11 +740,6 @@ class PCITarget(wiring.Component):
 
         # With fast decode the claim reads the live FRAME# (the address phase is the clock
         # it is first asserted): within the cofactor for FRAME# = f it is that value.
-        def claim_with_frame(f):
-            if not self.fast_decode:
-                return claim
-            return Const(f, 1) & ~bus.frame.i & any_hit & self.claim_enable
-
         kept = {}
 
         def cofactor(i, f, name):
@@ -744,7 +749,7 @@ class PCITarget(wiring.Component):
             address phase) chooses inside it, so that the live lines only pick among
             four nets at the output registers: one 6-input function."""
             if (i, f, name) not in kept:
-                value = Mux(claim_with_frame(f), getattr(cases[True, i, f], name),
+                value = Mux(claim_with(Const(f, 1)), getattr(cases[True, i, f], name),
                             getattr(cases[False, i, f], name))
                 if platform is not None:
                     net = Signal(Value.cast(value).shape(), name=f"{name}_kept_{i}{f}",
