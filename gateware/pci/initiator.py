@@ -451,12 +451,13 @@ class Initiator(wiring.Component):
             trdy, stop, devsel, gnt, ack64, go = (
                 Value.cast(value) if isinstance(value, Value) else Const(value, 1)
                 for value in (trdy, stop, devsel, gnt, ack64, go))
-            # (The next state goes straight into registers of its own: no keep needed.)
+            # (No keep: the next state goes straight into registers of its own, the
+            # outputs into the kept nets of ``select``.)
             nxt = {name: Signal.like(reg, name=f"{name}_{tag}")
                    for name, reg in state.items()}
             drv = {name: SimpleNamespace(
-                o=Signal(len(getattr(bus, name).o), name=f"{name}_o_{tag}", attrs=keep),
-                oe=Signal(name=f"{name}_oe_{tag}", attrs=keep)) for name in driven}
+                o=Signal(len(getattr(bus, name).o), name=f"{name}_o_{tag}"),
+                oe=Signal(name=f"{name}_oe_{tag}")) for name in driven}
             for name, reg in state.items():
                 m.d.comb += nxt[name].eq(reg)
             with m.If(self.stop & held):
@@ -730,7 +731,11 @@ class Initiator(wiring.Component):
             return nxt, drv
 
         live_names = ["trdy", "stop", "devsel", "gnt"] + (["ack64"] if wide_bus else [])
+        target_names = [name for name in live_names if name != "gnt"]
+        is_idle = phase == _Phase.IDLE
         go_now = now.gnt & ~now.frame & ~now.irdy       # GNT# with the bus idle
+        # GNT# as it counts: while idle only with the bus idle (FRAME#, IRDY# deasserted).
+        gnt_counts = now.gnt & ~(is_idle & (now.frame | now.irdy))
         # GNT# asserted counts as GNT# only while it is allowed: in the cofactors for GNT#
         # asserted, the registered permission stands in for the line.
         allowed = self.gnt_allowed
@@ -749,26 +754,47 @@ class Initiator(wiring.Component):
                 name: getattr(now, name) & (allowed if name == "gnt" else 1)
                 for name in live_names})}
 
-        def select(pick, idle_family, busy_family, idle, go, lines):
-            """``pick(cofactor)`` of the cofactor that ``idle`` (phase IDLE), ``go`` (GNT#
-            with the bus idle) and the ``lines`` (``live_names``, in order) choose."""
-            def tree(family, selectors):
-                if len(family) == 1:
-                    return Value.cast(pick(*next(iter(family.values()))))
-                high = {key[1:]: v for key, v in family.items() if key[0]}
-                low = {key[1:]: v for key, v in family.items() if not key[0]}
-                return Mux(selectors[0], tree(high, selectors[1:]), tree(low, selectors[1:]))
-            return Mux(idle, tree(idle_family, [go]), tree(busy_family, lines))
+        def select(pick, idle_family, busy_family, idle, gnt, lines, kept=None):
+            """``pick(cofactor)`` of the cofactor that ``idle`` (phase IDLE), ``gnt`` (GNT#
+            as it counts) and the target's ``lines`` (``target_names``, in order) choose.
+
+            Expanded, the phase chooses between the families inside each choice of the
+            lines (from registers), so the lines only choose among one net each: with
+            ``kept`` (the outputs, on an FPGA) a kept net, so that synthesis cannot fold
+            the live lines back into the logic in front of it. GNT# chooses last: it
+            comes through one gate of its own (with FRAME# and IRDY#).
+            """
+            if not expand:
+                return Mux(idle, pick(*idle_family[()]), pick(*busy_family[()]))
+
+            def leaf(gnt_value, values):
+                lines_at = dict(zip(target_names, values), gnt=gnt_value)
+                busy = busy_family[tuple(lines_at[name] for name in live_names)]
+                value = Value.cast(Mux(idle, pick(*idle_family[gnt_value,]), pick(*busy)))
+                if kept is None or platform is None:
+                    return value
+                tag = "".join(f"_{name}{v}" for name, v in zip(target_names, values))
+                net = Signal(value.shape(), name=f"{kept}_kept_gnt{gnt_value}{tag}",
+                             attrs=keep)
+                m.d.comb += net.eq(value)
+                return net
+
+            def tree(gnt_value, values):
+                if len(values) == len(target_names):
+                    return leaf(gnt_value, values)
+                return Mux(lines[len(values)], tree(gnt_value, values + (1,)),
+                           tree(gnt_value, values + (0,)))
+            return Mux(gnt, tree(1, ()), tree(0, ()))
 
         # Outputs: the live lines select in front of the pads' output flip-flops.
-        now_lines = [getattr(now, name) for name in live_names]
-        is_idle = phase == _Phase.IDLE
+        target_now = [getattr(now, name) for name in target_names]
         for name in driven:
             line = getattr(bus, name)
             for port in ("o", "oe"):
                 m.d.comb += getattr(line, port).eq(select(
                     lambda nxt, drv: getattr(drv[name], port),
-                    idle_family, busy_family, is_idle, go_now, now_lines))
+                    idle_family, busy_family, is_idle, gnt_counts, target_now,
+                    kept=f"{name}_{port}"))
 
         # State: folded, the registers take the one next state. Expanded, every
         # cofactor's next state is registered, and so are the lines that choose among them;
@@ -778,7 +804,7 @@ class Initiator(wiring.Component):
         if not expand:
             for name, reg in state.items():
                 m.d.pci += reg.eq(select(lambda nxt, drv: nxt[name], idle_family,
-                                         busy_family, is_idle, go_now, now_lines))
+                                         busy_family, is_idle, gnt_counts, target_now))
         else:
             def registered(family, tag):
                 copies = {}
@@ -790,15 +816,15 @@ class Initiator(wiring.Component):
                     copies[key] = (q, None)
                 return copies
             idle_q = Signal()
-            go_q = Signal()
-            lines_q = [Signal(name=f"{name}_q") for name in live_names]
-            m.d.pci += [idle_q.eq(is_idle), go_q.eq(go_now),
-                        Cat(*lines_q).eq(Cat(*now_lines))]
+            gnt_q = Signal()
+            lines_q = [Signal(name=f"{name}_q") for name in target_names]
+            m.d.pci += [idle_q.eq(is_idle), gnt_q.eq(gnt_counts),
+                        Cat(*lines_q).eq(Cat(*target_now))]
             idle_copies = registered(idle_family, "idle")
             busy_copies = registered(busy_family, "busy")
             for name, reg in state.items():
                 m.d.comb += reg.eq(select(lambda nxt, drv: nxt[name], idle_copies,
-                                          busy_copies, idle_q, go_q, lines_q))
+                                          busy_copies, idle_q, gnt_q, lines_q))
 
         # --- read data and its parity ------------------------------------------------------
         rd_count = Signal(2)
