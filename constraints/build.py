@@ -24,6 +24,10 @@ setup budget, a data path more than :data:`DATA_PATH_MAX_LUTS` LUTs deep.
 
 ``--synth-only`` stops after synthesis (the smoke builds of ``make test``); its report
 has ``luts``/``ffs``/``brams`` from the synthesised netlist and no timing.
+
+``--explain PIN [--to PREFIX]`` builds nothing: it prints the worst path of an existing
+routed build from one input pin to a flip-flop, cell by cell (:func:`explain_input_path`):
+where ``input_paths`` says a path is slow, this says which cells and wires make it so.
 """
 
 import argparse
@@ -39,8 +43,9 @@ from .floorplan import (DATA_LINES, FABRIC, PCI_PORT, floorplan as place_live_lo
                         pin_tiles, top_module)
 from .ulx3s import PCI_CLOCK_MHZ
 
-__all__ = ["build", "read_report", "check", "notes", "fits", "main", "PCI_SETUP_BUDGET_NS",
-           "DATA_LINES", "DATA_PATH_MAX_LUTS", "DEVICE_CAPACITY"]
+__all__ = ["build", "read_report", "check", "notes", "fits", "explain_input_path",
+           "ExplainError", "main", "PCI_SETUP_BUDGET_NS", "DATA_LINES", "DATA_PATH_MAX_LUTS",
+           "DEVICE_CAPACITY"]
 
 #: PCI's input setup budget (Tsu) at 33 and 66 MHz, ns.
 PCI_SETUP_BUDGET_NS = {33: 7.0, 66: 3.0}
@@ -96,7 +101,7 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=1,
     from pcispy.gateware.board_top import BoardTop
 
     platform, width = board_platform(board, passive=passive, clock_mhz=clock_mhz)
-    build_dir = Path(build_dir or Path("build") / (board + ("-passive" if passive else "")))
+    build_dir = Path(build_dir or _default_build_dir(board, passive))
     build_dir.mkdir(parents=True, exist_ok=True)
     name = "pcispy"
     plan = platform.build(BoardTop(passive=passive, clock_mhz=clock_mhz, width=width),
@@ -146,6 +151,11 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=1,
         report.update(read_report(build_dir, name))
     (build_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+def _default_build_dir(board, passive):
+    """Where :func:`build` builds ``board`` unless told: ``build/BOARD[-passive]``."""
+    return Path("build") / (board + ("-passive" if passive else ""))
 
 
 def _floorplan(build_dir, name, out, width, device, device_args, package):
@@ -327,34 +337,9 @@ def analyse_io(netlist, timing):
                 unregistered.append(label)
         if line in _NOT_BUS_INPUTS:
             continue
-        # Walk the combinational fan-out of the pin (worst arrival per cell output, with
-        # the number of LUTs on that worst path).
-        arrival = {(io_name, "O"): (0.0, 0)}
-        frontier = [(io_name, "O")]
-        while frontier:
-            source = frontier.pop()
-            for sink_cell, sink_port, wire_ns in wires.get(source, ()):
-                at = arrival[source][0] + wire_ns
-                luts = arrival[source][1]
-                # The pin's own input register (a wire straight from the pin) is
-                # registered at the pin; through logic, even its own I/O cell is a path.
-                if source == (io_name, "O") and (
-                        sink_cell == io_name + "$IOL" or
-                        (sink_cell == io_name and sink_port in _PIN_REGISTER_PORTS)):
-                    continue
-                if sink_port in setup.get(sink_cell, {}):
-                    key = (label, sink_cell)
-                    if key not in paths or paths[key][0] < at:
-                        paths[key] = (at, setup[sink_cell][sink_port], luts)
-                    continue
-                lut = types.get(sink_cell) == "TRELLIS_COMB"
-                for (from_port, to_port), cell_ns in cells.get(sink_cell, {}).items():
-                    if from_port != sink_port:
-                        continue
-                    out = (sink_cell, to_port)
-                    if arrival.get(out, (-1.0, 0))[0] < at + cell_ns:
-                        arrival[out] = (at + cell_ns, luts + lut)
-                        frontier.append(out)
+        _, ends = _walk_from_pin(io_name, wires, cells, setup, types)
+        for end, (at, luts, port, _) in ends.items():
+            paths[(label, end)] = (at, setup[end][port], luts)
     rows = [{"pin": pin, "to": to, "ns": round(ns, 3), "setup_ns": round(su, 3),
              "luts": luts, "data": to in data_registers}
             for (pin, to), (ns, su, luts) in paths.items()]
@@ -362,9 +347,234 @@ def analyse_io(netlist, timing):
     return rows, sorted(unregistered)
 
 
+def _walk_from_pin(io_name, wires, cells, setup, types):
+    """The combinational fan-out of one pin's I/O cell output ``O`` with the worst
+    arrival at each cell output (``wires``, ``cells``, ``setup``, ``types`` as
+    :func:`parse_sdf` reads them): what :func:`analyse_io` lists and
+    :func:`explain_input_path` follows back.
+
+    Returns ``(arrival, ends)``. ``arrival``: ``{(cell, output port): (ns, luts, step)}``
+    for every cell output reached, the worst arrival, the LUTs on that worst path and
+    ``step = ((cell, port) it came from, input port, wire ns, cell ns)`` (``None`` at the
+    pin). ``ends``: ``{cell: (ns, luts, port, ((cell, port) it came from, wire ns))}``
+    for every cell with a setup check reached, its worst input port; the pin's own input
+    register (a wire straight from the pin) does not count.
+    """
+    start = (io_name, "O")
+    arrival = {start: (0.0, 0, None)}
+    ends = {}
+    frontier = [start]
+    while frontier:
+        source = frontier.pop()
+        source_ns, luts, _ = arrival[source]
+        for sink_cell, sink_port, wire_ns in wires.get(source, ()):
+            at = source_ns + wire_ns
+            # The pin's own input register (a wire straight from the pin) is registered at
+            # the pin; through logic, even its own I/O cell is a path.
+            if source == start and (sink_cell == io_name + "$IOL" or (
+                    sink_cell == io_name and sink_port in _PIN_REGISTER_PORTS)):
+                continue
+            if sink_port in setup.get(sink_cell, {}):
+                # Ties keep the first port found: report.json has one row a flip-flop.
+                if sink_cell not in ends or ends[sink_cell][0] < at:
+                    ends[sink_cell] = (at, luts, sink_port, (source, wire_ns))
+                continue
+            lut = types.get(sink_cell) == "TRELLIS_COMB"
+            for (from_port, to_port), cell_ns in cells.get(sink_cell, {}).items():
+                out = (sink_cell, to_port)
+                if from_port == sink_port and (
+                        out not in arrival or arrival[out][0] < at + cell_ns):
+                    arrival[out] = (at + cell_ns, luts + lut,
+                                    (source, sink_port, wire_ns, cell_ns))
+                    frontier.append(out)
+    return arrival, ends
+
+
 def _constant(cell, port):
     bits = cell["connections"].get(port, [])
     return not bits or all(b in ("0", "1", "x") for b in bits)
+
+
+class ExplainError(Exception):
+    """What keeps :func:`explain_input_path` from explaining a path, in one line: no
+    routed build, a pin that is not a PCI input pin, no end that matches."""
+
+
+def explain_input_path(build_dir, pin, to=None, name="pcispy"):
+    """The worst path from PCI input pin ``pin`` to a flip-flop, cell by cell, from the
+    routed build in ``build_dir`` (``{name}_routed.json``, ``{name}.sdf`` and, for the
+    names of the nets, the synthesised ``{name}.json`` when it is there).
+
+    ``pin`` is a label as report.json's ``input_paths`` name it (``"gnt"``, ``"ad[3]"``);
+    the end is the worst (arrival plus setup) of the flip-flops whose cell name starts
+    with ``to``, or of all of them. Returns ``{"pin", "steps", "end", "luts", "ns",
+    "setup_ns", "total_ns"}``: ``steps`` from the pin's I/O cell on, each ``{"cell",
+    "type", "bel", "port"`` (the input, ``None`` at the pin), ``"out", "wire_ns",
+    "cell_ns", "at_ns"`` (the arrival at the output), ``"names"}`` (a few readable names
+    of the output net); ``end``: ``{"cell", "type", "bel", "port", "wire_ns", "at_ns",
+    "setup_ns"}``. ``ns``, ``setup_ns`` and ``luts`` are report.json's for that path.
+    Raises :class:`ExplainError`.
+    """
+    build_dir = Path(build_dir)
+    routed, sdf = build_dir / f"{name}_routed.json", build_dir / f"{name}.sdf"
+    missing = [path.name for path in (routed, sdf) if not path.is_file()]
+    if missing:
+        raise ExplainError(f"{build_dir}: no routed build ({' and '.join(missing)} "
+                           "missing; build it first)")
+    netlist = _read_netlist(routed)
+    timing = parse_sdf(sdf.read_text())
+    io_name = _input_pin(netlist, pin)
+    arrival, ends = _walk_from_pin(io_name, timing["wires"], timing["cells"],
+                                   timing["setup"], timing["types"])
+    end = _worst_end(ends, timing["setup"], pin, to)
+    at, luts, port, (source, wire_ns) = ends[end]
+    synthesised = build_dir / f"{name}.json"
+    path = _path_back(arrival, source)
+    names = _net_names(netlist, _read_netlist(synthesised) if synthesised.is_file() else None,
+                       [(step["cell"], step["out"]) for step in path])
+    cells = top_module(netlist)["cells"]
+    for step in path:
+        step.update(_describe(step["cell"], cells, timing["types"]),
+                    names=names[(step["cell"], step["out"])])
+    setup_ns = timing["setup"][end][port]
+    return {"pin": pin, "steps": path, "luts": luts, "ns": round(at, 3),
+            "setup_ns": round(setup_ns, 3), "total_ns": round(at + setup_ns, 3),
+            "end": {"cell": end, **_describe(end, cells, timing["types"]), "port": port,
+                    "wire_ns": round(wire_ns, 3), "at_ns": round(at, 3),
+                    "setup_ns": round(setup_ns, 3)}}
+
+
+def _read_netlist(path):
+    """A yosys or nextpnr JSON netlist; a file that is not one with a top module is an
+    :class:`ExplainError`."""
+    try:
+        netlist = json.loads(Path(path).read_text())
+        if not {"cells", "ports"} <= set(top_module(netlist)):
+            raise ValueError("no cells or ports in the top module")
+    except (ValueError, KeyError, StopIteration, AttributeError, TypeError) as error:
+        raise ExplainError(f"{path}: not a netlist with a top module "
+                           f"({type(error).__name__}: {error})") from None
+    return netlist
+
+
+def _input_pin(netlist, label):
+    """The I/O cell of the PCI input pin ``label`` (report.json's spelling); an unknown
+    label is an :class:`ExplainError` that lists the known ones."""
+    known = {}
+    for io_name, (line, bit, width, cell) in _pci_pins(netlist).items():
+        if line not in _NOT_BUS_INPUTS and cell["parameters"].get("DIR") != "OUTPUT":
+            known[_pin_label(line, bit, width)] = (io_name, line, width)
+    if label not in known:
+        lines = sorted({(line, width) for _, line, width in known.values()})
+        listed = ", ".join(line if width == 1 else f"{line}[0-{width - 1}]"
+                           for line, width in lines)
+        raise ExplainError(f"{label!r} is not a PCI input pin of this build "
+                           f"(pins: {listed})")
+    return known[label][0]
+
+
+def _worst_end(ends, setup, pin, to):
+    """The end cell (of :func:`_walk_from_pin`'s ``ends``) with the most arrival plus
+    setup, among those whose name starts with ``to`` when it is given; of two as bad, the
+    one report.json lists first."""
+    if not ends:
+        raise ExplainError(f"no path from {pin} reaches a flip-flop through logic")
+    chosen = [cell for cell in ends if to is None or cell.startswith(to)]
+    if not chosen:
+        raise ExplainError(f"no path from {pin} reaches a flip-flop whose name starts with "
+                           f"{to!r} (it reaches {len(ends)} flip-flop"
+                           f"{'' if len(ends) == 1 else 's'}, named otherwise)")
+    # Ordered as report.json's input_paths (rounded delay plus setup, then the name).
+    return min(chosen, key=lambda cell: (-(round(ends[cell][0], 3) +
+                                           round(setup[cell][ends[cell][2]], 3)), cell))
+
+
+def _path_back(arrival, output):
+    """The steps from the pin to the cell output ``output``: each step's delays from the
+    predecessor :func:`_walk_from_pin` recorded, first the pin's I/O cell."""
+    steps = []
+    while output is not None:
+        at, _, step = arrival[output]
+        source, port, wire_ns, cell_ns = step or (None, None, 0.0, 0.0)
+        steps.append({"cell": output[0], "port": port, "out": output[1],
+                      "wire_ns": round(wire_ns, 3), "cell_ns": round(cell_ns, 3),
+                      "at_ns": round(at, 3)})
+        output = source
+    return steps[::-1]
+
+
+def _describe(cell, cells, types):
+    """A cell's type (the routed netlist's, else the SDF's) and BEL (``None`` unknown)."""
+    info = cells.get(cell, {})
+    return {"type": info.get("type", types.get(cell)),
+            "bel": info.get("attributes", {}).get("NEXTPNR_BEL")}
+
+
+#: Names of one net :func:`explain_input_path` shows (the shortest).
+_NAMES_SHOWN = 3
+
+
+def _net_names(netlist, synthesised, outputs):
+    """``{(cell, port): [names]}`` of the nets the routed cell outputs ``outputs`` drive.
+
+    nextpnr numbers the nets of its routed netlist anew (a build's routed and synthesised
+    bit numbers do not match) and keeps one name a net, often a name yosys made up from
+    the cells around it. That name is the synthesised net's (``name`` or ``name[i]`` of a
+    wider one): through it the synthesised netlist gives the net's other names, of which
+    those Amaranth wrote (``src`` in a Python file) are the readable ones.
+    """
+    top = top_module(netlist)
+    bits = {output: (top["cells"].get(output[0], {}).get("connections", {})
+                     .get(output[1]) or [None])[0] for output in outputs}
+    wanted = set(bits.values()) - {None}
+    routed = {}
+    for net, info in top.get("netnames", {}).items():
+        for bit in info["bits"]:
+            if bit in wanted:
+                routed[bit] = (net, info.get("hide_name"))
+    aliases = _synthesised_aliases(synthesised, [net for net, _ in routed.values()])
+    names = {}
+    for output, bit in bits.items():
+        net, hidden = routed.get(bit, (None, 1))
+        names[output] = aliases.get(net) or ([] if hidden else [net])
+    return names
+
+
+def _synthesised_aliases(synthesised, routed_names):
+    """``{routed net name: [readable names]}`` from the synthesised netlist: the
+    non-hidden names of the same bit, the shortest few, only Amaranth's if it has any."""
+    if synthesised is None:
+        return {}
+    netnames = top_module(synthesised)["netnames"]
+    wanted = {}
+    for net in routed_names:
+        wanted.setdefault(_synthesised_bit(netnames, net), []).append(net)
+    wanted.pop(None, None)
+    found = {}
+    for alias, info in netnames.items():
+        if info.get("hide_name"):
+            continue
+        amaranth = bool(re.search(r"\.py:\d", info.get("attributes", {}).get("src", "")))
+        for index, bit in enumerate(info["bits"]):
+            for net in wanted.get(bit, ()):
+                spelled = alias if len(info["bits"]) == 1 else f"{alias}[{index}]"
+                found.setdefault(net, []).append((not amaranth, len(spelled), spelled))
+    shown = {}
+    for net, rows in found.items():
+        rows.sort()
+        shown[net] = [spelled for other, _, spelled in rows[:_NAMES_SHOWN]
+                      if other == rows[0][0]]
+    return shown
+
+
+def _synthesised_bit(netnames, net):
+    """The synthesised netlist's bit of the routed net ``net`` (nextpnr names a bit of a
+    wider net ``name[i]``), or ``None``."""
+    match = re.fullmatch(r"(.*)\[(\d+)\]", net)
+    name, index = (match.group(1), int(match.group(2))) \
+        if match and net not in netnames else (net, 0)
+    bits = netnames.get(name, {}).get("bits", [])
+    return bits[index] if index < len(bits) else None
 
 
 def fits(report, device):
@@ -453,7 +663,19 @@ def main(argv=None):
                         metavar="MHZ",
                         help="exit 1 unless the build meets PCI at 33 or 66 MHz (clock, "
                              "output registers, input setup budget)")
+    parser.add_argument("--explain", metavar="PIN",
+                        help="build nothing: print the worst path from input pin PIN (as "
+                             "report.json names it: gnt, ad[3]) to a flip-flop in the "
+                             "routed build, cell by cell")
+    parser.add_argument("--to", metavar="PREFIX",
+                        help="with --explain: the worst path into a flip-flop whose cell "
+                             "name starts with PREFIX")
     args = parser.parse_args(argv)
+    if args.to is not None and args.explain is None:
+        parser.error("--to goes with --explain")
+    if args.explain is not None:
+        return _explain(args.build_dir or _default_build_dir(args.board, args.passive),
+                        args.explain, args.to)
     try:
         report = build(args.board, passive=args.passive, synth_only=args.synth_only,
                        build_dir=args.build_dir, seed=args.seed,
@@ -472,6 +694,29 @@ def main(argv=None):
         for note in notes(report, args.check):
             print(f"bitstream: note: {note}", file=sys.stderr)
         return 1 if problems else 0
+    return 0
+
+
+def _explain(build_dir, pin, to):
+    """``--explain``: print :func:`explain_input_path`'s path, a line a cell and a total;
+    what it cannot explain is one line on stderr and exit code 2."""
+    try:
+        path = explain_input_path(build_dir, pin, to)
+    except (ExplainError, OSError) as error:
+        print(f"explain: error: {error}", file=sys.stderr)
+        return 2
+    print(f"{'arrival':>8} {'wire':>7} {'cell':>7}  {'bel':<20} {'type':<13} cell  (names)")
+    for step in path["steps"]:
+        through = f"{step['port']}->{step['out']}" if step["port"] else step["out"]
+        print(f"{step['at_ns']:8.3f} {step['wire_ns']:7.3f} {step['cell_ns']:7.3f}  "
+              f"{step['bel'] or '-':<20} {step['type'] or '-':<13} {step['cell']} {through}"
+              f"  ({', '.join(step['names']) or '-'})")
+    end = path["end"]
+    print(f"{end['at_ns']:8.3f} {end['wire_ns']:7.3f} {'setup':>7}  {end['bel'] or '-':<20} "
+          f"{end['type'] or '-':<13} {end['cell']} {end['port']}  (setup {end['setup_ns']} ns)")
+    print(f"total {path['total_ns']} ns: {path['ns']} ns from {pin} to {end['cell']} "
+          f"{end['port']} + {path['setup_ns']} ns setup, through {path['luts']} "
+          f"LUT{'' if path['luts'] == 1 else 's'}")
     return 0
 
 

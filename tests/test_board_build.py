@@ -301,6 +301,131 @@ def test_build_report_is_json_of_the_promised_shape(tmp_path):
     assert report["data_paths"] == {"count": 0, "setup_ns_max": 0.0, "luts_max": 0}
 
 
+def _routed_build(path, synthesised=True, sdf=SDF):
+    """SDF's design as a routed build in ``path`` (what ``--explain`` reads): the routed
+    netlist with the cells' BELs and one name a net, and the synthesised netlist, which
+    numbers the nets otherwise (as nextpnr and yosys do) and has their other names."""
+    netlist = _netlist(c_registered=True)
+    top = netlist["modules"]["top"]
+    for name, bel, out in (("f.buf0", "X0/Y5/PIOA", 20), ("i.buf0", "X0/Y6/PIOA", 21)):
+        top["cells"][name]["attributes"] = {"NEXTPNR_BEL": bel}
+        top["cells"][name]["connections"]["O"] = [out]
+    top["cells"]["lut"] = {"type": "TRELLIS_COMB", "parameters": {},
+                           "attributes": {"NEXTPNR_BEL": "X3/Y5/SLICEA.K0"},
+                           "connections": {"C": [20], "D": [21], "F": [22]}}
+    top["cells"]["ff"] = {"type": "TRELLIS_FF", "parameters": {},
+                          "attributes": {"NEXTPNR_BEL": "X3/Y5/SLICEA.FF0"},
+                          "connections": {"DI": [22], "Q": [23]}}
+    top["netnames"] = {"frame_raw": {"hide_name": 0, "bits": [20]},
+                       "$abc$7": {"hide_name": 1, "bits": [21]},
+                       "lut_Z[1]": {"hide_name": 0, "bits": [22]}}
+    (path / "pcispy_routed.json").write_text(json.dumps(netlist))
+    (path / "pcispy.sdf").write_text(sdf)
+    if synthesised:
+        amaranth, techmap = {"src": "gateware/pci/pads.py:12"}, {"src": "cells_map.v:108"}
+        (path / "pcispy.json").write_text(json.dumps({"modules": {"top": {
+            "attributes": {"top": "1"}, "ports": {}, "cells": {}, "netnames": {
+                "pads.frame.i": {"hide_name": 0, "bits": [3], "attributes": amaranth},
+                "frame_raw": {"hide_name": 0, "bits": [3], "attributes": amaranth},
+                "lut_Z": {"hide_name": 0, "bits": [4, 5], "attributes": techmap},
+                "lut_Z_LUT4_D": {"hide_name": 0, "bits": [5], "attributes": {}},
+                "$auto$5": {"hide_name": 1, "bits": [5], "attributes": {}}}}}}))
+    return path
+
+
+def test_explain_follows_the_worst_path_back_cell_by_cell(tmp_path):
+    """FRAME#'s one path, pin to flip-flop: the delays add up to its report.json row; a
+    net's names come from the synthesised netlist by the routed net's name (Amaranth's
+    only, when it has some), else they are the routed netlist's."""
+    from pcispy.constraints.build import explain_input_path
+    path = explain_input_path(_routed_build(tmp_path), "frame")
+    assert path["steps"] == [
+        {"cell": "f.buf0", "type": "TRELLIS_IO", "bel": "X0/Y5/PIOA", "port": None,
+         "out": "O", "wire_ns": 0.0, "cell_ns": 0.0, "at_ns": 0.0,
+         "names": ["frame_raw", "pads.frame.i"]},
+        {"cell": "lut", "type": "TRELLIS_COMB", "bel": "X3/Y5/SLICEA.K0", "port": "C",
+         "out": "F", "wire_ns": 1.249, "cell_ns": 0.236, "at_ns": 1.485,
+         "names": ["lut_Z[1]", "lut_Z_LUT4_D"]}]
+    assert path["end"] == {"cell": "ff", "type": "TRELLIS_FF", "bel": "X3/Y5/SLICEA.FF0",
+                           "port": "DI", "wire_ns": 0.13, "at_ns": 1.615, "setup_ns": 0.05}
+    row = next(p for p in analyse_io(_netlist(True), parse_sdf(SDF))[0]
+               if (p["pin"], p["to"]) == ("frame", "ff"))
+    assert (path["ns"], path["setup_ns"], path["luts"]) == (row["ns"], row["setup_ns"], 1)
+    assert path["total_ns"] == 1.665
+    (tmp_path / "pcispy.json").unlink()
+    path = explain_input_path(tmp_path, "frame")
+    assert [step["names"] for step in path["steps"]] == [["frame_raw"], ["lut_Z[1]"]]
+
+
+def test_explain_takes_the_worst_end_or_the_one_asked_for(tmp_path):
+    """IRDY#'s worst end is TRDY#'s tristate register (straight from the pin, a cell only
+    the SDF knows); ``to`` picks the flip-flop behind the LUT, reached on the slower of
+    IRDY#'s two wires into it."""
+    from pcispy.constraints.build import ExplainError, explain_input_path
+    slower = "        (INTERCONNECT i.buf0/O lut/C (1500:1500:1500) (1500:1500:1500))\n"
+    sdf = SDF.replace("        (INTERCONNECT lut/F", slower + "        (INTERCONNECT lut/F")
+    build_dir = _routed_build(tmp_path, sdf=sdf)
+    worst = explain_input_path(build_dir, "irdy")
+    assert [step["cell"] for step in worst["steps"]] == ["i.buf0"]
+    assert worst["end"] == {"cell": "t.buf0$IOL", "type": "SIOLOGIC", "bel": None,
+                            "port": "TSDATA0", "wire_ns": 2.0, "at_ns": 2.0,
+                            "setup_ns": 0.1}
+    assert explain_input_path(build_dir, "irdy", to="t.buf")["end"] == worst["end"]
+    behind = explain_input_path(build_dir, "irdy", to="f")
+    assert [(s["cell"], s["port"], s["wire_ns"], s["at_ns"]) for s in behind["steps"]] == [
+        ("i.buf0", None, 0.0, 0.0), ("lut", "C", 1.5, 1.736)]
+    assert (behind["end"]["cell"], behind["ns"], behind["total_ns"]) == ("ff", 1.866, 1.916)
+    with pytest.raises(ExplainError, match="starts with 'q'"):
+        explain_input_path(build_dir, "irdy", to="q")
+
+
+def _explain_cli(capsys, *args):
+    from pcispy.constraints.build import main
+    code = main(["ulx3s-85f", *args])
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err.splitlines()
+
+
+def test_explain_prints_a_line_a_cell_and_a_total(tmp_path, capsys):
+    code, out, err = _explain_cli(capsys, "--build-dir", str(_routed_build(tmp_path)),
+                                  "--explain", "frame")
+    assert (code, err, len(out)) == (0, [], 5)
+    assert out[2].split() == ["1.485", "1.249", "0.236", "X3/Y5/SLICEA.K0", "TRELLIS_COMB",
+                              "lut", "C->F", "(lut_Z[1],", "lut_Z_LUT4_D)"]
+    assert out[3].split()[:7] == ["1.615", "0.130", "setup", "X3/Y5/SLICEA.FF0",
+                                  "TRELLIS_FF", "ff", "DI"]
+    assert out[4] == "total 1.665 ns: 1.615 ns from frame to ff DI + 0.05 ns setup, " \
+                     "through 1 LUT"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--explain", "FRAME#"], "'FRAME#' is not a PCI input pin of this build "
+                              "(pins: frame, irdy, stop, trdy)"),
+    (["--explain", "frame", "--to", "q"], "no path from frame reaches a flip-flop whose "
+                                          "name starts with 'q' (it reaches 1 "
+                                          "flip-flop, named otherwise)"),
+    (["--explain", "stop"], "no path from stop reaches a flip-flop through logic"),
+])
+def test_explain_names_a_bad_pin_or_end_in_one_line(tmp_path, capsys, args, message):
+    code, out, err = _explain_cli(capsys, "--build-dir", str(_routed_build(tmp_path)),
+                                  *args)
+    assert (code, out, err) == (2, [], [f"explain: error: {message}"])
+
+
+def test_explain_without_a_build_says_so_in_one_line(tmp_path, capsys):
+    code, out, err = _explain_cli(capsys, "--build-dir", str(tmp_path / "none"),
+                                  "--explain", "frame")
+    assert (code, out) == (2, [])
+    assert err == [f"explain: error: {tmp_path / 'none'}: no routed build "
+                   "(pcispy_routed.json and pcispy.sdf missing; build it first)"]
+    (tmp_path / "pcispy_routed.json").write_text("{")
+    (tmp_path / "pcispy.sdf").write_text(SDF)
+    code, out, err = _explain_cli(capsys, "--build-dir", str(tmp_path), "--explain", "frame")
+    assert (code, out, len(err)) == (2, [], 1)
+    assert err[0].startswith(f"explain: error: {tmp_path / 'pcispy_routed.json'}: not a "
+                             "netlist with a top module")
+
+
 def test_check_names_what_misses_the_pci_budget():
     from pcispy.constraints.build import DATA_PATH_MAX_LUTS, check, notes
     data = {"pin": "irdy", "to": "pads.ad_buffer.buf.buf9$IOL", "ns": 9.5, "luts": 2,
