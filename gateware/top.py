@@ -59,14 +59,13 @@ IO_WINDOW_SIZE = 256
 INDICATORS = data.StructLayout({"armed": 1, "triggered": 1, "overrun": 1, "passive": 1})
 
 
-def merge_bus_drivers(m, pads_bus, cores, lines=(), allowed=1):
+def merge_bus_drivers(m, pads_bus, cores, lines=()):
     """Join the ``bus`` ports of ``cores`` (each ``Out(PCIBusSignature)``) onto the pads.
 
     Each line is the OR of the values of the cores that own it (``oe``); every core sees
     the sampled inputs. ``lines`` adds single-line drivers as ``(line, o, oe)`` (e.g.
-    ``("inta", irq.inta, 1)`` for an interrupt unit without a bus port). The pads drive
-    only while ``allowed`` (passive mode clears it). Returns ``{line: the cores' enable}``
-    (before ``allowed``).
+    ``("inta", irq.inta, 1)`` for an interrupt unit without a bus port). Returns
+    ``{line: the cores' enable}``.
     """
     enables = {}
     for name, bits in bus_lines(pads_bus.signature.width).items():
@@ -80,7 +79,7 @@ def merge_bus_drivers(m, pads_bus, cores, lines=(), allowed=1):
             enable = enable | oe
         for core in cores:
             m.d.comb += getattr(core.bus, name).i.eq(pad.i)
-        m.d.comb += [pad.o.eq(value), pad.oe.eq(enable & allowed)]
+        m.d.comb += [pad.o.eq(value), pad.oe.eq(enable)]
         enables[name] = enable
     return enables
 
@@ -241,8 +240,8 @@ class PCIBoard(wiring.Component):
         passive_on = Signal()
         quiet = ~passive & ~passive_on
         enables = merge_bus_drivers(m, pads.bus, [target, dma],
-                                    lines=[("inta", irq.inta, irq.inta & quiet)],
-                                    allowed=~passive_on)
+                                    lines=[("inta", irq.inta, irq.inta & quiet)])
+        m.d.comb += pads.drive_allowed.eq(~passive_on)
         # (REQ# is always driven by a master: it does not count.)
         held_lines = {name: enable for name, enable in enables.items() if name != "req"}
         on_pins = [Signal(name=f"{name}_on_pins") for name in held_lines]

@@ -63,8 +63,8 @@ _PARITY_LIVE_LINES = frozenset({"cbe", "par", "cbe_hi", "par64"})
 # (a pin pair: the two pins of one I/O tile on the ULX3S header).
 _FANNED_OUT_LINES = frozenset({"ad", "ad_hi"})
 _FAN_OUT_GROUP = 2
-# INIT of an ECP5 LUT4 whose output is its A input inverted.
-_LUT4_NOT_A = 0x5555
+# INIT of an ECP5 LUT4 whose output is 0 only with its A and B inputs 1 (C, D unused).
+_LUT4_NAND_AB = 0x7777
 
 #: Lines a fast-decode target reads unregistered in the address phase (``pads.decode``).
 DECODE_LINES = ("ad", "cbe", "idsel", "req64")
@@ -106,6 +106,10 @@ class PCIPads(wiring.Component):
         corrupt_par (In, 1): invert the PAR that will cover the AD value presented on
             ``bus.ad.o`` at this edge.
         corrupt_par64 (In, 1): the same for PAR64 (64-bit only).
+        drive_allowed (In, 1, init 1): the pads drive a line only while this is 1 (passive
+            mode clears it; from a register). A sustained tri-state line they owned still
+            gets its clock of deasserted drive. AD's enable copies apply it themselves, so
+            it adds no gate of its own between the cores' enable and the copies.
         decode (Out, decode_signature(width)): with ``fast_decode`` only: AD[31:0],
             C/BE#[3:0], IDSEL (and REQ64#) unregistered, for a target that decodes the
             address within the address phase (the longest same-clock path of the board).
@@ -129,6 +133,7 @@ class PCIPads(wiring.Component):
             "live": Out(wiring.Signature({name: Out(1) for name in live_lines(width)})),
             "par_error": Out(1),
             "corrupt_par": In(1),
+            "drive_allowed": In(1, init=1),
         }
         if width == 64:
             members["par64_error"] = Out(1)
@@ -137,24 +142,26 @@ class PCIPads(wiring.Component):
             members["decode"] = Out(decode_signature(width))
         super().__init__(members)
 
-    def _next_drive(self, m, name, line):
-        """(value, enable) the pin must show during the next clock, inside-level."""
+    def _next_drive(self, m, name, line, *, allowed=True):
+        """(value, enable) the pin must show during the next clock, inside-level; with
+        ``allowed``, only while ``drive_allowed`` (else the caller applies it)."""
+        oe = line.oe & self.drive_allowed if allowed else line.oe
         if name in INPUT_ONLY_LINES:
             return 0, 0
         if name in OPEN_DRAIN:
             # Pull low while asserted; never drive the line high.
-            return 1, line.oe & line.o
+            return 1, oe & line.o
         if name in SUSTAINED_TRISTATE:
             owned = Signal(name=f"{name}_owned")
-            m.d.pci += owned.eq(line.oe)
+            m.d.pci += owned.eq(oe)
             # Released this edge: drive deasserted for one clock (owned), then float.
-            return line.o & line.oe, line.oe | owned
-        return line.o, line.oe
+            return line.o & oe, oe | owned
+        return line.o, oe
 
     def _fanned_out_buffers(self, m, name, line, port):
         """AD on an FPGA: registered I/O per pin pair, each pair's output-enable register
-        fed by a copy of the enable of its own (a kept ``LUT4``, inverting it). Returns
-        the copies (the enable inverted).
+        fed by a copy of the enable of its own (a kept ``LUT4``: NAND of the enable and
+        ``drive_allowed``). Returns the copies (1: float).
 
         One enable reaches all AD pins in the clock it is decided (the target's claim
         of a read; a connector can spread AD over the die). As one net it meets at a
@@ -163,8 +170,9 @@ class PCIPads(wiring.Component):
         runs from the decision to the copies. ``keep`` stops synthesis merging them.
         Each copy holds the enable inverted, as the I/O cell's tristate register takes
         it (1 = float): the buffer's own inversion cancels against it, and no inverter
-        LUT sits between a copy and its registers."""
-        value, enable = self._next_drive(m, name, line)
+        LUT sits between a copy and its registers. Passive mode's ``drive_allowed`` is
+        the copy's second input rather than a gate of its own in front of them all."""
+        value, enable = self._next_drive(m, name, line, allowed=False)
         sampled, copies = [], []
         for low in range(0, len(port), _FAN_OUT_GROUP):
             high = min(low + _FAN_OUT_GROUP, len(port))
@@ -172,8 +180,9 @@ class PCIPads(wiring.Component):
             m.submodules[f"{name}_buffer_{low}"] = buf
             float_copy = Signal(name=f"{name}_float_copy_{low}")
             m.submodules[f"{name}_oe_copy_{low}"] = Instance(
-                "LUT4", p_INIT=Const(_LUT4_NOT_A, 16), a_keep=1,
-                i_A=enable, i_B=Const(0), i_C=Const(0), i_D=Const(0), o_Z=float_copy)
+                "LUT4", p_INIT=Const(_LUT4_NAND_AB, 16), a_keep=1,
+                i_A=enable, i_B=self.drive_allowed, i_C=Const(0), i_D=Const(0),
+                o_Z=float_copy)
             m.d.comb += [buf.o.eq(value[low:high]), buf.oe.eq(~float_copy)]
             sampled.append(buf.i)
             copies.append(float_copy)
@@ -252,7 +261,7 @@ class PCIPads(wiring.Component):
                     m.d.pci += released.eq(float_copies[name][0])
                     m.d.comb += driven.eq(~released)
                 else:
-                    m.d.pci += driven.eq(line.oe)
+                    m.d.pci += driven.eq(line.oe & self.drive_allowed)
                 ad_driven[name] = driven
                 ad_parity[name] = shadow.xor() ^ corrupted
 
