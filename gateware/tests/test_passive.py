@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Passive mode of the active build (``id.mode.passive``): set over the bus, it takes hold
 once the board's own write has ended; from then on the board drives no line at all
-(configuration cycles go unanswered, a DMA run is refused, a raised interrupt leaves INTA#
-released) while its registers stay reachable through the side channel, which clears it."""
+(configuration cycles go unanswered, a DMA run is refused, a run already waiting for the
+bus gets no GNT#, a raised interrupt leaves INTA# released) while its registers stay
+reachable through the side channel, which clears it."""
 
 import pytest
 
@@ -97,5 +98,51 @@ def test_passive_mode_silences_the_board_and_the_side_channel_clears_it():
         assert not ctx.get(board.indicators.passive)
         assert (await host.config_read(0)) & 0xFFFF == 0x1209
         assert ctx.get(board.ports["inta"].oe)
+
+    simulate(board, bench)
+
+
+def test_passive_mode_withholds_gnt_from_a_waiting_run_and_loses_nothing():
+    """A DMA run waiting for the bus when passive mode is asked for gets no GNT#: with
+    GNT# given (parked on the board) it starts nothing while passive, and runs once passive
+    mode is cleared (to an address nobody claims: one transaction, master-aborted)."""
+    board = PCIBoard(32, exerciser_size=256, spy_addr_bits=6)
+    _, passive = _field("id.mode", "passive")
+    status_bits = {name: _field("dma.status", name)[1].lsb
+                   for name in ("busy", "done", "master_abort")}
+
+    async def bench(host, pins, ctx):
+        local = _Local(ctx, board.local)
+
+        async def status():
+            value = await local.access("dma.status")
+            return {name: value >> lsb & 1 for name, lsb in status_bits.items()}
+
+        await enumerate_board(host, command=0x0047)           # + Bus Master
+        await local.access("dma.addr_lo", 0x4000_0000)        # (no BAR of the board)
+        await local.access("dma.length", 16)
+        await local.access("dma.control", 1)
+        await host.idle(4)
+        assert ctx.get(pins.value["req"]) and not ctx.get(pins.value["frame"])
+        await local.access("id.mode", 1 << passive.lsb)
+        host._set("gnt", 1)                                   # GNT# asserted from now on
+        for _ in range(30):
+            await host.idle()
+            assert not ctx.get(pins.value["frame"])
+        assert ctx.get(board.indicators.passive) and _drives_nothing(ctx, board)
+        assert await status() == {"busy": 1, "done": 0, "master_abort": 0}
+        assert await local.access("dma.transactions") == 0
+        # Cleared: the run takes the bus it was given.
+        await local.access("id.mode", 0)
+        for _ in range(10):
+            if ctx.get(pins.value["frame"]):
+                break
+            await host.idle()
+        else:
+            raise AssertionError("the run did not start once passive mode was cleared")
+        await host.idle(10)
+        assert await status() == {"busy": 0, "done": 1, "master_abort": 1}
+        assert await local.access("dma.transactions") == 1
+        host._set("gnt", 0, 0)
 
     simulate(board, bench)
