@@ -733,7 +733,6 @@ class Initiator(wiring.Component):
         live_names = ["trdy", "stop", "devsel", "gnt"] + (["ack64"] if wide_bus else [])
         target_names = [name for name in live_names if name != "gnt"]
         is_idle = phase == _Phase.IDLE
-        go_now = now.gnt & ~now.frame & ~now.irdy       # GNT# with the bus idle
         # GNT# as it counts: while idle only with the bus idle (FRAME#, IRDY# deasserted).
         gnt_counts = now.gnt & ~(is_idle & (now.frame | now.irdy))
         # GNT# asserted counts as GNT# only while it is allowed: in the cofactors for GNT#
@@ -749,7 +748,7 @@ class Initiator(wiring.Component):
                 lines["gnt"] = allowed if lines["gnt"] else 0
                 busy_family[values] = decide(tag, False, **lines)
         else:
-            idle_family = {(): decide("idle", True, go=go_now & allowed)}
+            idle_family = {(): decide("idle", True, go=gnt_counts & allowed)}
             busy_family = {(): decide("busy", False, **{
                 name: getattr(now, name) & (allowed if name == "gnt" else 1)
                 for name in live_names})}
