@@ -59,27 +59,37 @@ IO_WINDOW_SIZE = 256
 INDICATORS = data.StructLayout({"armed": 1, "triggered": 1, "overrun": 1, "passive": 1})
 
 
-def merge_bus_drivers(m, pads_bus, cores, lines=()):
+def merge_bus_drivers(m, pads_bus, cores, lines=(), *, joined_by_pads=None):
     """Join the ``bus`` ports of ``cores`` (each ``Out(PCIBusSignature)``) onto the pads.
 
     Each line is the OR of the values of the cores that own it (``oe``); every core sees
     the sampled inputs. ``lines`` adds single-line drivers as ``(line, o, oe)`` (e.g.
-    ``("inta", irq.inta, 1)`` for an interrupt unit without a bus port). Returns
-    ``{line: the cores' enable}``.
+    ``("inta", irq.inta, 1)`` for an interrupt unit without a bus port).
+    ``joined_by_pads`` maps a line to the pads' port taking one enable per core (in the
+    order of ``cores``: :class:`PCIPads`'s ``ad_oe_by``): the pads join those enables
+    themselves, and the line's ``oe`` carries only the ``lines`` drivers. Returns
+    ``{line: the cores' enable}`` (the OR, whoever forms it).
     """
+    joined_by_pads = joined_by_pads or {}
     enables = {}
     for name, bits in bus_lines(pads_bus.signature.width).items():
         pad = getattr(pads_bus, name)
-        value, enable = Const(0, bits), Const(0, 1)
-        drivers = [(getattr(core.bus, name).o, getattr(core.bus, name).oe) for core in cores]
-        drivers += [(o, oe) for line, o, oe in lines if line == name]
-        for o, oe in drivers:
+        value, enable, pad_enable = Const(0, bits), Const(0, 1), Const(0, 1)
+        core_enables = [getattr(core.bus, name).oe for core in cores]
+        drivers = [(getattr(core.bus, name).o, oe, True)
+                   for core, oe in zip(cores, core_enables)]
+        drivers += [(o, oe, False) for line, o, oe in lines if line == name]
+        for o, oe, from_core in drivers:
             oe = Value.cast(oe)
             value = value | (o & oe.replicate(bits))
             enable = enable | oe
+            if not (from_core and name in joined_by_pads):
+                pad_enable = pad_enable | oe
         for core in cores:
             m.d.comb += getattr(core.bus, name).i.eq(pad.i)
-        m.d.comb += [pad.o.eq(value), pad.oe.eq(enable)]
+        m.d.comb += [pad.o.eq(value), pad.oe.eq(pad_enable)]
+        if name in joined_by_pads:
+            m.d.comb += joined_by_pads[name].eq(Cat(*core_enables))
         enables[name] = enable
     return enables
 
@@ -215,7 +225,9 @@ class PCIBoard(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         fast = self.fast_decode
-        m.submodules.pads = pads = PCIPads(self.width, self.ports, fast_decode=fast)
+        # The target and the DMA master drive AD: the pads join their enables.
+        m.submodules.pads = pads = PCIPads(self.width, self.ports, fast_decode=fast,
+                                           ad_drivers=2)
         m.submodules.config = config = ConfigSpace(
             self.bars, mhz66=self.clock_mhz > 33,
             devsel=DevselSpeed.FAST if fast else DevselSpeed.MEDIUM, **self.config_args)
@@ -239,8 +251,12 @@ class PCIBoard(wiring.Component):
         passive = bank.id.mode.passive
         passive_on = Signal()
         quiet = ~passive & ~passive_on
+        joined = {"ad": pads.ad_oe_by}
+        if self.width == 64:
+            joined["ad_hi"] = pads.ad_hi_oe_by
         enables = merge_bus_drivers(m, pads.bus, [target, dma],
-                                    lines=[("inta", irq.inta, irq.inta & quiet)])
+                                    lines=[("inta", irq.inta, irq.inta & quiet)],
+                                    joined_by_pads=joined)
         m.d.comb += pads.drive_allowed.eq(~passive_on)
         # (REQ# is always driven by a master: it does not count.)
         held_lines = {name: enable for name, enable in enables.items() if name != "req"}

@@ -538,6 +538,13 @@ def test_default_board_synthesises_and_fits_its_part(tmp_path):
                  if out in bits and cell.get("port_directions", {}).get(port) != "output"]
         pairs_registers = 3 if copy.endswith("_copy_0") else 2
         assert loads == [("TRELLIS_FF", "DI")] * pairs_registers, (copy, loads)
+    # Each copy joins the target's and the master's enables itself: every copy reads the
+    # same three nets (synthesis may move logic across the copies' inputs, so which pin
+    # takes which is its choice), where one joined enable and the permission make two.
+    inputs = {frozenset(bit for port in "ABCD" for bit in cells[copy]["connections"][port]
+                        if bit not in ("0", "1"))
+              for copy in copies}
+    assert len(inputs) == 1 and len(next(iter(inputs))) == 3, inputs
 
 
 @pytest.mark.parametrize("board", ["ulx3s-45f", "ulx3s-25f", "ulx3s-12f"])

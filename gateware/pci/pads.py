@@ -63,8 +63,20 @@ _PARITY_LIVE_LINES = frozenset({"cbe", "par", "cbe_hi", "par64"})
 # (a pin pair: the two pins of one I/O tile on the ULX3S header).
 _FANNED_OUT_LINES = frozenset({"ad", "ad_hi"})
 _FAN_OUT_GROUP = 2
-# INIT of an ECP5 LUT4 whose output is 0 only with its A and B inputs 1 (C, D unused).
-_LUT4_NAND_AB = 0x7777
+
+
+def _lut4_init(function):
+    """INIT of an ECP5 ``LUT4`` computing ``function(a, b, c, d)`` (output ``Z`` is INIT
+    bit D*8 + C*4 + B*2 + A)."""
+    return sum(1 << index for index in range(16)
+               if function(*((index >> bit) & 1 for bit in range(4))))
+
+
+# An AD pin pair's float copy: float (1) unless one of A, B, C (the enables) is 1 and D
+# (drive_allowed) is 1.
+_FLOAT_COPY_INIT = _lut4_init(lambda a, b, c, d: not ((a or b or c) and d))
+# How many enables of their own a float copy can join besides ``bus.NAME.oe``.
+_MAX_AD_DRIVERS = 2
 
 #: Lines a fast-decode target reads unregistered in the address phase (``pads.decode``).
 DECODE_LINES = ("ad", "cbe", "idsel", "req64")
@@ -110,6 +122,12 @@ class PCIPads(wiring.Component):
             mode clears it; from a register). A sustained tri-state line they owned still
             gets its clock of deasserted drive. AD's enable copies apply it themselves, so
             it adds no gate of its own between the cores' enable and the copies.
+        ad_oe_by (In, ad_drivers): with ``ad_drivers`` only: one AD enable per core that
+            drives AD. The pads drive AD while ``bus.ad.oe`` or any of these is 1; on an
+            FPGA they join them inside each pin pair's enable copy, so the cores' join
+            costs no logic level and no wire of its own (AD's enable is the board's
+            longest same-clock decision).
+        ad_hi_oe_by (In, ad_drivers): the same for AD[63:32] (64-bit only).
         decode (Out, decode_signature(width)): with ``fast_decode`` only: AD[31:0],
             C/BE#[3:0], IDSEL (and REQ64#) unregistered, for a target that decodes the
             address within the address phase (the longest same-clock path of the board).
@@ -119,8 +137,10 @@ class PCIPads(wiring.Component):
         ports: ``{line name: io port}`` for every line of ``bus_lines(width)``, at pin
             level (from ``platform.request`` or :func:`simulation_ports`).
         fast_decode: also offer ``decode`` (AD, C/BE#, IDSEL, REQ64# unregistered).
+        ad_drivers: 0, 1 or 2: how many cores present their AD enable on ``ad_oe_by``
+            rather than ``bus.ad.oe``.
     """
-    def __init__(self, width, ports, *, fast_decode=False):
+    def __init__(self, width, ports, *, fast_decode=False, ad_drivers=0):
         lines = bus_lines(width)
         missing = set(lines) - set(ports)
         if missing:
@@ -128,6 +148,10 @@ class PCIPads(wiring.Component):
         self.width = width
         self.ports = ports
         self.fast_decode = fast_decode
+        if not 0 <= ad_drivers <= _MAX_AD_DRIVERS:
+            raise ValueError(f"the pads join at most {_MAX_AD_DRIVERS} AD enables of their "
+                             f"own, not {ad_drivers}")
+        self.ad_drivers = ad_drivers
         members = {
             "bus": In(PCIBusSignature(width)),
             "live": Out(wiring.Signature({name: Out(1) for name in live_lines(width)})),
@@ -140,12 +164,26 @@ class PCIPads(wiring.Component):
             members["corrupt_par64"] = In(1)
         if fast_decode:
             members["decode"] = Out(decode_signature(width))
+        if ad_drivers:
+            members["ad_oe_by"] = In(ad_drivers)
+            if width == 64:
+                members["ad_hi_oe_by"] = In(ad_drivers)
         super().__init__(members)
+
+    def _enables(self, name, line):
+        """The enables whose OR owns line ``name``: ``bus.NAME.oe``, and for AD the
+        cores' own (``ad_oe_by``)."""
+        if self.ad_drivers and name in _FANNED_OUT_LINES:
+            by = getattr(self, f"{name}_oe_by")
+            return [line.oe, *(by[i] for i in range(self.ad_drivers))]
+        return [line.oe]
 
     def _next_drive(self, m, name, line, *, allowed=True):
         """(value, enable) the pin must show during the next clock, inside-level; with
         ``allowed``, only while ``drive_allowed`` (else the caller applies it)."""
-        oe = line.oe & self.drive_allowed if allowed else line.oe
+        oe = Cat(*self._enables(name, line)).any()
+        if allowed:
+            oe = oe & self.drive_allowed
         if name in INPUT_ONLY_LINES:
             return 0, 0
         if name in OPEN_DRAIN:
@@ -160,8 +198,8 @@ class PCIPads(wiring.Component):
 
     def _fanned_out_buffers(self, m, name, line, port):
         """AD on an FPGA: registered I/O per pin pair, each pair's output-enable register
-        fed by a copy of the enable of its own (a kept ``LUT4``: NAND of the enable and
-        ``drive_allowed``). Returns the copies (1: float).
+        fed by a copy of the enable of its own (a kept ``LUT4``: NAND of the OR of the
+        enables and ``drive_allowed``). Returns the copies (1: float).
 
         One enable reaches all AD pins in the clock it is decided (the target's claim
         of a read; a connector can spread AD over the die). As one net it meets at a
@@ -170,9 +208,12 @@ class PCIPads(wiring.Component):
         runs from the decision to the copies. ``keep`` stops synthesis merging them.
         Each copy holds the enable inverted, as the I/O cell's tristate register takes
         it (1 = float): the buffer's own inversion cancels against it, and no inverter
-        LUT sits between a copy and its registers. Passive mode's ``drive_allowed`` is
-        the copy's second input rather than a gate of its own in front of them all."""
-        value, enable = self._next_drive(m, name, line, allowed=False)
+        LUT sits between a copy and its registers. The cores' enables (``ad_oe_by``) and
+        passive mode's ``drive_allowed`` are the copy's inputs rather than gates of their
+        own in front of them all."""
+        value, _ = self._next_drive(m, name, line, allowed=False)
+        enables = self._enables(name, line)
+        enables += [Const(0)] * (_MAX_AD_DRIVERS + 1 - len(enables))
         sampled, copies = [], []
         for low in range(0, len(port), _FAN_OUT_GROUP):
             high = min(low + _FAN_OUT_GROUP, len(port))
@@ -180,8 +221,8 @@ class PCIPads(wiring.Component):
             m.submodules[f"{name}_buffer_{low}"] = buf
             float_copy = Signal(name=f"{name}_float_copy_{low}")
             m.submodules[f"{name}_oe_copy_{low}"] = Instance(
-                "LUT4", p_INIT=Const(_LUT4_NAND_AB, 16), a_keep=1,
-                i_A=enable, i_B=self.drive_allowed, i_C=Const(0), i_D=Const(0),
+                "LUT4", p_INIT=Const(_FLOAT_COPY_INIT, 16), a_keep=1,
+                i_A=enables[0], i_B=enables[1], i_C=enables[2], i_D=self.drive_allowed,
                 o_Z=float_copy)
             m.d.comb += [buf.o.eq(value[low:high]), buf.oe.eq(~float_copy)]
             sampled.append(buf.i)
@@ -195,6 +236,7 @@ class PCIPads(wiring.Component):
         live_values = {}
         ad_driven = {}       # AD group name -> AD driven during this clock (registered)
         float_copies = {}    # AD group name -> its enable copies (FPGA only)
+        enables = {}         # line name -> its enable for the next clock (when not copied)
         ad_parity = {}       # AD group name -> parity of the driven AD value (registered)
         sampled = {}         # line name -> registered input
 
@@ -215,8 +257,8 @@ class PCIPads(wiring.Component):
                 m.d.comb += line.i.eq(cell.i)
                 live_values[name] = cell.live
                 if direction == "io" and name not in ("par", "par64"):
-                    value, enable = self._next_drive(m, name, line)
-                    m.d.comb += [cell.o.eq(value), cell.oe.eq(enable)]
+                    value, enables[name] = self._next_drive(m, name, line)
+                    m.d.comb += [cell.o.eq(value), cell.oe.eq(enables[name])]
                 if name in ("par", "par64"):
                     sampled[name] = cell
             elif unregistered:
@@ -229,8 +271,8 @@ class PCIPads(wiring.Component):
                 if direction == "io" and name not in ("par", "par64"):
                     out_ff = Signal(len(line.o), name=f"{name}_out_ff")
                     oe_ff = Signal(name=f"{name}_oe_ff")
-                    value, enable = self._next_drive(m, name, line)
-                    m.d.pci += [out_ff.eq(value), oe_ff.eq(enable)]
+                    value, enables[name] = self._next_drive(m, name, line)
+                    m.d.pci += [out_ff.eq(value), oe_ff.eq(enables[name])]
                     m.d.comb += [buf.o.eq(out_ff), buf.oe.eq(oe_ff)]
                 if name in ("par", "par64"):
                     sampled[name] = buf
@@ -242,8 +284,8 @@ class PCIPads(wiring.Component):
                 m.submodules[f"{name}_buffer"] = buf
                 m.d.comb += line.i.eq(buf.i)
                 if direction == "io":
-                    value, enable = self._next_drive(m, name, line)
-                    m.d.comb += [buf.o.eq(value), buf.oe.eq(enable)]
+                    value, enables[name] = self._next_drive(m, name, line)
+                    m.d.comb += [buf.o.eq(value), buf.oe.eq(enables[name])]
             if name in ("ad", "ad_hi"):
                 # Shadow of the AD output flip-flops, for parity generation.
                 driven = Signal(name=f"{name}_driven")
@@ -260,8 +302,8 @@ class PCIPads(wiring.Component):
                     released = Signal(name=f"{name}_released", init=1)
                     m.d.pci += released.eq(float_copies[name][0])
                     m.d.comb += driven.eq(~released)
-                else:
-                    m.d.pci += driven.eq(line.oe & self.drive_allowed)
+                elif name in enables:
+                    m.d.pci += driven.eq(enables[name])
                 ad_driven[name] = driven
                 ad_parity[name] = shadow.xor() ^ corrupted
 

@@ -12,9 +12,9 @@ from pcispy.gateware.pci.pads import PCIPads, simulation_ports
 pytestmark = pytest.mark.target
 
 
-def run(bench, width=32):
+def run(bench, width=32, **kwargs):
     ports = simulation_ports(width)
-    dut = PCIPads(width, ports)
+    dut = PCIPads(width, ports, **kwargs)
     sim = Simulator(dut)
     sim.add_clock(30e-9, domain="pci")
 
@@ -111,6 +111,41 @@ def test_parity_generation_follows_driven_ad(width):
         await ctx.tick("pci")
         assert ctx.get(ports["par"].o) == 1 - parity(value, cbe)
     run(bench, width)
+
+
+@pytest.mark.parametrize("width", [32, 64])
+def test_ad_is_driven_while_any_joined_enable_is_set(width):
+    """With ``ad_drivers`` the pads OR the cores' AD enables themselves: AD (and PAR the
+    clock after) is driven for each one alone, and not while passive mode withholds it."""
+    halves = ["ad"] + (["ad_hi"] if width == 64 else [])
+
+    async def bench(ctx, dut, ports):
+        for half in halves:
+            ctx.set(getattr(dut.bus, half).o, 0x0F0F_0007)
+        for owners in (0b01, 0b10, 0b11, 0b00):
+            for half in halves:
+                ctx.set(getattr(dut, f"{half}_oe_by"), owners)
+            await ctx.tick("pci")
+            for half in halves:
+                assert ctx.get(ports[half].oe) == (0xFFFF_FFFF if owners else 0), (half, owners)
+            await ctx.tick("pci")
+            assert ctx.get(ports["par"].oe) == (1 if owners else 0), owners
+        ctx.set(dut.drive_allowed, 0)
+        for half in halves:
+            ctx.set(getattr(dut, f"{half}_oe_by"), 0b11)
+        await ctx.tick("pci")
+        for half in halves:
+            assert ctx.get(ports[half].oe) == 0, half
+        await ctx.tick("pci")
+        assert ctx.get(ports["par"].oe) == 0
+    run(bench, width, ad_drivers=2)
+
+
+@pytest.mark.filterwarnings("ignore:.*created but never used")
+def test_more_ad_drivers_than_a_copy_can_join_is_a_clear_error():
+    with pytest.raises(ValueError, match="at most 2 AD enables"):
+        PCIPads(32, simulation_ports(32), ad_drivers=3)
+    gc.collect()
 
 
 def test_parity_check_against_previous_clock():

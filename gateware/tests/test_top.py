@@ -83,3 +83,36 @@ def test_merge_bus_drivers_ors_owners_and_single_lines():
         assert ctx.get(cores[0].bus.ad.i) == ctx.get(cores[1].bus.ad.i) == 0x1234
     sim.add_testbench(testbench)
     sim.run()
+
+
+def test_merge_bus_drivers_leaves_joined_enables_to_the_pads():
+    from amaranth import Module
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import Out
+    from amaranth.sim import Simulator
+
+    from pcispy.gateware.pci.bus import PCIBusSignature
+    from pcispy.gateware.pci.pads import PCIPads, simulation_ports
+    from pcispy.gateware.top import merge_bus_drivers
+
+    ports = simulation_ports(32)
+    pads = PCIPads(32, ports, ad_drivers=2)
+    cores = [wiring.Signature({"bus": Out(PCIBusSignature(32))}).create() for _ in range(2)]
+    m = Module()
+    m.submodules.pads = pads
+    enables = merge_bus_drivers(m, pads.bus, cores, joined_by_pads={"ad": pads.ad_oe_by})
+    sim = Simulator(m)
+    sim.add_clock(30e-9, domain="pci")
+
+    async def testbench(ctx):
+        ctx.set(cores[1].bus.ad.o, 0x5A5A)
+        ctx.set(cores[1].bus.ad.oe, 1)
+        ctx.set(cores[0].bus.trdy.oe, 1)
+        # AD's enables reach the pads one per core (in the order of ``cores``), not ORed
+        # in front of them; other lines as before.
+        assert ctx.get(pads.ad_oe_by) == 0b10 and ctx.get(pads.bus.ad.oe) == 0
+        assert ctx.get(enables["ad"]) == 1 and ctx.get(pads.bus.trdy.oe) == 1
+        await ctx.tick("pci")
+        assert ctx.get(ports["ad"].o) == 0x5A5A and ctx.get(ports["ad"].oe) == 0xFFFF_FFFF
+    sim.add_testbench(testbench)
+    sim.run()
