@@ -34,11 +34,10 @@ other line uses ``io.FFBuffer`` (all three registers in the I/O cell).
 """
 
 from amaranth import Cat, Const, Module, Signal
-from amaranth.hdl import Instance
 from amaranth.lib import io, wiring
 from amaranth.lib.wiring import In, Out
 
-from .iocell import IOCellFlops
+from .iocell import IOCellFlops, kept_lut4
 from .bus import ACTIVE_LOW, OPEN_DRAIN, SUSTAINED_TRISTATE, PCIBusSignature, bus_lines
 
 __all__ = ["LIVE_LINES", "live_lines", "INPUT_ONLY_LINES", "DECODE_LINES", "decode_signature",
@@ -64,17 +63,6 @@ _PARITY_LIVE_LINES = frozenset({"cbe", "par", "cbe_hi", "par64"})
 _FANNED_OUT_LINES = frozenset({"ad", "ad_hi"})
 _FAN_OUT_GROUP = 2
 
-
-def _lut4_init(function):
-    """INIT of an ECP5 ``LUT4`` computing ``function(a, b, c, d)`` (output ``Z`` is INIT
-    bit D*8 + C*4 + B*2 + A)."""
-    return sum(1 << index for index in range(16)
-               if function(*((index >> bit) & 1 for bit in range(4))))
-
-
-# An AD pin pair's float copy: float (1) unless one of A, B, C (the enables) is 1 and D
-# (drive_allowed) is 1.
-_FLOAT_COPY_INIT = _lut4_init(lambda a, b, c, d: not ((a or b or c) and d))
 # How many enables of their own a float copy can join besides ``bus.NAME.oe``.
 _MAX_AD_DRIVERS = 2
 
@@ -212,6 +200,7 @@ class PCIPads(wiring.Component):
         passive mode's ``drive_allowed`` are the copy's inputs rather than gates of their
         own in front of them all."""
         value, _ = self._next_drive(m, name, line, allowed=False)
+        # Float (1) unless an enable is set and driving is allowed.
         enables = self._enables(name, line)
         enables += [Const(0)] * (_MAX_AD_DRIVERS + 1 - len(enables))
         sampled, copies = [], []
@@ -220,10 +209,9 @@ class PCIPads(wiring.Component):
             buf = io.FFBuffer("io", port[low:high], i_domain="pci", o_domain="pci")
             m.submodules[f"{name}_buffer_{low}"] = buf
             float_copy = Signal(name=f"{name}_float_copy_{low}")
-            m.submodules[f"{name}_oe_copy_{low}"] = Instance(
-                "LUT4", p_INIT=Const(_FLOAT_COPY_INIT, 16), a_keep=1,
-                i_A=enables[0], i_B=enables[1], i_C=enables[2], i_D=self.drive_allowed,
-                o_Z=float_copy)
+            m.submodules[f"{name}_oe_copy_{low}"] = kept_lut4(
+                lambda a, b, c, allowed: not ((a or b or c) and allowed),
+                [*enables, self.drive_allowed], float_copy)
             m.d.comb += [buf.o.eq(value[low:high]), buf.oe.eq(~float_copy)]
             sampled.append(buf.i)
             copies.append(float_copy)
