@@ -761,7 +761,11 @@ class Initiator(wiring.Component):
             lines (from registers), so the lines only choose among one net each: with
             ``kept`` (the outputs, on an FPGA) a kept net, so that synthesis cannot fold
             the live lines back into the logic in front of it. GNT# chooses last: it
-            comes through one gate of its own (with FRAME# and IRDY#).
+            comes through one gate of its own (with FRAME# and IRDY#). With ``kept``, the
+            target's lines' choice for each value of GNT# is a kept net too: synthesis
+            cannot then move GNT# down into the tree (behind more multiplexers), and each
+            tree is one wide multiplexer (eight nets: an L6MUX21 and its two PFUMX) that
+            the floorplan places whole.
             """
             if not expand:
                 return Mux(idle, pick(*idle_family[()]), pick(*busy_family[()]))
@@ -783,7 +787,15 @@ class Initiator(wiring.Component):
                     return leaf(gnt_value, values)
                 return Mux(lines[len(values)], tree(gnt_value, values + (1,)),
                            tree(gnt_value, values + (0,)))
-            return Mux(gnt, tree(1, ()), tree(0, ()))
+
+            def by_gnt(gnt_value):
+                value = tree(gnt_value, ())
+                if kept is None or platform is None:
+                    return value
+                net = Signal(value.shape(), name=f"{kept}_kept_gnt{gnt_value}", attrs=keep)
+                m.d.comb += net.eq(value)
+                return net
+            return Mux(gnt, by_gnt(1), by_gnt(0))
 
         # Outputs: the live lines select in front of the pads' output flip-flops.
         target_now = [getattr(now, name) for name in target_names]
