@@ -764,8 +764,8 @@ class Initiator(wiring.Component):
             comes through one gate of its own (with FRAME# and IRDY#). With ``kept``, the
             target's lines' choice for each value of GNT# is a kept net too: synthesis
             cannot then move GNT# down into the tree (behind more multiplexers), and each
-            tree is one wide multiplexer (eight nets: an L6MUX21 and its two PFUMX) that
-            the floorplan places whole.
+            tree (eight nets at most, two LUT levels as this design maps) is a structure
+            the floorplan places whole, not the nested L6MUX21 it leaves to the placer.
             """
             if not expand:
                 return Mux(idle, pick(*idle_family[()]), pick(*busy_family[()]))
