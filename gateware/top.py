@@ -21,7 +21,8 @@ BARs (DESIGN.md, "BARs"):
 
 Several blocks drive the bus (the target, the DMA initiator, the interrupt unit's INTA#):
 every core's ``PCIBusSignature`` joins :func:`merge_bus_drivers`, which ORs the values of
-the owners. A core that does not own a line keeps its ``oe`` low.
+the owners. A core that does not own a line keeps its ``oe`` low; on AD (whose enables the
+pads join) it also presents 0.
 
 The spy and the protocol checker watch the same sample of the bus the cores see: the
 pads' input flip-flops.
@@ -67,8 +68,11 @@ def merge_bus_drivers(m, pads_bus, cores, lines=(), *, joined_by_pads=None):
     ``("inta", irq.inta, 1)`` for an interrupt unit without a bus port).
     ``joined_by_pads`` maps a line to the pads' port taking one enable per core (in the
     order of ``cores``: :class:`PCIPads`'s ``ad_oe_by``): the pads join those enables
-    themselves, and the line's ``oe`` carries only the ``lines`` drivers. Returns
-    ``{line: the cores' enable}`` (the OR, whoever forms it).
+    themselves, and the line's ``oe`` carries only the ``lines`` drivers. On a joined
+    line each core presents 0 where it does not drive (the target and the initiator
+    gate their AD words from registers): the cores' values are ORed as they are, so
+    that the value waits for neither core's enable. Returns ``{line: the cores'
+    enable}`` (the OR, whoever forms it).
     """
     joined_by_pads = joined_by_pads or {}
     enables = {}
@@ -81,9 +85,10 @@ def merge_bus_drivers(m, pads_bus, cores, lines=(), *, joined_by_pads=None):
         drivers += [(o, oe, False) for line, o, oe in lines if line == name]
         for o, oe, from_core in drivers:
             oe = Value.cast(oe)
-            value = value | (o & oe.replicate(bits))
+            joined = from_core and name in joined_by_pads
+            value = value | (o if joined else o & oe.replicate(bits))
             enable = enable | oe
-            if not (from_core and name in joined_by_pads):
+            if not joined:
                 pad_enable = pad_enable | oe
         for core in cores:
             m.d.comb += getattr(core.bus, name).i.eq(pad.i)

@@ -245,6 +245,9 @@ class TargetHarness(Harness):
         for name in ("devsel", "trdy", "stop"):
             self.check("enable_is_asserting", getattr(core, name).oe
                        == (core.devsel.o | core.trdy.o | core.stop.o))
+        # The board ORs the cores' AD words without their enables (merge_bus_drivers):
+        # a word not driven must be 0.
+        self.check("ad_released_zero", core.ad.oe | (core.ad.o == 0))
         self.check("devsel_window", ~(devsel & ~claimed_q) |
                    ((since >= 2) & (since <= _DEVSEL_LAST)))
         self.check("trdy_stop_need_devsel", ~trdy | devsel)
@@ -365,8 +368,11 @@ class TargetHarness(Harness):
         # on AD, those in the FIFO and those due, after the words that moved; answers to
         # an ended transaction (discard) come first and are dropped.
         self.check("lemma_target", ~(claimed & read & trdy) | tgt["cur_valid"])
+        # (Driven from the claim's decision, AD's first clock carries 0: no word is
+        # loaded in the claim's clock.)
+        first_driven = ~self.past(h.our_oe["ad"])
         self.check("lemma_target", ~(claimed & read & h.our_oe["ad"]) |
-                   (h.pin["ad"] == tgt["ad_cur"]))
+                   (h.pin["ad"] == tgt["ad_cur"]) | (first_driven & (h.pin["ad"] == 0) & ~trdy))
         ahead = tgt["cur_valid"] + tgt["rfifo_level"] + tgt["outstanding"] - tgt["discard"]
         self.check("lemma_target", ~(active & read) | (
             (tgt["load_addr"] == addr + tgt["cur_valid"]) &

@@ -797,15 +797,25 @@ class Initiator(wiring.Component):
                 return net
             return Mux(gnt, by_gnt(1), by_gnt(0))
 
-        # Outputs: the live lines select in front of the pads' output flip-flops.
+        # Outputs: the live lines select in front of the pads' output flip-flops. AD's
+        # words are presented as 0 where they are not driven (the pads OR the cores' AD
+        # words without their enables: ``merge_bus_drivers``); each cofactor gates its own
+        # word, from registers, so the live lines choose among gated words.
+        def presented(name, port):
+            def pick(nxt, drv):
+                line = drv[name]
+                if port == "o" and name in ("ad", "ad_hi"):
+                    return line.o & line.oe.replicate(len(line.o))
+                return getattr(line, port)
+            return pick
+
         target_now = [getattr(now, name) for name in target_names]
         for name in driven:
             line = getattr(bus, name)
             for port in ("o", "oe"):
                 m.d.comb += getattr(line, port).eq(select(
-                    lambda nxt, drv: getattr(drv[name], port),
-                    idle_family, busy_family, is_idle, gnt_counts, target_now,
-                    kept=f"{name}_{port}"))
+                    presented(name, port), idle_family, busy_family, is_idle, gnt_counts,
+                    target_now, kept=f"{name}_{port}"))
 
         # State: folded, the registers take the one next state. Expanded, every
         # cofactor's next state is registered, and so are the lines that choose among them;

@@ -734,6 +734,12 @@ class PCITarget(wiring.Component):
             d.ad = Mux(d.load, head_word, ad_cur)
             d.corrupt = Mux(d.load, new_corrupt, cur_corrupt)
             d.xfer64 = v.xfer64 & devsel_n
+            # The word as presented to the pads: 0 on lanes not driven (the pads OR the
+            # cores' AD words without their enables: ``merge_bus_drivers``).
+            lanes = d.drive_ad.replicate(32)
+            if wide:
+                lanes = Cat(lanes, (d.drive_ad & d.xfer64).replicate(32))
+            d.ad_presented = d.ad & lanes
             return d
         cases = {(c, i, f): decide(i, f, views[c])
                  for c in (False, True) for i in (0, 1) for f in (0, 1)}
@@ -742,15 +748,18 @@ class PCITarget(wiring.Component):
         # it is first asserted): within the cofactor for FRAME# = f it is that value.
         kept = {}
 
-        def cofactor(i, f, name):
-            """The decision's ``name`` for one IRDY# and FRAME# value, the claim chosen.
-            On an FPGA a kept net, so that synthesis cannot fold the live lines back into
-            the logic in front of it; the claim (from registers, or decoded in the
-            address phase) chooses inside it, so that the live lines only pick among
-            four nets at the output registers: one 6-input function."""
+        def cofactor(i, f, name, claimable=True):
+            """The decision's ``name`` for one IRDY# and FRAME# value, the claim chosen
+            (``claimable``; else the running transaction's, for a value the claim's clock
+            does not need). On an FPGA a kept net, so that synthesis cannot fold the live
+            lines back into the logic in front of it; the claim (from registers, or
+            decoded in the address phase) chooses inside it, so that the live lines only
+            pick among four nets at the output registers: one 6-input function."""
             if (i, f, name) not in kept:
-                value = Mux(claim_with(Const(f, 1)), getattr(cases[True, i, f], name),
-                            getattr(cases[False, i, f], name))
+                value = getattr(cases[False, i, f], name)
+                if claimable:
+                    value = Mux(claim_with(Const(f, 1)), getattr(cases[True, i, f], name),
+                                value)
                 if platform is not None:
                     net = Signal(Value.cast(value).shape(), name=f"{name}_kept_{i}{f}",
                                  attrs={"keep": 1})
@@ -759,9 +768,9 @@ class PCITarget(wiring.Component):
                 kept[i, f, name] = value
             return kept[i, f, name]
 
-        def live_pick(name):
+        def live_pick(name, claimable=True):
             """The decision's ``name`` for IRDY# and FRAME# as they are on the pins now."""
-            v = {(i, f): cofactor(i, f, name) for i in (0, 1) for f in (0, 1)}
+            v = {(i, f): cofactor(i, f, name, claimable) for i in (0, 1) for f in (0, 1)}
             return Mux(live.irdy, Mux(live.frame, v[1, 1], v[1, 0]),
                        Mux(live.frame, v[0, 1], v[0, 0]))
 
@@ -836,9 +845,14 @@ class PCITarget(wiring.Component):
             m.d.comb += [bus.ack64.o.eq(xfer64_n), bus.ack64.oe.eq(own)]
 
         # --- Read data onto AD ------------------------------------------------------------
+        # The word (and its parity's corruption) leaves without the claim: AD's value then
+        # waits for no address decode (only its enable does). In the claim's clock the
+        # target drives AD for the first time and TRDY# cannot be asserted yet (no word is
+        # loaded then), so the word does not count; the running transaction's decision
+        # presents 0 in it (the target is idle before a claim).
         drive_ad = live_pick("drive_ad")
-        ad_next = live_pick("ad")
-        corrupt_next = live_pick("corrupt")
+        ad_next = live_pick("ad_presented", claimable=False)
+        corrupt_next = live_pick("corrupt", claimable=False)
         m.d.comb += [
             bus.ad.o.eq(ad_next[:32]), bus.ad.oe.eq(drive_ad),
             self.corrupt_par.eq(corrupt_next),

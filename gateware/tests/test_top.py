@@ -114,5 +114,14 @@ def test_merge_bus_drivers_leaves_joined_enables_to_the_pads():
         assert ctx.get(enables["ad"]) == 1 and ctx.get(pads.bus.trdy.oe) == 1
         await ctx.tick("pci")
         assert ctx.get(ports["ad"].o) == 0x5A5A and ctx.get(ports["ad"].oe) == 0xFFFF_FFFF
+        # AD's words are ORed without their enables (a core presents 0 where it does not
+        # drive: the formal jobs' ad_released_zero); a line not joined still gates them.
+        ctx.set(cores[0].bus.ad.o, 0x0101)
+        ctx.set(cores[0].bus.trdy.o, 1)
+        ctx.set(cores[0].bus.trdy.oe, 0)
+        ctx.set(cores[1].bus.trdy.oe, 1)
+        await ctx.tick("pci")
+        assert ctx.get(ports["ad"].o) == 0x5B5B
+        assert ctx.get(ports["trdy"].oe) == 1 and ctx.get(ports["trdy"].o) == 1
     sim.add_testbench(testbench)
     sim.run()
