@@ -22,7 +22,10 @@ Timing: the initiator's events arrive registered, a clock after the edge they de
 live handshake lines end at its flip-flops). The engine keeps the original clock counts: it
 counts clocks as the run would have seen them, the idle gap after a burst is counted from
 the burst's end, and the first burst of the next pass is offered in the clock after the
-pass's last burst ends, before its (registered) end reaches the pass bookkeeping.
+pass's last burst ends, before its (registered) end reaches the pass bookkeeping. The burst
+offered is registered a clock ahead (its length beside the DWORDs left; the settings are
+frozen while the engine runs): the initiator decides its start in the clock it reads the
+offer, and no comparison of the engine's lies in front of that decision.
 """
 
 from amaranth import Module, Signal, Mux, Cat
@@ -192,18 +195,40 @@ class DMAEngine(wiring.Component):
         # known a clock late, and the gap counts from it).
         gap_armed = Signal()
         m.d.comb += fresh.eq(last_issued & another_pass & ~ini.busy & ~gap_armed)
+        # The burst offered is computed a clock ahead, so that the initiator's start (which
+        # reads the offer in the clock it starts) waits for no comparison here: the
+        # burst of ``left`` is kept beside it, written with it, and the fresh pass's first
+        # burst follows from the settings, which are frozen while the engine runs.
+        def burst_of(dwords, fits_q, chunk_q):
+            """Statements that register whether ``dwords`` go in one burst (``fits_q``) and
+            the burst (``chunk_q``: all of them, or the burst length)."""
+            fits = regs.burst.unlimited | (dwords <= burst_dwords)
+            return [fits_q.eq(fits), chunk_q.eq(Mux(fits, dwords, burst_dwords))]
+
+        left_fits = Signal()            # of ``left``
+        left_chunk = Signal(31)
+        fresh_fits = Signal()           # of a whole pass (``length``)
+        fresh_chunk = Signal(31)
+        m.d.pci += burst_of(length[2:], fresh_fits, fresh_chunk)
+
+        def keep_left(dwords):
+            """Statements that set ``left`` (and its burst) to ``dwords``."""
+            return [left.eq(dwords), *burst_of(dwords, left_fits, left_chunk)]
+
         offer_addr = Signal(64)
         offer_left = Signal(31)
-        offer_passes = Signal(16)
+        offer_fits = Signal()
         m.d.comb += [
             offer_addr.eq(Mux(fresh, start_addr, next_addr)),
             offer_left.eq(Mux(fresh, length[2:], left)),
-            offer_passes.eq(Mux(fresh, passes_left - ~mode.continuous, passes_left)),
+            offer_fits.eq(Mux(fresh, fresh_fits, left_fits)),
         ]
         chunk = Signal(31)
-        m.d.comb += chunk.eq(Mux(regs.burst.unlimited | (offer_left <= burst_dwords),
-                                 offer_left, burst_dwords))
-        more = (chunk != offer_left) | mode.continuous | (offer_passes > 1)
+        m.d.comb += chunk.eq(Mux(fresh, fresh_chunk, left_chunk))
+        # Passes after the offered burst's (passes_left is at least 1; a fresh pass, not
+        # yet counted, is one of them).
+        more_passes = Mux(fresh & ~mode.continuous, passes_left > 2, passes_left > 1)
+        more = ~offer_fits | mode.continuous | more_passes
         m.d.comb += [
             ini.desc.valid.eq(running & (~last_issued | fresh) & ~stop_pending &
                               (idle_left == 0) & ~gap_armed & ~regs.control.stop),
@@ -235,15 +260,15 @@ class DMAEngine(wiring.Component):
             m.d.pci += passes_done.eq(passes_done + 1)
             with m.If(another_pass):
                 m.d.pci += [
-                    next_addr.eq(start_addr), left.eq(length[2:]), last_issued.eq(0),
+                    next_addr.eq(start_addr), *keep_left(length[2:]), last_issued.eq(0),
                     passes_left.eq(passes_left - ~mode.continuous),
                 ]
             with m.Else():
                 m.d.comb += finish.eq(1)
         # A burst issued now (after a pass's reload above: the fresh pass's first burst).
         with m.If(issued):
-            m.d.pci += [next_addr.eq(offer_addr + (chunk << 2)), left.eq(offer_left - chunk),
-                        last_issued.eq(chunk == offer_left)]
+            m.d.pci += [next_addr.eq(offer_addr + (chunk << 2)), last_issued.eq(offer_fits),
+                        *keep_left(offer_left - chunk)]
 
         with m.If(regs.control.stop & running):
             m.d.pci += stop_pending.eq(1)
@@ -269,7 +294,7 @@ class DMAEngine(wiring.Component):
         with m.If(launch):
             m.d.pci += [
                 running.eq(1), stop_pending.eq(0), last_issued.eq(0), idle_left.eq(0),
-                next_addr.eq(start_addr), left.eq(length[2:]),
+                next_addr.eq(start_addr), *keep_left(length[2:]),
                 passes_left.eq(Mux(regs.passes.count == 0, 1, regs.passes.count)),
                 passes_done.eq(0),
             ]

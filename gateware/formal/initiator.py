@@ -494,6 +494,15 @@ class InitiatorHarness(Harness):
             (eng["left"] <= (length >> 2)) & (eng["last_issued"] == (eng["left"] == 0)) &
             (eng["next_addr"] == (start + issued)[:64]) & (pass_moved[:2] == 0) &
             (pass_moved < length)))
+        # The engine keeps each offer's burst beside what it is the burst of (32-bit:
+        # a burst is ``phases`` DWORDs).
+        def burst_of(dwords):
+            fits = regs.burst.unlimited | (dwords <= regs.burst.phases)
+            return fits, Mux(fits, dwords, regs.burst.phases)
+        for prefix, dwords in (("left", eng["left"]), ("fresh", length >> 2)):
+            fits, chunk = burst_of(dwords)
+            self.check("lemma_run", ~running | ((eng[f"{prefix}_fits"] == fits) &
+                                                (eng[f"{prefix}_chunk"] == chunk)))
         self.check("lemma_run", running | (~ini["held"] & (ini["phase"] == _Phase.IDLE)))
         self.check("lemma_run", (ini["phase"] == _Phase.IDLE) | ini["held"])
         self.check("lemma_run", ~ini["held"] | (
