@@ -263,9 +263,12 @@ class PCIBoard(wiring.Component):
                                     lines=[("inta", irq.inta, irq.inta & quiet)],
                                     joined_by_pads=joined)
         m.d.comb += pads.drive_allowed.eq(~passive_on)
-        # (REQ# is always driven by a master: it does not count.)
-        held_lines = {name: enable for name, enable in enables.items() if name != "req"}
-        on_pins = [Signal(name=f"{name}_on_pins") for name in held_lines]
+        # (REQ# is always driven by a master: it does not count.) AD's enables are copied
+        # one per core, as the pads take them: the OR of them waits for both cores.
+        held_lines = {name: joined.get(name, enable) for name, enable in enables.items()
+                      if name != "req"}
+        on_pins = [Signal(len(enable), name=f"{name}_on_pins")
+                   for name, enable in held_lines.items()]
         m.d.pci += Cat(*on_pins).eq(Cat(*held_lines.values()))
         with m.If(passive & ~Cat(*on_pins).any() & ~target.busy):
             m.d.pci += passive_on.eq(1)
