@@ -372,7 +372,8 @@ class TargetHarness(Harness):
         # loaded in the claim's clock.)
         first_driven = ~self.past(h.our_oe["ad"])
         self.check("lemma_target", ~(claimed & read & h.our_oe["ad"]) |
-                   (h.pin["ad"] == tgt["ad_cur"]) | (first_driven & (h.pin["ad"] == 0) & ~trdy))
+                   (h.pin["ad"] == tgt["ad_cur"]) |
+                   (first_driven & (h.pin["ad"] == 0) & ~trdy))
         ahead = tgt["cur_valid"] + tgt["rfifo_level"] + tgt["outstanding"] - tgt["discard"]
         self.check("lemma_target", ~(active & read) | (
             (tgt["load_addr"] == addr + tgt["cur_valid"]) &

@@ -151,6 +151,7 @@ class Initiator(wiring.Component):
     Ports:
         bus (Out, PCIBusSignature(width)): o/oe toward the pads' output flip-flops; ``i``
             are the registered samples (only ``ad``/``ad_hi`` and ``perr`` are used).
+            AD's word is 0 where it is not driven (the board ORs the cores' AD words).
         now (In, Handshake): unregistered handshake pins of this clock.
         gnt_allowed (In, 1, init 1): GNT# counts only while this is 1 (passive mode
             withholds it). From registers: it chooses inside the GNT# cofactors, so the

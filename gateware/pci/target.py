@@ -235,6 +235,7 @@ class PCITarget(wiring.Component):
 
     Ports:
         bus (Out, PCIBusSignature(width)): to the pads (next-clock drive, sampled inputs).
+            AD's word is 0 where it is not driven (the board ORs the cores' AD words).
         live (In): ``frame``, ``irdy``, ... unregistered from the pads.
         par_error, par64_error (In, 1): live parity check from the pads.
         corrupt_par, corrupt_par64 (Out, 1): to the pads, flip the PAR of the word
