@@ -756,18 +756,20 @@ class PCITarget(wiring.Component):
             lines back into the logic in front of it; the claim (from registers, or
             decoded in the address phase) chooses inside it, so that the live lines only
             pick among four nets at the output registers: one 6-input function."""
-            if (i, f, name) not in kept:
+            key = (i, f, name, claimable)
+            if key not in kept:
                 value = getattr(cases[False, i, f], name)
                 if claimable:
                     value = Mux(claim_with(Const(f, 1)), getattr(cases[True, i, f], name),
                                 value)
                 if platform is not None:
-                    net = Signal(Value.cast(value).shape(), name=f"{name}_kept_{i}{f}",
-                                 attrs={"keep": 1})
+                    running = "" if claimable else "_running"
+                    net = Signal(Value.cast(value).shape(),
+                                 name=f"{name}{running}_kept_{i}{f}", attrs={"keep": 1})
                     m.d.comb += net.eq(value)
                     value = net
-                kept[i, f, name] = value
-            return kept[i, f, name]
+                kept[key] = value
+            return kept[key]
 
         def live_pick(name, claimable=True):
             """The decision's ``name`` for IRDY# and FRAME# as they are on the pins now."""
