@@ -13,13 +13,14 @@ addresses) are pairs of registers ``name_lo``/``name_hi``; reading ``_lo`` latch
 where the field doc says so (atomic 64-bit reads).
 """
 
-from dataclasses import dataclass, field as dc_field
+from dataclasses import dataclass, field as dc_field, replace
 import enum
 
+from .pci.bus import DECODE_SPEEDS, DevselSpeed as _DevselSpeed
 from .spy.format import FORMAT_VERSION as _TRACE_FORMAT_VERSION
 
 __all__ = ["Access", "Field", "Register", "reg32", "Block", "RegisterMap", "REGISTER_MAP",
-           "IDENTITY_MAGIC", "BAR0_SIZE", "TRACE_MEMORY"]
+           "IDENTITY_MAGIC", "BAR0_SIZE", "TRACE_MEMORY", "decode_resets"]
 
 #: Size of BAR0 in bytes.
 BAR0_SIZE = 4096
@@ -153,6 +154,31 @@ class RegisterMap:
     def names(self):
         return [name for name, _, _ in self]
 
+    def block(self, name):
+        """The :class:`Block` called ``name``."""
+        for block in self.blocks:
+            if block.name == name:
+                return block
+        raise KeyError(f"no register block named {name!r}")
+
+    def with_resets(self, resets):
+        """This map with other reset values: ``resets`` maps "block.register.field" to
+        the value (a build whose hardware cannot honour a map's reset value, such as a
+        slow-decode target's DEVSEL# speed, resets to one it can)."""
+        resets = dict(resets)
+
+        def register(block, reg):
+            fields = []
+            for f in reg.fields:
+                key = f"{block.name}.{reg.name}.{f.name}"
+                fields.append(replace(f, reset=resets.pop(key)) if key in resets else f)
+            return replace(reg, fields=tuple(fields))
+        blocks = [replace(b, registers=tuple(register(b, r) for r in b.registers))
+                  for b in self.blocks]
+        if resets:
+            raise KeyError(f"no field named {', '.join(sorted(resets))}")
+        return RegisterMap(blocks)
+
 
 # --- The blocks ---------------------------------------------------------------------
 # Each part of the board declares its block below, in base order. Bases are multiples of
@@ -172,6 +198,10 @@ IDENTITY = Block("id", 0x000, (
         Field("trace_memory", 2, 2, Access.RO, 0, "the spy's trace memory: none (built "
               "without the spy), block RAM, or an external asynchronous SRAM",
               {value: name for name, value in TRACE_MEMORY.items()}),
+        Field("decode", 4, 2, Access.RO, _DevselSpeed.MEDIUM.value, "the target's address "
+              "decode: the fastest DEVSEL# it answers with (built slow: "
+              "target.response.devsel_speed resets to slow)",
+              {s.value: s.name.lower() for s in DECODE_SPEEDS}),
         Field("clock_mhz", 8, 8, Access.RO, 33, "nominal PCI clock in MHz"),
         Field("trace_depth", 16, 5, Access.RO, 0, "log2 of the trace memory's depth in "
               "16-byte slots (BAR1 is 16 << trace_depth bytes; spy.capacity gives the "
@@ -265,17 +295,28 @@ IRQ = Block("irq", 0x200, (
 # Exerciser target (gateware/exerciser/response.py): the programmed response of the BAR2
 # (memory) and BAR3 (I/O) windows. A write the hardware cannot honour is refused: the
 # register keeps its value and a status.bad_* bit says why.
-from .pci.bus import DevselSpeed as _DevselSpeed  # noqa: E402  (enum values of devsel_speed)
 
 #: Longest target initial latency the specification allows, in clocks from FRAME#.
 TARGET_MAX_INITIAL_LATENCY = 16
 #: Longest target subsequent latency (data phase to data phase), in clocks.
 TARGET_MAX_SUBSEQUENT_LATENCY = 8
 
+
+
+def decode_resets(decode):
+    """The reset values (for :meth:`RegisterMap.with_resets`) of a board whose target
+    decodes at ``decode`` (:class:`DevselSpeed`, id.config.decode): a slow decoder
+    cannot answer the map's medium DEVSEL#, so its exerciser resets to slow."""
+    if decode.value > _DevselSpeed.MEDIUM.value:
+        return {"target.response.devsel_speed": decode.value}
+    return {}
+
+
 TARGET = Block("target", 0x080, (
     Register("response", 0x00, (
         Field("devsel_speed", 0, 2, Access.RW, _DevselSpeed.MEDIUM.value,
-              "DEVSEL# timing of the windows (fast needs fast decode: refused)",
+              "DEVSEL# timing of the windows (faster than id.config.decode: refused; a "
+              "slow-decode build resets to slow)",
               {s.value: s.name.lower() for s in _DevselSpeed}),
         Field("initial_wait", 8, 8, Access.RW, 0,
               "extra clocks before the first TRDY# (initial latency is 2 + DEVSEL# delay "
@@ -311,7 +352,7 @@ TARGET = Block("target", 0x080, (
         Field("corrupt_next", 3, 1, Access.WO, 0, "invert PAR of the next read data word"),
     ), "abort, 64-bit and parity-corruption switches"),
     Register("status", 0x1C, (
-        Field("bad_devsel", 0, 1, Access.W1C, 0, "refused: fast DEVSEL# (not built)"),
+        Field("bad_devsel", 0, 1, Access.W1C, 0, "refused: DEVSEL# faster than the build decodes"),
         Field("bad_latency", 1, 1, Access.W1C, 0, "refused: initial latency over 16 clocks"),
         Field("bad_wait", 2, 1, Access.W1C, 0,
               "refused: wait clocks with period 0, or subsequent latency over 8 clocks"),

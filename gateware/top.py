@@ -46,7 +46,7 @@ from .spy.spy import Spy, connect_spy_registers
 from .spy.trigger import RecorderState
 from .spy.tracemem import SRAMPads, sram_simulation_ports
 from .pci.target import BackendSignature, PCITarget, Window
-from .regs import BAR0_SIZE, IRQ_MARKERS, REGISTER_MAP, TRACE_MEMORY
+from .regs import BAR0_SIZE, IRQ_MARKERS, REGISTER_MAP, TRACE_MEMORY, decode_resets
 from .sidechannel.local import LocalAccess, LocalAccessSignature, SharedBackend
 from .sidechannel.protocol import Space
 
@@ -159,14 +159,18 @@ class PCIBoard(wiring.Component):
         scratch_verilog: build the scratch RAM from the hand-written Verilog
             (:data:`pcispy.gateware.exerciser.scratch.VERILOG_SOURCE`, for Verilator and
             synthesis) instead of an Amaranth Memory (Python-simulator unit tests).
-        fast_decode: decode addresses within the address phase (DEVSEL# on clock 2; the
+        decode: the target's decode speed (one of :data:`~pcispy.gateware.pci.bus.DECODE_SPEEDS`,
+            reported in Status and id.config). MEDIUM: DEVSEL# on clock 3, what the
+            simulated system runs. FAST: within the address phase, DEVSEL# on clock 2 (the
             pads offer AD, C/BE#, IDSEL unregistered: check timing before using it).
+            SLOW: the decode registered before the claim, DEVSEL# on clock 4 (the address
+            pins no longer reach AD's drivers in one clock).
         config: extra keyword arguments of :class:`ConfigSpace` (IDs, class code ...).
     """
     def __init__(self, width=32, ports=None, *, exerciser_size=16 * 1024, spy_addr_bits=None,
                  trace_memory="bram", sram_addr_bits=None, sram_data_bits=32, sram_ports=None,
                  external_trace=False, clock_mhz=33, scratch_verilog=False,
-                 fast_decode=False, config=None):
+                 decode=DevselSpeed.MEDIUM, config=None):
         if width not in (32, 64):
             raise ValueError(f"PCI bus width must be 32 or 64, not {width!r}")
         spy_addr_bits = self._trace_memory(trace_memory, spy_addr_bits, sram_addr_bits,
@@ -175,7 +179,7 @@ class PCIBoard(wiring.Component):
         self.ports = simulation_ports(width) if ports is None else ports
         self.clock_mhz = clock_mhz
         self.scratch_verilog = scratch_verilog
-        self.fast_decode = fast_decode
+        self.decode = decode
         self.config_args = dict(config or {})
         exerciser_bar = BarSpec("exerciser", "mem", exerciser_size)
         self.spy_addr_bits = spy_addr_bits
@@ -229,16 +233,15 @@ class PCIBoard(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        fast = self.fast_decode
+        fast = self.decode is DevselSpeed.FAST
         # The target and the DMA master drive AD: the pads join their enables.
         m.submodules.pads = pads = PCIPads(self.width, self.ports, fast_decode=fast,
                                            ad_drivers=2)
         m.submodules.config = config = ConfigSpace(
-            self.bars, mhz66=self.clock_mhz > 33,
-            devsel=DevselSpeed.FAST if fast else DevselSpeed.MEDIUM, **self.config_args)
-        m.submodules.target = target = PCITarget(self.width, self.windows, fast_decode=fast)
-        m.submodules.bank = bank = CSRBank(REGISTER_MAP)
-        m.submodules.response = response = ExerciserResponse(fast_decode=fast)
+            self.bars, mhz66=self.clock_mhz > 33, devsel=self.decode, **self.config_args)
+        m.submodules.target = target = PCITarget(self.width, self.windows, decode=self.decode)
+        m.submodules.bank = bank = CSRBank(REGISTER_MAP.with_resets(decode_resets(self.decode)))
+        m.submodules.response = response = ExerciserResponse(decode=self.decode)
         if fast:
             wiring.connect(m, pads.decode, target.decode)
 
@@ -391,6 +394,7 @@ class PCIBoard(wiring.Component):
         # Identity.
         m.d.comb += [
             bank.id.config.bus_width.eq(self.width == 64),
+            bank.id.config.decode.eq(self.decode.value),
             bank.id.config.clock_mhz.eq(self.clock_mhz),
         ]
         # A passive build's pins are all inputs (pcispy.constraints): say so.

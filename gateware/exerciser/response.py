@@ -9,7 +9,7 @@ applies, decides which attempts are retried, arms one-shot parity corruption and
 what happened.
 """
 
-from amaranth import Const, Module, Mux, Signal
+from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -17,13 +17,9 @@ from ..csr import BlockSignature
 from ..pci.bus import DevselSpeed
 from ..pci.target import ResponseKnobs
 from ..regs import (REGISTER_MAP, TARGET_MAX_INITIAL_LATENCY,
-                    TARGET_MAX_SUBSEQUENT_LATENCY)
+                    TARGET_MAX_SUBSEQUENT_LATENCY, decode_resets)
 
 __all__ = ["ExerciserResponse"]
-
-# Clocks from FRAME# to the first TRDY# with no programmed delay or waits: DEVSEL# on
-# clock 3 with registered (medium) decode, on clock 2 with fast decode.
-_BASE_INITIAL_LATENCY = {False: 2, True: 1}
 
 
 class ExerciserResponse(wiring.Component):
@@ -39,12 +35,12 @@ class ExerciserResponse(wiring.Component):
         parity_error (In, 1): a parity error was detected (address or write data).
 
     Parameters:
-        fast_decode: the target was built with fast decode (otherwise DEVSEL# "fast" is
-            refused).
+        decode: the target's decode speed (:class:`DevselSpeed`): a DEVSEL# faster than
+            it is refused.
     """
-    def __init__(self, *, fast_decode=False):
-        self.fast_decode = fast_decode
-        block = next(b for b in REGISTER_MAP.blocks if b.name == "target")
+    def __init__(self, *, decode=DevselSpeed.MEDIUM):
+        self.decode = decode
+        block = REGISTER_MAP.with_resets(decode_resets(decode)).block("target")
         super().__init__({
             "regs": In(BlockSignature(block)),
             "knobs": Out(ResponseKnobs), "retry": Out(1),
@@ -61,13 +57,12 @@ class ExerciserResponse(wiring.Component):
         new_speed = regs.response.w_data[0:2]
         new_wait = regs.response.w_data[8:16]
         new_allow = regs.response.w_data[31]
-        base = DevselSpeed.FAST.value if self.fast_decode else DevselSpeed.MEDIUM.value
-        delay = new_speed - base
-        if self.fast_decode:
-            bad_devsel = Const(0)
-        else:
-            bad_devsel = new_speed == DevselSpeed.FAST.value
-        latency = _BASE_INITIAL_LATENCY[self.fast_decode] + delay + new_wait
+        # The speed's code counts clocks after clock 2 (fast): DEVSEL#, and at the
+        # earliest the first TRDY#, come on clock speed + 2, speed + 1 clocks after
+        # FRAME#. The target delays its own decode's DEVSEL# by the difference (knobs
+        # below), which cannot be negative.
+        bad_devsel = new_speed < self.decode.value
+        latency = new_speed + 1 + new_wait
         bad_latency = ~new_allow & (latency > TARGET_MAX_INITIAL_LATENCY)
         with m.If(regs.response.w_stb):
             m.d.comb += regs.response.refuse.eq(bad_devsel | bad_latency)
@@ -117,7 +112,7 @@ class ExerciserResponse(wiring.Component):
             m.d.pci += armed.eq(0)
 
         m.d.comb += [
-            self.knobs.devsel_delay.eq(regs.response.devsel_speed - base),
+            self.knobs.devsel_delay.eq(regs.response.devsel_speed - self.decode.value),
             self.knobs.initial_wait.eq(regs.response.initial_wait),
             self.knobs.wait_every.eq(regs.wait.every),
             self.knobs.wait_clocks.eq(regs.wait.clocks),

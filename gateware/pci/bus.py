@@ -20,7 +20,7 @@ from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = [
-    "Command", "Termination", "DevselSpeed",
+    "Command", "Termination", "DevselSpeed", "DECODE_SPEEDS",
     "COMMAND_MNEMONICS", "TERMINATION_NAMES",
     "ACTIVE_LOW", "OPEN_DRAIN", "SUSTAINED_TRISTATE",
     "bus_lines", "TriStateSignature", "PCIBusSignature", "BusState",
@@ -130,6 +130,11 @@ class DevselSpeed(enum.Enum, shape=2):
     MEDIUM      = 1
     SLOW        = 2
     SUBTRACTIVE = 3
+
+
+#: The address decode speeds a target can be built with: a positive decoder claims at
+#: one of these; SUBTRACTIVE is a timing the exerciser plays, not a decoder.
+DECODE_SPEEDS = (DevselSpeed.FAST, DevselSpeed.MEDIUM, DevselSpeed.SLOW)
 
 
 #: Lines that are active-low on the pins and active-high inside the design.

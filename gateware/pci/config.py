@@ -95,8 +95,8 @@ class ConfigSpace(wiring.Component):
             first; at most 6.
         vendor_id, device_id, revision, class_code, subsystem_vendor_id, subsystem_id.
         mhz66: report 66 MHz capable.
-        devsel: the DEVSEL# timing reported in Status (:class:`DevselSpeed`, FAST with a
-            fast-decode target).
+        devsel: the DEVSEL# timing reported in Status (:class:`DevselSpeed`: the
+            target's decode speed).
         master: the device can be a bus master (Command bus master, MWI, latency timer).
         interrupt_pin: 1 = INTA# .. 4 = INTD#, 0 = none.
         min_gnt, max_lat: in 1/4 us units, for the configuration software.

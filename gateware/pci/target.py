@@ -4,7 +4,10 @@
 The target sits behind :class:`~pcispy.gateware.pci.pads.PCIPads`: what it presents at a
 clock edge is on the pins during the next clock, and it sees the wide inputs one clock
 late. Address decode is therefore registered and DEVSEL# comes out at medium timing
-(clock 3, counting the address phase as clock 1) or later when the exerciser asks. The
+(clock 3, counting the address phase as clock 1) or later when the exerciser asks; a
+build can decode within the address phase instead (fast, clock 2) or register the
+decode's result a clock before claiming (slow, clock 4: the address pins then reach
+only those registers, not the drivers across the die). The
 only decisions taken within the clock they are sampled are the handshakes
 (``live.irdy``, ``live.frame``) and the PERR#/SERR# answer to ``par_error``.
 
@@ -46,7 +49,7 @@ from amaranth import Array, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .bus import Command, PCIBusSignature
+from .bus import DECODE_SPEEDS, Command, DevselSpeed, PCIBusSignature
 from .pads import LIVE_LINES, decode_signature
 
 __all__ = ["BackendSignature", "Window", "ResponseKnobs", "PCITarget", "WRITE_FIFO_DEPTH",
@@ -256,14 +259,20 @@ class PCITarget(wiring.Component):
     Parameters:
         width: bus width, 32 or 64.
         windows: list of :class:`Window` or None (no BAR there), BAR0 first.
-        fast_decode: decode the address within the address phase from the pads'
-            unregistered ``decode`` lines (port ``decode``, In): DEVSEL# on clock 2 (the
-            address pins then reach the whole decision: a long same-clock path).
+        decode: the build's decode speed (:class:`DevselSpeed`, the earliest DEVSEL#
+            it can answer with). MEDIUM: from the registered address, DEVSEL# on clock
+            3. FAST: within the address phase from the pads' unregistered ``decode``
+            lines (port ``decode``, In), DEVSEL# on clock 2 (the address pins then reach
+            the whole decision: a long same-clock path). SLOW: the medium decode's
+            result registered and claimed a clock later, DEVSEL# on clock 4.
     """
-    def __init__(self, width, windows, *, fast_decode=False):
+    def __init__(self, width, windows, *, decode=DevselSpeed.MEDIUM):
+        if decode not in DECODE_SPEEDS:
+            raise ValueError(f"a target decodes fast, medium or slow, not {decode!r}")
         self.width = width
         self.windows = tuple(windows)
-        self.fast_decode = fast_decode
+        self.decode_speed = decode
+        self.fast_decode = decode is DevselSpeed.FAST
         members = {
             "bus": Out(PCIBusSignature(width)),
             "live": In(wiring.Signature({name: Out(1) for name in LIVE_LINES})),
@@ -280,7 +289,7 @@ class PCITarget(wiring.Component):
         if width == 64:
             members["par64_error"] = In(1)
             members["corrupt_par64"] = Out(1)
-        if fast_decode:
+        if self.fast_decode:
             members["decode"] = In(decode_signature(width))
         for i, window in enumerate(self.windows):
             if window is None:
@@ -299,7 +308,7 @@ class PCITarget(wiring.Component):
                                     for i, w in enumerate(self.windows) if w is not None]
         n_sel = len(backends)
 
-        # --- Address phase: decode (registered inputs in clock 2, or live in clock 1) ------
+        # --- Address phase: decode (registered inputs in clock 2, or live in clock 1) -----
         if self.fast_decode:
             def address_phase_with(frame_now):
                 """FRAME# asserted now and deasserted at the previous edge."""
@@ -346,12 +355,6 @@ class PCITarget(wiring.Component):
             m.d.pci += address_par_clock.eq(address_phase)
         else:
             m.d.comb += address_par_clock.eq(address_phase)
-
-        def claim_with(frame_now):
-            """We claim the transaction, with FRAME# on the pins now ``frame_now``."""
-            return address_phase_with(frame_now) & any_hit & self.claim_enable
-        claim = Signal()
-        m.d.comb += claim.eq(claim_with(live.frame))
 
         # Address parity: the PAR of the address phase is on the pins now. SERR# goes out
         # at once (its I/O flip-flop); the Status pulses leave registered.
@@ -424,7 +427,6 @@ class PCITarget(wiring.Component):
                 Const(1) if window is not None and window.data_width == 64 else None))),
             c_xfer64.eq(select(1, xfer64)),
         ]
-        m.d.comb += self.attempt.eq(claim & c_exerciser)
 
         knobs = self.knobs
         # The claim's address arithmetic, made per window from AD beside the BAR compare
@@ -447,6 +449,32 @@ class PCITarget(wiring.Component):
                 Mux(c_xfer64, offset[1:].all(), offset.all())))),
             c_abort_range.eq(select(1, window_abort_range)),
         ]
+        # Slow decode: everything the decode chose is registered, and the claim is the
+        # clock after (DEVSEL# one clock later than medium). The address pins then end at
+        # these registers; only the registered hit reaches the drivers' enables.
+        decoded = dict(hit=address_phase & any_hit, read=cmd_read, sel=c_sel,
+                       offset=c_offset, last=c_last, single=c_single, prefetch=c_prefetch,
+                       exerciser=c_exerciser, read_only=c_read_only, data64=c_data64,
+                       xfer64=c_xfer64, at_end=c_at_end, abort_range=c_abort_range)
+        if self.decode_speed is DevselSpeed.SLOW:
+            for name, value in decoded.items():
+                registered = Signal.like(value, name=f"decoded_{name}")
+                m.d.pci += registered.eq(value)
+                decoded[name] = registered
+
+            def claim_with(frame_now):
+                """We claim the transaction (decoded a clock ago; FRAME# plays no part)."""
+                return decoded["hit"] & self.claim_enable
+        else:
+            def claim_with(frame_now):
+                """We claim the transaction, with FRAME# on the pins now ``frame_now``."""
+                return address_phase_with(frame_now) & any_hit & self.claim_enable
+        (_, cmd_read, c_sel, c_offset, c_last, c_single, c_prefetch, c_exerciser,
+         c_read_only, c_data64, c_xfer64, c_at_end, c_abort_range) = decoded.values()
+        claim = Signal()
+        m.d.comb += claim.eq(claim_with(live.frame))
+        m.d.comb += self.attempt.eq(claim & c_exerciser)
+
         # Clocks before the first TRDY# of an exerciser window: from the registers alone,
         # so the decode only selects it.
         exerciser_wait = Signal(9)

@@ -437,6 +437,15 @@ def test_pio_throughput_64_word_bursts():
     run(bench)
 
 
+async def check_address_parity_answer(host):
+    """A corrupted address phase PAR: SERR# on clock 3 (when enabled) and Detected Parity
+    Error in Status."""
+    await host.config_write(1, 0x0143)
+    w = await host.write(BAR2, [1], corrupt_addr_par=True)
+    assert [k for k, c in enumerate(w.clocks, start=1) if c["serr"]] == [3]
+    assert (await host.config_read(1)) >> 16 & (1 << 15)
+
+
 def test_fast_decode_option():
     async def bench(host, pins, ctx):
         await enumerate_board(host)
@@ -453,12 +462,42 @@ def test_fast_decode_option():
         r = await host.read(BAR2, 3)
         assert r.first("devsel") == 2 and r.data_clocks() == [3, 4, 5]
         assert r.data == words and r.read_parity_errors == 0
-        # Address parity is known only after the claim: SERR#, Detected Parity Error.
-        await host.config_write(1, 0x0143)
-        w = await host.write(BAR2, [1], corrupt_addr_par=True)
-        assert [k for k, c in enumerate(w.clocks, start=1) if c["serr"]] == [3]
-        assert (await host.config_read(1)) >> 16 & (1 << 15)
-    simulate(PCIBoard(32, exerciser_size=EXERCISER_SIZE, fast_decode=True), bench)
+        # Address parity is known only after the claim.
+        await check_address_parity_answer(host)
+    simulate(PCIBoard(32, exerciser_size=EXERCISER_SIZE, decode=DevselSpeed.FAST), bench)
+
+
+def test_slow_decode_option():
+    """A slow-decode build claims a clock after it decodes: DEVSEL# on clock 4 for every
+    window, its exerciser resets to (and refuses anything faster than) slow, and it says
+    so in Status and id.config."""
+    async def bench(host, pins, ctx):
+        await enumerate_board(host)
+        assert (await host.config_read(1)) >> 16 & 0x0600 == 0x0400    # DEVSEL# slow
+        r = await host.transaction(Command.CONFIG_READ, 0, idsel=True)
+        assert r.first("devsel") == 4 and r.data == [0x5C15_1209]
+        assert r.data_clocks() == [5]
+        config = REGISTER_MAP["id.config"][1].decode(await csr_read(host, "id.config"))
+        assert config["decode"] == DevselSpeed.SLOW.value
+        assert await csr_read(host, "target.response") == DevselSpeed.SLOW.value
+        assert (await host.read(BAR0, 1)).first("devsel") == 4
+        words = [7, 8, 9]
+        w = await host.write(BAR2, words)
+        assert w.first("devsel") == 4 and w.data_clocks() == [4, 5, 6]
+        r = await host.read(BAR2, 3)
+        assert r.first("devsel") == 4 and r.data_clocks() == [5, 6, 7]
+        assert r.data == words and r.read_parity_errors == 0
+        # Medium is faster than this board decodes: refused, the register kept.
+        await csr_write(host, "target.response", DevselSpeed.MEDIUM.value)
+        status = REGISTER_MAP["target.status"][1].decode(await csr_read(host, "target.status"))
+        assert status["bad_devsel"] == 1
+        assert await csr_read(host, "target.response") == DevselSpeed.SLOW.value
+        await csr_write(host, "target.response", DevselSpeed.SUBTRACTIVE.value)
+        assert (await host.write(BAR2, [1])).first("devsel") == 5
+        # Address parity is checked in the clock after the address phase, as with medium
+        # decode, although the claim comes a clock later.
+        await check_address_parity_answer(host)
+    simulate(PCIBoard(32, exerciser_size=EXERCISER_SIZE, decode=DevselSpeed.SLOW), bench)
 
 
 def test_initiator_giving_up_before_devsel_is_released():

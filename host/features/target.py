@@ -12,7 +12,8 @@ map's own field documentation. ``show`` only reads the settings and counters.
 import argparse
 
 from pcispy.gateware.pci.bus import DevselSpeed
-from pcispy.gateware.regs import TARGET, TARGET_MAX_INITIAL_LATENCY
+from pcispy.gateware.regs import (REGISTER_MAP, TARGET, TARGET_MAX_INITIAL_LATENCY,
+                                  decode_resets)
 from pcispy.host.board import Board
 from pcispy.host.cli import Command as CliCommand, run_feature
 from pcispy.host.errors import PcispyError, RefusedSetting
@@ -143,7 +144,9 @@ async def target(transport, *, devsel=None, initial_wait=None, wait=None, wait_e
             raise PcispyError(f"{name} {value}: the board takes 0..{limit}")
     await _refusals(board)        # stale refusals would be taken for ours
     if reset:
-        for reg in TARGET.registers:
+        # This board's reset values: a slow-decode build's DEVSEL# resets to slow.
+        decode = DevselSpeed((await board.fields("id.config"))["decode"])
+        for reg in REGISTER_MAP.with_resets(decode_resets(decode)).block("target").registers:
             if any(f.access.value == "rw" for f in reg.fields):
                 await board.write(f"target.{reg.name}", reg.reset)
 
@@ -221,7 +224,8 @@ class TargetCommand(CliCommand):
         parser.add_argument("--reset", action="store_true",
                             help="restore every setting to its reset value first")
         parser.add_argument("--devsel", type=str.lower, choices=list(DEVSEL_SPEEDS),
-                            help="DEVSEL# timing (fast needs a fast-decode build)")
+                            help="DEVSEL# timing (refused when faster than the bitstream "
+                                 "decodes: medium, or slow when built with --decode slow)")
         parser.add_argument("--initial-wait", type=int, metavar="N",
                             help="extra clocks before the first TRDY# (initial latency is "
                                  f"2 + DEVSEL# delay + N, at most {TARGET_MAX_INITIAL_LATENCY})")

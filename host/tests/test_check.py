@@ -13,23 +13,20 @@ import pytest
 from pcispy.gateware.regs import REGISTER_MAP
 from pcispy.gateware.spy.checker import RULES
 from pcispy.host.features import check as check_feature
-from pcispy.host.errors import TransportError
 from pcispy.host.features.check import EXIT_VIOLATIONS, check, format_check
-from pcispy.host.transports.base import Transport
 from pcispy.sim.bfm.profiles import RTC
 
 from _cli import run_cli
+from _standin import StandInBoard
 
 pytestmark = pytest.mark.host
 
 A, B = RULES[2], RULES[40]
 
 
-class CheckerBoard(Transport):
+class CheckerBoard(StandInBoard):
     """BAR0 of a board whose checker saw ``counts`` ({rule id: count}), the first being
     ``first`` at cycle 1000, now at cycle 1500; ``disabled`` rule ids."""
-    kind = "stand-in"
-
     def __init__(self, counts, first=None, disabled=()):
         self.counts = dict(counts)
         self.first = first
@@ -70,18 +67,6 @@ class CheckerBoard(Transport):
 
     async def sleep(self, seconds):
         self.slept.append(seconds)
-
-    async def config_read(self, offset):
-        return 0
-
-    async def config_write(self, offset, value):
-        pass
-
-    async def wait_irq(self, timeout_s):
-        return False
-
-    async def dma_buffer(self, size):
-        raise TransportError("the stand-in board has no DMA")
 
 
 def test_report_of_broken_rules():
