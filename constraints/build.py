@@ -42,6 +42,7 @@ from pathlib import Path
 from .floorplan import (DATA_LINES, FABRIC, PCI_PORT, floorplan as place_live_logic, pci_port,
                         pin_tiles, top_module)
 from .ulx3s import PCI_CLOCK_MHZ
+from pcispy.gateware.pci.bus import DECODE_SPEEDS
 
 __all__ = ["build", "read_report", "check", "notes", "fits", "explain_input_path",
            "ExplainError", "main", "PCI_SETUP_BUDGET_NS", "DATA_LINES", "DATA_PATH_MAX_LUTS",
@@ -86,17 +87,32 @@ def _run(command, cwd, log):
 PLACER = "heap"
 ROUTER = "router1"
 
+#: The target's decode speeds a bitstream can be built with, by name, and the default.
+DECODE_NAMES = {speed.name.lower(): speed for speed in DECODE_SPEEDS}
+DECODE = "medium"
+
+#: RTLIL's source-position attributes: where each cell was written in the Python, with
+#: the checkout's absolute path. They change with every edit that moves a line (and with
+#: the checkout's place) but not the design, so the design hash leaves them out.
+_SOURCE_ATTRIBUTE = re.compile(r'^\s*attribute \\src ".*"\n', re.MULTILINE)
+
+
+def design_text(rtlil):
+    """``rtlil`` without its source positions: what the build's design hash covers."""
+    return _SOURCE_ATTRIBUTE.sub("", rtlil)
+
 
 def build(board, *, passive=False, synth_only=False, build_dir=None, seed=1,
           clock_mhz=PCI_CLOCK_MHZ, threads=2, reuse=True, placer=PLACER, router=ROUTER,
-          floorplan=False):
+          floorplan=False, decode=DECODE):
     """Build ``board`` (a key of :data:`pcispy.constraints.BOARDS`); return the report
     dict (also written to ``build_dir/report.json``). With ``reuse``, a build directory
     whose last build had the same design (hash of netlist and constraints) is not
     rebuilt. With ``floorplan`` (and a device :data:`.floorplan.FABRIC` describes) the
     live handshake logic is placed by :func:`.floorplan.floorplan` before nextpnr (not
     yet the default: it brings the control paths within 2 ns of the budget but costs the
-    pci clock more than a megahertz, docs/timing.md)."""
+    pci clock more than a megahertz, docs/timing.md). ``decode`` is the target's decode
+    speed by name (a key of :data:`DECODE_NAMES`)."""
     from pcispy.constraints import board_platform
     from pcispy.gateware.board_top import BoardTop
 
@@ -104,12 +120,13 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=1,
     build_dir = Path(build_dir or _default_build_dir(board, passive))
     build_dir.mkdir(parents=True, exist_ok=True)
     name = "pcispy"
-    plan = platform.build(BoardTop(passive=passive, clock_mhz=clock_mhz, width=width),
-                          name=name, build_dir=str(build_dir), do_build=False)
+    top = BoardTop(passive=passive, clock_mhz=clock_mhz, width=width,
+                   board={"decode": DECODE_NAMES[decode]})
+    plan = platform.build(top, name=name, build_dir=str(build_dir), do_build=False)
     plan.extract(str(build_dir))
     # The same design (netlist and constraints) as the last full build: keep its report.
     floorplan = floorplan and not synth_only and platform.device in FABRIC
-    digest = hashlib.sha256(plan.files[f"{name}.il"].encode() +
+    digest = hashlib.sha256(design_text(plan.files[f"{name}.il"]).encode() +
                             plan.files[f"{name}.lpf"].encode() +
                             (b"floorplan" if floorplan else b"")).hexdigest()[:16]
     previous = build_dir / "report.json"
@@ -118,7 +135,7 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=1,
         if old.get("design_hash") == digest and old.get("synth_only") == synth_only:
             return old
 
-    report = {"board": board, "device": platform.device, "passive": passive,
+    report = {"board": board, "device": platform.device, "passive": passive, "decode": decode,
               "synth_only": synth_only, "design_hash": digest, "seconds": {}}
     start = time.monotonic()
     _run([_tool("yosys"), "-q", "-l", f"{name}.rpt", f"{name}.ys"], build_dir, "yosys.log")
@@ -655,6 +672,10 @@ def main(argv=None):
     parser.add_argument("--router", choices=("router1", "router2"), default=ROUTER,
                         help=f"nextpnr router (default {ROUTER})")
     parser.add_argument("--threads", type=int, default=2, help="nextpnr threads (default 2)")
+    parser.add_argument("--decode", choices=list(DECODE_NAMES), default=DECODE,
+                        help=f"the target's address decode (default {DECODE}): slow "
+                             "claims a clock later (DEVSEL# on clock 4) and takes the "
+                             "address decode out of the pins-to-pins clock")
     parser.add_argument("--floorplan", action="store_true",
                         help="place the logic between the live handshake pins and the "
                              "first registers next to the pins (docs/timing.md)")
@@ -681,7 +702,7 @@ def main(argv=None):
                        build_dir=args.build_dir, seed=args.seed,
                        clock_mhz=max(args.clock_mhz, args.check or 0),
                        placer=args.placer, router=args.router, threads=args.threads,
-                       floorplan=args.floorplan)
+                       floorplan=args.floorplan, decode=args.decode)
     except RuntimeError as error:
         print(f"bitstream: error: {error}", file=sys.stderr)
         return 2

@@ -281,6 +281,19 @@ def test_a_copy_of_an_ad_tristate_register_ends_a_data_path():
     assert [p["data"] for p in paths if p["to"] == "ff"] == [False, False]
 
 
+def test_design_hash_leaves_out_source_positions():
+    """An edit that moves lines (or another checkout) keeps the design hash, so a build is
+    reused; a change to a cell does not."""
+    from pcispy.constraints.build import design_text
+    il = ('module \\top\n  attribute \\src "/work/main/gateware/top.py:12"\n  wire \\x\n'
+          '  attribute \\src "/work/main/gateware/pci/target.py:300"\n  cell $and $1\n'
+          '  end\nend\n')
+    moved = il.replace("/work/main/gateware/top.py:12", "/tmp/clone/gateware/top.py:14")
+    assert design_text(il) == design_text(moved) == (
+        'module \\top\n  wire \\x\n  cell $and $1\n  end\nend\n')
+    assert design_text(il.replace("$and", "$or")) != design_text(il)
+
+
 def test_build_report_is_json_of_the_promised_shape(tmp_path):
     from pcispy.constraints.build import read_report
     (tmp_path / "pcispy.sdf").write_text(SDF)
