@@ -11,11 +11,13 @@ Run with ``python -m pcispy.gateware.formal [--only NAME] [--list]``.
 
 from dataclasses import dataclass
 
-__all__ = ["Job", "JOBS", "HARNESSES", "job_by_name", "property_table", "harness_class"]
+__all__ = ["Job", "JOBS", "TARGET_RULES", "HARNESSES", "job_by_name", "property_table",
+           "harness_class"]
 
 #: Harness name -> "module:class" (imported on use).
 HARNESSES = {
     "target": "pcispy.gateware.formal.target:TargetHarness",
+    "target_slow": "pcispy.gateware.formal.target:SlowDecodeTargetHarness",
     "initiator": "pcispy.gateware.formal.initiator:InitiatorHarness",
     "expansion": "pcispy.gateware.formal.expansion:ExpansionHarness",
 }
@@ -39,16 +41,24 @@ class Job:
     lemmas: tuple = ()
 
 
+#: The PCI rules the target keeps (TargetHarness), proved for each decode speed built.
+TARGET_RULES = (
+    "stst_release", "one_driver", "response_in_transaction", "devsel_window",
+    "trdy_stop_need_devsel", "trdy_held", "stop_held", "initial_latency",
+    "subsequent_latency", "retry_first_phase", "disconnect_count", "parity_next_clock",
+    "perr_two_clocks", "enable_is_asserting", "ad_released_zero")
+
 JOBS = (
-    Job("target_prove", "target", "prove", 8, (
-        "stst_release", "one_driver", "response_in_transaction", "devsel_window",
-        "trdy_stop_need_devsel", "trdy_held", "stop_held", "initial_latency",
-        "subsequent_latency", "retry_first_phase", "disconnect_count", "parity_next_clock",
-        "perr_two_clocks", "enable_is_asserting", "ad_released_zero"),
+    Job("target_prove", "target", "prove", 8, TARGET_RULES,
         "k-induction (k = 8), unbounded: the lemmas tie the target's transaction state, "
         "read pipeline, posted writes, backend answers and wait counters to what the pins "
         "showed (k = 8 covers the read pipeline's refill after a data phase)",
         lemmas=("lemma_pins", "lemma_target", "lemma_latency", "lemma_response")),
+    Job("target_slow_prove", "target_slow", "prove", 8, TARGET_RULES,
+        "target_prove for the slow-decode build (the bitstream option --decode slow): the "
+        "same rules, with a lemma tying the registered decode to the address phase",
+        lemmas=("lemma_pins", "lemma_target", "lemma_latency", "lemma_response",
+                "lemma_decode")),
     Job("target_cover", "target", "cover", 26, (
         "completion", "master_abort", "retry", "disconnect_data", "disconnect_nodata",
         "target_abort", "devsel_slow", "devsel_subtractive", "initial_wait", "wait_states",

@@ -41,11 +41,11 @@ from ..pci.bus import ACTIVE_LOW, DevselSpeed, bus_lines
 from ..pci.pads import PCIPads, simulation_ports
 from ..pci.target import READ_FIFO_DEPTH, WRITE_FIFO_DEPTH, PCITarget
 from ..regs import (BAR0_SIZE, TARGET, RegisterMap, TARGET_MAX_INITIAL_LATENCY,
-                    TARGET_MAX_SUBSEQUENT_LATENCY)
+                    TARGET_MAX_SUBSEQUENT_LATENCY, decode_resets)
 from ..top import PCIBoard, connect_response
 from .harness import Harness, elaborate, internal_signals
 
-__all__ = ["TargetHarness", "target_windows"]
+__all__ = ["TargetHarness", "SlowDecodeTargetHarness", "target_windows"]
 
 #: BAR2 size in the harness (bytes): small, so the address arithmetic stays small.
 EXERCISER_SIZE = 64
@@ -85,6 +85,8 @@ class TargetHarness(Harness):
     ``stop_pulse`` lets STOP# reach the pads for one clock only.
     """
     MUTATIONS = ("stop_pulse",)
+    #: The target's decode speed (the board's default: medium).
+    DECODE = DevselSpeed.MEDIUM
 
     def __init__(self, **kwargs):
         super().__init__({
@@ -117,11 +119,12 @@ class TargetHarness(Harness):
         m = self._module()
         ports = simulation_ports(32)
         m.submodules.pads = pads = PCIPads(32, ports)
-        target = PCITarget(32, target_windows())
+        target = PCITarget(32, target_windows(), decode=self.DECODE)
         # Elaborated here, so that the lemmas can name the target's registers.
         m.submodules.target = self.target_fragment = elaborate(target, platform)
-        m.submodules.bank = bank = CSRBank(RegisterMap([TARGET]))
-        m.submodules.response = response = ExerciserResponse()
+        registers = RegisterMap([TARGET]).with_resets(decode_resets(self.DECODE))
+        m.submodules.bank = bank = CSRBank(registers)
+        m.submodules.response = response = ExerciserResponse(decode=self.DECODE)
 
         # --- the board, wired as in gateware/top.py -----------------------------------
         for name in bus_lines(32):
@@ -315,6 +318,8 @@ class TargetHarness(Harness):
         data_clk, devsel, trdy, stop = h.data_clk, h.devsel, h.trdy, h.stop
         since, moved_q = h.since, h.moved_q
         windows = [(0, None)] + [(i, w) for i, w in enumerate(target_windows()) if w]
+        # Clocks from the address phase to the claim: 1 with medium decode, 2 with slow.
+        claim_since = self.DECODE.value
 
         # The target's sampled inputs are the pins of the clock before.
         self.check("lemma_pins", (tgt["bus__frame__i"] == h.pf) &
@@ -329,24 +334,15 @@ class TargetHarness(Harness):
         self.check("lemma_target", ~(data_clk & moved_q) | h.responded_q)
         self.check("lemma_target", ~(data_clk & h.claimed_q & ~devsel) | (stop & ~trdy))
         self.check("lemma_target", ~claimed | (
-            (read == ~h.write_q) & (since >= 2) & (h.exer_q == tgt["t_exerciser"]) &
+            (read == ~h.write_q) & (since >= claim_since + 1) &
+            (h.exer_q == tgt["t_exerciser"]) &
             (h.retry_q == tgt["t_retry"]) & (tgt["phases"][:9] == h.phases_q) &
             (moved_q == (tgt["phases"] != 0))))
 
         # What the target chose at the claim matches the window it selected.
-        self.check("lemma_target", ~tgt["t_xfer64"] & ~tgt["t_data64"])   # 32-bit board
-        self.check("lemma_target", tgt["t_last"] <= BAR0_SIZE // 4 - 1)    # the largest BAR
-        self.check("lemma_target", ~claimed | (sel < len(windows)))
-        for index, (_, window) in enumerate(windows):
-            last = 63 if window is None else window.bar.size // 4 - 1
-            flags = ((0, 0, 0) if window is None else
-                     (window.exerciser, window.prefetch, window.read_only))
-            self.check("lemma_target", ~claimed | (sel != index) | (
-                (tgt["t_last"] == last) & (Cat(tgt["t_exerciser"], tgt["t_prefetch"],
-                                               tgt["t_read_only"]) == Cat(*flags))))
-        singles = [index for index, (_, window) in enumerate(windows)
-                   if window is None or window.bar.kind == "io"]
-        self.check("lemma_target", ~(claimed & sel.matches(*singles)) | tgt["t_single"])
+        self._chosen_window(tgt, windows, "t_", claimed)
+        if self.DECODE is DevselSpeed.SLOW:
+            self._decoded_lemmas(tgt, h, windows)
 
         # Phases stay inside the window (the target disconnects at its end) and within
         # the transaction's limit (single phase, the exerciser's disconnect); the phase
@@ -414,9 +410,11 @@ class TargetHarness(Harness):
         # with compliant settings the programmed waits count down in time; a read waits
         # for earlier posted writes one clock each at most.
         stall = Signal(range(_COUNT_MAX + 2))
-        m.d.comb += stall.eq(Mux(moved_q, h.since_data + 1, since - 1))
+        m.d.comb += stall.eq(Mux(moved_q, h.since_data + 1, since - claim_since))
+        # (The pins' count saturates at _COUNT_MAX clocks after the address phase.)
+        exact = _COUNT_MAX - claim_since
         self.check("lemma_latency", ~claimed | (
-            Mux(stall < 30, tgt["stall"] == stall, tgt["stall"] >= 30) &
+            Mux(stall < exact, tgt["stall"] == stall, tgt["stall"] >= exact) &
             (tgt["t_exerciser"] | (tgt["wait_cnt"] == 0))))
         self.check("lemma_latency", ~(claimed & trdy) | (tgt["wait_cnt"] == 0))
         waiting = claimed & tgt["t_exerciser"] & ~h.allow & ~trdy
@@ -433,8 +431,52 @@ class TargetHarness(Harness):
         # target then retries every attempt, which breaks no rule of one transaction).
         regs = h.bank.target
         speed = regs.response.devsel_speed
-        self.check("lemma_response", (speed != DevselSpeed.FAST) & (
+        self.check("lemma_response", (speed >= self.DECODE.value) & (
             h.allow | ((speed - 1 + regs.response.initial_wait + 2 <=
                         TARGET_MAX_INITIAL_LATENCY) &
                        (regs.wait.clocks + 1 <= TARGET_MAX_SUBSEQUENT_LATENCY))) &
             ((regs.wait.clocks == 0) | (regs.wait.every != 0)))
+
+    def _chosen_window(self, tgt, windows, prefix, held):
+        """Where ``held``, the window parameters in the target's registers named
+        ``prefix`` + parameter (the running transaction's ``t_``, slow decode's
+        ``decoded_``) are those of the window they select."""
+        def reg(name):
+            return tgt[prefix + name]
+        sel = reg("sel")
+        self.check("lemma_target", ~reg("xfer64") & ~reg("data64"))       # 32-bit board
+        self.check("lemma_target", reg("last") <= BAR0_SIZE // 4 - 1)      # the largest BAR
+        self.check("lemma_target", ~held | (sel < len(windows)))
+        for index, (_, window) in enumerate(windows):
+            last = 63 if window is None else window.bar.size // 4 - 1
+            flags = ((0, 0, 0) if window is None else
+                     (window.exerciser, window.prefetch, window.read_only))
+            self.check("lemma_target", ~held | (sel != index) | (
+                (reg("last") == last) &
+                (Cat(reg("exerciser"), reg("prefetch"), reg("read_only")) == Cat(*flags))))
+        singles = [index for index, (_, window) in enumerate(windows)
+                   if window is None or window.bar.kind == "io"]
+        self.check("lemma_target", ~(held & sel.matches(*singles)) | reg("single"))
+
+    def _decoded_lemmas(self, tgt, h, windows):
+        """Slow decode: a decode registered for the claim is one of the address phase
+        before (two clocks ago on the pins), of a transaction not yet claimed, and holds
+        what the decode of that address gives."""
+        hit = tgt["decoded_hit"]
+        self.check("lemma_decode", ~hit | (
+            h.data_clk & (h.since == 2) & ~tgt["active"] & ~tgt["backoff"] & ~h.claimed_q &
+            ~h.responded_q & ~h.moved_q & (tgt["decoded_read"] == ~h.write_q)))
+        self._chosen_window(tgt, windows, "decoded_", hit)
+        offset, last = tgt["decoded_offset"], tgt["decoded_last"]
+        byte = Cat(0, 0, offset)
+        knobs = h.knobs
+        in_abort_range = (byte >= knobs.abort_first) & (byte <= knobs.abort_last)
+        self.check("lemma_decode", ~hit | (
+            (offset <= last) & (tgt["decoded_at_end"] == (offset == last)) &
+            (tgt["decoded_abort_range"] == (tgt["decoded_exerciser"] & in_abort_range))))
+
+
+class SlowDecodeTargetHarness(TargetHarness):
+    """:class:`TargetHarness` with the target built for slow decode (the decode
+    registered, the claim a clock later: DEVSEL# on clock 4 at the earliest)."""
+    DECODE = DevselSpeed.SLOW
