@@ -16,6 +16,8 @@ Slots and masters::
 With ``SystemConfig(trace_memory="sram")`` the board's spy keeps its trace in an
 asynchronous SRAM model (sim/bfm/sram.py) wired to the board's SRAM pins, as a board with
 SRAM would have it; its timing breaches and data-pin contention are system registers.
+``SystemConfig(decode="slow")`` builds the board's target with slow decode, as the
+bitstreams are built.
 
 Python reaches every agent through one multiplexed control port (:class:`Agent` picks
 which); the model's top-level ports are only the clock, the reset and that port. See
@@ -31,7 +33,7 @@ from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from pcispy.gateware.pci.bus import ACTIVE_LOW, BusState, bus_lines
+from pcispy.gateware.pci.bus import ACTIVE_LOW, BusState, DevselSpeed, bus_lines
 from pcispy.sim.control import CONTROL_ADDR_BITS
 from pcispy.sim.bfm.arbiter import Arbiter
 from pcispy.sim.bfm.resolver import BusResolver, shared_lines
@@ -96,6 +98,8 @@ class SystemConfig:
     trace_memory: str = "bram"
     sram_addr_bits: int = 18
     sram_data_bits: int = 32
+    #: The board target's decode speed by name: "medium", or "slow" (the bitstreams').
+    decode: str = "medium"
 
     @property
     def name(self):
@@ -104,14 +108,17 @@ class SystemConfig:
             parts.append("noboard")
         if self.trace_memory != "bram":
             parts.append(self.trace_memory)
+        if self.decode != "medium":
+            parts.append(self.decode)
         return "_".join(parts)
 
     def board_options(self):
-        """The trace-memory keyword arguments of the board."""
-        if self.trace_memory == "bram":
-            return {}
-        return {"trace_memory": self.trace_memory, "sram_addr_bits": self.sram_addr_bits,
-                "sram_data_bits": self.sram_data_bits}
+        """The board's keyword arguments for its trace memory and decode speed."""
+        options = {"decode": DevselSpeed[self.decode.upper()]}
+        if self.trace_memory != "bram":
+            options.update(trace_memory=self.trace_memory, sram_addr_bits=self.sram_addr_bits,
+                           sram_data_bits=self.sram_data_bits)
+        return options
 
 
 class PCISystem(wiring.Component):

@@ -408,7 +408,10 @@ async def aborts_and_parity(dut):
 async def pio_integrity(dut):
     """PIO data integrity across bursts of 1..256 words, 32 and 64-bit, every host
     profile, through the transport's block transfers (as ``pcispy pio`` uses them)."""
-    bench = await Bench.start(dut)
+    await _pio_integrity(await Bench.start(dut))
+
+
+async def _pio_integrity(bench):
     widths = (32, 64) if bench.width == 64 else (32,)
     offset = 0
     for profile in HOST_PROFILES:
@@ -431,6 +434,39 @@ async def pio_integrity(dut):
                 offset = (offset + size + 8 * bench.rng.randrange(8)) % 0x4000
         # PIO to the board never touches host memory: every profile stays clean.
         await bench.system.assert_clean()
+
+
+# ---------------------------------------------------------------------------------------
+@cocotb.test()
+async def slow_decode(dut):
+    """The board built with slow decode (the bitstreams' default), in a system built so:
+    Status and id.config say slow, the target feature's reset restores slow and medium is
+    refused; every first TRDY# at slow speed comes a clock after medium decode's, at
+    subtractive speed on the same clock; PIO integrity on every host profile; the bus
+    stays clean."""
+    bench = await Bench.start(dut)
+    assert bench.system.config.decode == "slow", "run on SystemConfig(decode='slow')"
+    assert await bench.config_status() & 0x0600 == 0x0400
+    assert (await bench.board.fields("id.config"))["decode"] == DevselSpeed.SLOW.value
+    assert (await bench.program())["devsel"] == "slow"
+    try:
+        await target(bench.transport, devsel="medium")
+    except RefusedSetting as error:
+        assert "faster than the build decodes" in str(error), str(error)
+    else:
+        raise AssertionError("medium DEVSEL# was not refused")
+    for write in (True, False):
+        kind = "write" if write else "read"
+        for wait in (0, 3):
+            await bench.program(initial_wait=wait)
+            result = await _timing(bench, 0x200, 4, write=write)
+            assert result.latency == initial_latency(write, 0, wait) + 1, (kind, wait, result)
+            await bench.program(devsel="subtractive", initial_wait=wait)
+            result = await _timing(bench, 0x200, 4, write=write)
+            assert result.latency == initial_latency(
+                write, DEVSEL_DELAY[DevselSpeed.SUBTRACTIVE], wait), (kind, wait, result)
+    await bench.program()
+    await _pio_integrity(bench)
 
 
 # ---------------------------------------------------------------------------------------

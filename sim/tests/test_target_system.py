@@ -2,7 +2,7 @@
 """The board as a PCI target in the Verilator system, 32 and 64-bit (benches in
 bench_target.py): enumeration and config space, every exerciser knob cycle-exact,
 aborts and parity on both sides, PIO integrity on every host profile, the target and pio
-features."""
+features; and a board built with slow decode, as the bitstreams are."""
 
 import pytest
 
@@ -20,6 +20,10 @@ BENCH = "pcispy.sim.tests.bench_target"
                                    "pio_integrity", "features"])
 def test_target_in_system(bench, width):
     run_bench(BENCH, bench, SystemConfig(width=width))
+
+
+def test_slow_decode_board_in_system():
+    run_bench(BENCH, "slow_decode", SystemConfig(width=32, decode="slow"))
 
 
 def test_cli_target_refusal_and_pio_json(capsys):
