@@ -487,6 +487,10 @@ def test_slow_decode_option():
         r = await host.read(BAR2, 3)
         assert r.first("devsel") == 4 and r.data_clocks() == [5, 6, 7]
         assert r.data == words and r.read_parity_errors == 0
+        # A clock more than medium decode's 67 and 68 for 64-word bursts.
+        w = await host.write(BAR2, list(range(64)))
+        r = await host.read(BAR2, 64)
+        assert r.data == list(range(64)) and (len(w.clocks), len(r.clocks)) == (68, 69)
         # Medium is faster than this board decodes: refused, the register kept.
         await csr_write(host, "target.response", DevselSpeed.MEDIUM.value)
         status = REGISTER_MAP["target.status"][1].decode(await csr_read(host, "target.status"))
