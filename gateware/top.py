@@ -259,9 +259,7 @@ class PCIBoard(wiring.Component):
         passive = bank.id.mode.passive
         passive_on = Signal()
         quiet = ~passive & ~passive_on
-        joined = {"ad": pads.ad_oe_by}
-        if self.width == 64:
-            joined["ad_hi"] = pads.ad_hi_oe_by
+        joined = pads.joined_enables()
         enables = merge_bus_drivers(m, pads.bus, [target, dma],
                                     lines=[("inta", irq.inta, irq.inta & quiet)],
                                     joined_by_pads=joined)

@@ -23,6 +23,8 @@ from amaranth.hdl._ast import SignalSet
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
+from ..pci.pads import JOINED_LINES
+
 __all__ = ["Harness", "internal_signals", "elaborate"]
 
 
@@ -109,6 +111,15 @@ class Harness(wiring.Component):
         self._record(name)
         if name in self.asserts:
             self._m.d.comb += Assert(condition, name, src_loc_at=1)
+
+    def check_joined_words(self, bus):
+        """Property ``ad_released_zero`` of a core's ``bus`` port: the board ORs the
+        cores' words on the joined lines (AD) without their enables
+        (:func:`~pcispy.gateware.top.merge_bus_drivers`), so a word not driven must be 0."""
+        for name in JOINED_LINES:
+            line = getattr(bus, name, None)
+            if line is not None:
+                self.check("ad_released_zero", line.oe | (line.o == 0))
 
     def cover(self, name, condition):
         """Cover ``condition`` (the job shows a trace reaching it)."""

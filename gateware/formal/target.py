@@ -248,9 +248,7 @@ class TargetHarness(Harness):
         for name in ("devsel", "trdy", "stop"):
             self.check("enable_is_asserting", getattr(core, name).oe
                        == (core.devsel.o | core.trdy.o | core.stop.o))
-        # The board ORs the cores' AD words without their enables (merge_bus_drivers):
-        # a word not driven must be 0.
-        self.check("ad_released_zero", core.ad.oe | (core.ad.o == 0))
+        self.check_joined_words(core)
         self.check("devsel_window", ~(devsel & ~claimed_q) |
                    ((since >= 2) & (since <= _DEVSEL_LAST)))
         self.check("trdy_stop_need_devsel", ~trdy | devsel)

@@ -48,6 +48,7 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .bus import Command, Termination, PCIBusSignature
+from .pads import JOINED_LINES
 
 __all__ = ["Descriptor", "Handshake", "ReadWords", "DescriptorResult", "InitiatorEvents",
            "InitiatorStatus", "Initiator", "MASTER_ABORT_CLOCK", "WDATA_WINDOW",
@@ -805,7 +806,7 @@ class Initiator(wiring.Component):
         def presented(name, port):
             def pick(nxt, drv):
                 line = drv[name]
-                if port == "o" and name in ("ad", "ad_hi"):
+                if port == "o" and name in JOINED_LINES:
                     return line.o & line.oe.replicate(len(line.o))
                 return getattr(line, port)
             return pick

@@ -40,8 +40,8 @@ from amaranth.lib.wiring import In, Out
 from .iocell import IOCellFlops, kept_lut4
 from .bus import ACTIVE_LOW, OPEN_DRAIN, SUSTAINED_TRISTATE, PCIBusSignature, bus_lines
 
-__all__ = ["LIVE_LINES", "live_lines", "INPUT_ONLY_LINES", "DECODE_LINES", "decode_signature",
-           "simulation_ports", "PCIPads"]
+__all__ = ["LIVE_LINES", "live_lines", "INPUT_ONLY_LINES", "DECODE_LINES", "JOINED_LINES",
+           "decode_signature", "simulation_ports", "PCIPads"]
 
 #: Handshake lines offered unregistered (``pads.live.NAME``) for the same-clock paths.
 LIVE_LINES = ("frame", "irdy", "trdy", "stop", "devsel", "gnt")
@@ -58,9 +58,13 @@ INPUT_ONLY_LINES = frozenset({"rst", "gnt", "idsel"})
 # Lines read unregistered inside the pads, for parity generation and checking.
 _PARITY_LIVE_LINES = frozenset({"cbe", "par", "cbe_hi", "par64"})
 
-# Lines whose output enable gets a copy per group of pins on an FPGA, and the group size
-# (a pin pair: the two pins of one I/O tile on the ULX3S header).
-_FANNED_OUT_LINES = frozenset({"ad", "ad_hi"})
+#: Lines more than one core drives on the board (the target and the DMA master): the pads
+#: take each core's enable (``NAME_oe_by``) and join them in a copy per group of pins on an
+#: FPGA, and OR the cores' words as they are, so each core presents 0 where it does not
+#: drive (:func:`pcispy.gateware.top.merge_bus_drivers`).
+JOINED_LINES = ("ad", "ad_hi")
+# The group of pins each enable copy serves (a pin pair: the two pins of one I/O tile on
+# the ULX3S header).
 _FAN_OUT_GROUP = 2
 
 # How many enables of their own a float copy can join besides ``bus.NAME.oe``.
@@ -158,10 +162,18 @@ class PCIPads(wiring.Component):
                 members["ad_hi_oe_by"] = In(ad_drivers)
         super().__init__(members)
 
+    def joined_enables(self):
+        """``{line: port taking one enable per core}`` of the :data:`JOINED_LINES` this
+        bus has (with ``ad_drivers``; else empty)."""
+        if not self.ad_drivers:
+            return {}
+        return {name: getattr(self, f"{name}_oe_by") for name in JOINED_LINES
+                if hasattr(self, f"{name}_oe_by")}
+
     def _enables(self, name, line):
         """The enables whose OR owns line ``name``: ``bus.NAME.oe``, and for AD the
         cores' own (``ad_oe_by``)."""
-        if self.ad_drivers and name in _FANNED_OUT_LINES:
+        if self.ad_drivers and name in JOINED_LINES:
             by = getattr(self, f"{name}_oe_by")
             return [line.oe, *(by[i] for i in range(self.ad_drivers))]
         return [line.oe]
@@ -264,7 +276,7 @@ class PCIPads(wiring.Component):
                     m.d.comb += [buf.o.eq(out_ff), buf.oe.eq(oe_ff)]
                 if name in ("par", "par64"):
                     sampled[name] = buf
-            elif name in _FANNED_OUT_LINES and direction == "io" and platform is not None:
+            elif name in JOINED_LINES and direction == "io" and platform is not None:
                 float_copies[name] = self._fanned_out_buffers(m, name, line, port)
             else:
                 buf = io.FFBuffer(direction, port, i_domain="pci",
