@@ -8,11 +8,16 @@ Everything here runs inside cocotb on a started :class:`pcispy.sim.api.SimSystem
 """
 
 __all__ = ["SharedInitiator", "Scoreboard", "ScratchBackdoor", "random_board_response",
-           "BOARD_DEVSEL_SPEEDS", "measure_transactions_checked"]
+           "board_devsel_speeds", "measure_transactions_checked"]
 
-#: DEVSEL# speeds the board's exerciser answers with (fast needs a fast-decode build and
-#: is refused by the standard one).
-BOARD_DEVSEL_SPEEDS = ("medium", "slow", "subtractive")
+
+def board_devsel_speeds(decode="medium"):
+    """The DEVSEL# speeds (names, as ``pcispy target --devsel`` takes them) the board's
+    exerciser answers with when its target decodes at ``decode``: that speed and every
+    slower one (the target refuses to claim before its decode is done)."""
+    from pcispy.gateware.pci.bus import DevselSpeed
+    names = [speed.name.lower() for speed in DevselSpeed]
+    return tuple(names[names.index(decode):])
 
 
 class SharedInitiator:
@@ -112,15 +117,16 @@ class ScratchBackdoor:
             array[(offset + i) // word].value = int.from_bytes(data[i:i + word], "little")
 
 
-def random_board_response(rng, *, width, abort=None):
-    """Seeded legal settings of the board's exerciser target, as keyword arguments of
-    :func:`pcispy.host.features.target.target` (with ``reset=True``): DEVSEL# speed,
+def random_board_response(rng, *, width, abort=None, decode="medium"):
+    """Seeded legal settings of the board's exerciser target (built with ``decode``
+    speed), as keyword arguments of :func:`pcispy.host.features.target.target` (with
+    ``reset=True``): DEVSEL# speed,
     initial wait, wait states, disconnects with or without data, retries, ACK64# (64-bit
     boards), and the target-abort range ``abort`` ((first, last) byte offsets or None).
     Every setting keeps the specification's latencies (16 initial, 8 subsequent)."""
     return {
         "reset": True,
-        "devsel": rng.choice(BOARD_DEVSEL_SPEEDS),
+        "devsel": rng.choice(board_devsel_speeds(decode)),
         "initial_wait": rng.choice((0, 0, 1, 3, 6, 8)),
         "wait": (wait := rng.choice((0, 0, 1, 2, 7))),
         "wait_every": rng.randrange(1, 9) if wait else None,
@@ -134,8 +140,8 @@ def random_board_response(rng, *, width, abort=None):
 
 
 def measure_transactions_checked():
-    """Run the compliance regression's CI seed set (sim/tests/test_compliance.py) on both
-    bus widths; return ``{"fuzz.transactions_checked": the bus transactions whose board
+    """Run the compliance regression's CI seed set (sim/tests/test_compliance.py) on each
+    of its systems; return ``{"fuzz.transactions_checked": the bus transactions whose board
     summary was compared with the software decoder's, "fuzz.seeds": seeds run,
     "fuzz.wall_s": seconds of simulation, model builds excluded}``."""
     import json
@@ -148,8 +154,8 @@ def measure_transactions_checked():
     from pcispy.sim.tests.bench_compliance import SEED_LIST_ENV
     from pcispy.sim.tests.test_compliance import BENCH, CI_SEEDS
     figures = {"fuzz.transactions_checked": 0, "fuzz.seeds": 0, "fuzz.wall_s": 0.0}
-    for width, seeds in CI_SEEDS.items():
-        config = SystemConfig(width=width)
+    for (width, decode), seeds in CI_SEEDS.items():
+        config = SystemConfig(width=width, decode=decode)
         model = build_system(config)
         with tempfile.TemporaryDirectory() as tmp:
             env = bench_env(config)

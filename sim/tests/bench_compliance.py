@@ -107,15 +107,17 @@ def _span(rng, base, size, *, align=1, largest=64):
     return base + offset, length
 
 
-def make_plan(seed, width):
-    """Every random choice of ``seed`` on a ``width``-bit bus."""
+def make_plan(seed, width, decode="medium"):
+    """Every random choice of ``seed`` on a ``width``-bit bus whose board decodes at
+    ``decode`` speed."""
     rng = random.Random(seed)
     widths = (32, 64) if width == 64 else (32,)
     host_profile = (_random_profile(rng) if rng.random() < 0.25
                     else PROFILES[rng.choice(HOST_PROFILES)])
     abort = ABORT_RANGE if rng.random() < 0.3 else None
     plan = Plan(seed=seed, host_profile=host_profile, device_profile=_random_profile(rng),
-                board_response=random_board_response(rng, width=width, abort=abort),
+                board_response=random_board_response(rng, width=width, abort=abort,
+                                                    decode=decode),
                 gnt_removal=rng.choice((0, 0, 3, 8, 20)))
     alias = 0x8000 if width == 64 else 0     # BAR2's 32-bit-only upper half (same RAM)
 
@@ -392,7 +394,7 @@ def _differing(hardware, software, name, limit=6):
 async def run_seed(system, bars, backdoor, seed, firmware_command):
     """One seed: the plan run twice (raw capture, summary capture); returns the number of
     transactions whose hardware summary was compared."""
-    plan = make_plan(seed, system.config.width)
+    plan = make_plan(seed, system.config.width, system.config.decode)
     await system.clear_checker()
     captured = {}
     retry_register = None
