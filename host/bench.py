@@ -237,8 +237,8 @@ def _uart():
 
 def _fuzz():
     """fuzz.transactions_checked: bus transactions of the compliance regression's CI seed
-    set (every system: both widths, medium and slow decode) whose board summary equals the software decoder's; fuzz.seeds,
-    fuzz.wall_s (sim/compliance.py)."""
+    set (every system: both widths, medium and slow decode) whose board summary equals
+    the software decoder's; fuzz.seeds, fuzz.wall_s (sim/compliance.py)."""
     from pcispy.sim.compliance import measure_transactions_checked
     return measure_transactions_checked()
 

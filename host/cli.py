@@ -122,7 +122,8 @@ def run_feature(args, feature, **arguments):
 
 class InfoCommand(Command):
     name = "info"
-    help = "identify the board: IDs, gateware version, bus width, clock, transport, BARs"
+    help = ("identify the board: IDs, gateware version, bus width, clock, decode speed, "
+            "transport, BARs")
     examples = ("pcispy info", "pcispy --sim --bus-width 64 --json info")
 
     def run(self, args, out):
@@ -132,7 +133,8 @@ class InfoCommand(Command):
                       f"class {result['class_code']:06x} rev {result['revision']}\n"
                       f"gateware {result['gateware_version']}, trace format "
                       f"{result['trace_format']}, {result['bus_width']}-bit bus at "
-                      f"{result['clock_mhz']} MHz{', passive' if result['passive'] else ''}\n")
+                      f"{result['clock_mhz']} MHz, {result['decode']} decode"
+                      f"{', passive' if result['passive'] else ''}\n")
             transport = result["transport"]
             out.write(f"transport: {transport['transport']}" +
                       (f" (profile {transport['profile']}, seed {transport['seed']})"

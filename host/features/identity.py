@@ -16,9 +16,10 @@ CONFIG_SPACE_BYTES = 256
 
 
 async def info(transport):
-    """Identity, bus width, clock and BARs of the board."""
+    """Identity, bus width, clock, decode speed and BARs of the board."""
     board = Board(transport)
     identity = await board.identify()
+    _, config = board.map["id.config"]
     words = [await transport.config_read(offset) for offset in (0x00, 0x08)]
     return {
         "vendor_id": words[0] & 0xFFFF, "device_id": words[0] >> 16,
@@ -28,6 +29,8 @@ async def info(transport):
         "bus_width": 64 if identity["config.bus_width"] else 32,
         "passive": bool(identity["config.passive"]),
         "clock_mhz": identity["config.clock_mhz"],
+        # The fastest DEVSEL# its target answers with (pcispy target --devsel).
+        "decode": config.field("decode").values[identity["config.decode"]],
         "transport": transport.describe(),
     }
 
