@@ -541,6 +541,7 @@ from .spy.format import (CaptureMode as _CaptureMode, TriggerSource as _TriggerS
                          TIMESTAMP_BITS as _TIMESTAMP_BITS)
 from .spy.filters import FilterCombine as _FilterCombine  # noqa: E402
 from .spy.counters import CounterValues as _CounterValues  # noqa: E402
+from .spy.counters import COUNTER_INIT as _COUNTER_INIT  # noqa: E402
 from .spy.counters import FilterCounter as _FilterCounter  # noqa: E402
 from .spy.counters import FILTER_COUNTER_BITS as _FILTER_COUNTER_BITS  # noqa: E402
 from .spy.trigger import RecorderState as _RecorderState  # noqa: E402
@@ -593,7 +594,7 @@ def _spy_counter_registers():
                       f"{field.width - 1}:32"),), f"counter {name}, high bits"))
             offset += 8
         else:
-            reset = 0xFFFF if name == "latency_min" else 0
+            reset = _COUNTER_INIT.get(name, 0)
             registers.append(Register(name, offset, (
                 Field(name, 0, field.width, Access.RO, reset, f"counter {name} (saturating; "
                       "latency_min reads 0xFFFF before any transaction)"),), f"counter {name}"))
@@ -609,6 +610,12 @@ SPY = Block("spy", 0x400, (
         Field("trigger", 2, 1, Access.WO, 0, "the trigger register: fires a capture armed "
               "with config.source = register"),
         Field("clear", 3, 1, Access.WO, 0, "zero the counters and histograms"),
+        Field("snapshot", 4, 1, Access.WO, 0, "hold the counter registers (transactions "
+              "... hits) at this clock's values until release, so that reading them one by "
+              "one gives one instant's; counting goes on (again while held: a new "
+              "snapshot)"),
+        Field("release", 5, 1, Access.WO, 0, "the counter registers follow the counters "
+              "again"),
     ), "spy commands"),
     Register("config", 0x04, (
         Field("mode", 0, 1, Access.RW, 0, "what is stored: raw clocks or transaction "
@@ -639,6 +646,8 @@ SPY = Block("spy", 0x400, (
         Field("pre_error", 3, 1, Access.RO, 0, "the last arm was refused: pre >= capacity"),
         Field("clearing", 4, 1, Access.RO, 0, "histograms or per-filter counters are "
               "being zeroed"),
+        Field("held", 5, 1, Access.RO, 0, "the counter registers show a snapshot "
+              "(control.snapshot), not the running counters"),
     ), "spy status"),
     reg32("capacity", 0x1C, Access.RO, "records the trace memory holds in the armed mode "
           "(raw: 1 slot of 16 bytes each, summary: 2 slots)"),

@@ -38,7 +38,7 @@ from ..pci.bus import Termination
 from .format import SummaryRecord, TIMESTAMP_BITS
 from .summary import saturating_increment
 
-__all__ = ["CounterValues", "Counters", "Histogram", "HISTOGRAM_BINS", "latency_bin",
+__all__ = ["CounterValues", "COUNTER_INIT", "Counters", "Histogram", "HISTOGRAM_BINS", "latency_bin",
            "gap_bin", "FilterCounter", "FilterCountSelect", "FilterCounters",
            "FILTER_COUNTER_WIDTHS", "FILTER_COUNTER_BITS", "FILTER_COUNTER_INIT",
            "TRANSACTION_BYTES_BITS"]
@@ -77,6 +77,11 @@ class CounterValues(data.StructLayout):
             "latency_max":    16,
             "hits":           data.ArrayLayout(32, filters),
         })
+
+
+#: What the counters of :class:`CounterValues` hold after reset or clear (the others 0):
+#: the latency minimum starts above every latency (0xFFFF: no transaction answered yet).
+COUNTER_INIT = {"latency_min": 0xFFFF}
 
 
 def _add_saturating(m, counter, amount):
@@ -431,7 +436,7 @@ class Counters(wiring.Component):
             "address_valid": In(1), "address_match": In(1),
             "transfer": In(1), "transfer_bytes": In(4),
             "busy": In(1), "clear": In(1),
-            "values": Out(CounterValues(filters), init={"latency_min": 0xFFFF}),
+            "values": Out(CounterValues(filters), init=COUNTER_INIT),
             "clearing": Out(1),
             "hist_select": In(1), "hist_addr": In(6), "hist_data": Out(32),
             "fcount_select": In(FilterCountSelect(filters)),
@@ -522,6 +527,6 @@ class Counters(wiring.Component):
         m.d.comb += self.hist_data.eq(Mux(hist_select, gap_hist.r_data, latency_hist.r_data))
 
         with m.If(self.clear):
-            m.d.sync += [v.eq(0), v.latency_min.eq(0xFFFF), have_last.eq(0),
-                         counting_bytes.eq(0)]
+            m.d.sync += [v.eq(0), have_last.eq(0), counting_bytes.eq(0)]
+            m.d.sync += [getattr(v, name).eq(value) for name, value in COUNTER_INIT.items()]
         return m

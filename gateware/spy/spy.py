@@ -25,7 +25,8 @@ from amaranth.lib.wiring import In, Out, connect
 
 from ..pci.bus import BusState
 from .capture import RawCapture
-from .counters import Counters, CounterValues, FilterCountSelect, FILTER_COUNTER_BITS
+from .counters import (Counters, CounterValues, COUNTER_INIT, FilterCountSelect,
+                       FILTER_COUNTER_BITS)
 from .filters import FilterSet, FilterCombine, Comparator
 from .format import CaptureMode, TriggerSource, TIMESTAMP_BITS, MAX_RULES
 from .summary import Summariser
@@ -224,13 +225,30 @@ class Spy(wiring.Component):
 def connect_spy_registers(m, regs, spy, domain="pci"):
     """Wire the CSR bank's ``spy`` block (``bank.spy``) to ``spy``, both clocked by
     ``domain``. Reading a ``_lo`` register of a wide counter (and ``trigger_time_lo``)
-    latches its high bits, so ``_lo`` then ``_hi`` reads one consistent value."""
+    latches its high bits, so ``_lo`` then ``_hi`` reads one consistent value.
+
+    The counter registers show the running counters, or from ``control.snapshot`` until
+    ``control.release`` the counters' values of the snapshot's clock: a host reads the
+    counters one register at a time, over a UART many thousand clocks apart, and a
+    latency mean or a throughput computed from two counters is only right when both are
+    of one clock."""
     from ..regs import SPY_FILTERS
     if spy.filters != SPY_FILTERS:
         raise ValueError(f"the register map has {SPY_FILTERS} filter comparators, the spy "
                          f"{spy.filters}")
     control, config, status = regs.control, regs.config, spy.status
     cfg = spy.config
+    held = Signal(name="spy_counters_held")
+    frozen = Signal(CounterValues(spy.filters), init=COUNTER_INIT,
+                    name="spy_counters_frozen")
+    with m.If(control.snapshot):
+        m.d[domain] += [held.eq(1), frozen.eq(spy.counters)]
+    with m.Elif(control.release):
+        m.d[domain] += held.eq(0)
+    # In the snapshot's clock a read sees the running counters, the values being frozen
+    # (held or not): a read that follows the write at once is of the snapshot's clock.
+    shown = Signal(CounterValues(spy.filters), name="spy_counters_shown")
+    m.d.comb += shown.eq(Mux(held & ~control.snapshot, frozen, spy.counters))
     m.d.comb += [
         spy.arm.eq(control.arm), spy.stop.eq(control.stop),
         spy.trigger.eq(control.trigger), spy.clear.eq(control.clear),
@@ -242,6 +260,7 @@ def connect_spy_registers(m, regs, spy, domain="pci"):
                                   regs.violation_mask_hi.violation_mask_hi)),
         regs.status.state.eq(status.state), regs.status.done.eq(status.done),
         regs.status.pre_error.eq(status.pre_error), regs.status.clearing.eq(status.clearing),
+        regs.status.held.eq(held),
         spy.hist_select.eq(regs.hist_select.histogram), spy.hist_addr.eq(regs.hist_select.bin),
         regs.hist_data.hist_data.eq(spy.hist_data),
         spy.fcount_select.filter.eq(regs.fcount_select.filter),
@@ -273,9 +292,8 @@ def connect_spy_registers(m, regs, spy, domain="pci"):
 
     wide("trigger_time", "trigger_time", status.trigger_timestamp)
     wide("fcount", "fcount", spy.fcount_value)
-    counters = spy.counters
-    for name, field in counters.shape():
-        value = getattr(counters, name)
+    for name, field in shown.shape():
+        value = getattr(shown, name)
         if name == "hits":
             for i in range(spy.filters):
                 m.d.comb += whole(f"hits{i}").eq(value[i])

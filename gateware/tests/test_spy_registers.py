@@ -195,3 +195,63 @@ def test_per_filter_counters_through_the_register_bank():
     assert got["combined"] == {"transactions": 4, "bytes_lo": 12}
     assert got[0]["busy_clocks"] + got[1]["busy_clocks"] == \
         sum(1 for clock in wave if clock.get("frame") or clock.get("irdy"))
+
+
+def test_counter_snapshot_holds_one_clock_while_counting_goes_on():
+    """control.snapshot holds every counter register at one clock's values while the bus
+    keeps running (a host reading the counters one by one over a UART); release shows the
+    running counters again, which counted the whole time; a second snapshot while held
+    takes new values. busy_clocks + idle_clocks, the clocks counted, tells the clocks apart
+    exactly."""
+    top, bank, spy = spy_behind_a_bank()
+    first = finish(idle(2) + transaction(Command.MEM_WRITE, 0x1000, [1, 2]) + idle(3))
+    later = finish(transaction(Command.MEM_WRITE, 0x1040, [3], be=0x3) + idle(2) +
+                    transaction(Command.MEM_WRITE, 0x1080, [4, 5, 6]) + idle(3))
+    control = REGISTER_MAP["spy.control"][1]
+    status = REGISTER_MAP["spy.status"][1]
+    snapshot, release = (1 << control.field(name).lsb for name in ("snapshot", "release"))
+    got = {}
+
+    async def bench(ctx):
+        access = BankAccess(ctx, bank)
+        write, read = access.write, access.read
+
+        async def counters():
+            clocks = (await read("busy_clocks_lo") | await read("busy_clocks_hi") << 32) + \
+                     (await read("idle_clocks_lo") | await read("idle_clocks_hi") << 32)
+            return {"transactions": await read("transactions"),
+                    "bytes": await read("bytes_lo"), "clocks": clocks,
+                    "held": status.decode(await read("status"))["held"]}
+
+        async def drive(wave):
+            for clock in wave:
+                for name, value in clock.items():
+                    ctx.set(getattr(spy.bus, name), value)
+                await ctx.tick("pci")
+
+        await drive(first)
+        await ctx.tick("pci").repeat(8)          # the summary counted
+        await write("control", snapshot)
+        got["held"] = await counters()
+        await drive(later)
+        await ctx.tick("pci").repeat(8)
+        got["still_held"] = await counters()
+        await write("control", snapshot)          # again while held: new values
+        got["second"] = await counters()
+        await write("control", release)
+        await ctx.tick("pci")
+        got["running"] = await counters()
+
+    sim = Simulator(top)
+    sim.add_clock(1e-6, domain="pci")
+    sim.add_testbench(bench)
+    sim.run()
+    held, still, second, running = (got[k] for k in ("held", "still_held", "second", "running"))
+    assert (held["transactions"], held["bytes"], held["held"]) == (1, 8, 1)
+    assert still == held
+    assert (second["transactions"], second["bytes"], second["held"]) == (3, 22, 1)
+    # The two snapshots are `later`'s clocks, 8 waits, two rounds of counters() (7 reads
+    # each) and the second snapshot's write apart.
+    assert second["clocks"] - held["clocks"] == len(later) + 8 + 2 * 7 + 1
+    assert running["held"] == 0 and running["transactions"] == 3
+    assert running["clocks"] > second["clocks"]

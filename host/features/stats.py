@@ -3,7 +3,8 @@
 ``pcispy stats`` command.
 
 :func:`stats` reads every counter of the ``spy`` block (the names and widths come from
-:class:`~pcispy.gateware.spy.counters.CounterValues` through gateware/regs.py), the
+:class:`~pcispy.gateware.spy.counters.CounterValues` through gateware/regs.py; all of one
+clock, held by ``spy.control.snapshot`` while they are read), the
 counter set of every filter comparator (:class:`~pcispy.gateware.spy.counters.FilterCounter`,
 through ``spy.fcount_select``), both hardware histograms (first-data latency, linear bins;
 clocks between transactions, log2 bins) and the ``check`` block's sticky flags with the
@@ -49,7 +50,10 @@ def histogram_edges(name):
 
 
 async def read_counters(board):
-    """``{counter: value}`` of every spy counter (``hits`` a list per comparator)."""
+    """``{counter: value}`` of every spy counter (``hits`` a list per comparator), all of
+    one clock: the registers are held (``spy.control.snapshot``) while they are read."""
+    # Left held if a read fails: the next snapshot takes new values all the same.
+    await board.write("spy.control", snapshot=1)
     values = {}
     for name, field in CounterValues(SPY_FILTERS):
         if name == "hits":
@@ -58,6 +62,7 @@ async def read_counters(board):
             values[name] = await board.read64(f"spy.{name}")
         else:
             values[name] = await board.read(f"spy.{name}")
+    await board.write("spy.control", release=1)
     return _latency_summary(values)
 
 
