@@ -30,8 +30,8 @@ from pcispy.host.board import Board
 from pcispy.host.cli import Command as CliCommand, positive_seconds, run_feature
 from pcispy.host.errors import PcispyError, UsageError
 
-__all__ = ["stats", "read_counters", "read_filter_counters", "read_histograms", "read_checker",
-           "histogram_edges", "comparator_hits", "filter_counters_from_summaries",
+__all__ = ["stats", "since_previous", "read_counters", "read_filter_counters",
+           "read_histograms", "read_checker", "histogram_edges", "comparator_hits", "filter_counters_from_summaries",
            "format_stats",
            "StatsCommand", "HISTOGRAMS", "FILTER_COUNTERS"]
 
@@ -181,16 +181,16 @@ async def stats(transport, *, clear=False, samples=1, interval=0.001, histograms
                 per_filter=True):
     """Read the counters, the per-filter counters, histograms and checker flags ``samples``
     times, ``interval`` seconds (bus time) apart; ``clear`` zeroes the spy's counters and
-    histograms and the checker's flags first. Returns ``{"snapshots": [{"time",
-    "counters", "filters", "histograms", "checker"}]}`` (``time``: the board's cycle
-    counter; ``filters``: :func:`read_filter_counters`, left out without ``per_filter``,
-    ``histograms`` without ``histograms``)."""
+    histograms and the checker's flags first. Returns ``{"clock_mhz": the board's nominal
+    PCI clock, "snapshots": [{"time", "counters", "filters", "histograms", "checker"}]}``
+    (``time``: the board's cycle counter; ``filters``: :func:`read_filter_counters`, left
+    out without ``per_filter``, ``histograms`` without ``histograms``)."""
     if samples < 1:
         raise PcispyError(f"samples {samples}: give at least 1")
     if interval <= 0:
         raise PcispyError(f"interval {interval}: give a positive number of seconds")
     board = Board(transport)
-    await board.identify()
+    identity = await board.identify()
     if clear:
         await board.write("spy.control", clear=1)
         await board.write("check.control", clear=1)
@@ -208,7 +208,31 @@ async def stats(transport, *, clear=False, samples=1, interval=0.001, histograms
         if histograms:
             snapshot["histograms"] = await read_histograms(board)
         snapshots.append(snapshot)
-    return {"snapshots": snapshots}
+    return {"clock_mhz": identity["config.clock_mhz"], "snapshots": snapshots}
+
+
+def since_previous(previous, current, clock_mhz):
+    """What the bus did between two snapshots: ``{"clocks", "transactions", "bytes",
+    "mbytes_per_s", "busy_percent"}`` (MB: 10**6 bytes, at the nominal ``clock_mhz``), or
+    None when no clock passed or the counters went back (cleared in between). The clocks
+    are busy_clocks + idle_clocks: counters of the same clock as the others."""
+    before, after = previous["counters"], current["counters"]
+    clocks = (after["busy_clocks"] + after["idle_clocks"]) - \
+        (before["busy_clocks"] + before["idle_clocks"])
+    deltas = {name: after[name] - before[name] for name in ("transactions", "bytes",
+                                                            "busy_clocks")}
+    if clocks <= 0 or min(deltas.values()) < 0:
+        return None
+    return {"clocks": clocks, "transactions": deltas["transactions"],
+            "bytes": deltas["bytes"],
+            "mbytes_per_s": round(deltas["bytes"] * clock_mhz / clocks, 3),
+            "busy_percent": round(100 * deltas["busy_clocks"] / clocks, 2)}
+
+
+def _rate_line(since):
+    return (f"  {'since previous':15s} {since['clocks']} clocks: {since['transactions']} "
+            f"transactions, {since['bytes']} bytes, {since['mbytes_per_s']:.3f} MB/s, "
+            f"bus busy {since['busy_percent']:.2f} %")
 
 
 def _histogram_lines(name, bins):
@@ -253,6 +277,8 @@ def format_stats(snapshot):
     busy = c["busy_clocks"] + c["idle_clocks"]
     if busy:
         lines.append(f"  {'bus busy':15s} {100 * c['busy_clocks'] / busy:.2f} %")
+    if snapshot.get("since_previous"):
+        lines.append(_rate_line(snapshot["since_previous"]))
     lines.append(f"  {'latency':15s} min {c['latency_min']} mean {c['latency_mean']} "
                  f"max {c['latency_max']} clocks")
     lines.append(f"  {'filter hits':15s} {' '.join(str(h) for h in c['hits'])}")
@@ -308,6 +334,7 @@ class StatsCommand(CliCommand):
         else:
             result = run_feature(args, "pcispy.host.features.stats:stats", clear=args.clear,
                                  samples=args.samples or 5, interval=args.interval, **options)
+        _add_rates(result["snapshots"], result["clock_mhz"])
         if not args.json:
             for snapshot in result["snapshots"]:
                 out.write(format_stats(snapshot))
@@ -323,6 +350,7 @@ class StatsCommand(CliCommand):
                 result = run_feature(args, "pcispy.host.features.stats:stats", clear=clear,
                                      **options)
                 clear = False
+                _add_rates(snapshots[-1:] + result["snapshots"], result["clock_mhz"])
                 snapshots += result["snapshots"]
                 if not args.json:
                     out.write(format_stats(result["snapshots"][0]))
@@ -331,3 +359,9 @@ class StatsCommand(CliCommand):
         except KeyboardInterrupt:
             pass
         return {"snapshots": snapshots}
+
+
+def _add_rates(snapshots, clock_mhz):
+    """Give every snapshot after the first ``since_previous`` (:func:`since_previous`)."""
+    for previous, current in zip(snapshots, snapshots[1:]):
+        current["since_previous"] = since_previous(previous, current, clock_mhz)

@@ -21,7 +21,7 @@ from pcispy.host.decode import SUMMARY_DTYPE
 from pcispy.host.features import stats as stats_feature
 from pcispy.host.features.stats import (FILTER_COUNTERS, comparator_hits,
                                         filter_counters_from_summaries, format_stats,
-                                        read_filter_counters)
+                                        read_filter_counters, since_previous)
 
 pytestmark = pytest.mark.spy
 
@@ -195,7 +195,7 @@ def test_watch_on_hardware_runs_until_ctrl_c(monkeypatch, transport):
         calls.append(arguments)
         if len(calls) == 8:
             raise KeyboardInterrupt
-        return {"snapshots": [_snapshot(len(calls))]}
+        return {"clock_mhz": 33, "snapshots": [_snapshot(len(calls))]}
     monkeypatch.setattr(stats_feature, "run_feature", run_feature)
     monkeypatch.setattr(stats_feature.time, "sleep", lambda seconds: None)
     status, out = _run_cli(*transport, "--json", "stats", "--watch", "--clear",
@@ -203,6 +203,9 @@ def test_watch_on_hardware_runs_until_ctrl_c(monkeypatch, transport):
     assert status == 0
     result = json.loads(out)
     assert [s["time"] for s in result["snapshots"]] == [1, 2, 3, 4, 5, 6, 7]
+    # The stand-in's counters stand still: nothing happened between two readings.
+    assert "since_previous" not in result["snapshots"][0]
+    assert all(s["since_previous"] is None for s in result["snapshots"][1:])
     # Only the first reading clears; each reads one snapshot of everything but histograms.
     assert [c["clear"] for c in calls] == [True] + [False] * 7
     assert all(c["histograms"] is False and c["per_filter"] is True and "samples" not in c
@@ -214,7 +217,8 @@ def test_watch_with_samples_on_hardware_and_in_the_simulator(monkeypatch):
 
     def run_feature(args, feature, **arguments):
         calls.append(arguments)
-        return {"snapshots": [_snapshot(k) for k in range(arguments["samples"])]}
+        return {"clock_mhz": 33,
+                "snapshots": [_snapshot(k) for k in range(arguments["samples"])]}
     monkeypatch.setattr(stats_feature, "run_feature", run_feature)
     status, out = _run_cli("--uart", "/dev/ttyUSB0", "stats", "--watch", "--samples", "2",
                            "--no-filters")
@@ -222,3 +226,36 @@ def test_watch_with_samples_on_hardware_and_in_the_simulator(monkeypatch):
     assert out.count("at clock") == 2
     status, out = _run_cli("--sim", "stats", "--watch")
     assert status == 0 and calls[-1]["samples"] == 5
+
+
+def _counting(clocks, busy, transactions, nbytes):
+    snapshot = _snapshot()
+    snapshot["counters"].update(busy_clocks=busy, idle_clocks=clocks - busy,
+                                transactions=transactions, bytes=nbytes)
+    return snapshot
+
+
+def test_since_previous_gives_the_interval_s_throughput_and_load():
+    # 33,000 clocks at 33 MHz are 1 ms; 60,000 bytes in them are 60 MB/s.
+    before = _counting(10_000, 4_000, 7, 1_000)
+    after = _counting(43_000, 19_000, 1_007, 61_000)
+    since = since_previous(before, after, 33)
+    assert since == {"clocks": 33_000, "transactions": 1_000, "bytes": 60_000,
+                     "mbytes_per_s": 60.0, "busy_percent": 45.45}
+    after["since_previous"] = since
+    assert ("  since previous  33000 clocks: 1000 transactions, 60000 bytes, 60.000 MB/s, "
+            "bus busy 45.45 %\n") in format_stats(after)
+    # Cleared in between (the counters went back), or no clock passed: no figures.
+    assert since_previous(after, before, 33) is None
+    assert since_previous(after, after, 33) is None
+
+
+def test_watch_prints_the_rates_between_readings(monkeypatch):
+    readings = [_counting(10_000, 4_000, 7, 1_000), _counting(43_000, 19_000, 1_007, 61_000)]
+
+    def run_feature(args, feature, **arguments):
+        return {"clock_mhz": 33, "snapshots": readings}
+    monkeypatch.setattr(stats_feature, "run_feature", run_feature)
+    status, out = _run_cli("--sim", "stats", "--watch", "--samples", "2")
+    assert status == 0
+    assert out.count("since previous") == 1 and "60.000 MB/s" in out
