@@ -264,14 +264,18 @@ class PCIBoard(wiring.Component):
                                     lines=[("inta", irq.inta, irq.inta & quiet)],
                                     joined_by_pads=joined)
         m.d.comb += pads.drive_allowed.eq(~passive_on)
-        # (REQ# is always driven by a master: it does not count.) AD's enables are copied
-        # one per core, as the pads take them: the OR of them waits for both cores.
-        held_lines = {name: joined.get(name, enable) for name, enable in enables.items()
-                      if name != "req"}
+        # (REQ# is always driven by a master: it does not count.) For AD the pads say
+        # whether they drive it: their copy of a tristate register, placed with it, rather
+        # than a copy of the cores' enables (the end of the enables' whole decision). The
+        # cores never drive AD without another line or the target's transaction, so AD
+        # only restates the rule here; it costs no register of its own.
+        driven = pads.joined_driven()
+        held_lines = {name: enable for name, enable in enables.items()
+                      if name != "req" and name not in driven}
         on_pins = [Signal(len(enable), name=f"{name}_on_pins")
                    for name, enable in held_lines.items()]
         m.d.pci += Cat(*on_pins).eq(Cat(*held_lines.values()))
-        with m.If(passive & ~Cat(*on_pins).any() & ~target.busy):
+        with m.If(passive & ~Cat(*on_pins, *driven.values()).any() & ~target.busy):
             m.d.pci += passive_on.eq(1)
         with m.Elif(~passive):
             m.d.pci += passive_on.eq(0)

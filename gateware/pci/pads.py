@@ -120,6 +120,11 @@ class PCIPads(wiring.Component):
             costs no logic level and no wire of its own (AD's enable is the board's
             longest same-clock decision).
         ad_hi_oe_by (In, ad_drivers): the same for AD[63:32] (64-bit only).
+        ad_driven, ad_hi_driven (Out, 1): with ``ad_drivers`` only: the pads drive
+            AD[31:0] (AD[63:32]) during this clock (registered; PAR's enable follows it).
+            On an FPGA a fabric copy of the first pin pair's tristate register, placed
+            with it: who needs to know what is on the pins takes this rather than a
+            register of its own at the end of the cores' enable decisions.
         decode (Out, decode_signature(width)): with ``fast_decode`` only: AD[31:0],
             C/BE#[3:0], IDSEL (and REQ64#) unregistered, for a target that decodes the
             address within the address phase (the longest same-clock path of the board).
@@ -158,8 +163,10 @@ class PCIPads(wiring.Component):
             members["decode"] = Out(decode_signature(width))
         if ad_drivers:
             members["ad_oe_by"] = In(ad_drivers)
+            members["ad_driven"] = Out(1)
             if width == 64:
                 members["ad_hi_oe_by"] = In(ad_drivers)
+                members["ad_hi_driven"] = Out(1)
         super().__init__(members)
 
     def joined_enables(self):
@@ -169,6 +176,14 @@ class PCIPads(wiring.Component):
             return {}
         return {name: getattr(self, f"{name}_oe_by") for name in JOINED_LINES
                 if hasattr(self, f"{name}_oe_by")}
+
+    def joined_driven(self):
+        """``{line: port}``: whether the pads drive each of the :data:`JOINED_LINES` this
+        bus has during this clock (with ``ad_drivers``; else empty)."""
+        if not self.ad_drivers:
+            return {}
+        return {name: getattr(self, f"{name}_driven") for name in JOINED_LINES
+                if hasattr(self, f"{name}_driven")}
 
     def _enables(self, name, line):
         """The enables whose OR owns line ``name``: ``bus.NAME.oe``, and for AD the
@@ -306,6 +321,8 @@ class PCIPads(wiring.Component):
                     m.d.pci += driven.eq(enables[name])
                 ad_driven[name] = driven
                 ad_parity[name] = shadow.xor() ^ corrupted
+                if self.ad_drivers:
+                    m.d.comb += getattr(self, f"{name}_driven").eq(driven)
 
         for name in live_lines(self.width):
             m.d.comb += getattr(self.live, name).eq(live_values[name])
