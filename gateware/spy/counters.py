@@ -38,8 +38,8 @@ from ..pci.bus import Termination
 from .format import SummaryRecord, TIMESTAMP_BITS
 from .summary import saturating_increment
 
-__all__ = ["CounterValues", "COUNTER_INIT", "Counters", "Histogram", "HISTOGRAM_BINS", "latency_bin",
-           "gap_bin", "FilterCounter", "FilterCountSelect", "FilterCounters",
+__all__ = ["CounterValues", "COUNTER_INIT", "Counters", "Histogram", "HISTOGRAM_BINS",
+           "latency_bin", "gap_bin", "FilterCounter", "FilterCountSelect", "FilterCounters",
            "FILTER_COUNTER_WIDTHS", "FILTER_COUNTER_BITS", "FILTER_COUNTER_INIT",
            "TRANSACTION_BYTES_BITS"]
 

@@ -31,8 +31,8 @@ from pcispy.host.cli import Command as CliCommand, positive_seconds, run_feature
 from pcispy.host.errors import PcispyError, UsageError
 
 __all__ = ["stats", "since_previous", "read_counters", "read_filter_counters",
-           "read_histograms", "read_checker", "histogram_edges", "comparator_hits", "filter_counters_from_summaries",
-           "format_stats",
+           "read_histograms", "read_checker", "histogram_edges", "comparator_hits",
+           "filter_counters_from_summaries", "format_stats",
            "StatsCommand", "HISTOGRAMS", "FILTER_COUNTERS"]
 
 #: The per-filter counters, by name, in select order.
