@@ -30,7 +30,7 @@ from pcispy.host.board import Board
 from pcispy.host.cli import Command as CliCommand, positive_seconds, run_feature
 from pcispy.host.errors import PcispyError, UsageError
 
-__all__ = ["stats", "since_previous", "read_counters", "read_filter_counters",
+__all__ = ["stats", "since_previous", "INTERVAL_COUNTERS", "read_counters", "read_filter_counters",
            "read_histograms", "read_checker", "histogram_edges", "comparator_hits",
            "filter_counters_from_summaries", "format_stats",
            "StatsCommand", "HISTOGRAMS", "FILTER_COUNTERS"]
@@ -211,28 +211,43 @@ async def stats(transport, *, clear=False, samples=1, interval=0.001, histograms
     return {"clock_mhz": identity["config.clock_mhz"], "snapshots": snapshots}
 
 
+#: Counters :func:`since_previous` gives the growth of between two readings.
+INTERVAL_COUNTERS = ("transactions", "data_phases", "bytes", "busy_clocks",
+                     "initiator_wait", "target_wait", "retries", "disconnects",
+                     "target_aborts", "master_aborts")
+
+
 def since_previous(previous, current, clock_mhz):
-    """What the bus did between two snapshots: ``{"clocks", "transactions", "bytes",
-    "mbytes_per_s", "busy_percent"}`` (MB: 10**6 bytes, at the nominal ``clock_mhz``), or
-    None when no clock passed or the counters went back (cleared in between). The clocks
-    are busy_clocks + idle_clocks: counters of the same clock as the others."""
+    """What the bus did between two snapshots: ``{"clocks", counter: growth for each of
+    :data:`INTERVAL_COUNTERS`, "mbytes_per_s", "busy_percent", "target_wait_per_phase",
+    "initiator_wait_per_phase"}`` (MB: 10**6 bytes, at the nominal ``clock_mhz``; the
+    waits None without a data phase), or None when no clock passed or a counter went
+    back (cleared in between). The clocks are busy_clocks + idle_clocks: counters of the
+    same clock as the others."""
     before, after = previous["counters"], current["counters"]
     clocks = (after["busy_clocks"] + after["idle_clocks"]) - \
         (before["busy_clocks"] + before["idle_clocks"])
-    deltas = {name: after[name] - before[name] for name in ("transactions", "bytes",
-                                                            "busy_clocks")}
-    if clocks <= 0 or min(deltas.values()) < 0:
+    grown = {name: after[name] - before[name] for name in INTERVAL_COUNTERS}
+    if clocks <= 0 or min(grown.values()) < 0:
         return None
-    return {"clocks": clocks, "transactions": deltas["transactions"],
-            "bytes": deltas["bytes"],
-            "mbytes_per_s": round(deltas["bytes"] * clock_mhz / clocks, 3),
-            "busy_percent": round(100 * deltas["busy_clocks"] / clocks, 2)}
+    phases = grown["data_phases"]
+    return {"clocks": clocks, **grown,
+            "mbytes_per_s": round(grown["bytes"] * clock_mhz / clocks, 3),
+            "busy_percent": round(100 * grown["busy_clocks"] / clocks, 2),
+            **{f"{side}_wait_per_phase": round(grown[f"{side}_wait"] / phases, 3)
+               if phases else None for side in ("target", "initiator")}}
 
 
-def _rate_line(since):
-    return (f"  {'since previous':15s} {since['clocks']} clocks: {since['transactions']} "
+def _interval_lines(since):
+    def per_phase(value):
+        return "-" if value is None else f"{value:.3f}"
+    return [f"  {'since previous':15s} {since['clocks']} clocks: {since['transactions']} "
             f"transactions, {since['bytes']} bytes, {since['mbytes_per_s']:.3f} MB/s, "
-            f"bus busy {since['busy_percent']:.2f} %")
+            f"bus busy {since['busy_percent']:.2f} %",
+            f"  {'':15s} wait clocks per data phase: target "
+            f"{per_phase(since['target_wait_per_phase'])}, initiator "
+            f"{per_phase(since['initiator_wait_per_phase'])}; {since['retries']} retries, "
+            f"{since['disconnects']} disconnects"]
 
 
 def _histogram_lines(name, bins):
@@ -278,7 +293,7 @@ def format_stats(snapshot):
     if busy:
         lines.append(f"  {'bus busy':15s} {100 * c['busy_clocks'] / busy:.2f} %")
     if snapshot.get("since_previous"):
-        lines.append(_rate_line(snapshot["since_previous"]))
+        lines += _interval_lines(snapshot["since_previous"])
     lines.append(f"  {'latency':15s} min {c['latency_min']} mean {c['latency_mean']} "
                  f"max {c['latency_max']} clocks")
     lines.append(f"  {'filter hits':15s} {' '.join(str(h) for h in c['hits'])}")

@@ -228,26 +228,39 @@ def test_watch_with_samples_on_hardware_and_in_the_simulator(monkeypatch):
     assert status == 0 and calls[-1]["samples"] == 5
 
 
-def _counting(clocks, busy, transactions, nbytes):
+def _counting(clocks, busy, transactions, nbytes, phases=0, target_wait=0, retries=0):
     snapshot = _snapshot()
     snapshot["counters"].update(busy_clocks=busy, idle_clocks=clocks - busy,
-                                transactions=transactions, bytes=nbytes)
+                                transactions=transactions, bytes=nbytes, data_phases=phases,
+                                target_wait=target_wait, retries=retries)
     return snapshot
 
 
-def test_since_previous_gives_the_interval_s_throughput_and_load():
-    # 33,000 clocks at 33 MHz are 1 ms; 60,000 bytes in them are 60 MB/s.
-    before = _counting(10_000, 4_000, 7, 1_000)
-    after = _counting(43_000, 19_000, 1_007, 61_000)
+def test_since_previous_gives_the_interval_s_throughput_load_and_waits():
+    # 33,000 clocks at 33 MHz are 1 ms; 60,000 bytes in them are 60 MB/s, in 15,000 data
+    # phases that waited 9,000 clocks for the target.
+    before = _counting(10_000, 4_000, 7, 1_000, phases=250, target_wait=100)
+    after = _counting(43_000, 19_000, 1_007, 61_000, phases=15_250, target_wait=9_100,
+                      retries=4)
     since = since_previous(before, after, 33)
-    assert since == {"clocks": 33_000, "transactions": 1_000, "bytes": 60_000,
-                     "mbytes_per_s": 60.0, "busy_percent": 45.45}
+    assert since == {"clocks": 33_000, "transactions": 1_000, "data_phases": 15_000,
+                     "bytes": 60_000, "busy_clocks": 15_000, "initiator_wait": 0,
+                     "target_wait": 9_000, "retries": 4, "disconnects": 0,
+                     "target_aborts": 0, "master_aborts": 0, "mbytes_per_s": 60.0,
+                     "busy_percent": 45.45, "target_wait_per_phase": 0.6,
+                     "initiator_wait_per_phase": 0.0}
     after["since_previous"] = since
     assert ("  since previous  33000 clocks: 1000 transactions, 60000 bytes, 60.000 MB/s, "
-            "bus busy 45.45 %\n") in format_stats(after)
+            "bus busy 45.45 %\n"
+            "                  wait clocks per data phase: target 0.600, initiator 0.000; "
+            "4 retries, 0 disconnects\n") in format_stats(after)
     # Cleared in between (the counters went back), or no clock passed: no figures.
     assert since_previous(after, before, 33) is None
     assert since_previous(after, after, 33) is None
+    # No data phase in the interval: no waits per phase.
+    idle = _counting(76_000, 19_000, 1_007, 61_000, phases=15_250, target_wait=9_100,
+                     retries=4)
+    assert since_previous(after, idle, 33)["target_wait_per_phase"] is None
 
 
 def test_watch_prints_the_rates_between_readings(monkeypatch):
