@@ -437,6 +437,17 @@ def test_pio_throughput_64_word_bursts():
     run(bench)
 
 
+async def check_three_words(host, *, devsel, write_clocks, read_clocks):
+    """Three words written to and read back from BAR2: DEVSEL# on clock ``devsel`` and
+    the data phases on exactly these clocks both ways, the data intact."""
+    words = [7, 8, 9]
+    w = await host.write(BAR2, words)
+    assert w.first("devsel") == devsel and w.data_clocks() == write_clocks
+    r = await host.read(BAR2, 3)
+    assert r.first("devsel") == devsel and r.data_clocks() == read_clocks
+    assert r.data == words and r.read_parity_errors == 0
+
+
 async def check_address_parity_answer(host):
     """A corrupted address phase PAR: SERR# on clock 3 (when enabled) and Detected Parity
     Error in Status."""
@@ -456,12 +467,8 @@ def test_fast_decode_option():
         assert (await host.write(BAR2, [1])).first("devsel") == 3
         await csr_write(host, "target.response", DevselSpeed.FAST.value)
         assert await csr_read(host, "target.status") == 0
-        words = [7, 8, 9]
-        w = await host.write(BAR2, words)
-        assert w.first("devsel") == 2 and w.data_clocks() == [2, 3, 4]
-        r = await host.read(BAR2, 3)
-        assert r.first("devsel") == 2 and r.data_clocks() == [3, 4, 5]
-        assert r.data == words and r.read_parity_errors == 0
+        await check_three_words(host, devsel=2, write_clocks=[2, 3, 4],
+                                read_clocks=[3, 4, 5])
         # Address parity is known only after the claim.
         await check_address_parity_answer(host)
     simulate(PCIBoard(32, exerciser_size=EXERCISER_SIZE, decode=DevselSpeed.FAST), bench)
@@ -481,12 +488,8 @@ def test_slow_decode_option():
         assert config["decode"] == DevselSpeed.SLOW.value
         assert await csr_read(host, "target.response") == DevselSpeed.SLOW.value
         assert (await host.read(BAR0, 1)).first("devsel") == 4
-        words = [7, 8, 9]
-        w = await host.write(BAR2, words)
-        assert w.first("devsel") == 4 and w.data_clocks() == [4, 5, 6]
-        r = await host.read(BAR2, 3)
-        assert r.first("devsel") == 4 and r.data_clocks() == [5, 6, 7]
-        assert r.data == words and r.read_parity_errors == 0
+        await check_three_words(host, devsel=4, write_clocks=[4, 5, 6],
+                                read_clocks=[5, 6, 7])
         # A clock more than medium decode's 67 and 68 for 64-word bursts.
         w = await host.write(BAR2, list(range(64)))
         r = await host.read(BAR2, 64)
