@@ -26,6 +26,12 @@ pads join) it also presents 0.
 
 The spy and the protocol checker watch the same sample of the bus the cores see: the
 pads' input flip-flops.
+
+A passive build (every port an input: the ``--passive`` bitstream) is the spy alone:
+pads without drivers, the register bank, the interrupt unit's clock counter, the checker
+and the spy, reached through the side channel. It builds no configuration space, target,
+exerciser window or DMA master: they could never answer or drive the bus, and their logic
+would only hang on the bus's input pins (paths that would have to meet PCI timing).
 """
 
 from amaranth import Cat, ClockDomain, ClockSignal, Const, DomainRenamer, Module, Signal, Value
@@ -137,7 +143,7 @@ class PCIBoard(wiring.Component):
     Parameters:
         width: bus width, 32 or 64.
         ports: ``{line: io port}`` for every line of ``bus_lines(width)``, or None for
-            :func:`simulation_ports`.
+            :func:`simulation_ports`. All inputs: a passive build (:attr:`passive_build`).
         exerciser_size: bytes of BAR2 (power of two, >= 16).
         spy_addr_bits: log2 of the spy's trace memory in 16-byte slots (BAR1 is
             ``16 << spy_addr_bits`` bytes); 0 builds the board without spy and BAR1.
@@ -231,22 +237,110 @@ class PCIBoard(wiring.Component):
     def bars(self):
         return [w.bar if w is not None else None for w in self.windows]
 
+    @property
+    def passive_build(self):
+        """Every PCI pin is an input (a passive build's resource, pcispy.constraints): the
+        board is a spy only. It has no configuration space, target, exerciser windows or
+        DMA master (nothing could answer or drive the bus); BAR0 and BAR1 are reached
+        through the side channel."""
+        return all(port.direction == io.Direction.Input for port in self.ports.values())
+
     def elaborate(self, platform):
         m = Module()
-        fast = self.decode is DevselSpeed.FAST
-        # The target and the DMA master drive AD: the pads join their enables.
-        m.submodules.pads = pads = PCIPads(self.width, self.ports, fast_decode=fast,
-                                           ad_drivers=2)
+        passive_build = self.passive_build
+        # In the active build the target and the DMA master drive AD: the pads join their
+        # enables.
+        m.submodules.pads = pads = PCIPads(
+            self.width, self.ports, fast_decode=self.decode is DevselSpeed.FAST and not
+            passive_build, ad_drivers=0 if passive_build else 2)
+        m.submodules.bank = bank = CSRBank(REGISTER_MAP.with_resets(decode_resets(self.decode)))
+        m.submodules.irq = irq = DomainRenamer("pci")(InterruptUnit())
+        self._connect_irq_registers(m, bank.irq, irq)
+        if passive_build:
+            # Nothing on the board can drive the bus: passive mode is always in force. The
+            # target's side of the shared backends stays idle.
+            target = None
+            shared = {Space.BAR0: self._share(m, "bar0", None, bank.access)}
+            m.d.comb += [bank.id.mode.passive_on.eq(1), self.indicators.passive.eq(1),
+                         bank.id.config.passive.eq(1)]
+        else:
+            target, shared = self._bus_agents(m, pads, bank, irq)
+
+        # What the board sees of the bus, one sample per clock (the pads' input flip-flops).
+        sample = Signal(BusState(self.width))
+        for name in bus_lines(self.width):
+            m.d.comb += getattr(sample, name).eq(getattr(pads.bus, name).i)
+
+        # The protocol checker watches the bus, RST# included: it runs on the bus clock
+        # without the bus reset (it has a rule about what may happen during RST#).
+        m.domains.pci_monitor = monitor = ClockDomain("pci_monitor", reset_less=True)
+        m.d.comb += monitor.clk.eq(ClockSignal("pci"))
+        # The checker and the spy see each sample a clock later, with its timestamp: one
+        # register between the input flip-flops (wherever the connector put the pins, up
+        # to a wire across the die away) and their logic, so the wire and the logic are not
+        # in one clock. Records still carry the clock their bus state was on the pins.
+        observed = Signal(BusState(self.width))
+        observed_time = Signal.like(irq.timestamp)
+        m.d.pci_monitor += [observed.eq(sample), observed_time.eq(irq.timestamp)]
+        m.submodules.checker = checker = DomainRenamer("pci_monitor")(
+            ProtocolChecker(self.width))
+        m.d.comb += checker.bus.eq(observed)
+        self._connect_check_registers(m, bank.check, checker)
+
+        # The spy: capture, summaries, filters, counters; its trace memory answers BAR1.
+        if self.external_trace and self.windows[1] is not None:
+            shared[Space.BAR1] = self._share(m, "bar1", target and target.bar1,
+                                             wiring.flipped(self.trace))
+        elif self.windows[1] is not None:
+            m.submodules.spy = spy = DomainRenamer("pci")(
+                Spy(self.width, rules=len(RULES), addr_bits=self.spy_addr_bits,
+                    memory=self.trace_memory, sram_data_bits=self.sram_data_bits))
+            m.d.comb += [spy.bus.eq(observed), spy.timestamp.eq(observed_time),
+                         spy.violation.eq(checker.violation)]
+            if self.trace_memory == "sram":
+                m.submodules.sram_pads = sram_pads = SRAMPads(
+                    self.sram_ports, self.sram_addr_bits, self.sram_data_bits)
+                wiring.connect(m, spy.sram, sram_pads.sram)
+            m.d.comb += [
+                bank.id.config.trace_memory.eq(TRACE_MEMORY[self.trace_memory]),
+                bank.id.config.trace_depth.eq(self.spy_addr_bits),
+            ]
+            connect_spy_registers(m, bank.spy, spy)
+            shared[Space.BAR1] = self._share(m, "bar1", target and target.bar1, spy.trace)
+            m.d.comb += [
+                self.indicators.armed.eq(spy.status.state == RecorderState.PRE),
+                self.indicators.triggered.eq(spy.status.state == RecorderState.POST),
+                self.indicators.overrun.eq(spy.status.lost != 0),
+            ]
+
+        # Local access (the side channel) reaches every shared backend by its space.
+        m.submodules.local_access = local_access = LocalAccess(
+            {space: len(s.local.addr) for space, s in shared.items()})
+        wiring.connect(m, wiring.flipped(self.local), local_access.request)
+        for space, s in shared.items():
+            wiring.connect(m, getattr(local_access, space.name.lower()), s.local)
+
+        # Identity.
+        m.d.comb += [
+            bank.id.config.bus_width.eq(self.width == 64),
+            bank.id.config.decode.eq(self.decode.value),
+            bank.id.config.clock_mhz.eq(self.clock_mhz),
+        ]
+        return m
+
+    def _bus_agents(self, m, pads, bank, irq):
+        """The active build's PCI function: configuration space, target, exerciser
+        windows and response, DMA master, the bus drivers (INTA# for ``irq``) and passive
+        mode. Returns the target and ``{Space: SharedBackend}`` of the spaces it shares
+        with the side channel (configuration space, BAR0)."""
         m.submodules.config = config = ConfigSpace(
             self.bars, mhz66=self.clock_mhz > 33, devsel=self.decode, **self.config_args)
         m.submodules.target = target = PCITarget(self.width, self.windows, decode=self.decode)
-        m.submodules.bank = bank = CSRBank(REGISTER_MAP.with_resets(decode_resets(self.decode)))
         m.submodules.response = response = ExerciserResponse(decode=self.decode)
-        if fast:
+        if self.decode is DevselSpeed.FAST:
             wiring.connect(m, pads.decode, target.decode)
 
         m.submodules.dma = dma = DMAEngine(self.width)
-        m.submodules.irq = irq = DomainRenamer("pci")(InterruptUnit())
 
         # The bus: the target and the DMA master drive it; the interrupt unit pulls INTA#.
         # Passive mode (id.mode.passive), once asked for, starts nothing new: the target
@@ -321,7 +415,6 @@ class PCIBoard(wiring.Component):
             irq.interrupt_disable.eq(config.int_disable),
             config.interrupt_status.eq(irq.interrupt_status),
         ]
-        self._connect_irq_registers(m, bank.irq, irq)
 
         # BAR backends.
         shared[Space.BAR0] = self._share(m, "bar0", target.bar0, bank.access)
@@ -340,77 +433,17 @@ class PCIBoard(wiring.Component):
         # Exerciser response.
         connect_response(m, target, response, bank.target)
 
-        # What the board sees of the bus, one sample per clock (the pads' input flip-flops).
-        sample = Signal(BusState(self.width))
-        for name in bus_lines(self.width):
-            m.d.comb += getattr(sample, name).eq(getattr(pads.bus, name).i)
-
-        # The protocol checker watches the bus, RST# included: it runs on the bus clock
-        # without the bus reset (it has a rule about what may happen during RST#).
-        m.domains.pci_monitor = monitor = ClockDomain("pci_monitor", reset_less=True)
-        m.d.comb += monitor.clk.eq(ClockSignal("pci"))
-        # The checker and the spy see each sample a clock later, with its timestamp: one
-        # register between the input flip-flops (wherever the connector put the pins, up
-        # to a wire across the die away) and their logic, so the wire and the logic are not
-        # in one clock. Records still carry the clock their bus state was on the pins.
-        observed = Signal(BusState(self.width))
-        observed_time = Signal.like(irq.timestamp)
-        m.d.pci_monitor += [observed.eq(sample), observed_time.eq(irq.timestamp)]
-        m.submodules.checker = checker = DomainRenamer("pci_monitor")(
-            ProtocolChecker(self.width))
-        m.d.comb += checker.bus.eq(observed)
-        self._connect_check_registers(m, bank.check, checker)
-
-        # The spy: capture, summaries, filters, counters; its trace memory answers BAR1.
-        if self.external_trace and self.windows[1] is not None:
-            shared[Space.BAR1] = self._share(m, "bar1", target.bar1, wiring.flipped(self.trace))
-        elif self.windows[1] is not None:
-            m.submodules.spy = spy = DomainRenamer("pci")(
-                Spy(self.width, rules=len(RULES), addr_bits=self.spy_addr_bits,
-                    memory=self.trace_memory, sram_data_bits=self.sram_data_bits))
-            m.d.comb += [spy.bus.eq(observed), spy.timestamp.eq(observed_time),
-                         spy.violation.eq(checker.violation)]
-            if self.trace_memory == "sram":
-                m.submodules.sram_pads = sram_pads = SRAMPads(
-                    self.sram_ports, self.sram_addr_bits, self.sram_data_bits)
-                wiring.connect(m, spy.sram, sram_pads.sram)
-            m.d.comb += [
-                bank.id.config.trace_memory.eq(TRACE_MEMORY[self.trace_memory]),
-                bank.id.config.trace_depth.eq(self.spy_addr_bits),
-            ]
-            connect_spy_registers(m, bank.spy, spy)
-            shared[Space.BAR1] = self._share(m, "bar1", target.bar1, spy.trace)
-            m.d.comb += [
-                self.indicators.armed.eq(spy.status.state == RecorderState.PRE),
-                self.indicators.triggered.eq(spy.status.state == RecorderState.POST),
-                self.indicators.overrun.eq(spy.status.lost != 0),
-            ]
-
-        # Local access (the side channel) reaches every shared backend by its space.
-        m.submodules.local_access = local_access = LocalAccess(
-            {space: len(s.local.addr) for space, s in shared.items()})
-        wiring.connect(m, wiring.flipped(self.local), local_access.request)
-        for space, s in shared.items():
-            wiring.connect(m, getattr(local_access, space.name.lower()), s.local)
-
-        # Identity.
-        m.d.comb += [
-            bank.id.config.bus_width.eq(self.width == 64),
-            bank.id.config.decode.eq(self.decode.value),
-            bank.id.config.clock_mhz.eq(self.clock_mhz),
-        ]
-        # A passive build's pins are all inputs (pcispy.constraints): say so.
-        if all(port.direction == io.Direction.Input for port in self.ports.values()):
-            m.d.comb += bank.id.config.passive.eq(1)
-        return m
+        return target, shared
 
     @staticmethod
     def _share(m, name, requester, backend):
-        """Put a :class:`SharedBackend` between the target's port ``requester`` and
-        ``backend``; return it (its ``local`` port is for the side channel)."""
+        """Put a :class:`SharedBackend` between the target's port ``requester`` (None in a
+        passive build: that side stays idle) and ``backend``; return it (its ``local`` port
+        is for the side channel)."""
         shared = m.submodules[f"shared_{name}"] = SharedBackend(
-            len(requester.addr), len(requester.w_data))
-        wiring.connect(m, requester, shared.target)
+            len(backend.addr), len(backend.w_data))
+        if requester is not None:
+            wiring.connect(m, requester, shared.target)
         wiring.connect(m, shared.backend, backend)
         return shared
 

@@ -22,7 +22,7 @@ from pcispy.constraints.ulx3s import (BOARDS, CLOCK_LINE, PCI_EDGE_PINS, PCI_PIN
                                       RESET_LINE, add_pci, header_label)
 from pcispy.gateware.board_top import BoardTop
 from pcispy.gateware.pci.bus import bus_lines
-from pcispy.gateware.pci.pads import INPUT_ONLY_LINES
+from pcispy.gateware.pci.pads import INPUT_ONLY_LINES, live_lines
 
 pytestmark = pytest.mark.board
 
@@ -146,6 +146,13 @@ def test_board_top_elaborates_with_the_pinout(passive):
     # AD's output enable: a kept copy per pin pair (none where nothing drives).
     copies = re.findall(r"^\s*cell \\LUT4 \\ad_oe_copy_(\d+)$", il, re.MULTILINE)
     assert sorted(map(int, copies)) == ([] if passive else list(range(0, 32, 2)))
+    # A passive build samples every bus line in its I/O cell's input flip-flop (nothing
+    # needs a line before it); the active build keeps the live lines and the parity
+    # inputs unregistered for the target and the master.
+    unregistered = () if passive else (*live_lines(32), "cbe", "par")
+    input_flops = len(re.findall(r"^\s*cell \\IFS1P3DX ", il, re.MULTILINE))
+    assert input_flops == sum(bits for name, bits in bus_lines(32).items()
+                              if name not in unregistered)
 
 
 # A placed design's files, cut down: pin a[0] (bus line "frame") reaches a fabric

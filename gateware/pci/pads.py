@@ -80,15 +80,16 @@ def decode_signature(width=32):
                              if name in DECODE_LINES})
 
 
-def simulation_ports(width=32):
+def simulation_ports(width=32, *, passive=False):
     """``{line: io.SimulationPort}`` for every line of :func:`bus_lines`, pin-level.
 
     Each port is named after its line, so a converted design exposes ``frame__o``,
     ``frame__oe`` and ``frame__i`` (low = asserted for the active-low lines). Every port
     is bidirectional so that a bus model can treat all lines alike; the pads never enable
-    the outputs of the :data:`INPUT_ONLY_LINES`.
+    the outputs of the :data:`INPUT_ONLY_LINES`. ``passive``: every port an input, as a
+    passive build's pins (only ``i``).
     """
-    return {name: io.SimulationPort("io", bits, name=name)
+    return {name: io.SimulationPort("i" if passive else "io", bits, name=name)
             for name, bits in bus_lines(width).items()}
 
 
@@ -129,6 +130,9 @@ class PCIPads(wiring.Component):
             C/BE#[3:0], IDSEL (and REQ64#) unregistered, for a target that decodes the
             address within the address phase (the longest same-clock path of the board).
 
+    Input-only ports (a passive build's, every one an input) make listening pads: only
+    ``bus`` (its ``i``, every line from its I/O cell's input flip-flop), no other port.
+
     Parameters:
         width: 32 or 64.
         ports: ``{line name: io port}`` for every line of ``bus_lines(width)``, at pin
@@ -145,6 +149,13 @@ class PCIPads(wiring.Component):
         self.width = width
         self.ports = ports
         self.fast_decode = fast_decode
+        self.listen_only = all(port.direction == io.Direction.Input for port in ports.values())
+        if self.listen_only:
+            if fast_decode or ad_drivers:
+                raise ValueError("input-only pads (a passive build) drive nothing and offer "
+                                 "no live lines: no fast_decode, no ad_drivers")
+            super().__init__({"bus": In(PCIBusSignature(width))})
+            return
         if not 0 <= ad_drivers <= _MAX_AD_DRIVERS:
             raise ValueError(f"the pads join at most {_MAX_AD_DRIVERS} AD enables of their "
                              f"own, not {ad_drivers}")
@@ -247,6 +258,15 @@ class PCIPads(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        if self.listen_only:
+            # A passive build: no core answers or drives the bus, so no line is needed
+            # before its input flip-flop. Every pin ends at the one in its I/O cell: no
+            # path from a PCI pin reaches the fabric unregistered.
+            for name in bus_lines(self.width):
+                port = ~self.ports[name] if name in ACTIVE_LOW else self.ports[name]
+                m.submodules[f"{name}_buffer"] = buf = io.FFBuffer("i", port, i_domain="pci")
+                m.d.comb += getattr(self.bus, name).i.eq(buf.i)
+            return m
         bus = self.bus
         live_values = {}
         ad_driven = {}       # AD group name -> AD driven during this clock (registered)

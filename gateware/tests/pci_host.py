@@ -12,6 +12,7 @@ transaction at a time, clock by clock, and returns what happened on the bus in e
 from dataclasses import dataclass, field
 
 from amaranth import Cat, Module, Signal
+from amaranth.lib import io
 
 from pcispy.gateware.pci.bus import (ACTIVE_LOW, OPEN_DRAIN, Command, Termination, bus_lines,
                                      parity)
@@ -42,7 +43,9 @@ class PinBus:
             resolved = Signal(bits, name=f"bus_{name}")
             self.drive[name], self.enable[name], self.value[name] = tb_o, tb_oe, resolved
             low = name in ACTIVE_LOW
-            if name in INPUT_ONLY_LINES:
+            if port.direction == io.Direction.Input:       # a passive build's pin
+                board_oe, board_v = 0, 0
+            elif name in INPUT_ONLY_LINES:
                 board_oe, board_v = 0, 0
                 input_enables.append(port.oe.any())
             else:

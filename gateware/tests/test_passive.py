@@ -10,6 +10,7 @@ import pytest
 from pcispy.gateware.pci.bus import Command, Termination, bus_lines
 from pcispy.gateware.regs import REGISTER_MAP
 from pcispy.gateware.sidechannel.protocol import Space
+from pcispy.gateware.pci.pads import simulation_ports
 from pcispy.gateware.tests.pci_host import BAR_ADDRESSES, enumerate_board, simulate
 from pcispy.gateware.top import PCIBoard
 
@@ -30,10 +31,17 @@ class _Local:
         self.ctx, self.port = ctx, port
 
     async def access(self, name, value=None):
-        ctx, port = self.ctx, self.port
+        """Read (``value`` None) or write BAR0 register ``name``; the read's value."""
         address, _ = REGISTER_MAP[name]
-        ctx.set(port.space, Space.BAR0)
-        ctx.set(port.addr, address // 4)
+        error, data = await self.request(Space.BAR0, address // 4, value)
+        assert not error, f"the local request to {name} was refused"
+        return data
+
+    async def request(self, space, addr, value=None):
+        """One request to DWORD ``addr`` of ``space``: ``(r_error, r_data)``."""
+        ctx, port = self.ctx, self.port
+        ctx.set(port.space, space)
+        ctx.set(port.addr, addr)
         ctx.set(port.write, value is not None)
         ctx.set(port.w_data, value or 0)
         ctx.set(port.valid, 1)
@@ -42,18 +50,52 @@ class _Local:
             if taken:
                 break
         else:
-            raise AssertionError(f"the local request to {name} was never taken")
+            raise AssertionError(f"the local request to {space.name}:{addr:#x} was never taken")
         ctx.set(port.valid, 0)
         for _ in range(50):
             if ctx.get(port.r_valid):
-                assert not ctx.get(port.r_error)
-                return ctx.get(port.r_data)
+                return ctx.get(port.r_error), ctx.get(port.r_data)
             await ctx.tick("pci")
-        raise AssertionError(f"no answer to the local request to {name}")
+        raise AssertionError(f"no answer to the local request to {space.name}:{addr:#x}")
 
 
 def _drives_nothing(ctx, board):
     return not any(ctx.get(board.ports[name].oe) for name in bus_lines(board.width))
+
+
+def test_passive_build_is_a_spy_without_a_pci_function():
+    """A passive build (every pin an input) has no configuration space, target or DMA
+    master: configuration, memory and I/O cycles to it master-abort, and its spy and
+    checker see them; the side channel reaches its registers and refuses configuration
+    space (not built). Its identity says passive, and passive mode is always in force."""
+    board = PCIBoard(32, simulation_ports(32, passive=True), spy_addr_bits=6)
+    assert board.passive_build
+    _, config_passive = _field("id.config", "passive")
+    _, passive_on = _field("id.mode", "passive_on")
+    _, any_broken = _field("check.status", "any")
+
+    async def bench(host, pins, ctx):
+        local = _Local(ctx, board.local)
+        await host.idle(4)
+        results = [await host.transaction(Command.CONFIG_READ, 0, idsel=True),
+                   await host.write(BAR0, [0x1234]),
+                   await host.transaction(Command.IO_READ, BAR_ADDRESSES[3])]
+        assert [r.termination for r in results] == [Termination.MASTER_ABORT] * 3
+        await host.idle(4)          # the spy's counters see the last transaction end
+        assert (await local.access("id.config")) >> config_passive.lsb & 1
+        assert (await local.access("id.mode")) >> passive_on.lsb & 1
+        assert ctx.get(board.indicators.passive)
+        assert await local.access("spy.transactions") == 3
+        assert await local.access("spy.master_aborts") == 3
+        assert not (await local.access("check.status")) >> any_broken.lsb & 1
+        assert await local.request(Space.CONFIG, 0) == (1, 0)   # no configuration space
+        # A DMA run asked for over the side channel moves nothing: there is no master.
+        await local.access("dma.length", 64)
+        await local.access("dma.control", 1)
+        await host.idle(20)
+        assert await local.access("spy.transactions") == 3
+
+    simulate(board, bench)
 
 
 def test_passive_mode_silences_the_board_and_the_side_channel_clears_it():
