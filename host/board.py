@@ -7,7 +7,7 @@ offsets of its own. Every method is ``async`` and awaits only the transport.
 
 from pcispy.gateware.regs import IDENTITY_MAGIC, REGISTER_MAP, Access
 from pcispy.gateware.spy.counters import FilterCounter
-from pcispy.host.errors import TransportError
+from pcispy.host.errors import PassiveBuild, TransportError
 
 __all__ = ["Board", "REGS_BAR", "c_header"]
 
@@ -80,8 +80,12 @@ class Board:
         return {"memory": memory,
                 "slots": 1 << config["trace_depth"] if memory != "none" else 0}
 
-    async def identify(self):
-        """Check the magic; return the identity fields. Raises TransportError if not ours."""
+    async def identify(self, *, drives_bus=None):
+        """Check the magic; return the identity fields. Raises TransportError if not ours.
+
+        ``drives_bus``: the command asking (``"pcispy dma"``), when it needs the board to
+        answer or drive the PCI bus (its target, DMA master or INTA#): a passive build has
+        none of them, and the command is refused with a :class:`PassiveBuild` error."""
         magic = await self.read("id.magic")
         if magic != IDENTITY_MAGIC:
             raise TransportError(
@@ -90,6 +94,8 @@ class Board:
         identity = {"magic": magic}
         identity.update({f"version.{k}": v for k, v in (await self.fields("id.version")).items()})
         identity.update({f"config.{k}": v for k, v in (await self.fields("id.config")).items()})
+        if drives_bus and identity["config.passive"]:
+            raise PassiveBuild(f"{drives_bus} needs the board's PCI target, master or INTA#")
         return identity
 
     async def dump(self):

@@ -129,12 +129,16 @@ class InfoCommand(Command):
     def run(self, args, out):
         result = run_feature(args, "pcispy.host.features.identity:info")
         if not args.json:
-            out.write(f"pcispy board {result['vendor_id']:04x}:{result['device_id']:04x} "
-                      f"class {result['class_code']:06x} rev {result['revision']}\n"
-                      f"gateware {result['gateware_version']}, trace format "
+            if result["passive"]:
+                out.write("pcispy board, passive build: no PCI function (no configuration "
+                          "space, target or DMA master), the spy and the checker only\n")
+            else:
+                out.write(f"pcispy board {result['vendor_id']:04x}:{result['device_id']:04x} "
+                          f"class {result['class_code']:06x} rev {result['revision']}\n")
+            out.write(f"gateware {result['gateware_version']}, trace format "
                       f"{result['trace_format']}, {result['bus_width']}-bit bus at "
-                      f"{result['clock_mhz']} MHz, {result['decode']} decode"
-                      f"{', passive' if result['passive'] else ''}\n")
+                      f"{result['clock_mhz']} MHz"
+                      f"{'' if result['passive'] else ', ' + result['decode'] + ' decode'}\n")
             transport = result["transport"]
             out.write(f"transport: {transport['transport']}" +
                       (f" (profile {transport['profile']}, seed {transport['seed']})"
@@ -229,6 +233,8 @@ class PassiveCommand(Command):
             elif not result["answering"]:
                 out.write("the board does not answer over the PCI bus (passive mode? clear "
                           "it through the side channel, --uart)\n")
+            elif result["passive_build"]:
+                out.write("passive: a passive build, it has no PCI output drivers\n")
             elif result["passive_on"]:
                 out.write("passive: the board drives no PCI line\n")
             elif result["requested"]:

@@ -11,7 +11,7 @@ line, status 2). Any other exception is a bug in pcispy: one line saying so, sta
 """
 
 __all__ = ["PcispyError", "TransportError", "TraceFormatError", "RefusedSetting",
-           "UsageError", "EXIT_ERROR", "EXIT_BUG"]
+           "PassiveBuild", "UsageError", "EXIT_ERROR", "EXIT_BUG"]
 
 #: Exit status for an expected failure (same as argparse's usage errors).
 EXIT_ERROR = 2
@@ -33,6 +33,15 @@ class TraceFormatError(PcispyError):
 
 class RefusedSetting(PcispyError):
     """The board refused a register setting (its status register says why)."""
+
+
+class PassiveBuild(PcispyError):
+    """The board is a passive build (no PCI output drivers, only the spy and the checker)
+    and the command needs more of it; the message says what and what to load instead."""
+    def __init__(self, need):
+        super().__init__(f"{need}, and this board is a passive build (no PCI output "
+                         "drivers: the spy and the checker only); load an active bitstream "
+                         "(built without --passive) for it")
 
 
 class UsageError(PcispyError):

@@ -26,6 +26,7 @@ from amaranth.sim import Simulator
 
 from pcispy.gateware.csr import CSRBank
 from pcispy.gateware.pci.config import BarSpec, ConfigSpace
+from pcispy.gateware.pci.pads import simulation_ports
 from pcispy.gateware.pci.target import BackendSignature
 from pcispy.gateware.regs import BAR0_SIZE, REGISTER_MAP
 from pcispy.gateware.sidechannel.local import LocalAccess, LocalAccessSignature, SharedBackend
@@ -120,11 +121,13 @@ class SideChannelBench(wiring.Component):
         divisor, pci_timeout: of the :class:`SideChannel`.
         full: the whole :class:`PCIBoard` (BAR1 from the trace ROM through its
             ``external_trace`` port) instead of :class:`BoardPart`.
+        passive: with ``full``: the passive build's board (every PCI pin an input).
     """
-    def __init__(self, divisor=DIVISOR, pci_timeout=2000, full=False):
+    def __init__(self, divisor=DIVISOR, pci_timeout=2000, full=False, passive=False):
         self.side = SideChannel(divisor, pci_timeout=pci_timeout)
         self.full = full
-        self.board = (PCIBoard(32, spy_addr_bits=TRACE_ADDR_BITS, external_trace=True)
+        self.board = (PCIBoard(32, simulation_ports(32, passive=passive),
+                               spy_addr_bits=TRACE_ADDR_BITS, external_trace=True)
                       if full else BoardPart())
         super().__init__({"rx": wiring.In(1, init=1), "tx": Out(1, init=1), "writes": Out(32),
                           "pci_clock": wiring.In(1, init=1), "clocks": Out(32)})
@@ -240,10 +243,10 @@ class SimulatedSideChannel:
     it costs more than a run).
 
     Parameters:
-        divisor, pci_timeout, full: of the :class:`SideChannelBench`.
+        divisor, pci_timeout, full, passive: of the :class:`SideChannelBench`.
     """
-    def __init__(self, *, divisor=DIVISOR, pci_timeout=2000, full=False):
-        self.bench = bench = SideChannelBench(divisor, pci_timeout, full)
+    def __init__(self, *, divisor=DIVISOR, pci_timeout=2000, full=False, passive=False):
+        self.bench = bench = SideChannelBench(divisor, pci_timeout, full, passive)
         self.pci_timeout = pci_timeout
         self.divisor = divisor
         self.bit_time = divisor * SYNC_PERIOD

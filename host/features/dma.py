@@ -216,7 +216,7 @@ async def dma(transport, *, cmd="MW", addr=None, length=4096, burst=256, idle=0,
         raise PcispyError(f"length {length}: the board moves at most 4 GiB - 1 per pass")
     write = bool(command.value & 1)
     board = Board(transport)
-    identity = await board.identify()
+    identity = await board.identify(drives_bus="pcispy dma")
     rate = clock_hz(identity["config.clock_mhz"])
     config = await _enable_master(transport, mwi=command is Command.MEM_WRITE_INVALIDATE,
                                   cache_line=cache_line, latency_timer=latency_timer)

@@ -6,7 +6,7 @@ Features behind ``pcispy info``, ``pcispy config``, ``pcispy regs`` and ``pcispy
 
 from pcispy.gateware.regs import IDENTITY_MAGIC
 from pcispy.host.board import Board
-from pcispy.host.errors import TransportError
+from pcispy.host.errors import PassiveBuild, TransportError
 
 __all__ = ["info", "config_space", "register_dump", "passive_mode", "lspci_text",
            "CONFIG_SPACE_BYTES"]
@@ -16,27 +16,32 @@ CONFIG_SPACE_BYTES = 256
 
 
 async def info(transport):
-    """Identity, bus width, clock, decode speed and BARs of the board."""
+    """Identity, bus width, clock, decode speed and BARs of the board. A passive build has
+    no configuration space: its IDs, class, revision and decode are None."""
     board = Board(transport)
     identity = await board.identify()
     _, config = board.map["id.config"]
-    words = [await transport.config_read(offset) for offset in (0x00, 0x08)]
+    passive = bool(identity["config.passive"])
+    words = [None, None] if passive else [await transport.config_read(offset)
+                                          for offset in (0x00, 0x08)]
     return {
-        "vendor_id": words[0] & 0xFFFF, "device_id": words[0] >> 16,
-        "revision": words[1] & 0xFF, "class_code": words[1] >> 8,
+        "vendor_id": words[0] and words[0] & 0xFFFF, "device_id": words[0] and words[0] >> 16,
+        "revision": words[1] and words[1] & 0xFF, "class_code": words[1] and words[1] >> 8,
         "gateware_version": f"{identity['version.major']}.{identity['version.minor']}",
         "trace_format": identity["version.format"],
         "bus_width": 64 if identity["config.bus_width"] else 32,
-        "passive": bool(identity["config.passive"]),
+        "passive": passive,
         "clock_mhz": identity["config.clock_mhz"],
         # The fastest DEVSEL# its target answers with (pcispy target --devsel).
-        "decode": config.field("decode").values[identity["config.decode"]],
+        "decode": None if passive else config.field("decode").values[identity["config.decode"]],
         "transport": transport.describe(),
     }
 
 
 async def config_space(transport):
     """The 256 bytes of the board's configuration space."""
+    if (await Board(transport).identify())["config.passive"]:
+        raise PassiveBuild("pcispy config reads the board's configuration space")
     data = bytearray()
     for offset in range(0, CONFIG_SPACE_BYTES, 4):
         data += (await transport.config_read(offset)).to_bytes(4, "little")
@@ -54,8 +59,11 @@ async def passive_mode(transport, setting=None):
     """Read, or set (``setting`` True/False) and read back, the board's passive mode
     (``id.mode``). Set over the PCI bus itself, the board stops answering once it takes
     hold: then nothing can be read back (``answering`` False, checked by reading the
-    identity register: a master abort, or all ones)."""
+    identity register: a master abort, or all ones). A passive build is always passive
+    (``passive_build`` True): clearing it is refused."""
     board = Board(transport)
+    if setting is False and await _passive_build(board):
+        raise PassiveBuild("passive off would let the board drive the PCI bus")
     if setting is not None:
         await board.write("id.mode", passive=int(setting))
     try:
@@ -64,9 +72,18 @@ async def passive_mode(transport, setting=None):
     except TransportError:
         answering = False
     if not answering:
-        return {"requested": bool(setting), "passive_on": None, "answering": False}
+        return {"requested": bool(setting), "passive_on": None, "answering": False,
+                "passive_build": None}
     return {"requested": bool(fields["passive"]), "passive_on": bool(fields["passive_on"]),
-            "answering": True}
+            "answering": True, "passive_build": await _passive_build(board)}
+
+
+async def _passive_build(board):
+    """Whether the board is a passive build (False when it does not answer)."""
+    try:
+        return bool((await board.identify())["config.passive"])
+    except TransportError:
+        return False
 
 
 def lspci_text(config, slot="00:00.0"):

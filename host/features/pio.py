@@ -68,7 +68,7 @@ async def pio(transport, *, size=64 * 1024, burst=64, width=32, offset=0, seed=1
     direction under ``write`` and ``read``."""
     _check_arguments(size, burst, width, offset)
     board = Board(transport)
-    identity = await board.identify()
+    identity = await board.identify(drives_bus="pcispy pio")
     bus_width = 64 if identity["config.bus_width"] else 32
     if width > bus_width:
         raise PcispyError(f"width {width}: the board sits on a {bus_width}-bit bus")

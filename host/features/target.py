@@ -126,7 +126,7 @@ async def target(transport, *, devsel=None, initial_wait=None, wait=None, wait_e
     Raises :class:`RefusedSetting` naming the board's reasons when it refuses a value.
     """
     board = Board(transport)
-    await board.identify()
+    await board.identify(drives_bus="pcispy target")
     if show:
         return await _settings(board)
     if devsel is not None and devsel not in DEVSEL_SPEEDS:

@@ -62,8 +62,9 @@ def make_tree(tmp_path, *, vendor=0x1209, device=0x5C15, driver="uio_pci_generic
     version = REGISTER_MAP["id.version"][0]
     regs[version:version + 4] = struct.pack("<I", 0x0001_0201)   # format 1, 2.1
     cfg = REGISTER_MAP["id.config"][0]
-    # 33 MHz, slow decode, passive, 32-bit
-    regs[cfg:cfg + 4] = struct.pack("<I", 33 << 8 | DevselSpeed.SLOW.value << 4 | 0b10)
+    # 33 MHz, slow decode, active (a passive build has no configuration space: it is never
+    # in a slot's sysfs), 32-bit
+    regs[cfg:cfg + 4] = struct.pack("<I", 33 << 8 | DevselSpeed.SLOW.value << 4)
     (node / "resource0").write_bytes(bytes(regs))
     return root, dev, node
 
@@ -88,7 +89,7 @@ def test_info_runs_on_the_board_through_the_cli(tree, capsys):
     result = json.loads(out)
     assert (result["vendor_id"], result["device_id"]) == (0x1209, 0x5C15)
     assert (result["revision"], result["class_code"]) == (1, 0x058000)
-    assert (result["bus_width"], result["passive"], result["clock_mhz"]) == (32, True, 33)
+    assert (result["bus_width"], result["passive"], result["clock_mhz"]) == (32, False, 33)
     assert result["decode"] == "slow"
     assert result["gateware_version"] == "2.1"
     assert result["transport"]["bdf"] == BDF

@@ -19,7 +19,7 @@ from pcispy.gateware.regs import IDENTITY_MAGIC, REGISTER_MAP
 from pcispy.gateware.sidechannel import protocol as P
 from pcispy.host import cli
 from pcispy.host.board import Board
-from pcispy.host.errors import TransportError
+from pcispy.host.errors import PassiveBuild, TransportError
 from pcispy.host.transports.uart import ByteStream, UartTransport
 from pcispy.sim.sidechannel import (DIVISOR, SimulatedSideChannel, measure_bulk_read,
                                     trace_word)
@@ -282,7 +282,53 @@ def test_whole_board():
                 await transport.config_read(0), await transport.read_block(1, 0, 5),
                 await passive_mode(transport, True), await passive_mode(transport),
                 await passive_mode(transport, False))
-    on = {"requested": True, "passive_on": True, "answering": True}
-    off = {"requested": False, "passive_on": False, "answering": True}
+    on = {"requested": True, "passive_on": True, "answering": True, "passive_build": False}
+    off = {"requested": False, "passive_on": False, "answering": True, "passive_build": False}
     assert full.run(body) == (IDENTITY_MAGIC, 77, DEFAULT_DEVICE_ID << 16 | DEFAULT_VENDOR_ID,
                               [trace_word(i) for i in range(5)], on, on, off)
+
+
+def test_passive_build_over_the_side_channel():
+    """The passive build's board behind the side channel: it identifies as passive (no
+    IDs: no configuration space), its trace window and spy registers answer, and every
+    command that needs a PCI target, master or INTA# is refused in one line naming the
+    build, before it writes anything."""
+    from pcispy.host.features.dma import dma
+    from pcispy.host.features.identity import config_space, info, passive_mode
+    from pcispy.host.features.irq import irq_latency
+    from pcispy.host.features.pio import pio
+    from pcispy.host.features.target import target
+    passive = SimulatedSideChannel(full=True, passive=True)
+    refusals = {"pcispy dma": lambda t: dma(t, length=64),
+                "pcispy target": lambda t: target(t, show=True),
+                "pcispy pio": lambda t: pio(t, size=64),
+                "pcispy irq": lambda t: irq_latency(t, count=1),
+                "pcispy config": config_space,
+                "passive off": lambda t: passive_mode(t, False)}
+
+    async def body(transport, ctx, bench):
+        await transport.open()
+        before = ctx.get(bench.writes)
+        messages = {}
+        for name, command in refusals.items():
+            with pytest.raises(PassiveBuild) as error:
+                await command(transport)
+            messages[name] = str(error.value)
+        return (await info(transport), await passive_mode(transport),
+                await transport.read_block(1, 0, 3), messages, ctx.get(bench.writes) - before)
+    about, mode, words, messages, writes = passive.run(body)
+    assert {key: about[key] for key in ("vendor_id", "device_id", "class_code", "revision",
+                                        "decode", "passive", "bus_width")} == {
+        "vendor_id": None, "device_id": None, "class_code": None, "revision": None,
+        "decode": None, "passive": True, "bus_width": 32}
+    assert mode == {"requested": False, "passive_on": True, "answering": True,
+                    "passive_build": True}
+    assert words == [trace_word(i) for i in range(3)]
+    assert writes == 0
+    build = ("this board is a passive build (no PCI output drivers: the spy and the checker "
+             "only); load an active bitstream (built without --passive) for it")
+    assert messages == {
+        **{name: f"{name} needs the board's PCI target, master or INTA#, and {build}"
+           for name in ("pcispy dma", "pcispy target", "pcispy pio", "pcispy irq")},
+        "pcispy config": f"pcispy config reads the board's configuration space, and {build}",
+        "passive off": f"passive off would let the board drive the PCI bus, and {build}"}
