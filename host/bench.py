@@ -185,6 +185,27 @@ def _board():
             prefix + "build_s": sum(report["seconds"].values())}
 
 
+def _board_passive():
+    """board.ulx3s_85f_passive.*: the passive build (the spy and the checker, no PCI
+    output driver) at 33 MHz, reused while unchanged: its pci clock, how many input paths
+    it has from a PCI pin to a flip-flop other than the pins' own I/O registers and the
+    worst of them, usage, whether it fits the 25F, and whether it meets PCI at 33 MHz
+    (``make timing ARGS=--passive``: :func:`~pcispy.constraints.build.check` finds
+    nothing)."""
+    from pcispy.constraints.build import build, check, fits
+    report = build("ulx3s-85f", passive=True, clock_mhz=33)
+    prefix = "board.ulx3s_85f_passive."
+    return {prefix + "fmax_pci_mhz": report["fmax_mhz"]["pci"],
+            prefix + "fmax_sync_mhz": report["fmax_mhz"].get("sync"),
+            prefix + "input_paths": len(report["input_paths"]),
+            prefix + "input_setup_ns_max": report["input_setup_ns_max"],
+            prefix + "luts": report["luts"], prefix + "ffs": report["ffs"],
+            prefix + "brams": report["brams"],
+            prefix + "fits_25f": fits(report, "LFE5U-25F"),
+            prefix + "meets_33mhz": not check(report, 33),
+            prefix + "build_s": sum(report["seconds"].values())}
+
+
 def _target_pio():
     """target.pio_write_mbps, target.pio_read_mbps: ``pcispy pio --size 64K --burst 64``
     on the ideal profile, 32-bit at 33 MHz (goals >= 120 and >= 110), with the simulated
@@ -251,7 +272,8 @@ def _formal():
     return measure()
 
 
-MEASUREMENTS = [_sim_empty, _sim_bfm, _spy_decode, _spy_trace, _dma, _irq, _board, _target_pio, _demo, _uart, _fuzz, _formal]
+MEASUREMENTS = [_sim_empty, _sim_bfm, _spy_decode, _spy_trace, _dma, _irq, _board,
+                _board_passive, _target_pio, _demo, _uart, _fuzz, _formal]
 
 
 def main(argv=None):
