@@ -469,8 +469,10 @@ class PCITarget(wiring.Component):
             def claim_with(frame_now):
                 """We claim the transaction, with FRAME# on the pins now ``frame_now``."""
                 return address_phase_with(frame_now) & any_hit & self.claim_enable
-        (_, cmd_read, c_sel, c_offset, c_last, c_single, c_prefetch, c_exerciser,
-         c_read_only, c_data64, c_xfer64, c_at_end, c_abort_range) = decoded.values()
+        (cmd_read, c_sel, c_offset, c_last, c_single, c_prefetch, c_exerciser, c_read_only,
+         c_data64, c_xfer64, c_at_end, c_abort_range) = (decoded[name] for name in (
+            "read", "sel", "offset", "last", "single", "prefetch", "exerciser", "read_only",
+            "data64", "xfer64", "at_end", "abort_range"))
         claim = Signal()
         m.d.comb += claim.eq(claim_with(live.frame))
         m.d.comb += self.attempt.eq(claim & c_exerciser)
