@@ -3,6 +3,7 @@
 ``pcispy sweep`` command: one DMA per (command, burst, idle), the best MB/s of each
 command with the settings that reached it, and a throughput-against-burst-length PNG."""
 
+from pcispy.host.board import Board
 from pcispy.host.cli import Command as CliCommand, run_feature
 from pcispy.host.errors import PcispyError
 from pcispy.host.features.dma import (COMMANDS, add_dma_arguments, arguments_of, dma,
@@ -31,6 +32,7 @@ async def sweep(transport, *, cmds=("MW", "MRM"), bursts=(1, 4, 16, 64, 256), id
                 **dma_arguments):
     """Run :func:`~pcispy.host.features.dma.dma` for every command x burst x idle (other
     arguments as there); reads are verified. Returns the rows and the best per command."""
+    await Board(transport).identify(drives_bus="pcispy sweep")
     rows = []
     for cmd in cmds:
         for idle in idles:

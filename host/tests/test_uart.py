@@ -297,9 +297,11 @@ def test_passive_build_over_the_side_channel():
     from pcispy.host.features.identity import config_space, info, passive_mode
     from pcispy.host.features.irq import irq_latency
     from pcispy.host.features.pio import pio
+    from pcispy.host.features.sweep import sweep
     from pcispy.host.features.target import target
     passive = SimulatedSideChannel(full=True, passive=True)
     refusals = {"pcispy dma": lambda t: dma(t, length=64),
+                "pcispy sweep": lambda t: sweep(t, bursts=(4,)),
                 "pcispy target": lambda t: target(t, show=True),
                 "pcispy pio": lambda t: pio(t, size=64),
                 "pcispy irq": lambda t: irq_latency(t, count=1),
@@ -329,6 +331,7 @@ def test_passive_build_over_the_side_channel():
              "only); load an active bitstream (built without --passive) for it")
     assert messages == {
         **{name: f"{name} needs the board's PCI target, master or INTA#, and {build}"
-           for name in ("pcispy dma", "pcispy target", "pcispy pio", "pcispy irq")},
+           for name in ("pcispy dma", "pcispy sweep", "pcispy target", "pcispy pio",
+                        "pcispy irq")},
         "pcispy config": f"pcispy config reads the board's configuration space, and {build}",
         "passive off": f"passive off would let the board drive the PCI bus, and {build}"}
