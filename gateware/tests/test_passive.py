@@ -1,16 +1,17 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Passive mode of the active build (``id.mode.passive``): set over the bus, it takes hold
-once the board's own write has ended; from then on the board drives no line at all
-(configuration cycles go unanswered, a DMA run is refused, a run already waiting for the
-bus gets no GNT#, a raised interrupt leaves INTA# released) while its registers stay
-reachable through the side channel, which clears it."""
+"""The passive build (every PCI pin an input: the spy alone), and passive mode of the
+active build (``id.mode.passive``): set over the bus, it takes hold once the board's own
+write has ended; from then on the board drives no line at all (configuration cycles go
+unanswered, a DMA run is refused, a run already waiting for the bus gets no GNT#, a
+raised interrupt leaves INTA# released) while its registers stay reachable through the
+side channel, which clears it."""
 
 import pytest
 
 from pcispy.gateware.pci.bus import Command, Termination, bus_lines
+from pcispy.gateware.pci.pads import simulation_ports
 from pcispy.gateware.regs import REGISTER_MAP
 from pcispy.gateware.sidechannel.protocol import Space
-from pcispy.gateware.pci.pads import simulation_ports
 from pcispy.gateware.tests.pci_host import BAR_ADDRESSES, enumerate_board, simulate
 from pcispy.gateware.top import PCIBoard
 
