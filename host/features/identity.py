@@ -4,7 +4,6 @@
 Features behind ``pcispy info``, ``pcispy config``, ``pcispy regs`` and ``pcispy passive``.
 """
 
-from pcispy.gateware.regs import IDENTITY_MAGIC
 from pcispy.host.board import Board
 from pcispy.host.errors import PassiveBuild, TransportError
 
@@ -68,14 +67,12 @@ async def passive_mode(transport, setting=None):
         await board.write("id.mode", passive=int(setting))
     try:
         fields = await board.fields("id.mode")
-        answering = await board.read("id.magic") == IDENTITY_MAGIC
+        identity = await board.identify()        # the magic: is it the board answering?
     except TransportError:
-        answering = False
-    if not answering:
         return {"requested": bool(setting), "passive_on": None, "answering": False,
                 "passive_build": None}
     return {"requested": bool(fields["passive"]), "passive_on": bool(fields["passive_on"]),
-            "answering": True, "passive_build": await _passive_build(board)}
+            "answering": True, "passive_build": bool(identity["config.passive"])}
 
 
 async def _passive_build(board):
