@@ -15,6 +15,7 @@ from amaranth import ClockDomain, ClockSignal, Module, Signal
 from amaranth.lib import io, wiring
 from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
 
+from .clock_meter import OscillatorGate
 from .pci.bus import bus_lines
 from .sidechannel.protocol import DEFAULT_BAUD
 from .sidechannel.sidechannel import SideChannel
@@ -78,6 +79,10 @@ class BoardTop(wiring.Component):
 
         m.submodules.board = board = PCIBoard(self.width, ports, clock_mhz=self.clock_mhz,
                                               **self.board_args)
+        # The board oscillator gates the meter of the PCI clock (id.clock).
+        m.submodules.clock_gate = clock_gate = OscillatorGate(
+            platform.default_clk_frequency, board.clock_gate_log2)
+        m.d.comb += board.clock_gate.eq(clock_gate.toggle)
 
         # The UART side channel (sync), reaching the board through its local port.
         uart = platform.request("uart", 0, dir="-")

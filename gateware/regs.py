@@ -16,6 +16,8 @@ where the field doc says so (atomic 64-bit reads).
 from dataclasses import dataclass, field as dc_field, replace
 import enum
 
+from .clock_meter import (COUNT_BITS as _CLOCK_COUNT_BITS,
+                          DEFAULT_GATE_LOG2 as _DEFAULT_GATE_LOG2)
 from .pci.bus import DECODE_SPEEDS, DevselSpeed as _DevselSpeed
 from .spy.format import FORMAT_VERSION as _TRACE_FORMAT_VERSION
 
@@ -216,6 +218,15 @@ IDENTITY = Block("id", 0x000, (
               "clears it"),
         Field("passive_on", 1, 1, Access.RO, 0, "passive mode is in force"),
     ), "operating mode"),
+    Register("clock", 0x10, (
+        Field("pci_count", 0, _CLOCK_COUNT_BITS, Access.RO, 0, "PCI clocks counted in the "
+              "last gate of 2**gate_log2 us of the board oscillator: the PCI clock in units "
+              "of 2**-gate_log2 MHz (one count either way); 0: not measured (no oscillator "
+              "gates the meter, as in the simulated system, or the PCI clock has not run "
+              "two gates)"),
+        Field("gate_log2", 24, 5, Access.RO, _DEFAULT_GATE_LOG2, "log2 of the gate in "
+              "microseconds"),
+    ), "the PCI clock, measured against the board oscillator"),
 ), "who the board is")
 
 # Interrupt-latency unit (gateware/irq/). Settings in delay..seed take effect when

@@ -38,6 +38,7 @@ from amaranth import Cat, ClockDomain, ClockSignal, Const, DomainRenamer, Module
 from amaranth.lib import data, io, wiring
 from amaranth.lib.wiring import In, Out
 
+from .clock_meter import DEFAULT_GATE_LOG2, ClockMeter
 from .csr import CSRBank
 from .exerciser.response import ExerciserResponse
 from .exerciser.scratch import ScratchRAM
@@ -138,6 +139,10 @@ class PCIBoard(wiring.Component):
         indicators (Out, :data:`INDICATORS`): for LEDs: the spy is armed (waiting for its
             trigger), triggered (recording after it), has lost records since it was armed
             (overrun); passive mode is in force.
+        clock_gate (In, 1): the board oscillator's gate (any domain; changes every
+            ``2**clock_gate_log2`` us: :class:`~pcispy.gateware.clock_meter.OscillatorGate`):
+            the board measures its PCI clock against it (``id.clock``). Left 0 (the
+            simulated system), ``id.clock`` reads "not measured".
         The PCI pins are not component ports: they are ``board.ports`` (io ports).
 
     Parameters:
@@ -162,6 +167,7 @@ class PCIBoard(wiring.Component):
         external_trace: answer BAR1 from the ``trace`` port instead of the spy (no spy is
             built): unit tests use it to put a deliberately slow backend behind BAR1.
         clock_mhz: nominal PCI clock (reported in ``id.config`` and ``66 MHz capable``).
+        clock_gate_log2: log2 of the ``clock_gate`` period in microseconds.
         scratch_verilog: build the scratch RAM from the hand-written Verilog
             (:data:`pcispy.gateware.exerciser.scratch.VERILOG_SOURCE`, for Verilator and
             synthesis) instead of an Amaranth Memory (Python-simulator unit tests).
@@ -175,8 +181,8 @@ class PCIBoard(wiring.Component):
     """
     def __init__(self, width=32, ports=None, *, exerciser_size=16 * 1024, spy_addr_bits=None,
                  trace_memory="bram", sram_addr_bits=None, sram_data_bits=32, sram_ports=None,
-                 external_trace=False, clock_mhz=33, scratch_verilog=False,
-                 decode=DevselSpeed.MEDIUM, config=None):
+                 external_trace=False, clock_mhz=33, clock_gate_log2=DEFAULT_GATE_LOG2,
+                 scratch_verilog=False, decode=DevselSpeed.MEDIUM, config=None):
         if width not in (32, 64):
             raise ValueError(f"PCI bus width must be 32 or 64, not {width!r}")
         spy_addr_bits = self._trace_memory(trace_memory, spy_addr_bits, sram_addr_bits,
@@ -184,6 +190,7 @@ class PCIBoard(wiring.Component):
         self.width = width
         self.ports = simulation_ports(width) if ports is None else ports
         self.clock_mhz = clock_mhz
+        self.clock_gate_log2 = clock_gate_log2
         self.scratch_verilog = scratch_verilog
         self.decode = decode
         self.config_args = dict(config or {})
@@ -201,7 +208,8 @@ class PCIBoard(wiring.Component):
             Window(BarSpec("io", "io", IO_WINDOW_SIZE), exerciser=True),
         )
         self.external_trace = external_trace
-        members = {"local": In(LocalAccessSignature()), "indicators": Out(INDICATORS)}
+        members = {"local": In(LocalAccessSignature()), "indicators": Out(INDICATORS),
+                   "clock_gate": In(1)}
         if external_trace and trace_bar:
             members["trace"] = Out(BackendSignature(self.windows[1].addr_bits, width))
         super().__init__(members)
@@ -320,11 +328,15 @@ class PCIBoard(wiring.Component):
         for space, s in shared.items():
             wiring.connect(m, getattr(local_access, space.name.lower()), s.local)
 
-        # Identity.
+        # Identity, and the PCI clock as measured.
+        m.submodules.clock_meter = meter = DomainRenamer("pci")(ClockMeter())
         m.d.comb += [
             bank.id.config.bus_width.eq(self.width == 64),
             bank.id.config.decode.eq(self.decode.value),
             bank.id.config.clock_mhz.eq(self.clock_mhz),
+            meter.gate.eq(self.clock_gate),
+            bank.id.clock.pci_count.eq(meter.count),
+            bank.id.clock.gate_log2.eq(self.clock_gate_log2),
         ]
         return m
 

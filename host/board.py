@@ -9,10 +9,26 @@ from pcispy.gateware.regs import IDENTITY_MAGIC, REGISTER_MAP, Access
 from pcispy.gateware.spy.counters import FilterCounter
 from pcispy.host.errors import PassiveBuild, TransportError
 
-__all__ = ["Board", "REGS_BAR", "c_header"]
+__all__ = ["Board", "REGS_BAR", "bus_clock", "c_header"]
 
 #: The BAR that holds the registers.
 REGS_BAR = 0
+
+
+def bus_clock(identity):
+    """The PCI clock of a board whose ``identity`` has ``config.clock_mhz`` and the fields of
+    ``id.clock``: ``{"clock_measured_mhz": the board's measurement against its oscillator
+    (3 decimals) or None, "clock_mhz": the clock to report (measured, else nominal),
+    "clock_hz": the clock to compute with (measured, else the nominal clock's whole
+    nanoseconds: PCI means 33 MHz as 30 ns; None if the board reports neither)}``. The
+    simulated system has no oscillator: nominal there."""
+    count, nominal = identity["clock.pci_count"], identity["config.clock_mhz"]
+    if count:
+        measured = count / (1 << identity["clock.gate_log2"])
+        return {"clock_measured_mhz": round(measured, 3), "clock_mhz": round(measured, 3),
+                "clock_hz": measured * 1e6}
+    return {"clock_measured_mhz": None, "clock_mhz": nominal,
+            "clock_hz": 1e9 / round(1000 / nominal) if nominal else None}
 
 
 class Board:
@@ -81,7 +97,9 @@ class Board:
                 "slots": 1 << config["trace_depth"] if memory != "none" else 0}
 
     async def identify(self, *, drives_bus=None):
-        """Check the magic; return the identity fields. Raises TransportError if not ours.
+        """Check the magic; return the identity fields (``version.*``, ``config.*``,
+        ``clock.*``) and the PCI clock (:func:`bus_clock`). Raises TransportError if not
+        ours.
 
         ``drives_bus``: the command asking (``"pcispy dma"``), when it needs the board to
         answer or drive the PCI bus (its target, DMA master or INTA#): a passive build has
@@ -96,6 +114,8 @@ class Board:
         identity.update({f"config.{k}": v for k, v in (await self.fields("id.config")).items()})
         if drives_bus and identity["config.passive"]:
             raise PassiveBuild(f"{drives_bus} needs the board's PCI target, master or INTA#")
+        identity.update({f"clock.{k}": v for k, v in (await self.fields("id.clock")).items()})
+        identity.update(bus_clock(identity))
         return identity
 
     async def dump(self):

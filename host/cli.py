@@ -135,10 +135,13 @@ class InfoCommand(Command):
             else:
                 out.write(f"pcispy board {result['vendor_id']:04x}:{result['device_id']:04x} "
                           f"class {result['class_code']:06x} rev {result['revision']}\n")
+            measured = result["clock_measured_mhz"]
             out.write(f"gateware {result['gateware_version']}, trace format "
                       f"{result['trace_format']}, {result['bus_width']}-bit bus at "
-                      f"{result['clock_mhz']} MHz"
-                      f"{'' if result['passive'] else ', ' + result['decode'] + ' decode'}\n")
+                      f"{result['clock_mhz']} MHz nominal, "
+                      + (f"{measured:.3f} MHz measured" if measured is not None else
+                         "not measured (no board oscillator)")
+                      + f"{'' if result['passive'] else ', ' + result['decode'] + ' decode'}\n")
             transport = result["transport"]
             out.write(f"transport: {transport['transport']}" +
                       (f" (profile {transport['profile']}, seed {transport['seed']})"

@@ -24,6 +24,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import Out
 from amaranth.sim import Simulator
 
+from pcispy.gateware.clock_meter import OscillatorGate
 from pcispy.gateware.csr import CSRBank
 from pcispy.gateware.pci.config import BarSpec, ConfigSpace
 from pcispy.gateware.pci.pads import simulation_ports
@@ -38,7 +39,7 @@ from pcispy.host.transports.uart import ByteStream, UartTransport
 
 __all__ = ["SideChannelBench", "BoardPart", "SimulatedWire", "SimulatedSideChannel",
            "trace_word", "measure_bulk_read",
-           "SYNC_PERIOD", "PCI_PERIOD", "DIVISOR"]
+           "SYNC_PERIOD", "PCI_PERIOD", "DIVISOR", "CLOCK_GATE_LOG2"]
 
 #: Clock periods (s): the board oscillator (25 MHz) and a PCI clock unrelated to it.
 SYNC_PERIOD = 40e-9
@@ -47,6 +48,9 @@ PCI_PERIOD = 30.3e-9
 DIVISOR = 4
 #: log2 of the BAR1 trace window's 16-byte slots on the simulated board.
 TRACE_ADDR_BITS = 4
+#: log2 of the clock meter's gate in microseconds on the simulated board (8 us: a board's
+#: 1024 us would be 34,000 PCI clocks of simulation per measurement).
+CLOCK_GATE_LOG2 = 3
 
 
 def trace_word(index):
@@ -120,14 +124,16 @@ class SideChannelBench(wiring.Component):
     Parameters:
         divisor, pci_timeout: of the :class:`SideChannel`.
         full: the whole :class:`PCIBoard` (BAR1 from the trace ROM through its
-            ``external_trace`` port) instead of :class:`BoardPart`.
+            ``external_trace`` port, its clock meter gated from ``sync`` as on a board)
+            instead of :class:`BoardPart`.
         passive: with ``full``: the passive build's board (every PCI pin an input).
     """
     def __init__(self, divisor=DIVISOR, pci_timeout=2000, full=False, passive=False):
         self.side = SideChannel(divisor, pci_timeout=pci_timeout)
         self.full = full
         self.board = (PCIBoard(32, simulation_ports(32, passive=passive),
-                               spy_addr_bits=TRACE_ADDR_BITS, external_trace=True)
+                               spy_addr_bits=TRACE_ADDR_BITS, external_trace=True,
+                               clock_gate_log2=CLOCK_GATE_LOG2)
                       if full else BoardPart())
         super().__init__({"rx": wiring.In(1, init=1), "tx": Out(1, init=1), "writes": Out(32),
                           "pci_clock": wiring.In(1, init=1), "clocks": Out(32)})
@@ -143,6 +149,9 @@ class SideChannelBench(wiring.Component):
         if self.full:
             m.submodules.trace = trace = _TraceMemory(board.trace.signature)
             wiring.connect(m, board.trace, trace.bus)
+            m.submodules.clock_gate = gate = OscillatorGate(round(1 / SYNC_PERIOD),
+                                                            CLOCK_GATE_LOG2)
+            m.d.comb += board.clock_gate.eq(gate.toggle)
         wiring.connect(m, side.local, board.local)
         m.d.comb += [side.rx.eq(self.rx), self.tx.eq(side.tx)]
         m.d.sync += self.clocks.eq(self.clocks + 1)

@@ -322,7 +322,7 @@ async def wait_capture(run, *, duration=None, poll=0.0005, progress=None):
     """Poll until the capture stops by itself, ``duration`` seconds (bus time) pass, or the
     user interrupts (Ctrl-C). Returns ``(interrupted, timed_out)``."""
     board = run["board"]
-    clock_hz = 1e9 / round(1000 / run["identity"]["config.clock_mhz"])
+    clock_hz = run["identity"]["clock_hz"]
     waited = 0.0
     try:
         while True:
@@ -345,7 +345,7 @@ async def finish_capture(run, *, interrupted=False, timed_out=False):
     BAR1. Returns the result of :func:`capture`."""
     board = run["board"]
     transport = board.transport
-    clock_hz = 1e9 / round(1000 / run["identity"]["config.clock_mhz"])
+    clock_hz = run["identity"]["clock_hz"]
     await board.write("spy.control", stop=1)
     while not (await board.fields("spy.status"))["done"]:
         await transport.sleep(16 / clock_hz)
@@ -371,7 +371,7 @@ async def finish_capture(run, *, interrupted=False, timed_out=False):
                     trigger_index=status["trigger_index"], triggered=status["triggered"],
                     interrupted=interrupted, timed_out=timed_out)
     metadata = trace_metadata(mode=capture_mode, width=width, masters=SPY_MASTERS,
-                              clock_mhz=run["identity"]["config.clock_mhz"],
+                              clock_mhz=run["identity"]["clock_mhz"],
                               settings=settings, status=status,
                               start_timestamp=max(0, start_timestamp),
                               latency_timer=run["settings"]["latency_timer"])

@@ -24,7 +24,7 @@ from pcispy.host.cli import Command as CliCommand, positive_seconds, run_feature
 from pcispy.host.errors import PcispyError, RefusedSetting
 
 __all__ = ["COMMANDS", "PATTERNS", "dma", "parse_size", "parse_address", "DmaCommand",
-           "clock_hz", "add_dma_arguments", "format_result"]
+           "add_dma_arguments", "format_result"]
 
 #: The commands a DMA run may use, by mnemonic (``--cmd``).
 COMMANDS = {COMMAND_MNEMONICS[c]: c for c in (
@@ -60,11 +60,6 @@ _COUNTERS = ("data_phases", "transactions", "retries", "disconnects_data",
              "disconnects_nodata", "master_aborts", "target_aborts", "latency_timer_ends",
              "latency_count", "passes_done")
 _NONE = 0xFFFF_FFFF
-
-
-def clock_hz(clock_mhz):
-    """The bus clock in Hz: the board reports 33 or 66, which PCI means as 30 or 15 ns."""
-    return 1e9 / round(1000 / clock_mhz)
 
 
 def parse_size(text):
@@ -217,7 +212,7 @@ async def dma(transport, *, cmd="MW", addr=None, length=4096, burst=256, idle=0,
     write = bool(command.value & 1)
     board = Board(transport)
     identity = await board.identify(drives_bus="pcispy dma")
-    rate = clock_hz(identity["config.clock_mhz"])
+    rate = identity["clock_hz"]
     config = await _enable_master(transport, mwi=command is Command.MEM_WRITE_INVALIDATE,
                                   cache_line=cache_line, latency_timer=latency_timer)
 
@@ -276,7 +271,7 @@ async def dma(transport, *, cmd="MW", addr=None, length=4096, burst=256, idle=0,
         "cmd": COMMAND_MNEMONICS[command], "addr": addr, "length": length, "burst": burst,
         "idle": idle, "width": width, "pattern": pattern_kind.name.lower(), "seed": seed,
         "passes": passes, "irdy_wait": irdy_wait, **config,
-        "clock_mhz": identity["config.clock_mhz"], "checked": checked,
+        "clock_mhz": identity["clock_mhz"], "clock_hz": rate, "checked": checked,
         **results, "error": error,
     }
 

@@ -15,8 +15,9 @@ CONFIG_SPACE_BYTES = 256
 
 
 async def info(transport):
-    """Identity, bus width, clock, decode speed and BARs of the board. A passive build has
-    no configuration space: its IDs, class, revision and decode are None."""
+    """Identity, bus width, clock (nominal and measured), decode speed and BARs of the
+    board. A passive build has no configuration space: its IDs, class, revision and
+    decode are None."""
     board = Board(transport)
     identity = await board.identify()
     _, config = board.map["id.config"]
@@ -31,6 +32,8 @@ async def info(transport):
         "bus_width": 64 if identity["config.bus_width"] else 32,
         "passive": passive,
         "clock_mhz": identity["config.clock_mhz"],
+        # The board's measurement against its oscillator (None: no oscillator).
+        "clock_measured_mhz": identity["clock_measured_mhz"],
         # The fastest DEVSEL# its target answers with (pcispy target --devsel).
         "decode": None if passive else config.field("decode").values[identity["config.decode"]],
         "transport": transport.describe(),

@@ -159,7 +159,7 @@ async def irq_latency(transport, *, count, min_gap=DEFAULT_MIN_GAP, max_gap=DEFA
     if count < 1:
         raise PcispyError(f"--count {count}: measure at least one interrupt")
     board = Board(transport)
-    clock_mhz = (await board.identify(drives_bus="pcispy irq"))["config.clock_mhz"]
+    clock_mhz = (await board.identify(drives_bus="pcispy irq"))["clock_mhz"]
     if timeout_s is None:
         # A raise is due within max_gap clocks; allow as long again for the service.
         timeout_s = 2 * max_gap / (clock_mhz * 1e6) + 0.01

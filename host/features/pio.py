@@ -19,7 +19,7 @@ import random
 from pcispy.host.board import Board
 from pcispy.host.cli import Command as CliCommand, run_feature
 from pcispy.host.errors import PcispyError
-from pcispy.host.features.dma import clock_hz, parse_size
+from pcispy.host.features.dma import parse_size
 
 __all__ = ["pio", "PioCommand", "EXERCISER_BAR", "MAX_BURST", "format_result"]
 
@@ -80,7 +80,7 @@ async def pio(transport, *, size=64 * 1024, burst=64, width=32, offset=0, seed=1
             raise PcispyError(f"{size} bytes at offset {offset:#x} do not fit the "
                               f"{usable}-byte exerciser window" +
                               (" (its 64-bit half)" if width == 64 else ""))
-    rate = clock_hz(identity["config.clock_mhz"])
+    rate = identity["clock_hz"]
     data = random.Random(seed).randbytes(size)
 
     async def write():
@@ -97,7 +97,7 @@ async def pio(transport, *, size=64 * 1024, burst=64, width=32, offset=0, seed=1
     writes, reads = _direction(size, write_timing, rate), _direction(size, read_timing, rate)
     return {
         "bytes": size, "burst": burst, "width": width, "offset": offset, "seed": seed,
-        "clock_mhz": identity["config.clock_mhz"],
+        "clock_mhz": identity["clock_mhz"],
         "write_mbps": writes["mbps"], "read_mbps": reads["mbps"],
         "read_first_data_clocks": reads["first_data_clocks"],
         "write_first_data_clocks": writes["first_data_clocks"],

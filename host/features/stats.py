@@ -181,8 +181,8 @@ async def stats(transport, *, clear=False, samples=1, interval=0.001, histograms
                 per_filter=True):
     """Read the counters, the per-filter counters, histograms and checker flags ``samples``
     times, ``interval`` seconds (bus time) apart; ``clear`` zeroes the spy's counters and
-    histograms and the checker's flags first. Returns ``{"clock_mhz": the board's nominal
-    PCI clock, "snapshots": [{"time", "counters", "filters", "histograms", "checker"}]}``
+    histograms and the checker's flags first. Returns ``{"clock_mhz": the board's PCI clock
+    (measured, else nominal), "snapshots": [{"time", "counters", "filters", "histograms", "checker"}]}``
     (``time``: the board's cycle counter; ``filters``: :func:`read_filter_counters`, left
     out without ``per_filter``, ``histograms`` without ``histograms``)."""
     if samples < 1:
@@ -208,7 +208,7 @@ async def stats(transport, *, clear=False, samples=1, interval=0.001, histograms
         if histograms:
             snapshot["histograms"] = await read_histograms(board)
         snapshots.append(snapshot)
-    return {"clock_mhz": identity["config.clock_mhz"], "snapshots": snapshots}
+    return {"clock_mhz": identity["clock_mhz"], "snapshots": snapshots}
 
 
 #: Counters :func:`since_previous` gives the growth of between two readings.
@@ -220,8 +220,8 @@ INTERVAL_COUNTERS = ("transactions", "data_phases", "bytes", "busy_clocks",
 def since_previous(previous, current, clock_mhz):
     """What the bus did between two snapshots: ``{"clocks", counter: growth for each of
     :data:`INTERVAL_COUNTERS`, "mbytes_per_s", "busy_percent", "target_wait_per_phase",
-    "initiator_wait_per_phase"}`` (MB: 10**6 bytes, at the nominal ``clock_mhz``; the
-    waits None without a data phase), or None when no clock passed or a counter went
+    "initiator_wait_per_phase"}`` (MB: 10**6 bytes, at ``clock_mhz``: the board's
+    measured clock, else the nominal one; the waits None without a data phase), or None when no clock passed or a counter went
     back (cleared in between). The clocks are busy_clocks + idle_clocks: counters of the
     same clock as the others."""
     before, after = previous["counters"], current["counters"]

@@ -6,8 +6,7 @@ command with the settings that reached it, and a throughput-against-burst-length
 from pcispy.host.board import Board
 from pcispy.host.cli import Command as CliCommand, run_feature
 from pcispy.host.errors import PcispyError
-from pcispy.host.features.dma import (COMMANDS, add_dma_arguments, arguments_of, dma,
-                                      clock_hz)
+from pcispy.host.features.dma import COMMANDS, add_dma_arguments, arguments_of, dma
 
 __all__ = ["sweep", "best_per_command", "SweepCommand"]
 
@@ -40,7 +39,7 @@ async def sweep(transport, *, cmds=("MW", "MRM"), bursts=(1, 4, 16, 64, 256), id
                 result = await dma(transport, cmd=cmd, burst=burst, idle=idle,
                                    verify=cmd in ("MR", "MRL", "MRM", "IOR"), **dma_arguments)
                 rows.append({name: result[name] for name in _ROW_FIELDS})
-    peak = clock_hz(result["clock_mhz"]) * result["width"] / 8 / 1e6
+    peak = result["clock_hz"] * result["width"] / 8 / 1e6
     return {"rows": rows, "best": best_per_command(rows), "peak_mbps": round(peak, 2)}
 
 

@@ -21,8 +21,8 @@ from pcispy.host import cli
 from pcispy.host.board import Board
 from pcispy.host.errors import PassiveBuild, TransportError
 from pcispy.host.transports.uart import ByteStream, UartTransport
-from pcispy.sim.sidechannel import (DIVISOR, SimulatedSideChannel, measure_bulk_read,
-                                    trace_word)
+from pcispy.sim.sidechannel import (CLOCK_GATE_LOG2, DIVISOR, PCI_PERIOD,
+                                    SimulatedSideChannel, measure_bulk_read, trace_word)
 
 pytestmark = pytest.mark.board
 
@@ -270,7 +270,8 @@ def test_transport_errors_are_one_line(stream, message):
 def test_whole_board():
     """The real PCIBoard behind the side channel (about 30 s in Amaranth's simulator):
     registers, configuration space, the trace window, and passive mode set and cleared
-    through the pcispy feature as ``pcispy --uart DEV passive on/off`` runs it."""
+    through the pcispy feature as ``pcispy --uart DEV passive on/off`` runs it. The board
+    measures its PCI clock against the oscillator, and the host computes with that."""
     from pcispy.host.features.identity import passive_mode
     full = SimulatedSideChannel(full=True)
 
@@ -281,11 +282,21 @@ def test_whole_board():
         return (await board.read("id.magic"), await board.read("irq.seed"),
                 await transport.config_read(0), await transport.read_block(1, 0, 5),
                 await passive_mode(transport, True), await passive_mode(transport),
-                await passive_mode(transport, False))
+                await passive_mode(transport, False), await board.identify())
     on = {"requested": True, "passive_on": True, "answering": True, "passive_build": False}
     off = {"requested": False, "passive_on": False, "answering": True, "passive_build": False}
-    assert full.run(body) == (IDENTITY_MAGIC, 77, DEFAULT_DEVICE_ID << 16 | DEFAULT_VENDOR_ID,
-                              [trace_word(i) for i in range(5)], on, on, off)
+    *answers, identity = full.run(body)
+    assert answers == [IDENTITY_MAGIC, 77, DEFAULT_DEVICE_ID << 16 | DEFAULT_VENDOR_ID,
+                       [trace_word(i) for i in range(5)], on, on, off]
+    # 30.3 ns clocks in an 8 us gate: 264.03, counted 264 (one either way as the phases
+    # walk); the host reports and computes with the measurement, not the nominal 33.
+    gate_us = 1 << CLOCK_GATE_LOG2
+    assert identity["clock.gate_log2"] == CLOCK_GATE_LOG2
+    assert abs(identity["clock.pci_count"] - gate_us * 1e-6 / PCI_PERIOD) <= 1
+    assert identity["clock_measured_mhz"] == identity["clock_mhz"] == round(
+        identity["clock.pci_count"] / gate_us, 3)
+    assert identity["clock_hz"] == identity["clock.pci_count"] / gate_us * 1e6
+    assert identity["config.clock_mhz"] == 33
 
 
 def test_passive_build_over_the_side_channel():
