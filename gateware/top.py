@@ -262,7 +262,8 @@ class PCIBoard(wiring.Component):
             self.width, self.ports, fast_decode=self.decode is DevselSpeed.FAST and not
             passive_build, ad_drivers=0 if passive_build else 2)
         m.submodules.bank = bank = CSRBank(REGISTER_MAP.with_resets(decode_resets(self.decode)))
-        m.submodules.irq = irq = DomainRenamer("pci")(InterruptUnit())
+        # A passive build keeps the interrupt unit's cycle counter alone: the timestamps.
+        m.submodules.irq = irq = DomainRenamer("pci")(InterruptUnit(clock_only=passive_build))
         self._connect_irq_registers(m, bank.irq, irq)
         if passive_build:
             # Nothing on the board can drive the bus: passive mode is always in force. The

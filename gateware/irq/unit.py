@@ -70,10 +70,15 @@ class InterruptUnit(wiring.Component):
     Parameters:
         marker_depth: checkpoint FIFO entries.
         nbins: histogram bins (see :mod:`.histogram`).
+        clock_only: build the cycle counter (``now``, ``timestamp``) alone, for a board
+            that cannot pull INTA# and whose checkpoints no handler writes over the bus (a
+            passive build): the generator, the acknowledge, the checkpoint FIFO, the
+            counters and the histogram are left out, and their ports read 0.
     """
-    def __init__(self, *, marker_depth=64, nbins=DEFAULT_BINS):
+    def __init__(self, *, marker_depth=64, nbins=DEFAULT_BINS, clock_only=False):
         self.marker_depth = marker_depth
         self.nbins = nbins
+        self.clock_only = clock_only
         id_bits = (IRQ_MARKERS - 1).bit_length()
         super().__init__({
             "mode": In(2),
@@ -96,16 +101,20 @@ class InterruptUnit(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.counter = counter = CycleCounter()
+        now = counter.now
+        m.d.comb += self.timestamp.eq(now)
+        m.submodules.now_reader = now_reader = AtomicRead64()
+        m.d.comb += [now_reader.value.eq(now), now_reader.read_lo.eq(self.now_lo_read),
+                     self.now_lo.eq(now_reader.lo), self.now_hi.eq(now_reader.hi)]
+        if self.clock_only:
+            return m
+
         m.submodules.generator = generator = InterruptGenerator()
         m.submodules.markers = markers = MarkerFIFO(depth=self.marker_depth,
                                                     id_bits=len(self.marker_write_id))
         m.submodules.histogram = histogram = LatencyHistogram(self.nbins)
-        m.submodules.now_reader = now_reader = AtomicRead64()
         m.submodules.raise_reader = raise_reader = AtomicRead64()
         m.submodules.ack_reader = ack_reader = AtomicRead64()
-
-        now = counter.now
-        m.d.comb += self.timestamp.eq(now)
 
         m.d.comb += [
             generator.mode.eq(self.mode),
@@ -175,7 +184,6 @@ class InterruptUnit(wiring.Component):
 
         # 64-bit values read as lo/hi pairs.
         for reader, value, read_lo, lo, hi in (
-                (now_reader, now, self.now_lo_read, self.now_lo, self.now_hi),
                 (raise_reader, raise_ts, self.raise_ts_lo_read, self.raise_ts_lo,
                  self.raise_ts_hi),
                 (ack_reader, ack_ts, self.ack_ts_lo_read, self.ack_ts_lo, self.ack_ts_hi)):

@@ -68,7 +68,8 @@ def test_passive_build_is_a_spy_without_a_pci_function():
     """A passive build (every pin an input) has no configuration space, target or DMA
     master: configuration, memory and I/O cycles to it master-abort, and its spy and
     checker see them; the side channel reaches its registers and refuses configuration
-    space (not built). Its identity says passive, and passive mode is always in force."""
+    space (not built). Its identity says passive, and passive mode is always in force. Of
+    the interrupt unit it has the cycle counter only."""
     board = PCIBoard(32, simulation_ports(32, passive=True), spy_addr_bits=6)
     assert board.passive_build
     _, config_passive = _field("id.config", "passive")
@@ -93,8 +94,15 @@ def test_passive_build_is_a_spy_without_a_pci_function():
         # A DMA run asked for over the side channel moves nothing: there is no master.
         await local.access("dma.length", 64)
         await local.access("dma.control", 1)
+        # Of the interrupt unit only the cycle counter is built: an armed generator
+        # raises nothing (nothing could pull INTA#), the clock runs.
+        await local.access("irq.delay", 8)
+        await local.access("irq.command", 1)                 # arm: one-shot
+        before = await local.access("irq.now_lo")
         await host.idle(20)
         assert await local.access("spy.transactions") == 3
+        assert (await local.access("irq.status"), await local.access("irq.raised")) == (0, 0)
+        assert await local.access("irq.now_lo") - before > 20
 
     simulate(board, bench)
 
