@@ -91,14 +91,20 @@ class Register:
         return value
 
     def field(self, name):
-        for f in self.fields:
-            if f.name == name:
-                return f
-        raise KeyError(f"register {self.name} has no field {name!r}")
+        """The :class:`Field` called ``name``."""
+        return _named(self.fields, name, f"register {self.name} has no field {name!r}")
 
     def decode(self, value):
         """``{field name: value}`` of a register value."""
         return {f.name: (value >> f.lsb) & ((1 << f.width) - 1) for f in self.fields}
+
+
+def _named(items, name, missing):
+    """The item of ``items`` whose ``name`` is ``name``; KeyError(``missing``) if none."""
+    for item in items:
+        if item.name == name:
+            return item
+    raise KeyError(missing)
 
 
 def reg32(name, offset, access, doc, reset=0):
@@ -158,10 +164,7 @@ class RegisterMap:
 
     def block(self, name):
         """The :class:`Block` called ``name``."""
-        for block in self.blocks:
-            if block.name == name:
-                return block
-        raise KeyError(f"no register block named {name!r}")
+        return _named(self.blocks, name, f"no register block named {name!r}")
 
     def with_resets(self, resets):
         """This map with other reset values: ``resets`` maps "block.register.field" to
