@@ -259,10 +259,16 @@ async def suite(transport, *, sizes="full", seed=1):
     """Every experiment on this machine: the report dict (see the module docstring). An
     experiment that fails with an expected error is named in ``errors``; the rest still
     run."""
+    from pcispy.host.board import Board
     size = sizes_of(sizes)
     describe = getattr(transport, "describe", None)
     machine = describe() if describe else {"transport": type(transport).__name__}
     name = machine.get("profile") or machine.get("bdf") or machine.get("transport", "board")
+    # Every figure below is counted in bus clocks: say which clock they were turned into
+    # MB/s and microseconds with.
+    identity = await Board(transport).identify()
+    machine["pci_clock"] = f"{identity['clock_mhz']} MHz " + (
+        "nominal" if identity["clock_measured_mhz"] is None else "measured")
     report = {"title": f"pcispy report: {name}", "machine": machine, "errors": {}}
     for key, run in (("machines", lambda: characterise(transport, sizes=size)),
                      ("rtc", lambda: rtc_log(transport, seconds=size.rtc_seconds)),

@@ -34,6 +34,7 @@ def _writes_the_report_and_a_json_summary(status, text, output):
     assert status == 0, text
     summary = json.loads(text)
     assert summary["machine"]["profile"] == "rtc"
+    assert summary["machine"]["pci_clock"] == "33 MHz nominal"    # no oscillator simulated
     assert summary["errors"] == {}
     assert sorted(summary["files"]) == sorted(
         str(output / name) for name in ["report.md", "report.html"] +
