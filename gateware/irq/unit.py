@@ -98,14 +98,21 @@ class InterruptUnit(wiring.Component):
             "inta": Out(1), "interrupt_disable": In(1), "interrupt_status": Out(1),
         })
 
+    def _read64(self, m, name, value):
+        """Present the 64-bit ``value`` as ports ``<name>_lo``/``<name>_hi``, reading
+        ``_lo`` (``<name>_lo_read``) latching ``_hi`` (:class:`~.timer.AtomicRead64`)."""
+        m.submodules[f"{name}_reader"] = reader = AtomicRead64()
+        m.d.comb += [reader.value.eq(value),
+                     reader.read_lo.eq(getattr(self, f"{name}_lo_read")),
+                     getattr(self, f"{name}_lo").eq(reader.lo),
+                     getattr(self, f"{name}_hi").eq(reader.hi)]
+
     def elaborate(self, platform):
         m = Module()
         m.submodules.counter = counter = CycleCounter()
         now = counter.now
         m.d.comb += self.timestamp.eq(now)
-        m.submodules.now_reader = now_reader = AtomicRead64()
-        m.d.comb += [now_reader.value.eq(now), now_reader.read_lo.eq(self.now_lo_read),
-                     self.now_lo.eq(now_reader.lo), self.now_hi.eq(now_reader.hi)]
+        self._read64(m, "now", now)
         if self.clock_only:
             return m
 
@@ -113,8 +120,6 @@ class InterruptUnit(wiring.Component):
         m.submodules.markers = markers = MarkerFIFO(depth=self.marker_depth,
                                                     id_bits=len(self.marker_write_id))
         m.submodules.histogram = histogram = LatencyHistogram(self.nbins)
-        m.submodules.raise_reader = raise_reader = AtomicRead64()
-        m.submodules.ack_reader = ack_reader = AtomicRead64()
 
         m.d.comb += [
             generator.mode.eq(self.mode),
@@ -182,13 +187,8 @@ class InterruptUnit(wiring.Component):
             self.overruns.eq(markers.overruns),
         ]
 
-        # 64-bit values read as lo/hi pairs.
-        for reader, value, read_lo, lo, hi in (
-                (raise_reader, raise_ts, self.raise_ts_lo_read, self.raise_ts_lo,
-                 self.raise_ts_hi),
-                (ack_reader, ack_ts, self.ack_ts_lo_read, self.ack_ts_lo, self.ack_ts_hi)):
-            m.d.comb += [reader.value.eq(value), reader.read_lo.eq(read_lo),
-                         lo.eq(reader.lo), hi.eq(reader.hi)]
+        self._read64(m, "raise_ts", raise_ts)
+        self._read64(m, "ack_ts", ack_ts)
 
         m.d.comb += [
             self.status.pending.eq(pending),
