@@ -12,8 +12,8 @@ __all__ = ["BOARDS", "PINOUTS", "board_platform"]
 
 from . import ecp5_evn, ulx3s
 
-#: ``{board name: pin-out module}``: each module has ``BOARDS``, ``WIDTH``, ``add_pci``,
-#: ``PCI_PINOUT``, ``PCI_EDGE_PINS`` and ``header_label``.
+#: ``{board name: pin-out module}``: each module has ``BOARDS``, ``WIDTH``,
+#: ``NEXTPNR_DEFAULTS``, ``add_pci``, ``PCI_PINOUT``, ``PCI_EDGE_PINS`` and ``header_label``.
 PINOUTS = {name: module for module in (ulx3s, ecp5_evn) for name in module.BOARDS}
 
 #: ``{board name: platform class or factory}`` of every board.

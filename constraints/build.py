@@ -107,21 +107,25 @@ def design_text(rtlil):
     return _SOURCE_ATTRIBUTE.sub("", rtlil)
 
 
-def build(board, *, passive=False, synth_only=False, build_dir=None, seed=1,
-          clock_mhz=PCI_CLOCK_MHZ, threads=2, reuse=True, placer=PLACER, router=ROUTER,
+def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
+          clock_mhz=PCI_CLOCK_MHZ, threads=None, reuse=True, placer=PLACER, router=ROUTER,
           floorplan=False, decode=DECODE):
     """Build ``board`` (a key of :data:`pcispy.constraints.BOARDS`); return the report
     dict (also written to ``build_dir/report.json``). With ``reuse``, a build directory
     whose last build had the same design (hash of netlist and constraints) is not
-    rebuilt. With ``floorplan`` (and a device :data:`.floorplan.FABRIC` describes) the
-    live handshake logic is placed by :func:`.floorplan.floorplan` before nextpnr (not
-    yet the default: it brings the control paths within 2 ns of the budget but costs the
-    pci clock more than a megahertz, docs/timing.md). ``decode`` is the target's decode
+    rebuilt if it was placed with the same nextpnr options (``seed`` and ``threads``
+    default to the board's ``NEXTPNR_DEFAULTS``, :func:`nextpnr_options`). With
+    ``floorplan`` (and a device :data:`.floorplan.FABRIC` describes) the live handshake
+    logic is placed by :func:`.floorplan.floorplan` before nextpnr (not yet the default:
+    it brings the control paths within 2 ns of the budget but costs the pci clock more
+    than a megahertz, docs/timing.md). ``decode`` is the target's decode
     speed by name (a key of :data:`DECODE_NAMES`)."""
     from pcispy.constraints import board_platform
     from pcispy.gateware.board_top import BoardTop
 
     platform, width = board_platform(board, passive=passive, clock_mhz=clock_mhz)
+    nextpnr = nextpnr_options(board, seed=seed, threads=threads, placer=placer,
+                              router=router)
     build_dir = Path(build_dir or _default_build_dir(board, passive))
     build_dir.mkdir(parents=True, exist_ok=True)
     name = "pcispy"
@@ -137,7 +141,7 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=1,
     previous = build_dir / "report.json"
     if reuse and previous.exists() and (build_dir / f"{name}.bit").exists():
         old = json.loads(previous.read_text())
-        if old.get("design_hash") == digest and old.get("synth_only") == synth_only:
+        if same_build(old, digest, synth_only, nextpnr):
             return old
 
     report = {"board": board, "device": platform.device, "passive": passive, "decode": decode,
@@ -162,17 +166,35 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=1,
               "--json", placed_input, "--lpf", f"{name}.lpf", "--textcfg", f"{name}.config",
               "--write", f"{name}_routed.json", "--sdf", f"{name}.sdf",
               "--report", "nextpnr_report.json", "--detailed-timing-report",
-              "--timing-allow-fail", "--seed", str(seed), "--threads", str(threads),
-              "--placer", placer, "--router", router],
+              "--timing-allow-fail", "--seed", str(nextpnr["seed"]),
+              "--threads", str(nextpnr["threads"]), "--placer", placer, "--router", router],
              build_dir, "nextpnr.log")
         report["seconds"]["place_and_route"] = round(time.monotonic() - start, 1)
-        report["nextpnr"] = {"placer": placer, "router": router, "threads": threads,
-                             "seed": seed}
+        report["nextpnr"] = nextpnr
         _run([_tool("ecppack"), "--compress", "--input", f"{name}.config",
               "--bit", f"{name}.bit"], build_dir, "ecppack.log")
         report.update(read_report(build_dir, name))
     (build_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+def nextpnr_options(board, *, seed=None, threads=None, placer=PLACER, router=ROUTER):
+    """nextpnr's options for ``board`` as the report records them: ``seed`` and
+    ``threads`` default to the board's pin-out module's ``NEXTPNR_DEFAULTS``."""
+    from pcispy.constraints import PINOUTS
+    defaults = PINOUTS[board].NEXTPNR_DEFAULTS
+    return {"placer": placer, "router": router,
+            "threads": defaults["threads"] if threads is None else threads,
+            "seed": defaults["seed"] if seed is None else seed}
+
+
+def same_build(previous, digest, synth_only, nextpnr):
+    """Whether the build that wrote report ``previous`` is the one asked for: the same
+    design hash and depth, and (past synthesis) the same nextpnr options, since another
+    seed is another placement."""
+    return (previous.get("design_hash") == digest
+            and previous.get("synth_only") == synth_only
+            and (synth_only or previous.get("nextpnr") == nextpnr))
 
 
 def _default_build_dir(board, passive):
@@ -662,7 +684,7 @@ def main(argv=None):
                "  make timing                              (fails unless PCI 33 MHz is met)\n"
                "  python -m pcispy.constraints.build ulx3s-12f --synth-only",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    from pcispy.constraints import BOARDS
+    from pcispy.constraints import BOARDS, PINOUTS
     parser.add_argument("board", choices=sorted(BOARDS))
     parser.add_argument("--passive", action="store_true",
                         help="no output drivers on the PCI pins (a spy that cannot disturb)")
@@ -671,12 +693,17 @@ def main(argv=None):
                         default=PCI_CLOCK_MHZ,
                         help="PCI clock the design is constrained to and reports (default "
                              f"{PCI_CLOCK_MHZ}; --check 66 builds at 66)")
-    parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    defaults = ", ".join(f"{board} {module.NEXTPNR_DEFAULTS['seed']}/"
+                         f"{module.NEXTPNR_DEFAULTS['threads']}"
+                         for board, module in sorted(PINOUTS.items()))
+    parser.add_argument("--seed", type=int,
+                        help=f"nextpnr placement seed (default: the board's; seed/threads: "
+                             f"{defaults})")
     parser.add_argument("--placer", choices=("heap", "sa", "static"), default=PLACER,
                         help=f"nextpnr placer (default {PLACER})")
     parser.add_argument("--router", choices=("router1", "router2"), default=ROUTER,
                         help=f"nextpnr router (default {ROUTER})")
-    parser.add_argument("--threads", type=int, default=2, help="nextpnr threads (default 2)")
+    parser.add_argument("--threads", type=int, help="nextpnr threads (default: the board's)")
     parser.add_argument("--decode", choices=list(DECODE_NAMES), default=DECODE,
                         help=f"the target's address decode (default {DECODE}): slow "
                              "claims a clock later (DEVSEL# on clock 4) and takes the "

@@ -17,7 +17,7 @@ from amaranth_boards.ulx3s import (ULX3S_12F_Platform, ULX3S_25F_Platform,
 from pcispy.gateware.pci.bus import bus_lines
 from pcispy.gateware.pci.pads import INPUT_ONLY_LINES
 
-__all__ = ["WIDTH", "PCI_PINOUT", "PCI_EDGE_PINS", "CLOCK_LINE", "RESET_LINE", "BOARDS",
+__all__ = ["WIDTH", "NEXTPNR_DEFAULTS", "PCI_PINOUT", "PCI_EDGE_PINS", "CLOCK_LINE", "RESET_LINE", "BOARDS",
            "pci_resource", "pci_subsignal", "header_label", "ball", "add_pci"]
 
 #: Bus width of this pin-out.
@@ -112,6 +112,10 @@ def add_pci(platform, passive=False, clock_mhz=PCI_CLOCK_MHZ):
     platform.add_resources([pci_resource(passive, clock_mhz)])
     return platform
 
+
+#: nextpnr's placement seed and threads unless ``make bitstream`` is told otherwise
+#: (``ARGS="--seed N --threads N"``). ``make bench`` reports the ULX3S-85F built with them.
+NEXTPNR_DEFAULTS = {"seed": 1, "threads": 2}
 
 #: ``{board name: platform class}`` for ``make bitstream BOARD=...``.
 BOARDS = {

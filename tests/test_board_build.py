@@ -302,6 +302,34 @@ def test_design_hash_leaves_out_source_positions():
     assert design_text(il.replace("$and", "$or")) != design_text(il)
 
 
+def test_nextpnr_options_default_to_the_boards_own():
+    """The ECP5-EVN builds with the one placement measured to route (seed 2, one thread),
+    the ULX3S with seed 1 on two threads; what the command line gives wins."""
+    from pcispy.constraints.build import nextpnr_options
+    assert nextpnr_options("ecp5-evn") == {"placer": "heap", "router": "router1",
+                                           "threads": 1, "seed": 2}
+    assert nextpnr_options("ulx3s-85f") == {"placer": "heap", "router": "router1",
+                                            "threads": 2, "seed": 1}
+    assert nextpnr_options("ecp5-evn", seed=3, threads=2, router="router2") == {
+        "placer": "heap", "router": "router2", "threads": 2, "seed": 3}
+
+
+def test_a_build_is_reused_only_with_the_same_design_and_nextpnr_options():
+    """A build directory's last report stands for the build asked for only when the
+    design, the depth (synthesis only or not) and nextpnr's options match: another seed
+    is another placement, and its figures must not be the old seed's."""
+    from pcispy.constraints.build import nextpnr_options, same_build
+    options = nextpnr_options("ulx3s-85f")
+    previous = {"design_hash": "abc", "synth_only": False, "nextpnr": options}
+    assert same_build(previous, "abc", False, options)
+    assert not same_build(previous, "abd", False, options)
+    assert not same_build(previous, "abc", True, options)
+    assert not same_build(previous, "abc", False, nextpnr_options("ulx3s-85f", seed=2))
+    assert not same_build(previous, "abc", False, nextpnr_options("ulx3s-85f", threads=1))
+    synthesised = {"design_hash": "abc", "synth_only": True}
+    assert same_build(synthesised, "abc", True, options)
+
+
 def test_build_report_is_json_of_the_promised_shape(tmp_path):
     from pcispy.constraints.build import read_report
     (tmp_path / "pcispy.sdf").write_text(SDF)
