@@ -38,15 +38,16 @@ RESET_LINE = "rst_domain"
 #: every AD pin in one clock, cross less of the die (docs/timing.md); INTA#..INTD#,
 #: registered and read by nothing in the same clock, take the far pairs. The handshake
 #: lines a decision reads in the clock they arrive (FRAME#, IRDY#, TRDY#, STOP#, DEVSEL#,
-#: GNT#) share pairs 18..21 on four neighbouring tiles of the right edge (X126/Y11..Y20);
-#: LOCK#, only sampled, takes GNT#'s place beside REQ# on the top edge.
+#: GNT#) share pairs 18..21 on four neighbouring tiles of the right edge (X126/Y11..Y20),
+#: with REQ#, which the master decides from them in the same clock (a retry takes it
+#: away); IDSEL and LOCK#, only sampled, take pair 23 on the top edge.
 PCI_PINOUT = {
     "ad": ([f"{pair}{side}" for pair in range(14) for side in "+-"]
            + ["25+", "25-", "24+", "24-"]),
     "cbe": ["16+", "16-", "17+", "17-"],
     "par": ["18+"], "frame": ["18-"], "irdy": ["19+"], "trdy": ["19-"],
-    "stop": ["20+"], "devsel": ["20-"], "idsel": ["21+"], "gnt": ["21-"],
-    "perr": ["22+"], "serr": ["22-"], "req": ["23+"], "lock": ["23-"],
+    "stop": ["20+"], "devsel": ["20-"], "req": ["21+"], "gnt": ["21-"],
+    "perr": ["22+"], "serr": ["22-"], "idsel": ["23+"], "lock": ["23-"],
     "inta": ["15+"], "intb": ["15-"], "intc": ["14+"], "intd": ["14-"],
     "rst": ["26+"], RESET_LINE: ["26-"],
     CLOCK_LINE: ["27+"],
