@@ -367,14 +367,13 @@ class _Tiles:
 def assign_bels(netlist, comb, flops, anchors, fabric, registers=None):
     """``({cell: BEL}, skipped cells)``: each cluster of ``comb`` and each flip-flop of
     ``flops`` on the free slots nearest the middle of the cells that feed it and of the
-    nearest output pin it leads to, beginning at the pins.
+    output pins it leads to, beginning at the pins.
 
     ``anchors``: ``{net bit of a live pin's input: (x, y) of its tile}``. ``registers``:
     ``{I/O-cell register: (x, y) of its pin's tile}`` of the control lines (AD's are
-    spread over the die and left out): the output pin a cell leads to (through
-    combinational cells; of several, the nearest) pulls it toward it, so that the last
-    cell before an output register does not sit on the far side of the die from its pin,
-    nor a cell shared with a far pin midway between the pins. Cells are
+    spread over the die and left out): the output pins a cell leads to
+    (through combinational cells) pull it toward them, so that the last cell before an
+    output register does not sit on the far side of the die from its pin. Cells are
     taken in order of their depth from the pins, so a path runs outward from its pin;
     where the order is circular (a multiplexer structure fed from both sides), the
     cluster with the fewest inputs still unplaced goes first.
@@ -445,18 +444,13 @@ def assign_bels(netlist, comb, flops, anchors, fabric, registers=None):
         return pins_below[bit]
 
     def target(members, fed_from):
-        """Where a cluster goes: the middle of its placed inputs and of the output pin
-        it leads to. A cluster leading to several output pins is pulled toward the one
-        nearest its inputs only: the paths to the farther pins pay their wire after it
-        (as they would anyway, the cluster lying on their way), while a point between
-        the pins would lengthen the near paths for nothing (stop 26: C/BE#'s pins at
-        Y53 held the cells shared with FRAME# and IRDY#, pins at Y17-20, at Y26-30)."""
+        """Where a cluster goes: the middle of its placed inputs and of the output pins
+        it leads to (counted as one point: the middle of the box around them, where the
+        longest wire to them is shortest)."""
         below = set()
         for _, _, lut in members:
             below |= output_pins(netlist.net(lut, "Z"))
-        start = _mean(fed_from) if fed_from else anchor_mean
-        nearest = [min(below, key=lambda pin: _distance(pin, start))] if below else []
-        points = list(fed_from) + nearest
+        points = list(fed_from) + ([_box_middle(below)] if below else [])
         return _mean(points) if points else anchor_mean
 
     def unplaced_inputs(i):
@@ -503,9 +497,9 @@ def assign_bels(netlist, comb, flops, anchors, fabric, registers=None):
     return bels, skipped
 
 
-def _distance(a, b):
-    """Manhattan distance in tiles: how ECP5's wires run."""
-    return abs(a[0] - b[0]) + abs(a[1] - b[1])
+def _box_middle(points):
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    return (round((min(xs) + max(xs)) / 2), round((min(ys) + max(ys)) / 2))
 
 
 def _mean(points):

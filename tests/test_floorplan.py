@@ -210,10 +210,9 @@ def test_the_fabric_description_covers_the_handshake_corner():
     assert {14, 17, 20} <= set(rows) and 10 not in rows and 22 not in rows
 
 
-def _chain_netlist(second_register=False):
+def _chain_netlist():
     """A live pin's input (net 100) through LUT ``gate`` into an output pin's I/O-cell
-    register ``oreg`` (the pads' last LUT before a pin's register); with
-    ``second_register``, into a second one, ``oreg2``, too."""
+    register ``oreg`` (the pads' last LUT before a pin's register)."""
     lut_ports = {"A": "input", "B": "input", "C": "input", "D": "input", "Z": "output"}
     cells = {
         "gate": {"type": "LUT4", "parameters": {}, "attributes": {},
@@ -226,29 +225,8 @@ def _chain_netlist(second_register=False):
                 "port_directions": {"I": "input", "B": "inout"},
                 "connections": {"I": [102], "B": [103]}},
     }
-    if second_register:
-        cells["oreg2"] = {**cells["oreg"], "connections": {"CLK": [2], "DI": [101],
-                                                           "Q": [104]}}
     return _Netlist({"modules": {"top": {"attributes": {"top": 1}, "ports": {},
                                          "cells": cells, "netnames": {}}}})
-
-
-def _tile(bel):
-    x, y = re.match(r"X(\d+)/Y(\d+)/", bel).groups()
-    return int(x), int(y)
-
-
-def test_a_cell_leading_to_a_near_and_a_far_output_pin_stays_by_the_near_one():
-    """The live pin at Y17, output pins at Y20 (FRAME#'s, say) and Y61 (C/BE#'s): the
-    cell sits between the live pin and the near pin, and only the far path pays the wire
-    down the edge (the middle of the box around both pins, Y40, would lengthen the near
-    path by some twenty tiles each way and shorten the far one by nothing)."""
-    netlist = _chain_netlist(second_register=True)
-    placed, _ = assign_bels(netlist, {"gate"}, set(), {100: (126, 17)},
-                            FABRIC["LFE5U-85F"],
-                            registers={"oreg": (126, 20), "oreg2": (126, 61)})
-    x, y = _tile(placed["gate"])
-    assert x == 124 and 17 <= y <= 20, placed
 
 
 def test_a_cell_goes_between_its_live_pin_and_the_output_pin_it_feeds():
@@ -261,6 +239,9 @@ def test_a_cell_goes_between_its_live_pin_and_the_output_pin_it_feeds():
     pulled, _ = assign_bels(netlist, {"gate"}, set(), {100: live_pin}, FABRIC["LFE5U-85F"],
                             registers={"oreg": output_pin})
 
-    assert _tile(alone["gate"]) == (124, 17)    # the nearest logic tile to the live pin
-    x, y = _tile(pulled["gate"])
+    def tile(bel):
+        x, y = re.match(r"X(\d+)/Y(\d+)/", bel).groups()
+        return int(x), int(y)
+    assert tile(alone["gate"]) == (124, 17)     # the nearest logic tile to the live pin
+    x, y = tile(pulled["gate"])
     assert x == 124 and abs(y - 39) <= 2, pulled
