@@ -755,7 +755,8 @@ class Initiator(wiring.Component):
                 name: getattr(now, name) & (allowed if name == "gnt" else 1)
                 for name in live_names})}
 
-        def select(pick, idle_family, busy_family, idle, gnt, lines, kept=None):
+        def select(pick, idle_family, busy_family, idle, gnt, lines, kept=None,
+                   staged=False):
             """``pick(cofactor)`` of the cofactor that ``idle`` (phase IDLE), ``gnt`` (GNT#
             as it counts) and the target's ``lines`` (``target_names``, in order) choose.
 
@@ -768,6 +769,13 @@ class Initiator(wiring.Component):
             cannot then move GNT# down into the tree (behind more multiplexers), and each
             tree (eight nets at most, two LUT levels as this design maps) is a structure
             the floorplan places whole, not the nested L6MUX21 it leaves to the placer.
+
+            ``staged`` (with ``kept``: the control lines' outputs) keeps every two-way
+            choice of the tree as a net of its own, one line choosing in each: synthesis
+            can then share no decoding of the lines between trees. Left whole, abc decoded
+            TRDY# and DEVSEL# once for FRAME#, IRDY#, C/BE#'s enable and the AD word, and
+            placed that LUT by the AD pins across the die (stop 27, seed 1: DEVSEL# ->
+            9.7 ns of wire to X4/Y52 -> back to FRAME#'s register, 22.6 ns).
             """
             if not expand:
                 return Mux(idle, pick(*idle_family[()]), pick(*busy_family[()]))
@@ -787,8 +795,15 @@ class Initiator(wiring.Component):
             def tree(gnt_value, values):
                 if len(values) == len(target_names):
                     return leaf(gnt_value, values)
-                return Mux(lines[len(values)], tree(gnt_value, values + (1,)),
-                           tree(gnt_value, values + (0,)))
+                value = Value.cast(Mux(lines[len(values)], tree(gnt_value, values + (1,)),
+                                       tree(gnt_value, values + (0,))))
+                if not staged or kept is None or platform is None or not values:
+                    return value    # (the whole tree's choice is kept by ``by_gnt``)
+                tag = "".join(f"_{name}{v}" for name, v in zip(target_names, values))
+                net = Signal(value.shape(), name=f"{kept}_kept_gnt{gnt_value}{tag}_choice",
+                             attrs=keep)
+                m.d.comb += net.eq(value)
+                return net
 
             def by_gnt(gnt_value):
                 value = tree(gnt_value, ())
@@ -817,7 +832,7 @@ class Initiator(wiring.Component):
             for port in ("o", "oe"):
                 m.d.comb += getattr(line, port).eq(select(
                     presented(name, port), idle_family, busy_family, is_idle, gnt_counts,
-                    target_now, kept=f"{name}_{port}"))
+                    target_now, kept=f"{name}_{port}", staged=name not in JOINED_LINES))
 
         # State: folded, the registers take the one next state. Expanded, every
         # cofactor's next state is registered, and so are the lines that choose among them;
