@@ -780,38 +780,34 @@ class Initiator(wiring.Component):
             if not expand:
                 return Mux(idle, pick(*idle_family[()]), pick(*busy_family[()]))
 
-            def leaf(gnt_value, values):
-                lines_at = dict(zip(target_names, values), gnt=gnt_value)
-                busy = busy_family[tuple(lines_at[name] for name in live_names)]
-                value = Value.cast(Mux(idle, pick(*idle_family[gnt_value,]), pick(*busy)))
+            def kept_net(value, gnt_value, values=(), suffix=""):
+                """``value`` through a kept net named after its place in the choice (on
+                an FPGA; elsewhere ``value`` itself)."""
                 if kept is None or platform is None:
                     return value
                 tag = "".join(f"_{name}{v}" for name, v in zip(target_names, values))
-                net = Signal(value.shape(), name=f"{kept}_kept_gnt{gnt_value}{tag}",
+                net = Signal(value.shape(), name=f"{kept}_kept_gnt{gnt_value}{tag}{suffix}",
                              attrs=keep)
                 m.d.comb += net.eq(value)
                 return net
+
+            def leaf(gnt_value, values):
+                lines_at = dict(zip(target_names, values), gnt=gnt_value)
+                busy = busy_family[tuple(lines_at[name] for name in live_names)]
+                return kept_net(Value.cast(Mux(idle, pick(*idle_family[gnt_value,]),
+                                               pick(*busy))), gnt_value, values)
 
             def tree(gnt_value, values):
                 if len(values) == len(target_names):
                     return leaf(gnt_value, values)
                 value = Value.cast(Mux(lines[len(values)], tree(gnt_value, values + (1,)),
                                        tree(gnt_value, values + (0,))))
-                if not staged or kept is None or platform is None or not values:
+                if not staged or not values:
                     return value    # (the whole tree's choice is kept by ``by_gnt``)
-                tag = "".join(f"_{name}{v}" for name, v in zip(target_names, values))
-                net = Signal(value.shape(), name=f"{kept}_kept_gnt{gnt_value}{tag}_choice",
-                             attrs=keep)
-                m.d.comb += net.eq(value)
-                return net
+                return kept_net(value, gnt_value, values, "_choice")
 
             def by_gnt(gnt_value):
-                value = tree(gnt_value, ())
-                if kept is None or platform is None:
-                    return value
-                net = Signal(value.shape(), name=f"{kept}_kept_gnt{gnt_value}", attrs=keep)
-                m.d.comb += net.eq(value)
-                return net
+                return kept_net(tree(gnt_value, ()), gnt_value)
             return Mux(gnt, by_gnt(1), by_gnt(0))
 
         # Outputs: the live lines select in front of the pads' output flip-flops. AD's
