@@ -12,15 +12,18 @@ The build then writes ``report.json`` from what the tools say about the placed d
   cell's data and tristate input);
 - ``input_paths``: every path from a PCI input pin through logic to a fabric flip-flop
   (paths into the I/O cell's own input flip-flop are registered, not listed), with its
-  delay summed from the SDF nextpnr writes for the routed design, the LUTs on it, and
-  whether it is a data path (into an AD line's output or tristate register);
-  ``input_setup_ns_max`` adds the worst one's flip-flop setup time (also from the SDF),
-  ``input_setup_ns_max_control`` the same over the paths that are not data paths, and
-  ``data_paths`` counts the data paths with their worst setup and depth.
+  delay summed from the SDF nextpnr writes for the routed design, its end's setup time
+  (``setup_ns``, also from the SDF), the LUTs on it, and whether it is a data path (into
+  an AD line's output or tristate register); ``input_setup_ns_max`` is the worst delay
+  plus setup, ``input_setup_ns_max_control`` the same over the paths that are not data
+  paths, and ``data_paths`` counts the data paths with their worst setup and depth;
+- ``bus_clock_max_mhz``: the fastest PCI clock (up to 33.33 MHz) at which the pci clock
+  and every input path, data paths included, are met (:func:`bus_clock_max_mhz`).
 
 :func:`check` states what keeps a report from meeting PCI at 33 or 66 MHz (``make
-timing``): the pci clock, an output outside its I/O register, a control path over the
-setup budget, a data path more than :data:`DATA_PATH_MAX_LUTS` LUTs deep.
+timing``): the pci clock, an output outside its I/O register, a control path over its
+pin's setup budget (:func:`setup_budget_ns`: GNT# is point-to-point and has more), a data
+path more than :data:`DATA_PATH_MAX_LUTS` LUTs deep.
 
 ``--synth-only`` stops after synthesis (the smoke builds of ``make test``); its report
 has ``luts``/``ffs``/``brams`` from the synthesised netlist and no timing.
@@ -33,6 +36,7 @@ where ``input_paths`` says a path is slow, this says which cells and wires make 
 import argparse
 import hashlib
 import json
+import math
 import re
 import subprocess
 import sys
@@ -45,11 +49,21 @@ from .ulx3s import PCI_CLOCK_MHZ
 from pcispy.gateware.pci.bus import DECODE_SPEEDS
 
 __all__ = ["build", "read_report", "check", "notes", "fits", "explain_input_path",
-           "ExplainError", "main", "PCI_SETUP_BUDGET_NS", "DATA_LINES", "DATA_PATH_MAX_LUTS",
-           "DEVICE_CAPACITY"]
+           "ExplainError", "main", "PCI_SETUP_BUDGET_NS", "PCI_SETUP_BUDGET_NS_POINT_TO_POINT",
+           "POINT_TO_POINT_INPUTS", "setup_budget_ns", "bus_clock_max_mhz", "DATA_LINES",
+           "DATA_PATH_MAX_LUTS", "DEVICE_CAPACITY"]
 
-#: PCI's input setup budget (Tsu) at 33 and 66 MHz, ns.
+#: PCI's input setup budget (Tsu) at 33 and 66 MHz, ns: the bused signals'.
 PCI_SETUP_BUDGET_NS = {33: 7.0, 66: 3.0}
+#: The same for the point-to-point inputs (Tsu(ptp)): the arbiter's GNT# may come later
+#: in the clock than a bused signal (Tval(ptp) up to 12 ns at 33 MHz against 11), and
+#: PCI gives a device's GNT# input 10 ns of setup (66 MHz: 5 ns) where a bused input
+#: gets 7 (3).
+PCI_SETUP_BUDGET_NS_POINT_TO_POINT = {33: 10.0, 66: 5.0}
+#: The PCI input pins (as ``input_paths`` names them) with the point-to-point budget.
+POINT_TO_POINT_INPUTS = frozenset({"gnt"})
+#: The period of the 33 MHz PCI clock, ns (33.33 MHz).
+PCI_PERIOD_NS = 30.0
 
 #: ``{device: (LUTs, flip-flops, block RAMs)}`` as nextpnr models each part. nextpnr
 #: models the LFE5U-12F with the 25F's die; Lattice rates the 12F at 12K LUTs and 32 block
@@ -142,6 +156,10 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
     if reuse and previous.exists() and (build_dir / f"{name}.bit").exists():
         old = json.loads(previous.read_text())
         if same_build(old, digest, synth_only, nextpnr):
+            if not synth_only:
+                # The figures read from the routed design, by this version's reader.
+                old.update(read_report(build_dir, name))
+                previous.write_text(json.dumps(old, indent=2) + "\n")
             return old
 
     report = {"board": board, "device": platform.device, "passive": passive, "decode": decode,
@@ -250,12 +268,13 @@ def read_report(build_dir, name="pcispy"):
     data = [p for p in paths if p["data"]]
     return {
         "fmax_mhz": fmax,
+        "bus_clock_max_mhz": bus_clock_max_mhz(fmax.get("pci", 0.0), paths),
         "luts": usage["TRELLIS_COMB"]["used"] if "TRELLIS_COMB" in usage else None,
         "ffs": usage.get("TRELLIS_FF", {}).get("used"),
         "brams": usage.get("DP16KD", {}).get("used", 0),
         "outputs_registered": not unregistered,
         "unregistered_outputs": unregistered,
-        "input_paths": [{k: p[k] for k in ("pin", "to", "ns", "luts", "data")}
+        "input_paths": [{k: p[k] for k in ("pin", "to", "ns", "setup_ns", "luts", "data")}
                         for p in paths],
         "input_setup_ns_max": setup_max(paths),
         "input_setup_ns_max_control": setup_max([p for p in paths if not p["data"]]),
@@ -628,11 +647,36 @@ def fits(report, device):
     return report["luts"] <= luts and report["ffs"] <= ffs and report["brams"] <= brams
 
 
+def setup_budget_ns(pin, clock_mhz=PCI_CLOCK_MHZ):
+    """The setup time PCI allows input ``pin`` (as ``input_paths`` names it: ``gnt``,
+    ``ad[3]``) at ``clock_mhz``: GNT#'s point-to-point budget or the bused one."""
+    budgets = (PCI_SETUP_BUDGET_NS_POINT_TO_POINT if pin in POINT_TO_POINT_INPUTS
+               else PCI_SETUP_BUDGET_NS)
+    return budgets[clock_mhz]
+
+
+def bus_clock_max_mhz(fmax_pci, input_paths):
+    """The fastest PCI clock, up to 33.33 MHz, at which a build keeps its ``pci`` clock
+    (``fmax_pci``) and every one of its ``input_paths``, data paths included, meets setup.
+
+    Behind agents with PCI's 33 MHz timing an input is valid at a fixed time after the
+    clock edge, whatever the period: the 30 ns period less the pin's setup budget
+    (Tval + Tprop + Tskew: 23 ns on a bused line, 20 ns on GNT#). A path then needs a
+    period of that time plus its own delay and setup. PCI devices work at any clock
+    below their rating, so this is the clock a bus that can be slowed may run the build
+    at with every input sampled in time (hold is not modelled; docs/timing.md).
+    """
+    period = max([PCI_PERIOD_NS] + [
+        PCI_PERIOD_NS - setup_budget_ns(p["pin"], 33) + p["ns"] + p["setup_ns"]
+        for p in input_paths])
+    return math.floor(min(fmax_pci, 1000 / period) * 100) / 100
+
+
 def check(report, clock_mhz=PCI_CLOCK_MHZ):
     """What keeps a full build's report from meeting PCI at ``clock_mhz``: a list of
     one-line problems (empty when it meets the clock, registers every output, keeps every
-    control input path inside the setup budget and every data path one handshake
-    decision deep).
+    control input path inside its pin's setup budget, :func:`setup_budget_ns`, and every
+    data path one handshake decision deep).
 
     Data paths (a live handshake pin to an AD line's output or tristate register: the
     word advances or is released in the clock the handshake is seen) are held to a logic
@@ -641,7 +685,6 @@ def check(report, clock_mhz=PCI_CLOCK_MHZ):
     between IRDY# and AD[22]) sets it, not the design (docs/timing.md). :func:`notes`
     states their delay against the budget.
     """
-    budget = PCI_SETUP_BUDGET_NS[clock_mhz]
     problems = []
     if report["fmax_mhz"].get("pci", 0) < clock_mhz:
         problems.append(f"pci clock reaches {report['fmax_mhz'].get('pci')} MHz, "
@@ -650,10 +693,15 @@ def check(report, clock_mhz=PCI_CLOCK_MHZ):
         problems.append("some PCI outputs or output enables do not leave through I/O "
                         "registers")
     control = [p for p in report["input_paths"] if not p["data"]]
-    if report["input_setup_ns_max_control"] > budget:
-        worst = control[0]
-        problems.append(f"input setup {report['input_setup_ns_max_control']} ns exceeds the "
-                        f"{budget} ns budget (worst: {worst['pin']} -> {worst['to']})")
+    over = sorted((p for p in control
+                   if p["ns"] + p["setup_ns"] > setup_budget_ns(p["pin"], clock_mhz)),
+                  key=lambda p: setup_budget_ns(p["pin"], clock_mhz) - p["ns"] - p["setup_ns"])
+    if over:
+        worst = over[0]
+        problems.append(f"{len(over)} of {len(control)} control input paths exceed their "
+                        f"setup budget (worst: {worst['pin']} -> {worst['to']}, "
+                        f"{round(worst['ns'] + worst['setup_ns'], 3)} ns against "
+                        f"{setup_budget_ns(worst['pin'], clock_mhz)} ns)")
     deep = [p for p in report["input_paths"] if p["data"] and p["luts"] > DATA_PATH_MAX_LUTS]
     if deep:
         problems.append(f"{deep[0]['pin']} reaches {deep[0]['to']} through {deep[0]['luts']} "
@@ -662,15 +710,22 @@ def check(report, clock_mhz=PCI_CLOCK_MHZ):
 
 
 def notes(report, clock_mhz=PCI_CLOCK_MHZ):
-    """Lines about the data paths' delay against the setup budget (see :func:`check`)."""
+    """Lines about the data paths' delay against the setup budget (see :func:`check`)
+    and, where the build's inputs or clock are too slow for a 33 MHz bus, the bus clock
+    it keeps up with (:func:`bus_clock_max_mhz`)."""
     budget = PCI_SETUP_BUDGET_NS[clock_mhz]
     data = report["data_paths"]
-    if not data["count"] or data["setup_ns_max"] <= budget:
-        return []
-    worst = next(p for p in report["input_paths"] if p["data"])
-    return [f"data paths: {data['count']}, at most {data['luts_max']} LUTs deep, up to "
-            f"{data['setup_ns_max']} ns ({worst['pin']} -> {worst['to']}), over the "
-            f"{budget} ns budget by the pins' spread on this board (docs/timing.md)"]
+    lines = []
+    if data["count"] and data["setup_ns_max"] > budget:
+        worst = next(p for p in report["input_paths"] if p["data"])
+        lines.append(f"data paths: {data['count']}, at most {data['luts_max']} LUTs deep, "
+                     f"up to {data['setup_ns_max']} ns ({worst['pin']} -> {worst['to']}), "
+                     f"over the {budget} ns budget by the pins' spread on this board "
+                     "(docs/timing.md)")
+    if report["bus_clock_max_mhz"] < math.floor(100_000 / PCI_PERIOD_NS) / 100:
+        lines.append(f"on a bus clocked at up to {report['bus_clock_max_mhz']} MHz this "
+                     "build samples every input in time and keeps its pci clock")
+    return lines
 
 
 def main(argv=None):

@@ -166,13 +166,15 @@ def _board():
     build ``make timing`` checks, reused while the design is unchanged): the pci clock it
     reaches (the goal is 66 MHz), the target's decode speed it was built with, worst
     input setup (every path, control paths, data paths; the 66 MHz budget is 3 ns), LUTs,
-    flip-flops, block RAMs, outputs in I/O registers, whether the usage fits the 25F, and
+    flip-flops, block RAMs, outputs in I/O registers, whether the usage fits the 25F, the
+    fastest bus clock at which every input is sampled in time (``bus_clock_max_mhz``) and
     the build's time."""
     from pcispy.constraints.build import build, fits
     report = build("ulx3s-85f", clock_mhz=33)
     prefix = "board.ulx3s_85f."
     return {prefix + "fmax_pci_mhz": report["fmax_mhz"]["pci"],
             prefix + "fmax_sync_mhz": report["fmax_mhz"].get("sync"),
+            prefix + "bus_clock_max_mhz": report["bus_clock_max_mhz"],
             prefix + "decode": report["decode"],
             prefix + "input_setup_ns_max": report["input_setup_ns_max"],
             prefix + "input_setup_ns_max_control": report["input_setup_ns_max_control"],
@@ -197,6 +199,7 @@ def _board_passive():
     prefix = "board.ulx3s_85f_passive."
     return {prefix + "fmax_pci_mhz": report["fmax_mhz"]["pci"],
             prefix + "fmax_sync_mhz": report["fmax_mhz"].get("sync"),
+            prefix + "bus_clock_max_mhz": report["bus_clock_max_mhz"],
             prefix + "input_paths": len(report["input_paths"]),
             prefix + "input_setup_ns_max": report["input_setup_ns_max"],
             prefix + "luts": report["luts"], prefix + "ffs": report["ffs"],

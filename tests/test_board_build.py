@@ -345,8 +345,10 @@ def test_build_report_is_json_of_the_promised_shape(tmp_path):
     assert (report["luts"], report["ffs"], report["brams"]) == (9000, 5000, 40)
     assert report["outputs_registered"] is True and report["unregistered_outputs"] == []
     assert report["input_paths"][0] == {"pin": "irdy", "to": "t.buf0$IOL", "ns": 2.0,
-                                        "luts": 0, "data": False}
+                                        "setup_ns": 0.1, "luts": 0, "data": False}
     assert report["input_setup_ns_max"] == report["input_setup_ns_max_control"] == 2.1
+    # 23 ns + 2.1 ns is inside the 30 ns period: the 33.33 MHz bus clock, not the 71.25.
+    assert report["bus_clock_max_mhz"] == 33.33
     assert report["data_paths"] == {"count": 0, "setup_ns_max": 0.0, "luts_max": 0}
 
 
@@ -477,26 +479,69 @@ def test_explain_without_a_build_says_so_in_one_line(tmp_path, capsys):
 
 def test_check_names_what_misses_the_pci_budget():
     from pcispy.constraints.build import DATA_PATH_MAX_LUTS, check, notes
-    data = {"pin": "irdy", "to": "pads.ad_buffer.buf.buf9$IOL", "ns": 9.5, "luts": 2,
-            "data": True}
+    data = {"pin": "irdy", "to": "pads.ad_buffer.buf.buf9$IOL", "ns": 9.5, "setup_ns": 0.1,
+            "luts": 2, "data": True}
+    control = {"pin": "irdy", "to": "target.state", "ns": 2.4, "setup_ns": 0.1, "luts": 1,
+               "data": False}
     report = {"fmax_mhz": {"pci": 50.0}, "outputs_registered": True,
+              "bus_clock_max_mhz": 30.67,
               "input_setup_ns_max": 9.6, "input_setup_ns_max_control": 2.5,
               "data_paths": {"count": 1, "setup_ns_max": 9.6, "luts_max": 2},
-              "input_paths": [data, {"pin": "irdy", "to": "target.state", "ns": 2.4,
-                                     "luts": 1, "data": False}]}
+              "input_paths": [data, control]}
     assert check(report, 33) == []
     assert notes(report, 33) == [
         "data paths: 1, at most 2 LUTs deep, up to 9.6 ns (irdy -> "
         "pads.ad_buffer.buf.buf9$IOL), over the 7.0 ns budget by the pins' spread on this "
-        "board (docs/timing.md)"]
+        "board (docs/timing.md)",
+        "on a bus clocked at up to 30.67 MHz this build samples every input in time and "
+        "keeps its pci clock"]
     assert check(report, 66) == ["pci clock reaches 50.0 MHz, not 66 MHz"]
-    report.update(outputs_registered=False, input_setup_ns_max_control=7.5)
+    report["outputs_registered"] = False
+    control["ns"] = 7.4
     data["luts"] = DATA_PATH_MAX_LUTS + 1
     assert check(report, 33) == [
         "some PCI outputs or output enables do not leave through I/O registers",
-        "input setup 7.5 ns exceeds the 7.0 ns budget (worst: irdy -> target.state)",
+        "1 of 1 control input paths exceed their setup budget (worst: irdy -> "
+        "target.state, 7.5 ns against 7.0 ns)",
         f"irdy reaches pads.ad_buffer.buf.buf9$IOL through {DATA_PATH_MAX_LUTS + 1} LUTs "
         f"(a data path may have {DATA_PATH_MAX_LUTS})"]
+
+
+def test_gnt_has_the_point_to_point_setup_budget():
+    """GNT# is point to point: PCI gives a device's GNT# input 10 ns of setup at 33 MHz
+    (5 at 66), a bused input 7 (3). The worst path named is the one furthest over."""
+    from pcispy.constraints.build import check, setup_budget_ns
+    assert [setup_budget_ns(pin, mhz) for pin in ("gnt", "devsel") for mhz in (33, 66)] \
+        == [10.0, 5.0, 7.0, 3.0]
+    gnt = {"pin": "gnt", "to": "pads.req", "ns": 9.8, "setup_ns": 0.1, "luts": 3,
+           "data": False}
+    devsel = {"pin": "devsel", "to": "pads.irdy", "ns": 6.8, "setup_ns": 0.1, "luts": 3,
+              "data": False}
+    report = {"fmax_mhz": {"pci": 70.0}, "outputs_registered": True,
+              "input_paths": [gnt, devsel]}
+    assert check(report, 33) == []
+    assert check(report, 66) == [
+        "2 of 2 control input paths exceed their setup budget (worst: gnt -> pads.req, "
+        "9.9 ns against 5.0 ns)"]
+    devsel["ns"] = 7.0
+    gnt["ns"] = 9.95
+    assert check(report, 33) == [
+        "2 of 2 control input paths exceed their setup budget (worst: devsel -> pads.irdy, "
+        "7.1 ns against 7.0 ns)"]
+
+
+def test_bus_clock_max_is_the_slowest_input_or_the_pci_clock():
+    """Behind 33 MHz PCI agents a bused input is valid 23 ns after the edge and GNT# 20 ns
+    after it, whatever the period: a path of 9.9 ns (delay and setup) needs 32.9 ns on a
+    bused line (30.39 MHz) and 29.9 ns on GNT# (inside the 30 ns period); no build is
+    credited more than the 33.33 MHz bus or its own pci clock."""
+    from pcispy.constraints.build import bus_clock_max_mhz
+    path = {"pin": "devsel", "to": "pads.irdy", "ns": 9.8, "setup_ns": 0.1, "data": True}
+    assert bus_clock_max_mhz(40.0, [path]) == 30.39
+    assert bus_clock_max_mhz(40.0, [dict(path, pin="gnt")]) == 33.33
+    assert bus_clock_max_mhz(40.0, []) == 33.33
+    assert bus_clock_max_mhz(27.84, []) == 27.84
+    assert bus_clock_max_mhz(27.84, [path, dict(path, pin="gnt", ns=25.0)]) == 22.17
 
 
 def test_io_cell_flops_are_packed_into_the_io_cells(tmp_path):
