@@ -26,7 +26,11 @@ pin's setup budget (:func:`setup_budget_ns`: GNT# is point-to-point and has more
 path more than :data:`DATA_PATH_MAX_LUTS` LUTs deep.
 
 ``--synth-only`` stops after synthesis (the smoke builds of ``make test``); its report
-has ``luts``/``ffs``/``brams`` from the synthesised netlist and no timing.
+has ``luts``/``ffs``/``brams`` from the synthesised netlist and no timing. Every report
+has ``live_depth``: for each PCI input line that reaches logic before a register, the
+most LUT4/PFUMX/L6MUX21 cells on its paths to data ends and to control ends in the
+synthesised netlist (:func:`.floorplan.live_depths`): the data paths' depth is known
+minutes after synthesis, where place and route takes most of an hour.
 
 ``--explain PIN [--to PREFIX]`` builds nothing: it prints the worst path of an existing
 routed build from one input pin to a flip-flop, cell by cell (:func:`explain_input_path`):
@@ -43,8 +47,8 @@ import sys
 import time
 from pathlib import Path
 
-from .floorplan import (DATA_LINES, FABRIC, PCI_PORT, floorplan as place_live_logic, pci_port,
-                        pin_tiles, top_module)
+from .floorplan import (DATA_LINES, FABRIC, PCI_PORT, _Netlist, floorplan as place_live_logic,
+                        live_depths, pci_port, pin_tiles, top_module)
 from .ulx3s import PCI_CLOCK_MHZ
 from pcispy.gateware.pci.bus import DECODE_SPEEDS
 
@@ -167,6 +171,7 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
     start = time.monotonic()
     _run([_tool("yosys"), "-q", "-l", f"{name}.rpt", f"{name}.ys"], build_dir, "yosys.log")
     report["seconds"]["synthesis"] = round(time.monotonic() - start, 1)
+    report["live_depth"] = _live_depth(build_dir / f"{name}.json", width)
     if synth_only:
         (build_dir / f"{name}.bit").unlink(missing_ok=True)
         report.update(_netlist_usage(build_dir / f"{name}.json"))
@@ -233,6 +238,17 @@ def _floorplan(build_dir, name, out, width, device, device_args, package):
                                device=device, lines=lines, pin_tile=tiles)
     summary["seconds"] = round(time.monotonic() - start, 1)
     return summary
+
+
+def _live_depth(path, width):
+    """:func:`.floorplan.live_depths` of the synthesised netlist ``path`` for the PCI
+    input lines, the lines that reach no logic left out: the data paths' depth that
+    :func:`check` holds them to, known after synthesis (``--synth-only``)."""
+    from pcispy.gateware.pci.bus import bus_lines
+    lines = [line for line in bus_lines(width) if line not in _NOT_BUS_INPUTS]
+    netlist = _Netlist(json.loads(Path(path).read_text()))
+    return {line: depth for line, depth in live_depths(netlist, lines).items()
+            if depth["data"] or depth["control"]}
 
 
 def _netlist_usage(path):

@@ -41,7 +41,7 @@ import subprocess
 from collections import defaultdict
 from pathlib import Path
 
-__all__ = ["DATA_LINES", "FABRIC", "PCI_PORT", "pci_port", "top_module", "live_logic",
+__all__ = ["DATA_LINES", "FABRIC", "PCI_PORT", "pci_port", "top_module", "live_logic", "live_depths",
            "assign_bels", "pin_tiles", "floorplan"]
 
 #: ``{device: (columns, rows)}``: the logic tiles (PLC: four slices) the floorplan may
@@ -132,6 +132,71 @@ def _ports(netlist):
             for index, bit in enumerate(info["bits"]) if isinstance(bit, int)}
 
 
+class _LiveCone:
+    """The cells a live pin reaches before a register, read from a synthesised netlist.
+
+    ``starts``: ``{net bit: line}`` of the live pins' buffer outputs; ``comb``: the
+    combinational cells (LUT4, PFUMX, L6MUX21) they reach; ``ends``: the flip-flops at
+    the end, of which ``control_ends`` are not data ends (an output or tristate register
+    of ``data_lines``, or a fabric copy of one: the same D input, as the pads keep the
+    driven AD word for the parity of the next clock); ``io_register(flop)``: whether a
+    flip-flop is an I/O cell's own.
+    """
+    def __init__(self, netlist, lines, data_lines=DATA_LINES):
+        ports = _ports(netlist)
+        io_line = {}                                  # TRELLIS_IO cell -> line
+        self.starts = {}
+        for name, cell in netlist.cells.items():
+            if cell["type"] != "TRELLIS_IO":
+                continue
+            match = PCI_PORT.match(ports.get(netlist.net(name, "B"), ""))
+            if match:
+                io_line[name] = match.group(1)
+                if match.group(1) in lines and netlist.net(name, "O") is not None:
+                    self.starts[netlist.net(name, "O")] = match.group(1)
+
+        def register_line(flop):
+            """The line whose I/O cell this output register feeds."""
+            for user, port in netlist.users[netlist.net(flop, "Q")]:
+                if user in io_line and port in ("I", "T"):
+                    return io_line[user]
+            return None
+
+        # Forward from the pins through combinational cells to the first flip-flops.
+        self.fanout = defaultdict(set)       # cell -> cells it feeds inside the cone
+        self.comb, self.ends = set(), set()
+        frontier = list(self.starts)
+        seen = set()
+        while frontier:
+            bit = frontier.pop()
+            if bit in seen:
+                continue
+            seen.add(bit)
+            source = netlist.driver.get(bit, (None,))[0]
+            for user, port in netlist.users[bit]:
+                kind = netlist.cells[user]["type"]
+                if kind in _COMB:
+                    self.comb.add(user)
+                    if source in self.comb:
+                        self.fanout[source].add(user)
+                    frontier.append(netlist.net(user, "Z"))
+                elif kind == "TRELLIS_FF" and port in ("DI", "M", "CE"):
+                    if not (self.io_register(netlist, user) and source is None):
+                        self.ends.add(user)
+                        if source in self.comb:
+                            self.fanout[source].add(user)
+        data_inputs = {netlist.net(f, "DI") for f in self.ends
+                       if self.io_register(netlist, f) and register_line(f) in data_lines}
+        self.control_ends = {
+            f for f in self.ends
+            if (not self.io_register(netlist, f) and netlist.net(f, "DI") not in data_inputs)
+            or (self.io_register(netlist, f) and register_line(f) not in data_lines)}
+
+    @staticmethod
+    def io_register(netlist, flop):
+        return bool(netlist.cells[flop]["attributes"].get("syn_useioff"))
+
+
 def live_logic(netlist, lines, data_lines=DATA_LINES):
     """The logic a live pin reaches before a register, as this module places it.
 
@@ -141,70 +206,44 @@ def live_logic(netlist, lines, data_lines=DATA_LINES):
     paths (the I/O cells' own registers excluded: nextpnr puts them at their pins), and
     the cells that reach only data registers (left to the placer).
     """
-    ports = _ports(netlist)
-    io_line = {}                                  # TRELLIS_IO cell -> line
-    starts = []
-    for name, cell in netlist.cells.items():
-        if cell["type"] != "TRELLIS_IO":
-            continue
-        match = PCI_PORT.match(ports.get(netlist.net(name, "B"), ""))
-        if match:
-            io_line[name] = match.group(1)
-            if match.group(1) in lines and netlist.net(name, "O") is not None:
-                starts.append(netlist.net(name, "O"))
-
-    def io_register(flop):
-        cell = netlist.cells[flop]
-        return bool(cell["attributes"].get("syn_useioff"))
-
-    def register_line(flop):
-        """The line whose I/O cell this output register feeds."""
-        for user, port in netlist.users[netlist.net(flop, "Q")]:
-            if user in io_line and port in ("I", "T"):
-                return io_line[user]
-        return None
-
-    # Forward from the pins through combinational cells to the first flip-flops.
-    fanout = defaultdict(set)       # cell -> cells it feeds inside the cone
-    comb, ends = set(), set()
-    frontier = list(starts)
-    seen = set()
-    while frontier:
-        bit = frontier.pop()
-        if bit in seen:
-            continue
-        seen.add(bit)
-        source = netlist.driver.get(bit, (None,))[0]
-        for user, port in netlist.users[bit]:
-            kind = netlist.cells[user]["type"]
-            if kind in _COMB:
-                comb.add(user)
-                if source in comb:
-                    fanout[source].add(user)
-                frontier.append(netlist.net(user, "Z"))
-            elif kind == "TRELLIS_FF" and port in ("DI", "M", "CE"):
-                if not (io_register(user) and source is None):
-                    ends.add(user)
-                    if source in comb:
-                        fanout[source].add(user)
-    # A fabric copy of a data output register (the same D input: the pads' copy of the
-    # driven AD word, for parity in the next clock) is a data end like the register.
-    data_inputs = {netlist.net(f, "DI") for f in ends
-                   if io_register(f) and register_line(f) in data_lines}
-    control_ends = {f for f in ends
-                    if (not io_register(f) and netlist.net(f, "DI") not in data_inputs)
-                    or (io_register(f) and register_line(f) not in data_lines)}
+    cone = _LiveCone(netlist, lines, data_lines)
     # Backward: the combinational cells that reach a control end.
     control = set()
     changed = True
     while changed:
         changed = False
-        for cell in comb - control:
-            if fanout[cell] & (control | control_ends):
+        for cell in cone.comb - control:
+            if cone.fanout[cell] & (control | cone.control_ends):
                 control.add(cell)
                 changed = True
-    flops = {f for f in control_ends if not io_register(f)}
-    return control, flops, comb - control
+    flops = {f for f in cone.control_ends if not cone.io_register(netlist, f)}
+    return control, flops, cone.comb - control
+
+
+def live_depths(netlist, lines, data_lines=DATA_LINES):
+    """``{line: {"data": cells, "control": cells}}``: the most combinational cells (LUT4,
+    PFUMX, L6MUX21: what the routed design packs into ``TRELLIS_COMB`` one each) on any
+    path from each live pin to a data end and to a control end (:class:`_LiveCone`), in
+    a synthesised netlist; 0 where a pin reaches no such end. The depth
+    :func:`.build.check` holds data paths to, known after synthesis, before place and
+    route (which counts the cells of each pin's slowest path, not of its deepest).
+    """
+    cone = _LiveCone(netlist, lines, data_lines)
+    depths = {line: {"data": 0, "control": 0} for line in lines}
+    for start, line in cone.starts.items():
+        # Longest path from this pin: the cone is acyclic between registers.
+        depth = {}
+
+        def reach(bit, cells):
+            for user, port in netlist.users[bit]:
+                if user in cone.ends and port in ("DI", "M", "CE"):
+                    kind = "control" if user in cone.control_ends else "data"
+                    depths[line][kind] = max(depths[line][kind], cells)
+                elif user in cone.comb and depth.get(user, -1) < cells + 1:
+                    depth[user] = cells + 1
+                    reach(netlist.net(user, "Z"), cells + 1)
+        reach(start, 0)
+    return depths
 
 
 def _clusters(netlist, comb):

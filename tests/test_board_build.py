@@ -619,6 +619,7 @@ def test_passive_build_of_the_default_board_meets_pci_when_placed_and_routed(tmp
     assert report["passive"] and not report["synth_only"]
     assert check(report) == []
     assert report["input_paths"] == [] and report["outputs_registered"] is True
+    assert report["live_depth"] == {}       # no logic between a pin and a register
     assert report["fmax_mhz"]["pci"] >= 33 and report["fmax_mhz"]["sync"] >= 25
     assert (tmp_path / "pcispy.bit").stat().st_size > 100_000
 
@@ -635,6 +636,12 @@ def test_default_board_synthesises_and_fits_its_part(tmp_path):
     assert report["luts"] > 10_000 and report["ffs"] > 5_000 and report["brams"] > 40
     assert fits(report, "LFE5U-85F")
     assert not (tmp_path / "pcispy.bit").exists()
+    # The handshake lines reach logic in front of AD's registers (data) and of the
+    # other outputs and state (control) in the clock they arrive; AD's pins do not.
+    depth = report["live_depth"]
+    assert all(depth[line]["data"] > 0 and depth[line]["control"] > 0
+               for line in ("frame", "irdy", "trdy", "stop", "devsel", "gnt"))
+    assert not any(line.startswith("ad") for line in depth)
     # Synthesis keeps AD's output-enable copies, one per pin pair, each straight into
     # its pair's tristate registers (no inverter LUT between: the copy inverts); the
     # first pair's also into the pads' copy of "AD driven" (PAR's enable next clock).

@@ -13,7 +13,7 @@ import pytest
 
 from pcispy.constraints.build import _floorplan, _tool, analyse_io, parse_sdf
 from pcispy.constraints.floorplan import (FABRIC, _Netlist, assign_bels, floorplan,
-                                          live_logic, pin_tiles)
+                                          live_depths, live_logic, pin_tiles)
 
 pytestmark = pytest.mark.board
 
@@ -122,6 +122,16 @@ def test_the_live_logic_and_only_it_is_found(placed):
          for b in netlist.top["netnames"][name]["bits"]}
     assert placed["summary"] == {"cells": 5, "flops": 2, "cone_cells": 8,
                                  "left_to_placer": 1}
+
+
+def test_live_depths_count_the_cells_to_each_kind_of_end(placed):
+    """STOP# -> LUT4 -> PFUMX -> L6MUX21 -> a flip-flop is three cells deep, TRDY# meets
+    the same chain at the PFUMX (two) and AD[0]'s word LUT (one, a data path), FRAME#
+    only the L6MUX21; the output-only AD pin starts nothing."""
+    netlist = _Netlist(placed["synthesised"])
+    assert live_depths(netlist, ["trdy", "stop", "frame", "ad"]) == {
+        "trdy": {"data": 1, "control": 2}, "stop": {"data": 0, "control": 3},
+        "frame": {"data": 0, "control": 1}, "ad": {"data": 0, "control": 0}}
 
 
 def test_slices_follow_the_multiplexer_rules(placed):
