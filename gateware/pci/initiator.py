@@ -822,10 +822,67 @@ class Initiator(wiring.Component):
                 return getattr(line, port)
             return pick
 
+        def ad_by_two_decisions():
+            """``{("ad", port): value}``: AD's word and enable on a 32-bit bus, the values
+            of the phase machine's outputs (``decide``) in the form ``sel ? H : keep & L``.
+
+            What the machine presents on AD: while idle, the address when GNT# counts and a
+            descriptor starts (``go``), else nothing; in the DAC phase the upper address; in
+            the address phase a write's held or first word; in a data phase a write's word
+            (the next one when a word moves now, ``xfer``), nothing once the transaction
+            ends with this phase. So the live lines reach AD through two decisions only,
+            each one LUT of them and registers: ``sel`` (``go`` while idle, else ``xfer``)
+            and ``keep`` (no STOP# or master abort ends the final phase); every bit chooses
+            between two words from registers. Chosen among the sixteen cofactors' words
+            instead, the lines went through five or six LUT levels to AD's registers
+            (docs/timing.md, the data paths' depth). The same values clock for clock:
+            ``expansion_prove`` checks them against the folded build.
+            """
+            def kept(value, name):
+                if platform is None:
+                    return value
+                net = Signal(Value.cast(value).shape(), name=name, attrs=keep)
+                m.d.comb += net.eq(value)
+                return net
+            # The registered halves of the two decisions (``go`` only while idle, ``xfer``
+            # only in a data phase: ``sel`` is their OR, GNT#'s LUT kept so that TRDY# and
+            # DEVSEL# meet it in the next).
+            go_ok = kept(is_idle & allowed & (held | offered) & ~stopping & ~nothing_left,
+                         "ad_go_ok")
+            xfer_ok = kept(in_data & pin_irdy & (~ending | ending_open), "ad_xfer_ok")
+            final_open = kept(final_phase & ~ending, "ad_final_open")
+            abort_due = kept(~devsel_seen & devsel_overdue, "ad_abort_due")
+            # GNT# counts while idle only with the bus idle (``gnt_counts``).
+            go = kept(now.gnt & ~now.frame & ~now.irdy & go_ok, "ad_go")
+            sel = kept(go | (now.trdy & now.devsel & xfer_ok), "ad_sel")
+            keep_low = kept(~(final_open & (now.stop | (~now.devsel & abort_due))),
+                            "ad_keep")
+            # H: idle, the address; moving now, the next word unless this phase is the
+            # final one. L: the DAC phase's upper address; a write's word on the pins
+            # through a wait state (or the first), unless the final phase is ending.
+            is_dac = phase == _Phase.DAC
+            moving_on = txn_write & ~final_phase
+            writing = ~is_idle & txn_write & ~(final_phase & ending)
+            held_word = Mux(pin_irdy, pin_ad, word[0])
+            high = {"o": Mux(is_idle, e_addr[:32], moving_on.replicate(32) & word[1]),
+                    "oe": is_idle | moving_on}
+            low = {"o": Mux(is_dac, addr[32:], writing.replicate(32) & held_word),
+                   "oe": is_dac | writing}
+            # The word kept too: synthesis would otherwise fold the target's choice by
+            # FRAME#/IRDY# (ORed in by the pads) into these LUTs, a level deeper.
+            return {("ad", port): kept(Mux(sel, kept(high[port], f"ad_{port}_high"),
+                                           Mux(keep_low, kept(low[port], f"ad_{port}_low"),
+                                               0)), f"ad_{port}_presented")
+                    for port in ("o", "oe")}
+
         target_now = [getattr(now, name) for name in target_names]
+        late_ad = ad_by_two_decisions() if expand and not wide_bus else {}
         for name in driven:
             line = getattr(bus, name)
             for port in ("o", "oe"):
+                if (name, port) in late_ad:
+                    m.d.comb += getattr(line, port).eq(late_ad[name, port])
+                    continue
                 m.d.comb += getattr(line, port).eq(select(
                     presented(name, port), idle_family, busy_family, is_idle, gnt_counts,
                     target_now, kept=f"{name}_{port}", staged=name not in JOINED_LINES))
