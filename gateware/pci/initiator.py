@@ -219,6 +219,15 @@ class Initiator(wiring.Component):
         expand = platform is not None if self.expand_live is None else self.expand_live
         keep = {"keep": 1} if platform is not None else {}
 
+        def kept_signal(value, name):
+            """``value`` through a net named ``name`` that synthesis keeps (on an FPGA;
+            elsewhere ``value`` itself): logic cannot be folded across it."""
+            if platform is None:
+                return value
+            net = Signal(Value.cast(value).shape(), name=name, attrs=keep)
+            m.d.comb += net.eq(value)
+            return net
+
         # --- registered events of the previous edge -------------------------------------
         # Timing (DESIGN.md, "I/O timing"): the live handshake lines reach only the output
         # flip-flops and the one- to four-bit registers below. Every wider register whose
@@ -783,13 +792,10 @@ class Initiator(wiring.Component):
             def kept_net(value, gnt_value, values=(), suffix=""):
                 """``value`` through a kept net named after its place in the choice (on
                 an FPGA; elsewhere ``value`` itself)."""
-                if kept is None or platform is None:
+                if kept is None:
                     return value
                 tag = "".join(f"_{name}{v}" for name, v in zip(target_names, values))
-                net = Signal(value.shape(), name=f"{kept}_kept_gnt{gnt_value}{tag}{suffix}",
-                             attrs=keep)
-                m.d.comb += net.eq(value)
-                return net
+                return kept_signal(value, f"{kept}_kept_gnt{gnt_value}{tag}{suffix}")
 
             def leaf(gnt_value, values):
                 lines_at = dict(zip(target_names, values), gnt=gnt_value)
@@ -830,33 +836,28 @@ class Initiator(wiring.Component):
             descriptor starts (``go``), else nothing; in the DAC phase the upper address; in
             the address phase a write's held or first word; in a data phase a write's word
             (the next one when a word moves now, ``xfer``), nothing once the transaction
-            ends with this phase. So the live lines reach AD through two decisions only,
-            each one LUT of them and registers: ``sel`` (``go`` while idle, else ``xfer``)
-            and ``keep`` (no STOP# or master abort ends the final phase); every bit chooses
-            between two words from registers. Chosen among the sixteen cofactors' words
-            instead, the lines went through five or six LUT levels to AD's registers
-            (docs/timing.md, the data paths' depth). The same values clock for clock:
-            ``expansion_prove`` checks them against the folded build.
+            ends with this phase. So the live lines reach AD through two decisions only:
+            ``sel`` (``go`` while idle, a LUT of GNT#, FRAME# and IRDY# of its own, or
+            ``xfer``) and ``keep`` (no STOP# or master abort ends the final phase, one
+            LUT); every bit chooses between two words from registers. Chosen among the
+            sixteen cofactors' words instead, the lines went through five or six LUT
+            levels to AD's registers (docs/timing.md, the data paths' depth). The same
+            values clock for clock: ``expansion_prove`` checks them against the folded
+            build.
             """
-            def kept(value, name):
-                if platform is None:
-                    return value
-                net = Signal(Value.cast(value).shape(), name=name, attrs=keep)
-                m.d.comb += net.eq(value)
-                return net
+            net = kept_signal
             # The registered halves of the two decisions (``go`` only while idle, ``xfer``
             # only in a data phase: ``sel`` is their OR, GNT#'s LUT kept so that TRDY# and
             # DEVSEL# meet it in the next).
-            go_ok = kept(is_idle & allowed & (held | offered) & ~stopping & ~nothing_left,
-                         "ad_go_ok")
-            xfer_ok = kept(in_data & pin_irdy & (~ending | ending_open), "ad_xfer_ok")
-            final_open = kept(final_phase & ~ending, "ad_final_open")
-            abort_due = kept(~devsel_seen & devsel_overdue, "ad_abort_due")
+            go_ok = net(is_idle & allowed & (held | offered) & ~stopping & ~nothing_left,
+                        "ad_go_ok")
+            xfer_ok = net(in_data & pin_irdy & (~ending | ending_open), "ad_xfer_ok")
+            final_open = net(final_phase & ~ending, "ad_final_open")
+            abort_due = net(~devsel_seen & devsel_overdue, "ad_abort_due")
             # GNT# counts while idle only with the bus idle (``gnt_counts``).
-            go = kept(now.gnt & ~now.frame & ~now.irdy & go_ok, "ad_go")
-            sel = kept(go | (now.trdy & now.devsel & xfer_ok), "ad_sel")
-            keep_low = kept(~(final_open & (now.stop | (~now.devsel & abort_due))),
-                            "ad_keep")
+            go = net(now.gnt & ~now.frame & ~now.irdy & go_ok, "ad_go")
+            sel = net(go | (now.trdy & now.devsel & xfer_ok), "ad_sel")
+            keep_low = net(~(final_open & (now.stop | (~now.devsel & abort_due))), "ad_keep")
             # H: idle, the address; moving now, the next word unless this phase is the
             # final one. L: the DAC phase's upper address; a write's word on the pins
             # through a wait state (or the first), unless the final phase is ending.
@@ -870,9 +871,9 @@ class Initiator(wiring.Component):
                    "oe": is_dac | writing}
             # The word kept too: synthesis would otherwise fold the target's choice by
             # FRAME#/IRDY# (ORed in by the pads) into these LUTs, a level deeper.
-            return {("ad", port): kept(Mux(sel, kept(high[port], f"ad_{port}_high"),
-                                           Mux(keep_low, kept(low[port], f"ad_{port}_low"),
-                                               0)), f"ad_{port}_presented")
+            return {("ad", port): net(Mux(sel, net(high[port], f"ad_{port}_high"),
+                                          Mux(keep_low, net(low[port], f"ad_{port}_low"), 0)),
+                                      f"ad_{port}_presented")
                     for port in ("o", "oe")}
 
         target_now = [getattr(now, name) for name in target_names]
