@@ -143,6 +143,7 @@ class _LiveCone:
     flip-flop is an I/O cell's own.
     """
     def __init__(self, netlist, lines, data_lines=DATA_LINES):
+        self.netlist = netlist
         ports = _ports(netlist)
         io_line = {}                                  # TRELLIS_IO cell -> line
         self.starts = {}
@@ -181,20 +182,19 @@ class _LiveCone:
                         self.fanout[source].add(user)
                     frontier.append(netlist.net(user, "Z"))
                 elif kind == "TRELLIS_FF" and port in ("DI", "M", "CE"):
-                    if not (self.io_register(netlist, user) and source is None):
+                    if not (self.io_register(user) and source is None):
                         self.ends.add(user)
                         if source in self.comb:
                             self.fanout[source].add(user)
         data_inputs = {netlist.net(f, "DI") for f in self.ends
-                       if self.io_register(netlist, f) and register_line(f) in data_lines}
+                       if self.io_register(f) and register_line(f) in data_lines}
         self.control_ends = {
             f for f in self.ends
-            if (not self.io_register(netlist, f) and netlist.net(f, "DI") not in data_inputs)
-            or (self.io_register(netlist, f) and register_line(f) not in data_lines)}
+            if (not self.io_register(f) and netlist.net(f, "DI") not in data_inputs)
+            or (self.io_register(f) and register_line(f) not in data_lines)}
 
-    @staticmethod
-    def io_register(netlist, flop):
-        return bool(netlist.cells[flop]["attributes"].get("syn_useioff"))
+    def io_register(self, flop):
+        return bool(self.netlist.cells[flop]["attributes"].get("syn_useioff"))
 
 
 def live_logic(netlist, lines, data_lines=DATA_LINES):
@@ -216,7 +216,7 @@ def live_logic(netlist, lines, data_lines=DATA_LINES):
             if cone.fanout[cell] & (control | cone.control_ends):
                 control.add(cell)
                 changed = True
-    flops = {f for f in cone.control_ends if not cone.io_register(netlist, f)}
+    flops = {f for f in cone.control_ends if not cone.io_register(f)}
     return control, flops, cone.comb - control
 
 
