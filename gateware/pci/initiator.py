@@ -854,7 +854,9 @@ class Initiator(wiring.Component):
             xfer_ok = net(in_data & pin_irdy & (~ending | ending_open), "ad_xfer_ok")
             final_open = net(final_phase & ~ending, "ad_final_open")
             abort_due = net(~devsel_seen & devsel_overdue, "ad_abort_due")
-            # GNT# counts while idle only with the bus idle (``gnt_counts``).
+            # GNT# counts while idle only with the bus idle: ``gnt_counts`` written out,
+            # since ``go_ok`` already holds "idle" and GNT# then meets one LUT of four
+            # inputs (``gnt_counts & go_ok`` would read the phase again: five).
             go = net(now.gnt & ~now.frame & ~now.irdy & go_ok, "ad_go")
             sel = net(go | (now.trdy & now.devsel & xfer_ok), "ad_sel")
             keep_low = net(~(final_open & (now.stop | (~now.devsel & abort_due))), "ad_keep")
