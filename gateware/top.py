@@ -42,7 +42,7 @@ from .clock_meter import DEFAULT_GATE_LOG2, ClockMeter
 from .csr import CSRBank
 from .exerciser.response import ExerciserResponse
 from .exerciser.scratch import ScratchRAM
-from .pci.bus import DevselSpeed, bus_lines
+from .pci.bus import PRESENTED_GATED, DevselSpeed, bus_lines
 from .pci.config import BarSpec, ConfigSpace
 from .exerciser.dma import DMAEngine
 from .irq.unit import InterruptUnit
@@ -75,11 +75,11 @@ def merge_bus_drivers(m, pads_bus, cores, lines=(), *, joined_by_pads=None):
     ``("inta", irq.inta, 1)`` for an interrupt unit without a bus port).
     ``joined_by_pads`` maps a line to the pads' port taking one enable per core (in the
     order of ``cores``: :class:`PCIPads`'s ``ad_oe_by``): the pads join those enables
-    themselves, and the line's ``oe`` carries only the ``lines`` drivers. On a joined
-    line each core presents 0 where it does not drive (the target and the initiator
-    gate their AD words from registers): the cores' values are ORed as they are, so
-    that the value waits for neither core's enable. Returns ``{line: the cores'
-    enable}`` (the OR, whoever forms it).
+    themselves, and the line's ``oe`` carries only the ``lines`` drivers. On the
+    :data:`~.pci.bus.PRESENTED_GATED` lines (AD and the handshake lines) each core
+    presents 0 where it does not drive: the cores' values are ORed as they are, so that
+    the value waits for neither core's enable (the formal jobs' ``released_zero``).
+    Returns ``{line: the cores' enable}`` (the OR, whoever forms it).
     """
     joined_by_pads = joined_by_pads or {}
     enables = {}
@@ -93,7 +93,8 @@ def merge_bus_drivers(m, pads_bus, cores, lines=(), *, joined_by_pads=None):
         for o, oe, from_core in drivers:
             oe = Value.cast(oe)
             joined = from_core and name in joined_by_pads
-            value = value | (o if joined else o & oe.replicate(bits))
+            value = value | (o if from_core and name in PRESENTED_GATED
+                             else o & oe.replicate(bits))
             enable = enable | oe
             if not joined:
                 pad_enable = pad_enable | oe

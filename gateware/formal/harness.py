@@ -23,7 +23,7 @@ from amaranth.hdl._ast import SignalSet
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
-from ..pci.pads import JOINED_LINES
+from ..pci.bus import PRESENTED_GATED
 
 __all__ = ["Harness", "internal_signals", "elaborate"]
 
@@ -112,14 +112,15 @@ class Harness(wiring.Component):
         if name in self.asserts:
             self._m.d.comb += Assert(condition, name, src_loc_at=1)
 
-    def check_joined_words(self, bus):
-        """Property ``ad_released_zero`` of a core's ``bus`` port: the board ORs the
-        cores' words on the joined lines (AD) without their enables
-        (:func:`~pcispy.gateware.top.merge_bus_drivers`), so a word not driven must be 0."""
-        for name in JOINED_LINES:
+    def check_released_zero(self, bus):
+        """Property ``released_zero`` of a core's ``bus`` port: the board ORs the cores'
+        values on the :data:`~pcispy.gateware.pci.bus.PRESENTED_GATED` lines (AD, the
+        handshake lines) without their enables
+        (:func:`~pcispy.gateware.top.merge_bus_drivers`), so a value not driven must be 0."""
+        for name in PRESENTED_GATED:
             line = getattr(bus, name, None)
             if line is not None:
-                self.check("ad_released_zero", line.oe | (line.o == 0))
+                self.check("released_zero", line.oe | (line.o == 0))
 
     def cover(self, name, condition):
         """Cover ``condition`` (the job shows a trace reaching it)."""

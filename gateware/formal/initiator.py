@@ -125,7 +125,7 @@ class InitiatorHarness(Harness):
 
         # --- the board, wired as in gateware/top.py -----------------------------------
         merge_bus_drivers(m, pads.bus, [dma])
-        self.check_joined_words(dma.bus)
+        self.check_released_zero(dma.bus)
         for name in LIVE_LINES:
             m.d.comb += getattr(dma.now, name).eq(getattr(pads.live, name))
         if self.mutation == "live_trdy_registered":

@@ -248,7 +248,7 @@ class TargetHarness(Harness):
         for name in ("devsel", "trdy", "stop"):
             self.check("enable_is_asserting", getattr(core, name).oe
                        == (core.devsel.o | core.trdy.o | core.stop.o))
-        self.check_joined_words(core)
+        self.check_released_zero(core)
         self.check("devsel_window", ~(devsel & ~claimed_q) |
                    ((since >= 2) & (since <= _DEVSEL_LAST)))
         self.check("trdy_stop_need_devsel", ~trdy | devsel)

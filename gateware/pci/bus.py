@@ -151,6 +151,17 @@ SUSTAINED_TRISTATE = frozenset({
     "frame", "irdy", "trdy", "stop", "devsel", "lock", "perr", "req64", "ack64",
 })
 
+#: Lines whose drivers present ``o`` as 0 wherever ``oe`` is 0: the board ORs the
+#: cores' values as they are and the pads drive them without gating the value by the
+#: enable again, so that a live line reaches the output register through the cores'
+#: choice of the value alone, not through the choice of the enable as well. (The
+#: initiator gates each cofactor's value with its own enable, from registers; the
+#: target asserts its lines only in the branches that own them. The formal jobs check
+#: it: ``released_zero``.)
+PRESENTED_GATED = frozenset({
+    "ad", "ad_hi", "frame", "irdy", "trdy", "stop", "devsel", "req64", "ack64",
+})
+
 
 def bus_lines(width=32):
     """The lines of a PCI slot as ``{name: bits}``, in a fixed order.

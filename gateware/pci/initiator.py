@@ -47,7 +47,7 @@ from amaranth import Cat, Const, Module, Signal, Mux, Value
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .bus import Command, Termination, PCIBusSignature
+from .bus import PRESENTED_GATED, Command, Termination, PCIBusSignature
 from .pads import JOINED_LINES
 
 __all__ = ["Descriptor", "Handshake", "ReadWords", "DescriptorResult", "InitiatorEvents",
@@ -817,13 +817,14 @@ class Initiator(wiring.Component):
             return Mux(gnt, by_gnt(1), by_gnt(0))
 
         # Outputs: the live lines select in front of the pads' output flip-flops. AD's
-        # words are presented as 0 where they are not driven (the pads OR the cores' AD
-        # words without their enables: ``merge_bus_drivers``); each cofactor gates its own
-        # word, from registers, so the live lines choose among gated words.
+        # words and the handshake lines (``PRESENTED_GATED``) are presented as 0 where
+        # they are not driven (the board ORs the cores' values without their enables:
+        # ``merge_bus_drivers``); each cofactor gates its own value, from registers, so
+        # the live lines choose among gated values.
         def presented(name, port):
             def pick(nxt, drv):
                 line = drv[name]
-                if port == "o" and name in JOINED_LINES:
+                if port == "o" and name in PRESENTED_GATED:
                     return line.o & line.oe.replicate(len(line.o))
                 return getattr(line, port)
             return pick

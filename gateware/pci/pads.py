@@ -38,7 +38,8 @@ from amaranth.lib import io, wiring
 from amaranth.lib.wiring import In, Out
 
 from .iocell import IOCellFlops, kept_lut4
-from .bus import ACTIVE_LOW, OPEN_DRAIN, SUSTAINED_TRISTATE, PCIBusSignature, bus_lines
+from .bus import (ACTIVE_LOW, OPEN_DRAIN, PRESENTED_GATED, SUSTAINED_TRISTATE,
+                  PCIBusSignature, bus_lines)
 
 __all__ = ["LIVE_LINES", "live_lines", "INPUT_ONLY_LINES", "DECODE_LINES", "JOINED_LINES",
            "decode_signature", "simulation_ports", "PCIPads"]
@@ -100,7 +101,10 @@ class PCIPads(wiring.Component):
         bus (In, PCIBusSignature(width)): the inside of the pads. For each line the cores
             present ``o`` (inside-level, active-high) and ``oe`` ("own this line"), taken
             at the clock edge and on the pin during the next clock; ``i`` is the pin value
-            sampled at the previous edge. ``par``/``par64`` ``o``/``oe`` are ignored (the
+            sampled at the previous edge. On the :data:`~.bus.PRESENTED_GATED` lines ``o``
+            must be 0 where ``oe`` is (as :func:`~pcispy.gateware.top.merge_bus_drivers`
+            hands them over): a sustained tri-state line shows ``o`` in its clock of
+            deasserted drive. ``par``/``par64`` ``o``/``oe`` are ignored (the
             pads generate parity); input-only lines ignore ``o``/``oe``.
         live (Out): ``frame``, ``irdy``, ``trdy``, ``stop``, ``devsel``, ``gnt``:
             unregistered, inside-level, for the same-clock paths only.
@@ -208,8 +212,8 @@ class PCIPads(wiring.Component):
         """(value, enable) the pin must show during the next clock, inside-level; with
         ``allowed``, only while ``drive_allowed`` (else the caller applies it)."""
         oe = Cat(*self._enables(name, line)).any()
-        if allowed:
-            oe = oe & self.drive_allowed
+        permitted = self.drive_allowed if allowed else 1
+        oe = oe & permitted
         if name in INPUT_ONLY_LINES:
             return 0, 0
         if name in OPEN_DRAIN:
@@ -219,7 +223,11 @@ class PCIPads(wiring.Component):
             owned = Signal(name=f"{name}_owned")
             m.d.pci += owned.eq(oe)
             # Released this edge: drive deasserted for one clock (owned), then float.
-            return line.o & oe, oe | owned
+            # A value presented 0 where it is not owned needs no gate by the enable: the
+            # live lines then reach the output register through the cores' choice and
+            # ``drive_allowed`` only, not through the choice of the enable as well.
+            value = line.o & permitted if name in PRESENTED_GATED else line.o & oe
+            return value, oe | owned
         return line.o, oe
 
     def _fanned_out_buffers(self, m, name, line, port):

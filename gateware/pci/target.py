@@ -238,7 +238,9 @@ class PCITarget(wiring.Component):
 
     Ports:
         bus (Out, PCIBusSignature(width)): to the pads (next-clock drive, sampled inputs).
-            AD's word is 0 where it is not driven (the board ORs the cores' AD words).
+            AD's word is 0 where it is not driven, and DEVSEL#, TRDY#, STOP# (and
+            ACK64#) are asserted only while owned (the board ORs the cores' values:
+            :data:`~.bus.PRESENTED_GATED`).
         live (In): ``frame``, ``irdy``, ... unregistered from the pads.
         par_error, par64_error (In, 1): live parity check from the pads.
         corrupt_par, corrupt_par64 (Out, 1): to the pads, flip the PAR of the word

@@ -63,6 +63,23 @@ def test_sustained_tristate_release_drives_high_for_one_clock():
     run(bench)
 
 
+def test_withheld_sustained_tristate_line_is_driven_deasserted_not_asserted():
+    """A handshake line's value is not gated by its enable (the cores present it 0 where
+    they do not own it), but it is by ``drive_allowed``: a line owned when passive mode
+    withholds the pins gets its clock of deasserted drive, whatever the core presents."""
+    async def bench(ctx, dut, ports):
+        ctx.set(dut.bus.stop.o, 1)
+        ctx.set(dut.bus.stop.oe, 1)
+        await ctx.tick("pci")
+        assert ctx.get(ports["stop"].oe) == 1 and ctx.get(ports["stop"].o) == 0
+        ctx.set(dut.drive_allowed, 0)
+        await ctx.tick("pci")
+        assert ctx.get(ports["stop"].oe) == 1 and ctx.get(ports["stop"].o) == 1
+        await ctx.tick("pci")
+        assert ctx.get(ports["stop"].oe) == 0
+    run(bench)
+
+
 def test_open_drain_only_pulls_low():
     async def bench(ctx, dut, ports):
         ctx.set(dut.bus.serr.oe, 1)
