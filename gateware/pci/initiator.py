@@ -48,6 +48,7 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .bus import PRESENTED_GATED, Command, Termination, PCIBusSignature
+from .cells import live_choice, lut4
 from .pads import JOINED_LINES
 
 __all__ = ["Descriptor", "Handshake", "ReadWords", "DescriptorResult", "InitiatorEvents",
@@ -218,6 +219,7 @@ class Initiator(wiring.Component):
         # live lines back into the logic in front of them (see "the live handshake").
         expand = platform is not None if self.expand_live is None else self.expand_live
         keep = {"keep": 1} if platform is not None else {}
+        fpga = platform is not None
 
         def kept_signal(value, name):
             """``value`` through a net named ``name`` that synthesis keeps (on an FPGA;
@@ -745,7 +747,10 @@ class Initiator(wiring.Component):
         target_names = [name for name in live_names if name != "gnt"]
         is_idle = phase == _Phase.IDLE
         # GNT# as it counts: while idle only with the bus idle (FRAME#, IRDY# deasserted).
-        gnt_counts = now.gnt & ~(is_idle & (now.frame | now.irdy))
+        # One hand-placed LUT4 (:mod:`.cells`): GNT# crosses it and the outputs' last choice.
+        gnt_counts = lut4(m, lambda gnt, frame, irdy, idle: gnt and not (idle and (frame or irdy)),
+                          [now.gnt, now.frame, now.irdy, is_idle], "gnt_counts", fpga=fpga,
+                          inverted=(0, 1, 2))
         # GNT# asserted counts as GNT# only while it is allowed: in the cofactors for GNT#
         # asserted, the registered permission stands in for the line.
         allowed = self.gnt_allowed
@@ -770,21 +775,20 @@ class Initiator(wiring.Component):
             as it counts) and the target's ``lines`` (``target_names``, in order) choose.
 
             Expanded, the phase chooses between the families inside each choice of the
-            lines (from registers), so the lines only choose among one net each: with
-            ``kept`` (the outputs, on an FPGA) a kept net, so that synthesis cannot fold
-            the live lines back into the logic in front of it. GNT# chooses last: it
-            comes through one gate of its own (with FRAME# and IRDY#). With ``kept``, the
-            target's lines' choice for each value of GNT# is a kept net too: synthesis
-            cannot then move GNT# down into the tree (behind more multiplexers), and each
-            tree (eight nets at most, two LUT levels as this design maps) is a structure
-            the floorplan places whole, not the nested L6MUX21 it leaves to the placer.
+            lines (from registers), so the lines only choose among one net each (with
+            ``kept``, the outputs: a kept net, named for the reports). GNT# chooses last:
+            it comes through one LUT4 of its own (``gnt_counts``, with FRAME# and IRDY#).
 
-            ``staged`` (with ``kept``: the control lines' outputs) keeps every two-way
-            choice of the tree as a net of its own, one line choosing in each: synthesis
-            can then share no decoding of the lines between trees. Left whole, abc decoded
-            TRDY# and DEVSEL# once for FRAME#, IRDY#, C/BE#'s enable and the AD word, and
-            placed that LUT by the AD pins across the die (stop 27, seed 1: DEVSEL# ->
-            9.7 ns of wire to X4/Y52 -> back to FRAME#'s register, 22.6 ns).
+            The outputs (``kept``) of a 32-bit bus choose in hand-placed cells
+            (:func:`~.cells.live_choice`: per bit a slice pair for the target's three
+            lines and one LUT4 for GNT#): a line crosses at most four cells to the pads.
+            Synthesis keeps to a kept net only as a name; written as two-way choices each
+            kept (``staged``, still the 64-bit bus's form, four lines), abc decoded the
+            lines again in front of them and DEVSEL# crossed 5 to 7 cells to FRAME#'s
+            register (stop 28). Left whole, abc decoded TRDY# and DEVSEL# once for
+            FRAME#, IRDY#, C/BE#'s enable and the AD word, and placed that LUT by the AD
+            pins across the die (stop 27, seed 1: DEVSEL# -> 9.7 ns of wire to X4/Y52 ->
+            back to FRAME#'s register, 22.6 ns).
             """
             if not expand:
                 return Mux(idle, pick(*idle_family[()]), pick(*busy_family[()]))
@@ -814,7 +818,30 @@ class Initiator(wiring.Component):
 
             def by_gnt(gnt_value):
                 return kept_net(tree(gnt_value, ()), gnt_value)
-            return Mux(gnt, by_gnt(1), by_gnt(0))
+
+            if kept is None or len(lines) > 3:
+                return Mux(gnt, by_gnt(1), by_gnt(0))
+            # The outputs on a 32-bit bus: the target's lines choose in the cells of one
+            # slice pair per bit (the last line at the LUT4s, the first at the L6MUX21),
+            # GNT# as it counts in one LUT4 after them. Synthesis keeps to nets it is
+            # given only as names: written as kept two-way choices, DEVSEL# crossed 5 to
+            # 7 cells to FRAME#'s register (docs/timing.md).
+            order = list(reversed(range(len(lines))))
+
+            def cells(gnt_value):
+                leaves = {}
+                for index in range(1 << len(lines)):
+                    values = [0] * len(lines)
+                    for k, j in enumerate(order):
+                        values[j] = (index >> k) & 1
+                    leaves[index] = leaf(gnt_value, tuple(values))
+                return live_choice(m, [lines[j] for j in order], leaves,
+                                   f"{kept}_gnt{gnt_value}", fpga=fpga, inverted=True)
+            granted, refused = cells(1), cells(0)
+            return Cat(*(lut4(m, lambda g, one, zero, _: one if g else zero,
+                              [gnt, granted[bit], refused[bit]], f"{kept}_by_gnt_b{bit}",
+                              fpga=fpga)
+                         for bit in range(len(granted))))
 
         # Outputs: the live lines select in front of the pads' output flip-flops. AD's
         # words and the handshake lines (``PRESENTED_GATED``) are presented as 0 where
@@ -840,7 +867,8 @@ class Initiator(wiring.Component):
             ends with this phase. So the live lines reach AD through two decisions only:
             ``sel`` (``go`` while idle, a LUT of GNT#, FRAME# and IRDY# of its own, or
             ``xfer``) and ``keep`` (no STOP# or master abort ends the final phase, one
-            LUT); every bit chooses between two words from registers. Chosen among the
+            LUT); every bit chooses between two words from registers, each decision and
+            each bit's choice one hand-placed LUT4 (:mod:`.cells`). Chosen among the
             sixteen cofactors' words instead, the lines went through five or six LUT
             levels to AD's registers (docs/timing.md, the data paths' depth). The same
             values clock for clock: ``expansion_prove`` checks them against the folded
@@ -848,8 +876,8 @@ class Initiator(wiring.Component):
             """
             net = kept_signal
             # The registered halves of the two decisions (``go`` only while idle, ``xfer``
-            # only in a data phase: ``sel`` is their OR, GNT#'s LUT kept so that TRDY# and
-            # DEVSEL# meet it in the next).
+            # only in a data phase: ``sel`` is their OR, GNT#'s LUT its own so that TRDY#
+            # and DEVSEL# meet it in the next).
             go_ok = net(is_idle & allowed & (held | offered) & ~stopping & ~nothing_left,
                         "ad_go_ok")
             xfer_ok = net(in_data & pin_irdy & (~ending | ending_open), "ad_xfer_ok")
@@ -858,9 +886,16 @@ class Initiator(wiring.Component):
             # GNT# counts while idle only with the bus idle: ``gnt_counts`` written out,
             # since ``go_ok`` already holds "idle" and GNT# then meets one LUT of four
             # inputs (``gnt_counts & go_ok`` would read the phase again: five).
-            go = net(now.gnt & ~now.frame & ~now.irdy & go_ok, "ad_go")
-            sel = net(go | (now.trdy & now.devsel & xfer_ok), "ad_sel")
-            keep_low = net(~(final_open & (now.stop | (~now.devsel & abort_due))), "ad_keep")
+            go = lut4(m, lambda gnt, frame, irdy, ok: gnt and not frame and not irdy and ok,
+                      [now.gnt, now.frame, now.irdy, go_ok], "ad_go", fpga=fpga,
+                      inverted=(0, 1, 2))
+            sel = lut4(m, lambda go, trdy, devsel, ok: go or (trdy and devsel and ok),
+                       [go, now.trdy, now.devsel, xfer_ok], "ad_sel", fpga=fpga,
+                       inverted=(1, 2))
+            keep_low = lut4(m, lambda stop, devsel, open_, due:
+                            not (open_ and (stop or (not devsel and due))),
+                            [now.stop, now.devsel, final_open, abort_due], "ad_keep",
+                            fpga=fpga, inverted=(0, 1))
             # H: idle, the address; moving now, the next word unless this phase is the
             # final one. L: the DAC phase's upper address; a write's word on the pins
             # through a wait state (or the first), unless the final phase is ending.
@@ -872,12 +907,16 @@ class Initiator(wiring.Component):
                     "oe": is_idle | moving_on}
             low = {"o": Mux(is_dac, addr[32:], writing.replicate(32) & held_word),
                    "oe": is_dac | writing}
-            # The word kept too: synthesis would otherwise fold the target's choice by
-            # FRAME#/IRDY# (ORed in by the pads) into these LUTs, a level deeper.
-            return {("ad", port): net(Mux(sel, net(high[port], f"ad_{port}_high"),
-                                          Mux(keep_low, net(low[port], f"ad_{port}_low"), 0)),
-                                      f"ad_{port}_presented")
-                    for port in ("o", "oe")}
+            # Each bit one hand-placed LUT4 of the two decisions and the two words.
+            presented = {}
+            for port in ("o", "oe"):
+                h, lo = net(high[port], f"ad_{port}_high"), net(low[port], f"ad_{port}_low")
+                presented["ad", port] = Cat(*(
+                    lut4(m, lambda s, k, h, lo: h if s else (lo if k else 0),
+                         [sel, keep_low, h[bit], lo[bit]], f"ad_{port}_presented_b{bit}",
+                         fpga=fpga)
+                    for bit in range(len(h))))
+            return presented
 
         target_now = [getattr(now, name) for name in target_names]
         late_ad = ad_by_two_decisions() if expand and not wide_bus else {}

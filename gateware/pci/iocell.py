@@ -16,9 +16,6 @@ the pin (one wire: the build report lists it among the input paths).
 
 Only for a real platform: the simulated pads keep their fabric flip-flops
 (:class:`~pcispy.gateware.pci.pads.PCIPads` chooses).
-
-:func:`kept_lut4` is the other ECP5 primitive the pads place themselves: a ``LUT4`` that
-synthesis keeps as one cell (AD's per-pin-pair enable copies).
 """
 
 from amaranth import ClockSignal, Const, Module, ResetSignal, Signal
@@ -26,25 +23,7 @@ from amaranth.hdl import Instance
 from amaranth.lib import io, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["IOCellFlops", "kept_lut4"]
-
-
-def _lut4_init(function):
-    """INIT of an ECP5 ``LUT4`` computing ``function(a, b, c, d)`` (output ``Z`` is INIT
-    bit D*8 + C*4 + B*2 + A)."""
-    return sum(1 << index for index in range(16)
-               if function(*((index >> bit) & 1 for bit in range(4))))
-
-
-def kept_lut4(function, inputs, output):
-    """An ECP5 ``LUT4`` computing ``function(a, b, c, d)`` of ``inputs`` (up to four, A
-    first; the rest tied to 0) onto ``output``, with ``keep``: synthesis does not merge it
-    with its copies or into its loads (it may still move logic across its inputs)."""
-    if len(inputs) > 4:
-        raise ValueError(f"a LUT4 has four inputs, not {len(inputs)}")
-    pins = list(inputs) + [Const(0)] * (4 - len(inputs))
-    return Instance("LUT4", p_INIT=Const(_lut4_init(function), 16), a_keep=1,
-                    i_A=pins[0], i_B=pins[1], i_C=pins[2], i_D=pins[3], o_Z=output)
+__all__ = ["IOCellFlops"]
 
 
 class IOCellFlops(wiring.Component):

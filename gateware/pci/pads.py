@@ -37,7 +37,8 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import io, wiring
 from amaranth.lib.wiring import In, Out
 
-from .iocell import IOCellFlops, kept_lut4
+from .cells import kept_lut4
+from .iocell import IOCellFlops
 from .bus import (ACTIVE_LOW, OPEN_DRAIN, PRESENTED_GATED, SUSTAINED_TRISTATE,
                   PCIBusSignature, bus_lines)
 

@@ -50,6 +50,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .bus import DECODE_SPEEDS, Command, DevselSpeed, PCIBusSignature
+from .cells import live_choice
 from .pads import LIVE_LINES, decode_signature
 
 __all__ = ["BackendSignature", "Window", "ResponseKnobs", "PCITarget", "WRITE_FIFO_DEPTH",
@@ -784,10 +785,10 @@ class PCITarget(wiring.Component):
         def cofactor(i, f, name, claimable=True):
             """The decision's ``name`` for one IRDY# and FRAME# value, the claim chosen
             (``claimable``; else the running transaction's, for a value the claim's clock
-            does not need). On an FPGA a kept net, so that synthesis cannot fold the live
-            lines back into the logic in front of it; the claim (from registers, or
-            decoded in the address phase) chooses inside it, so that the live lines only
-            pick among four nets at the output registers: one 6-input function."""
+            does not need). On an FPGA a kept net (the reports name the cells' inputs by
+            it); the claim (from registers, or decoded in the address phase) chooses
+            inside it, so that the live lines only pick among four nets at the output
+            registers (``live_pick``)."""
             key = (i, f, name, claimable)
             if key not in kept:
                 value = getattr(cases[False, i, f], name)
@@ -804,10 +805,13 @@ class PCITarget(wiring.Component):
             return kept[key]
 
         def live_pick(name, claimable=True):
-            """The decision's ``name`` for IRDY# and FRAME# as they are on the pins now."""
-            v = {(i, f): cofactor(i, f, name, claimable) for i in (0, 1) for f in (0, 1)}
-            return Mux(live.irdy, Mux(live.frame, v[1, 1], v[1, 0]),
-                       Mux(live.frame, v[0, 1], v[0, 0]))
+            """The decision's ``name`` for IRDY# and FRAME# as they are on the pins now:
+            per bit a slice of hand-placed cells (IRDY# into two LUT4s, FRAME# their
+            PFUMX), so that the lines cross two cells whatever synthesis makes of the
+            cofactors (:mod:`.cells`)."""
+            return live_choice(m, [live.irdy, live.frame], {
+                i | f << 1: cofactor(i, f, name, claimable) for i in (0, 1) for f in (0, 1)},
+                f"{name}_live", fpga=platform is not None, inverted=True)
 
         devsel_n, trdy_n, stop_n, own = (Signal(name=n) for n in
                                          ("devsel_n", "trdy_n", "stop_n", "own"))

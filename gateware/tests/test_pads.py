@@ -209,19 +209,3 @@ def test_fast_decode_offers_address_lines_unregistered():
         assert ctx.get(ports["ad"].o) == 0xAAAA_5555 and ctx.get(ports["ad"].oe) == 0xFFFF_FFFF
     sim.add_testbench(testbench)
     sim.run()
-
-
-def test_kept_lut4_init_follows_the_ecp5_input_order():
-    """INIT bit D*8 + C*4 + B*2 + A is the output: an AND of A and B is 0x8888, of C and
-    D 0xF000 (the ECP5 library's convention), and a LUT4 has four inputs at most."""
-    from amaranth import Signal
-
-    from pcispy.gateware.pci.iocell import kept_lut4
-    pins = [Signal(name=f"pin{i}") for i in range(4)]
-    both_ab = kept_lut4(lambda a, b, c, d: a and b, pins[:2], Signal())
-    both_cd = kept_lut4(lambda a, b, c, d: c and d, pins, Signal())
-    assert both_ab.parameters["INIT"].value == 0x8888
-    assert both_cd.parameters["INIT"].value == 0xF000
-    assert both_ab.attrs["keep"] == 1
-    with pytest.raises(ValueError, match="four inputs"):
-        kept_lut4(lambda *bits: 0, pins + [Signal()], Signal())
