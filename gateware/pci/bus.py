@@ -159,7 +159,8 @@ SUSTAINED_TRISTATE = frozenset({
 #: target asserts its lines only in the branches that own them. The formal jobs check
 #: it: ``released_zero``.)
 PRESENTED_GATED = frozenset({
-    "ad", "ad_hi", "frame", "irdy", "trdy", "stop", "devsel", "req64", "ack64",
+    "ad", "ad_hi", "cbe", "cbe_hi", "frame", "irdy", "trdy", "stop", "devsel", "req64",
+    "ack64",
 })
 
 

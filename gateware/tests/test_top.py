@@ -74,14 +74,13 @@ def test_merge_bus_drivers_ors_owners_and_single_lines():
     async def testbench(ctx):
         ctx.set(cores[1].bus.ad.o, 0x5A5A)
         ctx.set(cores[1].bus.ad.oe, 1)
-        ctx.set(cores[1].bus.cbe.o, 0b0010)
-        ctx.set(cores[1].bus.cbe.oe, 1)
-        ctx.set(cores[0].bus.cbe.o, 0b0101)         # not owned: ignored (C/BE# is gated)
+        ctx.set(cores[1].bus.req.oe, 1)             # REQ# deasserted by its owner
+        ctx.set(cores[0].bus.req.o, 1)              # not owned: ignored (REQ# is gated)
         ctx.set(inta, 1)
         ctx.set(ports["ad"].i, 0x1234)
         await ctx.tick("pci")
         assert ctx.get(ports["ad"].o) == 0x5A5A
-        assert ctx.get(ports["cbe"].o) == 0b0010 and ctx.get(ports["cbe"].oe) == 0b1111
+        assert ctx.get(ports["req"].oe) == 1 and ctx.get(ports["req"].o) == 1
         assert ctx.get(ports["inta"].oe) == 1 and ctx.get(ports["inta"].o) == 0
         assert ctx.get(cores[0].bus.ad.i) == ctx.get(cores[1].bus.ad.i) == 0x1234
     sim.add_testbench(testbench)
@@ -124,12 +123,11 @@ def test_merge_bus_drivers_leaves_joined_enables_to_the_pads():
         ctx.set(cores[0].bus.trdy.o, 1)             # (breaking the rule: ORed as it is)
         ctx.set(cores[0].bus.trdy.oe, 0)
         ctx.set(cores[1].bus.trdy.oe, 1)
-        ctx.set(cores[0].bus.cbe.o, 0b0101)         # not owned: ignored
-        ctx.set(cores[1].bus.cbe.o, 0b1000)
-        ctx.set(cores[1].bus.cbe.oe, 1)
+        ctx.set(cores[0].bus.req.o, 1)              # not owned: ignored
+        ctx.set(cores[1].bus.req.oe, 1)
         await ctx.tick("pci")
         assert ctx.get(ports["ad"].o) == 0x5B5B
         assert ctx.get(ports["trdy"].oe) == 1 and ctx.get(ports["trdy"].o) == 0
-        assert ctx.get(ports["cbe"].o) == 0b1000
+        assert ctx.get(ports["req"].o) == 1
     sim.add_testbench(testbench)
     sim.run()
