@@ -10,16 +10,18 @@ choices each a kept net, came out 5 to 7 cells deep from DEVSEL#). A cell instan
 here is a primitive to synthesis: the live line meets exactly the cells written.
 
 Every function takes ``fpga``: on an FPGA the ECP5 primitives (``LUT4``, ``PFUMX``,
-``L6MUX21``, with ``keep``); elsewhere the same functions in logic, a ``LUT4`` as its
+``L6MUX21``, with ``keep``); elsewhere the same functions in logic: a ``LUT4`` as its
 ``INIT`` table indexed by its inputs, so that simulation and the formal proofs run the
-tables the FPGA gets. The primitives behave as yosys' ECP5 models
+tables the FPGA gets, and :func:`live_choice` as the plain choice (one per word, where
+the cells are one slice per bit: the simulations' time), which ``test_cells.py`` has
+yosys prove the cells equal to. The primitives behave as yosys' ECP5 models
 (``share/ecp5/common_sim.vh``): ``LUT4`` output ``Z`` is ``INIT`` bit D*8 + C*4 + B*2 +
 A; ``PFUMX``: ``Z = C0 ? ALUT : BLUT``; ``L6MUX21``: ``Z = SD ? D1 : D0``. Input A of a
 ``LUT4`` is its fastest (0.14 ns against 0.38 ns for C and D), and a multiplexer's
 select the fastest way through a slice: the live lines take those.
 """
 
-from amaranth import Cat, Const, Signal, Mux, Value
+from amaranth import Array, Cat, Const, Signal, Value
 from amaranth.hdl import Instance
 
 __all__ = ["lut4_init", "lut4", "kept_lut4", "live_choice"]
@@ -73,15 +75,12 @@ def lut4(m, function, inputs, name, *, fpga, inverted=()):
     return output
 
 
-def _mux(m, kind, name, select, one, zero, *, fpga):
-    """A wide-function multiplexer of a slice: ``select ? one : zero``."""
+def _mux(m, kind, name, select, one, zero):
+    """A wide-function multiplexer of a slice (FPGA only): ``select ? one : zero``."""
     output = Signal(name=name)
-    if fpga:
-        ports = {"PFUMX": ("C0", "ALUT", "BLUT"), "L6MUX21": ("SD", "D1", "D0")}[kind]
-        m.submodules[name] = Instance(kind, a_keep=1, o_Z=output, **{
-            f"i_{port}": value for port, value in zip(ports, (select, one, zero))})
-    else:
-        m.d.comb += output.eq(Mux(select, one, zero))
+    ports = {"PFUMX": ("C0", "ALUT", "BLUT"), "L6MUX21": ("SD", "D1", "D0")}[kind]
+    m.submodules[name] = Instance(kind, a_keep=1, o_Z=output, **{
+        f"i_{port}": value for port, value in zip(ports, (select, one, zero))})
     return output
 
 
@@ -105,18 +104,23 @@ def live_choice(m, selects, leaves, name, *, fpga, inverted=False):
     if any(len(leaf) != width for leaf in leaves):
         raise ValueError(f"{name}: the leaves differ in width")
     output = Signal(width, name=name)
+    if not fpga:
+        # The choice itself: simulation runs it for every bit of every word each clock,
+        # and test_cells proves the cells equal to it.
+        m.d.comb += output.eq(Array(leaves)[Cat(*selects)])
+        return output
     first = (0,) if inverted else ()
     for bit in range(width):
         level = [lut4(m, lambda s, one, zero, _: one if s else zero,
                       [selects[0], leaves[index + 1][bit], leaves[index][bit]],
-                      f"{name}_b{bit}_lut{index // 2}", fpga=fpga, inverted=first)
+                      f"{name}_b{bit}_lut{index // 2}", fpga=True, inverted=first)
                  for index in range(0, len(leaves), 2)]
         for depth, kind in ((1, "PFUMX"), (2, "L6MUX21")):
             if depth < len(selects):
                 select = ~Value.cast(selects[depth]) if inverted else selects[depth]
                 level = [_mux(m, kind, f"{name}_b{bit}_{kind.lower()}{index // 2}", select,
                               *((level[index], level[index + 1]) if inverted
-                                else (level[index + 1], level[index])), fpga=fpga)
+                                else (level[index + 1], level[index])))
                          for index in range(0, len(level), 2)]
         m.d.comb += output[bit].eq(level[0])
     return output
