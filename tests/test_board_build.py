@@ -324,8 +324,8 @@ def test_a_build_is_reused_only_with_the_same_design_and_nextpnr_options():
     assert same_build(previous, "abc", False, options)
     assert not same_build(previous, "abd", False, options)
     assert not same_build(previous, "abc", True, options)
-    assert not same_build(previous, "abc", False, nextpnr_options("ulx3s-85f", seed=2))
-    assert not same_build(previous, "abc", False, nextpnr_options("ulx3s-85f", threads=1))
+    assert not same_build(previous, "abc", False, nextpnr_options("ulx3s-85f", seed=3))
+    assert not same_build(previous, "abc", False, nextpnr_options("ulx3s-85f", threads=2))
     synthesised = {"design_hash": "abc", "synth_only": True}
     assert same_build(synthesised, "abc", True, options)
 
