@@ -24,7 +24,7 @@ select the fastest way through a slice: the live lines take those.
 from amaranth import Array, Cat, Const, Signal, Value
 from amaranth.hdl import Instance
 
-__all__ = ["lut4_init", "lut4", "kept_lut4", "live_choice"]
+__all__ = ["lut4_init", "two_way", "lut4", "kept_lut4", "live_choice"]
 
 
 def lut4_init(function):
@@ -46,6 +46,11 @@ def kept_lut4(function, inputs, output):
     pins = _pins(inputs)
     return Instance("LUT4", p_INIT=Const(lut4_init(function), 16), a_keep=1,
                     i_A=pins[0], i_B=pins[1], i_C=pins[2], i_D=pins[3], o_Z=output)
+
+
+def two_way(select, one, zero, _=0):
+    """A ``LUT4`` table choosing between two inputs: ``select ? one : zero``."""
+    return one if select else zero
 
 
 def _inputs_inverted(function, inverted):
@@ -111,7 +116,7 @@ def live_choice(m, selects, leaves, name, *, fpga, inverted=False):
         return output
     first = (0,) if inverted else ()
     for bit in range(width):
-        level = [lut4(m, lambda s, one, zero, _: one if s else zero,
+        level = [lut4(m, two_way,
                       [selects[0], leaves[index + 1][bit], leaves[index][bit]],
                       f"{name}_b{bit}_lut{index // 2}", fpga=True, inverted=first)
                  for index in range(0, len(leaves), 2)]

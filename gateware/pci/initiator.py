@@ -48,7 +48,7 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .bus import PRESENTED_GATED, Command, Termination, PCIBusSignature
-from .cells import live_choice, lut4
+from .cells import live_choice, lut4, two_way
 from .pads import JOINED_LINES
 
 __all__ = ["Descriptor", "Handshake", "ReadWords", "DescriptorResult", "InitiatorEvents",
@@ -838,7 +838,7 @@ class Initiator(wiring.Component):
                 return live_choice(m, [lines[j] for j in order], leaves,
                                    f"{kept}_gnt{gnt_value}", fpga=fpga, inverted=True)
             granted, refused = cells(1), cells(0)
-            return Cat(*(lut4(m, lambda g, one, zero, _: one if g else zero,
+            return Cat(*(lut4(m, two_way,
                               [gnt, granted[bit], refused[bit]], f"{kept}_by_gnt_b{bit}",
                               fpga=fpga)
                          for bit in range(len(granted))))
