@@ -67,7 +67,8 @@ IO_WINDOW_SIZE = 256
 INDICATORS = data.StructLayout({"armed": 1, "triggered": 1, "overrun": 1, "passive": 1})
 
 
-def merge_bus_drivers(m, pads_bus, cores, lines=(), *, joined_by_pads=None):
+def merge_bus_drivers(m, pads_bus, cores, lines=(), *, joined_by_pads=None,
+                      decided_by_pads=None):
     """Join the ``bus`` ports of ``cores`` (each ``Out(PCIBusSignature)``) onto the pads.
 
     Each line is the OR of the values of the cores that own it (``oe``); every core sees
@@ -75,20 +76,25 @@ def merge_bus_drivers(m, pads_bus, cores, lines=(), *, joined_by_pads=None):
     ``("inta", irq.inta, 1)`` for an interrupt unit without a bus port).
     ``joined_by_pads`` maps a line to the pads' port taking one enable per core (in the
     order of ``cores``: :class:`PCIPads`'s ``ad_oe_by``): the pads join those enables
-    themselves, and the line's ``oe`` carries only the ``lines`` drivers. On the
+    themselves, and the line's ``oe`` carries only the ``lines`` drivers.
+    ``decided_by_pads`` maps a line to the core whose value and enable the pads take as
+    its decision (:class:`PCIPads`'s ``master_ad``): that core is left out of the line's
+    value and of its joined enables (the caller connects the decision). On the
     :data:`~.pci.bus.PRESENTED_GATED` lines (AD and the handshake lines) each core
     presents 0 where it does not drive: the cores' values are ORed as they are, so that
     the value waits for neither core's enable (the formal jobs' ``released_zero``).
     Returns ``{line: the cores' enable}`` (the OR, whoever forms it).
     """
     joined_by_pads = joined_by_pads or {}
+    decided_by_pads = decided_by_pads or {}
     enables = {}
     for name, bits in bus_lines(pads_bus.signature.width).items():
         pad = getattr(pads_bus, name)
         value, enable, pad_enable = Const(0, bits), Const(0, 1), Const(0, 1)
-        core_enables = [getattr(core.bus, name).oe for core in cores]
+        merged = [core for core in cores if decided_by_pads.get(name) is not core]
+        core_enables = [getattr(core.bus, name).oe for core in merged]
         drivers = [(getattr(core.bus, name).o, oe, True)
-                   for core, oe in zip(cores, core_enables)]
+                   for core, oe in zip(merged, core_enables)]
         drivers += [(o, oe, False) for line, o, oe in lines if line == name]
         for o, oe, from_core in drivers:
             oe = Value.cast(oe)
@@ -98,6 +104,8 @@ def merge_bus_drivers(m, pads_bus, cores, lines=(), *, joined_by_pads=None):
             enable = enable | oe
             if not joined:
                 pad_enable = pad_enable | oe
+        if name in decided_by_pads:
+            enable = enable | getattr(decided_by_pads[name].bus, name).oe
         for core in cores:
             m.d.comb += getattr(core.bus, name).i.eq(pad.i)
         m.d.comb += [pad.o.eq(value), pad.oe.eq(pad_enable)]
@@ -258,10 +266,13 @@ class PCIBoard(wiring.Component):
         m = Module()
         passive_build = self.passive_build
         # In the active build the target and the DMA master drive AD: the pads join their
-        # enables.
+        # enables; on a 32-bit bus they take the master's AD as its decision and make it
+        # in the cells of the join (``ADDecision``).
+        decided = not passive_build and self.width == 32
         m.submodules.pads = pads = PCIPads(
             self.width, self.ports, fast_decode=self.decode is DevselSpeed.FAST and not
-            passive_build, ad_drivers=0 if passive_build else 2)
+            passive_build, ad_drivers=0 if passive_build else 1 if decided else 2,
+            master_ad=decided)
         m.submodules.bank = bank = CSRBank(REGISTER_MAP.with_resets(decode_resets(self.decode)))
         # A passive build keeps the interrupt unit's cycle counter alone: the timestamps.
         m.submodules.irq = irq = DomainRenamer("pci")(InterruptUnit(clock_only=passive_build))
@@ -368,10 +379,15 @@ class PCIBoard(wiring.Component):
         passive_on = Signal()
         quiet = ~passive & ~passive_on
         joined = pads.joined_enables()
+        decided = pads.master_ad_decided
+        decisions = {"ad": dma} if decided else {}
         enables = merge_bus_drivers(m, pads.bus, [target, dma],
                                     lines=[("inta", irq.inta, irq.inta & quiet)],
-                                    joined_by_pads=joined)
-        m.d.comb += pads.drive_allowed.eq(~passive_on)
+                                    joined_by_pads=joined, decided_by_pads=decisions)
+        if decided:
+            m.d.comb += pads.master_ad.eq(dma.ad_decision)
+        # The target gates AD's enable itself (the pads' copies have no input left for it).
+        m.d.comb += [pads.drive_allowed.eq(~passive_on), target.drive_allowed.eq(~passive_on)]
         # (REQ# is always driven by a master: it does not count.) For AD the pads say
         # whether they drive it: their copy of a tristate register, placed with it, rather
         # than a copy of the cores' enables (the end of the enables' whole decision). The

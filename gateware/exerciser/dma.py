@@ -34,7 +34,7 @@ from amaranth.lib.wiring import In, Out
 
 from ..csr import BlockSignature
 from ..regs import DMA, DMA_MAX_BURST
-from ..pci.bus import Command, Termination, PCIBusSignature
+from ..pci.bus import ADDecision, Command, Termination, PCIBusSignature
 from ..pci.initiator import (Initiator, Handshake, InitiatorStatus, DescriptorResult,
                              is_memory_command)
 from .patterns import Pattern, PatternGenerator
@@ -67,6 +67,9 @@ class DMAEngine(wiring.Component):
         latency_timer (In, 8): configuration Latency Timer, in clocks.
         cache_line (In, 8): configuration Cache Line Size, in DWORDs.
         status (Out, InitiatorStatus): pulses for the configuration Status register.
+        ad_decision (Out, ADDecision): 32-bit only: the master's ``bus.ad`` as a decision
+            between two registered words (:class:`~..pci.initiator.Initiator`), for the
+            pads.
 
     Parameters:
         width: bus width, 32 or 64.
@@ -86,6 +89,7 @@ class DMAEngine(wiring.Component):
             "latency_timer": In(8),
             "cache_line": In(8),
             "status": Out(InitiatorStatus),
+            **({} if width == 64 else {"ad_decision": Out(ADDecision())}),
         })
 
     def elaborate(self, platform):
@@ -105,6 +109,8 @@ class DMAEngine(wiring.Component):
             ini.irdy_wait.eq(regs.wait.irdy),
             self.status.eq(ini.status),
         ]
+        if self.width == 32:
+            m.d.comb += self.ad_decision.eq(ini.ad_decision)
 
         # --- settings -----------------------------------------------------------------------
         mode = regs.mode

@@ -16,6 +16,7 @@ This module is imported by the gateware, the simulated bus models and the host (
 enum names), so it holds no state machine.
 """
 
+from amaranth import Mux
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -23,7 +24,7 @@ __all__ = [
     "Command", "Termination", "DevselSpeed", "DECODE_SPEEDS",
     "COMMAND_MNEMONICS", "TERMINATION_NAMES",
     "ACTIVE_LOW", "OPEN_DRAIN", "SUSTAINED_TRISTATE",
-    "bus_lines", "TriStateSignature", "PCIBusSignature", "BusState",
+    "bus_lines", "TriStateSignature", "PCIBusSignature", "BusState", "ADDecision",
     "parity", "byte_enables",
 ]
 
@@ -225,6 +226,36 @@ class BusState(data.StructLayout):
         fields["req"] = masters
         fields["gnt"] = masters
         super().__init__(fields)
+
+
+class ADDecision(data.StructLayout):
+    """A master's AD[31:0] for the next clock as one decision between two words.
+
+    ``high`` with its enable ``high_oe`` where ``take_high``, else ``low`` with
+    ``low_oe``; each word 0 where its enable is (the rule of :data:`PRESENTED_GATED`).
+    The words and enables come from registers; ``take_high`` is the only value the live
+    handshake lines decide in the clock. The pads take the parts and make the choice in
+    the same cell as the join with the other cores' AD (:class:`~.pads.PCIPads`,
+    ``master_ad``), so a live line crosses the decision's cells and that one cell: on
+    the ULX3S three cells deep (docs/timing.md, the data paths' depth). A master that
+    decides AD some other way hands over its word as ``high`` with ``take_high`` set.
+    Its value: :meth:`word` and :meth:`enable` of a view.
+    """
+    def __init__(self):
+        super().__init__({"take_high": 1, "high": 32, "low": 32, "high_oe": 1, "low_oe": 1})
+
+    def __call__(self, target):
+        return _ADDecisionView(self, target)
+
+
+class _ADDecisionView(data.View):
+    def word(self):
+        """The word presented: ``high`` or ``low``, as ``take_high`` chooses."""
+        return Mux(self.take_high, self.high, self.low)
+
+    def enable(self):
+        """Whether AD is driven: ``high_oe`` or ``low_oe``, as ``take_high`` chooses."""
+        return Mux(self.take_high, self.high_oe, self.low_oe)
 
 
 def parity(*values):

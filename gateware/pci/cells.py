@@ -24,7 +24,7 @@ select the fastest way through a slice: the live lines take those.
 from amaranth import Array, Cat, Const, Signal, Value
 from amaranth.hdl import Instance
 
-__all__ = ["lut4_init", "two_way", "lut4", "kept_lut4", "live_choice"]
+__all__ = ["lut4_init", "two_way", "gated_two_way", "lut4", "kept_lut4", "live_choice"]
 
 
 def lut4_init(function):
@@ -89,7 +89,12 @@ def _mux(m, kind, name, select, one, zero):
     return output
 
 
-def live_choice(m, selects, leaves, name, *, fpga, inverted=False):
+def gated_two_way(select, one, zero, gate):
+    """A ``LUT4`` table choosing between two inputs where ``gate`` is set, else 0."""
+    return gate and (one if select else zero)
+
+
+def live_choice(m, selects, leaves, name, *, fpga, inverted=False, gate=None):
     """The leaf that ``selects`` (one to three 1-bit values, the live lines) choose, as
     the cells of one slice (pair) per bit: ``LUT4``s choosing by ``selects[0]`` (input
     A) between two leaves each, a ``PFUMX`` by ``selects[1]``, an ``L6MUX21`` by
@@ -100,7 +105,8 @@ def live_choice(m, selects, leaves, name, *, fpga, inverted=False):
     they have the clock before to arrive). Returns a signal of that width named
     ``name`` (the cells' names start with it). ``inverted``: the selects are active-low
     pins read inside-level (as :func:`lut4`'s ``inverted``): the cells take their
-    inverse and choose the other way round.
+    inverse and choose the other way round. ``gate``: a 1-bit value from a register;
+    the choice is 0 where it is 0 (the first cells' fourth input: no cell of its own).
     """
     if not 1 <= len(selects) <= 3:
         raise ValueError(f"a slice pair chooses by one to three lines, not {len(selects)}")
@@ -112,12 +118,16 @@ def live_choice(m, selects, leaves, name, *, fpga, inverted=False):
     if not fpga:
         # The choice itself: simulation runs it for every bit of every word each clock,
         # and test_cells proves the cells equal to it.
-        m.d.comb += output.eq(Array(leaves)[Cat(*selects)])
+        choice = Array(leaves)[Cat(*selects)]
+        if gate is not None:
+            choice = choice & Value.cast(gate).replicate(width)
+        m.d.comb += output.eq(choice)
         return output
     first = (0,) if inverted else ()
     for bit in range(width):
-        level = [lut4(m, two_way,
-                      [selects[0], leaves[index + 1][bit], leaves[index][bit]],
+        level = [lut4(m, two_way if gate is None else gated_two_way,
+                      [selects[0], leaves[index + 1][bit], leaves[index][bit],
+                       *(() if gate is None else (gate,))],
                       f"{name}_b{bit}_lut{index // 2}", fpga=True, inverted=first)
                  for index in range(0, len(leaves), 2)]
         for depth, kind in ((1, "PFUMX"), (2, "L6MUX21")):

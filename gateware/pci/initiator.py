@@ -47,7 +47,7 @@ from amaranth import Cat, Const, Module, Signal, Mux, Value
 from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .bus import PRESENTED_GATED, Command, Termination, PCIBusSignature
+from .bus import PRESENTED_GATED, ADDecision, Command, Termination, PCIBusSignature
 from .cells import live_choice, lut4, two_way
 from .pads import JOINED_LINES
 
@@ -177,6 +177,10 @@ class Initiator(wiring.Component):
         status (Out, InitiatorStatus): pulses for the configuration Status register (of
             the previous clock).
         busy (Out, 1): a descriptor is held or a transaction is on the bus.
+        ad_decision (Out, ADDecision): 32-bit only: ``bus.ad``'s word and enable as one
+            decision between two registered words (``bus.ad`` is its value), for pads
+            that make the choice in the cell joining the target's AD. Expanded, only the
+            choice is live; folded, the word is ``high``, always taken.
 
     Parameters:
         width: bus width, 32 or 64.
@@ -208,6 +212,7 @@ class Initiator(wiring.Component):
             "events": Out(InitiatorEvents),
             "status": Out(InitiatorStatus),
             "busy": Out(1),
+            **({} if width == 64 else {"ad_decision": Out(ADDecision())}),
         })
 
     def elaborate(self, platform):
@@ -856,32 +861,34 @@ class Initiator(wiring.Component):
                 return getattr(line, port)
             return pick
 
-        def ad_by_two_decisions():
-            """``{("ad", port): value}``: AD's word and enable on a 32-bit bus, the values
-            of the phase machine's outputs (``decide``) in the form ``sel ? H : keep & L``.
+        def ad_decision():
+            """``{part: value}`` of :class:`~.bus.ADDecision`: AD's word and enable on a
+            32-bit bus, the values of the phase machine's outputs (``decide``) as one
+            decision between two registered words, which the pads make in the cell that
+            joins the target's AD.
 
             What the machine presents on AD: while idle, the address when GNT# counts and a
             descriptor starts (``go``), else nothing; in the DAC phase the upper address; in
             the address phase a write's held or first word; in a data phase a write's word
             (the next one when a word moves now, ``xfer``), nothing once the transaction
-            ends with this phase. So the live lines reach AD through two decisions only:
-            ``sel`` (``go`` while idle, a LUT of GNT#, FRAME# and IRDY# of its own, or
-            ``xfer``) and ``keep`` (no STOP# or master abort ends the final phase, one
-            LUT); every bit chooses between two words from registers, each decision and
-            each bit's choice one hand-placed LUT4 (:mod:`.cells`). Chosen among the
-            sixteen cofactors' words instead, the lines went through five or six LUT
-            levels to AD's registers (docs/timing.md, the data paths' depth). The same
-            values clock for clock: ``expansion_prove`` checks them against the folded
-            build.
+            ends with this phase (``kill``: STOP# or a master abort ends the final phase).
+            ``high`` is the address while idle and the next word after a data phase that is
+            not the final one, so it is 0 in the final phase and ``kill`` can take it
+            rather than gate ``low``: ``take_high = go | xfer | kill``, each a hand-placed
+            LUT4 of the lines and registered halves (:mod:`.cells`), and a fourth of the
+            three. A line crosses two cells to ``take_high`` and the pads' one after it:
+            three to AD's registers. (Chosen among the sixteen cofactors' words, the lines
+            crossed five or six; as ``sel ? high : keep & low``, stop 28's form, four,
+            since the join with the target's word was a cell of its own.) The same values
+            clock for clock: ``expansion_prove`` checks them against the folded build.
             """
             net = kept_signal
-            # The registered halves of the two decisions (``go`` only while idle, ``xfer``
-            # only in a data phase: ``sel`` is their OR, GNT#'s LUT its own so that TRDY#
-            # and DEVSEL# meet it in the next).
+            # The registered halves of the three decisions (``go`` only while idle,
+            # ``xfer`` only in a data phase, ``kill`` only in the final one, not idle).
             go_ok = net(is_idle & allowed & (held | offered) & ~stopping & ~nothing_left,
                         "ad_go_ok")
             xfer_ok = net(in_data & pin_irdy & (~ending | ending_open), "ad_xfer_ok")
-            final_open = net(final_phase & ~ending, "ad_final_open")
+            final_open = net(~is_idle & final_phase & ~ending, "ad_final_open")
             abort_due = net(~devsel_seen & devsel_overdue, "ad_abort_due")
             # GNT# counts while idle only with the bus idle: ``gnt_counts`` written out,
             # since ``go_ok`` already holds "idle" and GNT# then meets one LUT of four
@@ -889,37 +896,43 @@ class Initiator(wiring.Component):
             go = lut4(m, lambda gnt, frame, irdy, ok: gnt and not frame and not irdy and ok,
                       [now.gnt, now.frame, now.irdy, go_ok], "ad_go", fpga=fpga,
                       inverted=(0, 1, 2))
-            sel = lut4(m, lambda go, trdy, devsel, ok: go or (trdy and devsel and ok),
-                       [go, now.trdy, now.devsel, xfer_ok], "ad_sel", fpga=fpga,
-                       inverted=(1, 2))
-            keep_low = lut4(m, lambda stop, devsel, open_, due:
-                            not (open_ and (stop or (not devsel and due))),
-                            [now.stop, now.devsel, final_open, abort_due], "ad_keep",
-                            fpga=fpga, inverted=(0, 1))
-            # H: idle, the address; moving now, the next word unless this phase is the
-            # final one. L: the DAC phase's upper address; a write's word on the pins
+            xfer = lut4(m, lambda trdy, devsel, ok, _: trdy and devsel and ok,
+                        [now.trdy, now.devsel, xfer_ok], "ad_xfer", fpga=fpga,
+                        inverted=(0, 1))
+            kill = lut4(m, lambda stop, devsel, open_, due:
+                        open_ and (stop or (not devsel and due)),
+                        [now.stop, now.devsel, final_open, abort_due], "ad_kill",
+                        fpga=fpga, inverted=(0, 1))
+            take_high = lut4(m, lambda go, xfer, kill, _: go or xfer or kill,
+                             [go, xfer, kill], "ad_take_high", fpga=fpga)
+            # high: idle, the address; moving now, the next word unless this phase is the
+            # final one. low: the DAC phase's upper address; a write's word on the pins
             # through a wait state (or the first), unless the final phase is ending.
             is_dac = phase == _Phase.DAC
             moving_on = txn_write & ~final_phase
             writing = ~is_idle & txn_write & ~(final_phase & ending)
             held_word = Mux(pin_irdy, pin_ad, word[0])
-            high = {"o": Mux(is_idle, e_addr[:32], moving_on.replicate(32) & word[1]),
-                    "oe": is_idle | moving_on}
-            low = {"o": Mux(is_dac, addr[32:], writing.replicate(32) & held_word),
-                   "oe": is_dac | writing}
-            # Each bit one hand-placed LUT4 of the two decisions and the two words.
-            presented = {}
-            for port in ("o", "oe"):
-                h, lo = net(high[port], f"ad_{port}_high"), net(low[port], f"ad_{port}_low")
-                presented["ad", port] = Cat(*(
-                    lut4(m, lambda s, k, h, lo: h if s else (lo if k else 0),
-                         [sel, keep_low, h[bit], lo[bit]], f"ad_{port}_presented_b{bit}",
-                         fpga=fpga)
-                    for bit in range(len(h))))
-            return presented
+            return {
+                "take_high": take_high,
+                "high": net(Mux(is_idle, e_addr[:32], moving_on.replicate(32) & word[1]),
+                            "ad_high"),
+                "high_oe": net(is_idle | moving_on, "ad_high_oe"),
+                "low": net(Mux(is_dac, addr[32:], writing.replicate(32) & held_word),
+                           "ad_low"),
+                "low_oe": net(is_dac | writing, "ad_low_oe"),
+            }
 
         target_now = [getattr(now, name) for name in target_names]
-        late_ad = ad_by_two_decisions() if expand and not wide_bus else {}
+        late_ad = {}
+        if expand and not wide_bus:
+            m.d.comb += [getattr(self.ad_decision, part).eq(value)
+                         for part, value in ad_decision().items()]
+            late_ad = {("ad", "o"): self.ad_decision.word(),
+                       ("ad", "oe"): self.ad_decision.enable()}
+        elif not wide_bus:
+            # Decided among the cofactors (or folded): the word is the decision's high half.
+            m.d.comb += [self.ad_decision.take_high.eq(1), self.ad_decision.high.eq(bus.ad.o),
+                         self.ad_decision.high_oe.eq(bus.ad.oe)]
         for name in driven:
             line = getattr(bus, name)
             for port in ("o", "oe"):

@@ -37,13 +37,13 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import io, wiring
 from amaranth.lib.wiring import In, Out
 
-from .cells import kept_lut4
+from .cells import kept_lut4, lut4
 from .iocell import IOCellFlops
 from .bus import (ACTIVE_LOW, OPEN_DRAIN, PRESENTED_GATED, SUSTAINED_TRISTATE,
-                  PCIBusSignature, bus_lines)
+                  ADDecision, PCIBusSignature, bus_lines)
 
 __all__ = ["LIVE_LINES", "live_lines", "INPUT_ONLY_LINES", "DECODE_LINES", "JOINED_LINES",
-           "decode_signature", "simulation_ports", "PCIPads"]
+           "decode_signature", "simulation_ports", "decided_word", "decided_floats", "PCIPads"]
 
 #: Handshake lines offered unregistered (``pads.live.NAME``) for the same-clock paths.
 LIVE_LINES = ("frame", "irdy", "trdy", "stop", "devsel", "gnt")
@@ -95,6 +95,25 @@ def simulation_ports(width=32, *, passive=False):
             for name, bits in bus_lines(width).items()}
 
 
+def decided_word(m, decision, others, name, *, fpga):
+    """The word the AD pins take from a master's :class:`~.bus.ADDecision` and the other
+    cores' word ``others`` (ORed, each 0 where it does not drive): on an FPGA one
+    ``LUT4`` per bit (named ``NAME_bBIT``), the decision made in the cell of the join;
+    elsewhere the same value as logic."""
+    if not fpga:
+        return decision.word() | others
+    return Cat(*(lut4(m, lambda take, high, low, other: (high if take else low) or other,
+                      [decision.take_high, decision.high[bit], decision.low[bit], others[bit]],
+                      f"{name}_b{bit}", fpga=True)
+                 for bit in range(len(others))))
+
+
+def decided_floats(take_high, high_oe, low_oe, other_oe):
+    """The table of an AD enable copy joining a master's decision (``take_high`` and its
+    two enables, already permitted) with another core's enable: 1 = float."""
+    return not ((high_oe if take_high else low_oe) or other_oe)
+
+
 class PCIPads(wiring.Component):
     """The I/O cells of one PCI slot, in clock domain ``pci``.
 
@@ -126,6 +145,15 @@ class PCIPads(wiring.Component):
             costs no logic level and no wire of its own (AD's enable is the board's
             longest same-clock decision).
         ad_hi_oe_by (In, ad_drivers): the same for AD[63:32] (64-bit only).
+        master_ad (In, ADDecision): with ``master_ad`` only (32-bit, one ``ad_drivers``):
+            the master's AD[31:0] as a decision between two registered words, apart from
+            ``bus.ad`` (the other cores', ORed) and ``ad_oe_by`` (the target's enable).
+            The pads make the decision in the cell that joins the others: per bit one
+            cell for the word, and in each pin pair's enable copy. Its enables are gated
+            by ``drive_allowed`` before the copy (from registers); the copy's four inputs
+            are then the decision and the target's enable, so ``ad_oe_by`` is **not**
+            gated by it: the core presenting it gates it itself (the target's
+            ``drive_allowed``).
         ad_driven, ad_hi_driven (Out, 1): with ``ad_drivers`` only: the pads drive
             AD[31:0] (AD[63:32]) during this clock (registered; PAR's enable follows it).
             On an FPGA a fabric copy of the first pin pair's tristate register, placed
@@ -145,8 +173,10 @@ class PCIPads(wiring.Component):
         fast_decode: also offer ``decode`` (AD, C/BE#, IDSEL, REQ64# unregistered).
         ad_drivers: 0, 1 or 2: how many cores present their AD enable on ``ad_oe_by``
             rather than ``bus.ad.oe``.
+        master_ad: also take a master's AD[31:0] as a decision (``master_ad``): 32-bit,
+            with ``ad_drivers=1``.
     """
-    def __init__(self, width, ports, *, fast_decode=False, ad_drivers=0):
+    def __init__(self, width, ports, *, fast_decode=False, ad_drivers=0, master_ad=False):
         lines = bus_lines(width)
         missing = set(lines) - set(ports)
         if missing:
@@ -156,15 +186,19 @@ class PCIPads(wiring.Component):
         self.fast_decode = fast_decode
         self.listen_only = all(port.direction == io.Direction.Input for port in ports.values())
         if self.listen_only:
-            if fast_decode or ad_drivers:
+            if fast_decode or ad_drivers or master_ad:
                 raise ValueError("input-only pads (a passive build) drive nothing and offer "
-                                 "no live lines: no fast_decode, no ad_drivers")
+                                 "no live lines: no fast_decode, no ad_drivers, no master_ad")
             super().__init__({"bus": In(PCIBusSignature(width))})
             return
         if not 0 <= ad_drivers <= _MAX_AD_DRIVERS:
             raise ValueError(f"the pads join at most {_MAX_AD_DRIVERS} AD enables of their "
                              f"own, not {ad_drivers}")
+        if master_ad and (width, ad_drivers) != (32, 1):
+            raise ValueError("a master's AD decision joins one other core's AD enable on a "
+                             f"32-bit bus, not {ad_drivers} on a {width}-bit one")
         self.ad_drivers = ad_drivers
+        self.master_ad_decided = master_ad
         members = {
             "bus": In(PCIBusSignature(width)),
             "live": Out(wiring.Signature({name: Out(1) for name in live_lines(width)})),
@@ -183,6 +217,8 @@ class PCIPads(wiring.Component):
             if width == 64:
                 members["ad_hi_oe_by"] = In(ad_drivers)
                 members["ad_hi_driven"] = Out(1)
+        if master_ad:
+            members["master_ad"] = In(ADDecision())
         super().__init__(members)
 
     def joined_enables(self):
@@ -217,6 +253,13 @@ class PCIPads(wiring.Component):
         oe = oe & permitted
         if name in INPUT_ONLY_LINES:
             return 0, 0
+        if name == "ad" and self.master_ad_decided:
+            # The master's decision beside the others (its enables gated here, the
+            # target's by the target: on an FPGA the copies, ``decided_floats``, have no
+            # input left for it).
+            decision = self.master_ad
+            return (decided_word(m, decision, line.o, f"{name}_word", fpga=False),
+                    ((line.oe | decision.enable()) & permitted) | self.ad_oe_by[0])
         if name in OPEN_DRAIN:
             # Pull low while asserted; never drive the line high.
             return 1, oe & line.o
@@ -234,7 +277,8 @@ class PCIPads(wiring.Component):
     def _fanned_out_buffers(self, m, name, line, port):
         """AD on an FPGA: registered I/O per pin pair, each pair's output-enable register
         fed by a copy of the enable of its own (a kept ``LUT4``: NAND of the OR of the
-        enables and ``drive_allowed``). Returns the copies (1: float).
+        enables and ``drive_allowed``; with ``master_ad`` the master's decision and the
+        target's enable). Returns (the word driven, the copies (1: float)).
 
         One enable reaches all AD pins in the clock it is decided (the target's claim
         of a read; a connector can spread AD over the die). As one net it meets at a
@@ -246,24 +290,39 @@ class PCIPads(wiring.Component):
         LUT sits between a copy and its registers. The cores' enables (``ad_oe_by``) and
         passive mode's ``drive_allowed`` are the copy's inputs rather than gates of their
         own in front of them all."""
-        value, _ = self._next_drive(m, name, line, allowed=False)
-        # Float (1) unless an enable is set and driving is allowed.
-        enables = self._enables(name, line)
-        enables += [Const(0)] * (_MAX_AD_DRIVERS + 1 - len(enables))
+        if name == "ad" and self.master_ad_decided:
+            # The master's decision is made in the cells themselves: per bit the word's
+            # choice with the other cores' word, per pair the enable's with the target's.
+            decision = self.master_ad
+            value = decided_word(m, decision, line.o, f"{name}_word", fpga=True)
+            # Its enables, from registers, with the other lines' (``bus.ad.oe``) and
+            # the permission: the copy's inputs then are the decision and the target's.
+            permitted = {half: Signal(name=f"{name}_{half}_oe_permitted")
+                         for half in ("high", "low")}
+            for half, signal in permitted.items():
+                m.d.comb += signal.eq((getattr(decision, f"{half}_oe") | line.oe)
+                                      & self.drive_allowed)
+            floats = (decided_floats, [decision.take_high, permitted["high"],
+                                       permitted["low"], self.ad_oe_by[0]])
+        else:
+            value, _ = self._next_drive(m, name, line, allowed=False)
+            # Float (1) unless an enable is set and driving is allowed.
+            enables = self._enables(name, line)
+            enables += [Const(0)] * (_MAX_AD_DRIVERS + 1 - len(enables))
+            floats = (lambda a, b, c, allowed: not ((a or b or c) and allowed),
+                      [*enables, self.drive_allowed])
         sampled, copies = [], []
         for low in range(0, len(port), _FAN_OUT_GROUP):
             high = min(low + _FAN_OUT_GROUP, len(port))
             buf = io.FFBuffer("io", port[low:high], i_domain="pci", o_domain="pci")
             m.submodules[f"{name}_buffer_{low}"] = buf
             float_copy = Signal(name=f"{name}_float_copy_{low}")
-            m.submodules[f"{name}_oe_copy_{low}"] = kept_lut4(
-                lambda a, b, c, allowed: not ((a or b or c) and allowed),
-                [*enables, self.drive_allowed], float_copy)
+            m.submodules[f"{name}_oe_copy_{low}"] = kept_lut4(*floats, float_copy)
             m.d.comb += [buf.o.eq(value[low:high]), buf.oe.eq(~float_copy)]
             sampled.append(buf.i)
             copies.append(float_copy)
         m.d.comb += line.i.eq(Cat(*sampled))
-        return copies
+        return value, copies
 
     def elaborate(self, platform):
         m = Module()
@@ -281,6 +340,7 @@ class PCIPads(wiring.Component):
         ad_driven = {}       # AD group name -> AD driven during this clock (registered)
         float_copies = {}    # AD group name -> its enable copies (FPGA only)
         enables = {}         # line name -> its enable for the next clock (when not copied)
+        driven_words = {}    # line name -> the value its output registers take
         ad_parity = {}       # AD group name -> parity of the driven AD value (registered)
         sampled = {}         # line name -> registered input
 
@@ -321,7 +381,8 @@ class PCIPads(wiring.Component):
                 if name in ("par", "par64"):
                     sampled[name] = buf
             elif name in JOINED_LINES and direction == "io" and platform is not None:
-                float_copies[name] = self._fanned_out_buffers(m, name, line, port)
+                driven_words[name], float_copies[name] = self._fanned_out_buffers(
+                    m, name, line, port)
             else:
                 buf = io.FFBuffer(direction, port, i_domain="pci",
                                   o_domain=None if direction == "i" else "pci")
@@ -330,6 +391,7 @@ class PCIPads(wiring.Component):
                 if direction == "io":
                     value, enables[name] = self._next_drive(m, name, line)
                     m.d.comb += [buf.o.eq(value), buf.oe.eq(enables[name])]
+                    driven_words[name] = value
             if name in ("ad", "ad_hi"):
                 # Shadow of the AD output flip-flops, for parity generation.
                 driven = Signal(name=f"{name}_driven")
@@ -338,7 +400,8 @@ class PCIPads(wiring.Component):
                 shadow = Signal(len(line.o), name=f"{name}_shadow")
                 corrupted = Signal(name=f"{name}_corrupt")
                 corrupt = self.corrupt_par if name == "ad" else self.corrupt_par64
-                m.d.pci += [shadow.eq(line.o), corrupted.eq(corrupt)]
+                m.d.pci += [shadow.eq(driven_words.get(name, line.o)),
+                            corrupted.eq(corrupt)]
                 if name in float_copies:
                     # From the first pair's copy: a fabric copy of that pair's tristate
                     # register, placed with it, not a register of its own at the end of

@@ -252,6 +252,11 @@ class PCITarget(wiring.Component):
         io_enable, memory_enable, parity_response, serr_enable (In, 1): Command bits.
         claim_enable (In, 1, init 1): claim transactions at all (0: the board is passive;
             configuration cycles are not answered either).
+        drive_allowed (In, 1, init 1): AD's enable (``bus.ad.oe``) only while this is 1
+            (passive mode clears it; from a register). The pads gate every other line
+            themselves; AD's enable copies join the target's enable with the master's
+            decision and have no input left for it (:class:`~.pads.PCIPads`,
+            ``master_ad``).
         detected_parity, signaled_serr, signaled_target_abort (Out, 1): Status pulses.
         knobs (In, ResponseKnobs): the exerciser response for windows marked exerciser.
         retry (In, 1): retry the exerciser transaction being claimed now.
@@ -283,6 +288,7 @@ class PCITarget(wiring.Component):
             "config": Out(BackendSignature(6, 32)),
             "bar_base": In(32).array(max(len(self.windows), 1)),
             "io_enable": In(1), "memory_enable": In(1), "claim_enable": In(1, init=1),
+            "drive_allowed": In(1, init=1),
             "parity_response": In(1), "serr_enable": In(1),
             "detected_parity": Out(1), "signaled_serr": Out(1),
             "signaled_target_abort": Out(1),
@@ -804,14 +810,14 @@ class PCITarget(wiring.Component):
                 kept[key] = value
             return kept[key]
 
-        def live_pick(name, claimable=True):
+        def live_pick(name, claimable=True, gate=None):
             """The decision's ``name`` for IRDY# and FRAME# as they are on the pins now:
             per bit a slice of hand-placed cells (IRDY# into two LUT4s, FRAME# their
             PFUMX), so that the lines cross two cells whatever synthesis makes of the
-            cofactors (:mod:`.cells`)."""
+            cofactors (:mod:`.cells`); 0 where ``gate`` (a register) is 0."""
             return live_choice(m, [live.irdy, live.frame], {
                 i | f << 1: cofactor(i, f, name, claimable) for i in (0, 1) for f in (0, 1)},
-                f"{name}_live", fpga=platform is not None, inverted=True)
+                f"{name}_live", fpga=platform is not None, inverted=True, gate=gate)
 
         devsel_n, trdy_n, stop_n, own = (Signal(name=n) for n in
                                          ("devsel_n", "trdy_n", "stop_n", "own"))
@@ -889,8 +895,11 @@ class PCITarget(wiring.Component):
         # target drives AD for the first time and TRDY# cannot be asserted yet (no word is
         # loaded then), so the word does not count; the running transaction's decision
         # presents 0 in it (the target is idle before a claim).
-        drive_ad = live_pick("drive_ad")
-        ad_next = live_pick("ad_presented", claimable=False)
+        # The pads join AD's enable with the master's decision in cells with no input
+        # left for the permission: the target applies it, in its slices' free input (to
+        # the word as well, which is 0 wherever AD is not driven).
+        drive_ad = live_pick("drive_ad", gate=self.drive_allowed)
+        ad_next = live_pick("ad_presented", claimable=False, gate=self.drive_allowed)
         corrupt_next = live_pick("corrupt", claimable=False)
         m.d.comb += [
             bus.ad.o.eq(ad_next[:32]), bus.ad.oe.eq(drive_ad),

