@@ -630,7 +630,7 @@ def test_default_board_synthesises_and_fits_its_part(tmp_path):
     ``synth_ecp5`` (the ECP5 primitives, the block RAMs of trace, histograms and
     exerciser memory) fits the LFE5U-85F. Place and route with the PCI timing check is
     ``make timing`` (docs/timing.md)."""
-    from pcispy.constraints.build import build, fits
+    from pcispy.constraints.build import DATA_PATH_MAX_LUTS, build, fits
     report = build(DEFAULT_BOARD, synth_only=True, build_dir=tmp_path)
     assert report["synth_only"] and report["device"] == "LFE5U-85F"
     assert report["luts"] > 10_000 and report["ffs"] > 5_000 and report["brams"] > 40
@@ -638,9 +638,12 @@ def test_default_board_synthesises_and_fits_its_part(tmp_path):
     assert not (tmp_path / "pcispy.bit").exists()
     # The handshake lines reach logic in front of AD's registers (data) and of the
     # other outputs and state (control) in the clock they arrive; AD's pins do not.
+    # Every one reaches AD's registers through at most DATA_PATH_MAX_LUTS cells (the
+    # master's decision: two cells, the pads' join one; the target's slice two, the
+    # join one).
     depth = report["live_depth"]
-    assert all(depth[line]["data"] > 0 and depth[line]["control"] > 0
-               for line in ("frame", "irdy", "trdy", "stop", "devsel", "gnt"))
+    assert all(0 < depth[line]["data"] <= DATA_PATH_MAX_LUTS and depth[line]["control"] > 0
+               for line in ("frame", "irdy", "trdy", "stop", "devsel", "gnt")), depth
     assert not any(line.startswith("ad") for line in depth)
     # Synthesis keeps AD's output-enable copies, one per pin pair, each straight into
     # its pair's tristate registers (no inverter LUT between: the copy inverts); the
@@ -651,20 +654,30 @@ def test_default_board_synthesises_and_fits_its_part(tmp_path):
               if cell["type"] == "LUT4"
               and re.fullmatch(r"board\.pads\.ad_oe_copy_\d+", name)]
     assert len(copies) == 16
+
+    def loads(cell_name):
+        out = cells[cell_name]["connections"]["Z"][0]
+        return [(cell["type"], port) for cell in cells.values()
+                for port, bits in cell["connections"].items()
+                if out in bits and cell.get("port_directions", {}).get(port) != "output"]
     for copy in copies:
-        out = cells[copy]["connections"]["Z"][0]
-        loads = [(cell["type"], port) for cell in cells.values()
-                 for port, bits in cell["connections"].items()
-                 if out in bits and cell.get("port_directions", {}).get(port) != "output"]
         pairs_registers = 3 if copy.endswith("_copy_0") else 2
-        assert loads == [("TRELLIS_FF", "DI")] * pairs_registers, (copy, loads)
-    # Each copy joins the target's and the master's enables itself: every copy reads the
-    # same three nets (synthesis may move logic across the copies' inputs, so which pin
-    # takes which is its choice), where one joined enable and the permission make two.
+        assert loads(copy) == [("TRELLIS_FF", "DI")] * pairs_registers, copy
+    # Each copy joins the target's enable and the master's decision itself: every copy
+    # reads the same four nets (the decision, its two permitted enables, the target's
+    # enable; synthesis may move logic across the copies' inputs, so which pin takes
+    # which is its choice).
     inputs = {frozenset(bit for port in "ABCD" for bit in cells[copy]["connections"][port]
                         if bit not in ("0", "1"))
               for copy in copies}
-    assert len(inputs) == 1 and len(next(iter(inputs))) == 3, inputs
+    assert len(inputs) == 1 and len(next(iter(inputs))) == 4, inputs
+    # A driven sustained tri-state handshake line floats from one kept cell straight
+    # into its tristate register (no inverter after it).
+    for line in ("frame", "irdy", "trdy", "stop", "devsel"):
+        floats = [name for name in cells
+                  if re.fullmatch(rf"board\.pads\.{line}_floats(\$\d+)?", name)]
+        assert len(floats) == 1 and cells[floats[0]]["type"] == "LUT4", (line, floats)
+        assert loads(floats[0]) == [("TRELLIS_FF", "DI")], line
 
 
 @pytest.mark.parametrize("board", ["ulx3s-45f", "ulx3s-25f", "ulx3s-12f"])

@@ -245,12 +245,13 @@ class PCIPads(wiring.Component):
             return [line.oe, *(by[i] for i in range(self.ad_drivers))]
         return [line.oe]
 
-    def _next_drive(self, m, name, line, *, allowed=True):
+    def _next_drive(self, m, name, line, *, allowed=True, fpga=False):
         """(value, enable) the pin must show during the next clock, inside-level; with
-        ``allowed``, only while ``drive_allowed`` (else the caller applies it)."""
-        oe = Cat(*self._enables(name, line)).any()
+        ``allowed``, only while ``drive_allowed`` (else the caller applies it). ``fpga``:
+        a sustained tri-state line's enable is one hand-placed cell (below)."""
+        wanted = Cat(*self._enables(name, line)).any()
         permitted = self.drive_allowed if allowed else 1
-        oe = oe & permitted
+        oe = wanted & permitted
         if name in INPUT_ONLY_LINES:
             return 0, 0
         if name == "ad" and self.master_ad_decided:
@@ -271,6 +272,15 @@ class PCIPads(wiring.Component):
             # live lines then reach the output register through the cores' choice and
             # ``drive_allowed`` only, not through the choice of the enable as well.
             value = line.o & permitted if name in PRESENTED_GATED else line.o & oe
+            if fpga:
+                # The tristate register's input (1 floats) as one cell of the enable, the
+                # permission and the owned register: the enable crosses one cell after
+                # the core's choice. Left to synthesis, abc shared the permitted enable
+                # between this and the owned register and the pin took two.
+                floats = lut4(m, lambda wanted, allowed, owned, _:
+                              not ((wanted and allowed) or owned),
+                              [wanted, permitted, owned], f"{name}_floats", fpga=True)
+                return value, ~floats
             return value, oe | owned
         return line.o, oe
 
@@ -361,7 +371,7 @@ class PCIPads(wiring.Component):
                 m.d.comb += line.i.eq(cell.i)
                 live_values[name] = cell.live
                 if direction == "io" and name not in ("par", "par64"):
-                    value, enables[name] = self._next_drive(m, name, line)
+                    value, enables[name] = self._next_drive(m, name, line, fpga=True)
                     m.d.comb += [cell.o.eq(value), cell.oe.eq(enables[name])]
                 if name in ("par", "par64"):
                     sampled[name] = cell
