@@ -664,13 +664,22 @@ def test_default_board_synthesises_and_fits_its_part(tmp_path):
         pairs_registers = 3 if copy.endswith("_copy_0") else 2
         assert loads(copy) == [("TRELLIS_FF", "DI")] * pairs_registers, copy
     # Each copy joins the target's enable and the master's decision itself: every copy
-    # reads the same four nets (the decision, its two permitted enables, the target's
-    # enable; synthesis may move logic across the copies' inputs, so which pin takes
-    # which is its choice).
-    inputs = {frozenset(bit for port in "ABCD" for bit in cells[copy]["connections"][port]
-                        if bit not in ("0", "1"))
+    # reads four nets, three of them shared (the decision's two permitted enables, the
+    # target's enable; synthesis may move logic across the copies' inputs, so which
+    # pin takes which is its choice) and its pin pair's own decision cell.
+    inputs = {copy: {bit for port in "ABCD" for bit in cells[copy]["connections"][port]
+                     if bit not in ("0", "1")}
               for copy in copies}
-    assert len(inputs) == 1 and len(next(iter(inputs))) == 4, inputs
+    shared = set.intersection(*inputs.values())
+    assert len(shared) == 3 and all(len(bits) == 4 for bits in inputs.values()), inputs
+    drivers = {bit: name for name, cell in cells.items()
+               for port, bits in cell["connections"].items()
+               if cell.get("port_directions", {}).get(port) == "output" for bit in bits}
+    for copy, bits in inputs.items():
+        pair = copy.rsplit("_", 1)[1]
+        (own,) = bits - shared
+        assert re.fullmatch(rf"board\.pads\.ad_take_high_{pair}(\$\d+)?", drivers[own]), \
+            (copy, drivers[own])
     # A driven sustained tri-state handshake line floats from one kept cell straight
     # into its tristate register (no inverter after it).
     for line in ("frame", "irdy", "trdy", "stop", "devsel"):

@@ -231,18 +231,24 @@ class BusState(data.StructLayout):
 class ADDecision(data.StructLayout):
     """A master's AD[31:0] for the next clock as one decision between two words.
 
-    ``high`` with its enable ``high_oe`` where ``take_high``, else ``low`` with
-    ``low_oe``; each word 0 where its enable is (the rule of :data:`PRESENTED_GATED`).
-    The words and enables come from registers; ``take_high`` is the only value the live
-    handshake lines decide in the clock. The pads take the parts and make the choice in
-    the same cell as the join with the other cores' AD (:class:`~.pads.PCIPads`,
-    ``master_ad``), so a live line crosses the decision's cells and that one cell: on
-    the ULX3S three cells deep (docs/timing.md, the data paths' depth). A master that
-    decides AD some other way hands over its word as ``high`` with ``take_high`` set.
-    Its value: :meth:`word` and :meth:`enable` of a view.
+    ``high`` with its enable ``high_oe`` where any bit of ``take_high`` is set (the
+    decision's terms, each from the live handshake lines), else ``low`` with ``low_oe``;
+    each word 0 where its enable is (the rule of :data:`PRESENTED_GATED`). The words and
+    enables come from registers; the terms are the only values the live lines decide in
+    the clock. The pads form the decision next to each pair of AD pins and make the
+    choice in the cell that joins the other cores' AD (:class:`~.pads.PCIPads`,
+    ``master_ad``), so a live line crosses the terms' cells, the decision's and that one
+    cell: on the ULX3S three cells deep (docs/timing.md, the data paths' depth), with one
+    long wire (to each pair's decision) rather than two (to one decision mid-die, then
+    out to every pin). A master that decides AD some other way hands over its word as
+    ``high`` with a term set. Its value: :meth:`word` and :meth:`enable` of a view.
     """
+    #: The terms of the decision: any of them set takes ``high``.
+    TERMS = 3
+
     def __init__(self):
-        super().__init__({"take_high": 1, "high": 32, "low": 32, "high_oe": 1, "low_oe": 1})
+        super().__init__({"take_high": self.TERMS, "high": 32, "low": 32, "high_oe": 1,
+                          "low_oe": 1})
 
     def __call__(self, target):
         return _ADDecisionView(self, target)
@@ -251,11 +257,11 @@ class ADDecision(data.StructLayout):
 class _ADDecisionView(data.View):
     def word(self):
         """The word presented: ``high`` or ``low``, as ``take_high`` chooses."""
-        return Mux(self.take_high, self.high, self.low)
+        return Mux(self.take_high.any(), self.high, self.low)
 
     def enable(self):
         """Whether AD is driven: ``high_oe`` or ``low_oe``, as ``take_high`` chooses."""
-        return Mux(self.take_high, self.high_oe, self.low_oe)
+        return Mux(self.take_high.any(), self.high_oe, self.low_oe)
 
 
 def parity(*values):

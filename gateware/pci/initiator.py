@@ -874,13 +874,14 @@ class Initiator(wiring.Component):
             ends with this phase (``kill``: STOP# or a master abort ends the final phase).
             ``high`` is the address while idle and the next word after a data phase that is
             not the final one, so it is 0 in the final phase and ``kill`` can take it
-            rather than gate ``low``: ``take_high = go | xfer | kill``, each a hand-placed
-            LUT4 of the lines and registered halves (:mod:`.cells`), and a fourth of the
-            three. A line crosses two cells to ``take_high`` and the pads' one after it:
-            three to AD's registers. (Chosen among the sixteen cofactors' words, the lines
-            crossed five or six; as ``sel ? high : keep & low``, stop 28's form, four,
-            since the join with the target's word was a cell of its own.) The same values
-            clock for clock: ``expansion_prove`` checks them against the folded build.
+            rather than gate ``low``: the terms of ``take_high`` are ``go``, ``xfer`` and
+            ``kill``, each a hand-placed LUT4 of the lines and registered halves
+            (:mod:`.cells`). The pads OR them in a cell next to each pair of AD pins: a
+            line crosses that and the pads' join, three cells to AD's registers. (Chosen
+            among the sixteen cofactors' words, the lines crossed five or six; as ``sel ?
+            high : keep & low``, stop 28's form, four, since the join with the target's
+            word was a cell of its own.) The same values clock for clock:
+            ``expansion_prove`` checks them against the folded build.
             """
             net = kept_signal
             # The registered halves of the three decisions (``go`` only while idle,
@@ -903,8 +904,6 @@ class Initiator(wiring.Component):
                         open_ and (stop or (not devsel and due)),
                         [now.stop, now.devsel, final_open, abort_due], "ad_kill",
                         fpga=fpga, inverted=(0, 1))
-            take_high = lut4(m, lambda go, xfer, kill, _: go or xfer or kill,
-                             [go, xfer, kill], "ad_take_high", fpga=fpga)
             # high: idle, the address; moving now, the next word unless this phase is the
             # final one. low: the DAC phase's upper address; a write's word on the pins
             # through a wait state (or the first), unless the final phase is ending.
@@ -913,7 +912,7 @@ class Initiator(wiring.Component):
             writing = ~is_idle & txn_write & ~(final_phase & ending)
             held_word = Mux(pin_irdy, pin_ad, word[0])
             return {
-                "take_high": take_high,
+                "take_high": Cat(go, xfer, kill),
                 "high": net(Mux(is_idle, e_addr[:32], moving_on.replicate(32) & word[1]),
                             "ad_high"),
                 "high_oe": net(is_idle | moving_on, "ad_high_oe"),
@@ -931,7 +930,7 @@ class Initiator(wiring.Component):
                        ("ad", "oe"): self.ad_decision.enable()}
         elif not wide_bus:
             # Decided among the cofactors (or folded): the word is the decision's high half.
-            m.d.comb += [self.ad_decision.take_high.eq(1), self.ad_decision.high.eq(bus.ad.o),
+            m.d.comb += [self.ad_decision.take_high[0].eq(1), self.ad_decision.high.eq(bus.ad.o),
                          self.ad_decision.high_oe.eq(bus.ad.oe)]
         for name in driven:
             line = getattr(bus, name)

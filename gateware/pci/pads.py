@@ -33,7 +33,7 @@ the I/O cell cannot give both its input register and the live pin to the fabric)
 other line uses ``io.FFBuffer`` (all three registers in the I/O cell).
 """
 
-from amaranth import Cat, Const, Module, Signal
+from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import io, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -43,7 +43,8 @@ from .bus import (ACTIVE_LOW, OPEN_DRAIN, PRESENTED_GATED, SUSTAINED_TRISTATE,
                   ADDecision, PCIBusSignature, bus_lines)
 
 __all__ = ["LIVE_LINES", "live_lines", "INPUT_ONLY_LINES", "DECODE_LINES", "JOINED_LINES",
-           "decode_signature", "simulation_ports", "decided_word", "decided_floats", "PCIPads"]
+           "decode_signature", "simulation_ports", "decision_cell", "decided_word", "decided_floats",
+           "PCIPads"]
 
 #: Handshake lines offered unregistered (``pads.live.NAME``) for the same-clock paths.
 LIVE_LINES = ("frame", "irdy", "trdy", "stop", "devsel", "gnt")
@@ -95,16 +96,23 @@ def simulation_ports(width=32, *, passive=False):
             for name, bits in bus_lines(width).items()}
 
 
-def decided_word(m, decision, others, name, *, fpga):
-    """The word the AD pins take from a master's :class:`~.bus.ADDecision` and the other
-    cores' word ``others`` (ORed, each 0 where it does not drive): on an FPGA one
-    ``LUT4`` per bit (named ``NAME_bBIT``), the decision made in the cell of the join;
-    elsewhere the same value as logic."""
+def decision_cell(m, decision, name):
+    """One hand-placed ``LUT4`` (named ``name``) ORing the terms of a master's
+    :class:`~.bus.ADDecision` (``take_high``): the decision, formed next to the pins it
+    serves (FPGA only)."""
+    return lut4(m, lambda *terms: any(terms), list(decision.take_high), name, fpga=True)
+
+
+def decided_word(m, take_high, high, low, others, name, *, fpga):
+    """The word AD pins take from a master's decision (``take_high``, one bit, between
+    the words ``high`` and ``low``) and the other cores' word ``others`` (ORed, each 0
+    where it does not drive): on an FPGA one ``LUT4`` per bit (named ``NAME_bBIT``), the
+    choice made in the cell of the join; elsewhere the same value as logic."""
     if not fpga:
-        return decision.word() | others
+        return Mux(take_high, high, low) | others
     return Cat(*(lut4(m, lambda take, high, low, other: (high if take else low) or other,
-                      [decision.take_high, decision.high[bit], decision.low[bit], others[bit]],
-                      f"{name}_b{bit}", fpga=True)
+                      [take_high, high[bit], low[bit], others[bit]], f"{name}_b{bit}",
+                      fpga=True)
                  for bit in range(len(others))))
 
 
@@ -148,8 +156,9 @@ class PCIPads(wiring.Component):
         master_ad (In, ADDecision): with ``master_ad`` only (32-bit, one ``ad_drivers``):
             the master's AD[31:0] as a decision between two registered words, apart from
             ``bus.ad`` (the other cores', ORed) and ``ad_oe_by`` (the target's enable).
-            The pads make the decision in the cell that joins the others: per bit one
-            cell for the word, and in each pin pair's enable copy. Its enables are gated
+            The pads form the decision (the OR of its terms) in one cell per pin pair,
+            next to the pins, and make the choice in the cell that joins the others: per
+            bit one cell for the word, and in each pin pair's enable copy. Its enables are gated
             by ``drive_allowed`` before the copy (from registers); the copy's four inputs
             are then the decision and the target's enable, so ``ad_oe_by`` is **not**
             gated by it: the core presenting it gates it itself (the target's
@@ -259,7 +268,7 @@ class PCIPads(wiring.Component):
             # target's by the target: on an FPGA the copies, ``decided_floats``, have no
             # input left for it).
             decision = self.master_ad
-            return (decided_word(m, decision, line.o, f"{name}_word", fpga=False),
+            return (decision.word() | line.o,
                     ((line.oe | decision.enable()) & permitted) | self.ad_oe_by[0])
         if name in OPEN_DRAIN:
             # Pull low while asserted; never drive the line high.
@@ -300,20 +309,19 @@ class PCIPads(wiring.Component):
         LUT sits between a copy and its registers. The cores' enables (``ad_oe_by``) and
         passive mode's ``drive_allowed`` are the copy's inputs rather than gates of their
         own in front of them all."""
-        if name == "ad" and self.master_ad_decided:
-            # The master's decision is made in the cells themselves: per bit the word's
-            # choice with the other cores' word, per pair the enable's with the target's.
+        decided = name == "ad" and self.master_ad_decided
+        if decided:
+            # The master's decision is formed next to each pin pair and made in the cells
+            # themselves: per bit the word's choice with the other cores' word, per pair
+            # the enable's with the target's. Its enables, from registers, with the other
+            # lines' (``bus.ad.oe``) and the permission: the copy's inputs then are the
+            # decision and the target's enable.
             decision = self.master_ad
-            value = decided_word(m, decision, line.o, f"{name}_word", fpga=True)
-            # Its enables, from registers, with the other lines' (``bus.ad.oe``) and
-            # the permission: the copy's inputs then are the decision and the target's.
             permitted = {half: Signal(name=f"{name}_{half}_oe_permitted")
                          for half in ("high", "low")}
             for half, signal in permitted.items():
                 m.d.comb += signal.eq((getattr(decision, f"{half}_oe") | line.oe)
                                       & self.drive_allowed)
-            floats = (decided_floats, [decision.take_high, permitted["high"],
-                                       permitted["low"], self.ad_oe_by[0]])
         else:
             value, _ = self._next_drive(m, name, line, allowed=False)
             # Float (1) unless an enable is set and driving is allowed.
@@ -321,18 +329,27 @@ class PCIPads(wiring.Component):
             enables += [Const(0)] * (_MAX_AD_DRIVERS + 1 - len(enables))
             floats = (lambda a, b, c, allowed: not ((a or b or c) and allowed),
                       [*enables, self.drive_allowed])
-        sampled, copies = [], []
+        sampled, copies, words = [], [], []
         for low in range(0, len(port), _FAN_OUT_GROUP):
             high = min(low + _FAN_OUT_GROUP, len(port))
             buf = io.FFBuffer("io", port[low:high], i_domain="pci", o_domain="pci")
             m.submodules[f"{name}_buffer_{low}"] = buf
+            if decided:
+                take_high = decision_cell(m, decision, f"{name}_take_high_{low}")
+                words.append(decided_word(m, take_high, decision.high[low:high],
+                                          decision.low[low:high], line.o[low:high],
+                                          f"{name}_word_{low}", fpga=True))
+                floats = (decided_floats, [take_high, permitted["high"], permitted["low"],
+                                           self.ad_oe_by[0]])
+            else:
+                words.append(value[low:high])
             float_copy = Signal(name=f"{name}_float_copy_{low}")
             m.submodules[f"{name}_oe_copy_{low}"] = kept_lut4(*floats, float_copy)
-            m.d.comb += [buf.o.eq(value[low:high]), buf.oe.eq(~float_copy)]
+            m.d.comb += [buf.o.eq(words[-1]), buf.oe.eq(~float_copy)]
             sampled.append(buf.i)
             copies.append(float_copy)
         m.d.comb += line.i.eq(Cat(*sampled))
-        return value, copies
+        return Cat(*words), copies
 
     def elaborate(self, platform):
         m = Module()

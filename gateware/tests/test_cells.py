@@ -15,7 +15,7 @@ from amaranth.sim import Simulator
 
 from pcispy.gateware.pci.bus import ADDecision
 from pcispy.gateware.pci.cells import kept_lut4, live_choice
-from pcispy.gateware.pci.pads import decided_floats, decided_word
+from pcispy.gateware.pci.pads import decided_floats, decided_word, decision_cell
 
 pytestmark = pytest.mark.target
 
@@ -173,8 +173,10 @@ def _decided_module(*, fpga):
     other_oe = Signal(name="other_oe")
     word, floats = Signal(3, name="word"), Signal(name="floats")
     if fpga:
-        m.d.comb += word.eq(decided_word(m, decision, others, "word", fpga=True))
-        m.submodules.copy = kept_lut4(decided_floats, [decision.take_high, decision.high_oe,
+        take_high = decision_cell(m, decision, "take_high")
+        m.d.comb += word.eq(decided_word(m, take_high, decision.high[:3], decision.low[:3],
+                                         others, "word", fpga=True))
+        m.submodules.copy = kept_lut4(decided_floats, [take_high, decision.high_oe,
                                                        decision.low_oe, other_oe], floats)
     else:
         m.d.comb += [word.eq(decision.word()[:3] | others),
