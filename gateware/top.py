@@ -47,7 +47,7 @@ from .pci.config import BarSpec, ConfigSpace
 from .exerciser.dma import DMAEngine
 from .irq.unit import InterruptUnit
 from .pci.bus import BusState
-from .pci.pads import LIVE_LINES, PCIPads, simulation_ports
+from .pci.pads import AD_DECISION_GROUPS, LIVE_LINES, PCIPads, simulation_ports
 from .spy.checker import RULES, ProtocolChecker
 from .spy.spy import Spy, connect_spy_registers
 from .spy.trigger import RecorderState
@@ -365,7 +365,7 @@ class PCIBoard(wiring.Component):
         if self.decode is DevselSpeed.FAST:
             wiring.connect(m, pads.decode, target.decode)
 
-        m.submodules.dma = dma = DMAEngine(self.width)
+        m.submodules.dma = dma = DMAEngine(self.width, ad_groups=AD_DECISION_GROUPS)
 
         # The bus: the target and the DMA master drive it; the interrupt unit pulls INTA#.
         # Passive mode (id.mode.passive), once asked for, starts nothing new: the target

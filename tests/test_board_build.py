@@ -680,6 +680,13 @@ def test_default_board_synthesises_and_fits_its_part(tmp_path):
         (own,) = bits - shared
         assert re.fullmatch(rf"board\.pads\.ad_take_high_{pair}(\$\d+)?", drivers[own]), \
             (copy, drivers[own])
+        # ... which ORs that pair's own copy of the master's terms (go, xfer, kill).
+        group = int(pair) // 2
+        terms = {drivers[bit] for port in "ABCD"
+                 for bit in cells[drivers[own]]["connections"][port] if bit not in ("0", "1")}
+        assert {re.sub(r"\$\d+$", "", term) for term in terms} == {
+            f"board.dma.initiator.ad_{term}_{group}" for term in ("go", "xfer", "kill")}, \
+            (copy, terms)
     # A driven sustained tri-state handshake line floats from one kept cell straight
     # into its tristate register (no inverter after it).
     for line in ("frame", "irdy", "trdy", "stop", "devsel"):

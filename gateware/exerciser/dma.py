@@ -73,9 +73,11 @@ class DMAEngine(wiring.Component):
 
     Parameters:
         width: bus width, 32 or 64.
+        ad_groups: the copies of ``ad_decision``'s terms (the initiator's).
     """
-    def __init__(self, width=32):
+    def __init__(self, width=32, *, ad_groups=1):
         self.width = width
+        self.ad_groups = ad_groups
         super().__init__({
             "regs": In(BlockSignature(DMA)),
             "bus": Out(PCIBusSignature(width)),
@@ -89,13 +91,13 @@ class DMAEngine(wiring.Component):
             "latency_timer": In(8),
             "cache_line": In(8),
             "status": Out(InitiatorStatus),
-            **({} if width == 64 else {"ad_decision": Out(ADDecision())}),
+            **({} if width == 64 else {"ad_decision": Out(ADDecision(ad_groups))}),
         })
 
     def elaborate(self, platform):
         m = Module()
         regs = self.regs
-        m.submodules.initiator = ini = Initiator(self.width)
+        m.submodules.initiator = ini = Initiator(self.width, ad_groups=self.ad_groups)
         m.submodules.writer = writer = PatternGenerator()
         m.submodules.checker = checker = PatternGenerator()
         ev = ini.events

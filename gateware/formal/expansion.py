@@ -69,8 +69,11 @@ class ExpansionHarness(Harness):
     MUTATIONS = ("swapped_stop_cofactors",)
 
     def __init__(self, **kwargs):
-        self._pairs = {width: (Initiator(width, expand_live=False),
-                               Initiator(width, expand_live=True)) for width in WIDTHS}
+        # Two copies of AD's decision terms (the board has one per pin pair): each copy
+        # must decide alike.
+        self._pairs = {width: (Initiator(width, expand_live=False, ad_groups=2),
+                               Initiator(width, expand_live=True, ad_groups=2))
+                       for width in WIDTHS}
         # Every input of the initiators is a port of the harness: a port is what the
         # solver may choose in every step (a signal nothing drives is its initial value).
         ports = {_input_name(width, path): In(Value.cast(value).shape())
@@ -94,10 +97,12 @@ class ExpansionHarness(Harness):
             for (path, a), (_, b) in zip(folded_out, expanded_out):
                 if path == ("ad_decision",):
                     # The parts differ (the folded build takes its word whole); what the
-                    # pads make of them must not.
+                    # pads make of them must not, nor the copies of the terms.
                     for value in ("word", "enable"):
                         self.check("expansion_exact",
                                    getattr(a, value)() == getattr(b, value)())
+                    self.check("expansion_exact",
+                               b.terms(0).any() == b.terms(1).any())
                     continue
                 self.check("expansion_exact", Value.cast(a) == Value.cast(b))
             # The inputs really are free: the expanded build moves data.

@@ -231,37 +231,47 @@ class BusState(data.StructLayout):
 class ADDecision(data.StructLayout):
     """A master's AD[31:0] for the next clock as one decision between two words.
 
-    ``high`` with its enable ``high_oe`` where any bit of ``take_high`` is set (the
-    decision's terms, each from the live handshake lines), else ``low`` with ``low_oe``;
-    each word 0 where its enable is (the rule of :data:`PRESENTED_GATED`). The words and
-    enables come from registers; the terms are the only values the live lines decide in
-    the clock. The pads form the decision next to each pair of AD pins and make the
-    choice in the cell that joins the other cores' AD (:class:`~.pads.PCIPads`,
-    ``master_ad``), so a live line crosses the terms' cells, the decision's and that one
-    cell: on the ULX3S three cells deep (docs/timing.md, the data paths' depth), with one
-    long wire (to each pair's decision) rather than two (to one decision mid-die, then
-    out to every pin). A master that decides AD some other way hands over its word as
-    ``high`` with a term set. Its value: :meth:`word` and :meth:`enable` of a view.
+    ``high`` with its enable ``high_oe`` where any term of the decision is set (each term
+    from the live handshake lines), else ``low`` with ``low_oe``; each word 0 where its
+    enable is (the rule of :data:`PRESENTED_GATED`). The words and enables come from
+    registers; the terms are the only values the live lines decide in the clock. The
+    terms come in ``groups`` identical copies (``take_high``: :data:`TERMS` bits a group),
+    one for each group of AD pins the pads serve, so that every copy can sit next to its
+    pins. The pads form the decision from their group's terms next to the pins and make
+    the choice in the cell that joins the other cores' AD (:class:`~.pads.PCIPads`,
+    ``master_ad``): a live line crosses a term's cell, the decision's and that one cell,
+    three cells deep on the ULX3S (docs/timing.md, the data paths' depth), with one long
+    wire (from the pin, or from the registered half of a term, to a group's cells)
+    rather than several. A master that decides AD some other way hands over its word as
+    ``high`` with a term of every group set. Its value: :meth:`word` and :meth:`enable`
+    of a view; a group's terms: :meth:`terms`.
     """
     #: The terms of the decision: any of them set takes ``high``.
     TERMS = 3
 
-    def __init__(self):
-        super().__init__({"take_high": self.TERMS, "high": 32, "low": 32, "high_oe": 1,
-                          "low_oe": 1})
+    def __init__(self, groups=1):
+        self.groups = groups
+        super().__init__({"take_high": self.TERMS * groups, "high": 32, "low": 32,
+                          "high_oe": 1, "low_oe": 1})
 
     def __call__(self, target):
         return _ADDecisionView(self, target)
 
 
 class _ADDecisionView(data.View):
+    def terms(self, group):
+        """The terms of copy ``group`` of the decision."""
+        terms = ADDecision.TERMS
+        return self.take_high[group * terms:(group + 1) * terms]
+
     def word(self):
-        """The word presented: ``high`` or ``low``, as ``take_high`` chooses."""
-        return Mux(self.take_high.any(), self.high, self.low)
+        """The word presented: ``high`` or ``low``, as the terms choose (the first
+        group's: every group holds the same)."""
+        return Mux(self.terms(0).any(), self.high, self.low)
 
     def enable(self):
-        """Whether AD is driven: ``high_oe`` or ``low_oe``, as ``take_high`` chooses."""
-        return Mux(self.take_high.any(), self.high_oe, self.low_oe)
+        """Whether AD is driven: ``high_oe`` or ``low_oe``, as the terms choose."""
+        return Mux(self.terms(0).any(), self.high_oe, self.low_oe)
 
 
 def parity(*values):

@@ -180,7 +180,7 @@ class Initiator(wiring.Component):
         ad_decision (Out, ADDecision): 32-bit only: ``bus.ad``'s word and enable as one
             decision between two registered words (``bus.ad`` is its value), for pads
             that make the choice in the cell joining the target's AD. Expanded, only the
-            choice is live; folded, the word is ``high``, always taken.
+            terms are live; folded, the word is ``high``, always taken.
 
     Parameters:
         width: bus width, 32 or 64.
@@ -188,12 +188,15 @@ class Initiator(wiring.Component):
             select (the timing structure, see "the live handshake" in ``elaborate``), or
             once with the live lines as inputs (the same function, an eighth of the logic:
             faster to simulate). ``None``: expand when elaborated for a platform.
+        ad_groups: the copies of ``ad_decision``'s terms (32-bit): one per group of AD
+            pins the pads serve.
     """
-    def __init__(self, width=32, *, expand_live=None):
+    def __init__(self, width=32, *, expand_live=None, ad_groups=1):
         if width not in (32, 64):
             raise ValueError(f"PCI bus width must be 32 or 64, not {width!r}")
         self.width = width
         self.expand_live = expand_live
+        self.ad_groups = ad_groups
         super().__init__({
             "bus": Out(PCIBusSignature(width)),
             "now": In(Handshake),
@@ -212,7 +215,7 @@ class Initiator(wiring.Component):
             "events": Out(InitiatorEvents),
             "status": Out(InitiatorStatus),
             "busy": Out(1),
-            **({} if width == 64 else {"ad_decision": Out(ADDecision())}),
+            **({} if width == 64 else {"ad_decision": Out(ADDecision(ad_groups))}),
         })
 
     def elaborate(self, platform):
@@ -894,16 +897,22 @@ class Initiator(wiring.Component):
             # GNT# counts while idle only with the bus idle: ``gnt_counts`` written out,
             # since ``go_ok`` already holds "idle" and GNT# then meets one LUT of four
             # inputs (``gnt_counts & go_ok`` would read the phase again: five).
-            go = lut4(m, lambda gnt, frame, irdy, ok: gnt and not frame and not irdy and ok,
-                      [now.gnt, now.frame, now.irdy, go_ok], "ad_go", fpga=fpga,
-                      inverted=(0, 1, 2))
-            xfer = lut4(m, lambda trdy, devsel, ok, _: trdy and devsel and ok,
-                        [now.trdy, now.devsel, xfer_ok], "ad_xfer", fpga=fpga,
-                        inverted=(0, 1))
-            kill = lut4(m, lambda stop, devsel, open_, due:
-                        open_ and (stop or (not devsel and due)),
-                        [now.stop, now.devsel, final_open, abort_due], "ad_kill",
-                        fpga=fpga, inverted=(0, 1))
+            # One copy of the terms per group of AD pins (``ad_groups``), each placed next
+            # to its pins.
+            terms = []
+            for group in range(self.ad_groups):
+                terms += [
+                    lut4(m, lambda gnt, frame, irdy, ok: gnt and not frame and not irdy and ok,
+                         [now.gnt, now.frame, now.irdy, go_ok], f"ad_go_{group}", fpga=fpga,
+                         inverted=(0, 1, 2)),
+                    lut4(m, lambda trdy, devsel, ok, _: trdy and devsel and ok,
+                         [now.trdy, now.devsel, xfer_ok], f"ad_xfer_{group}", fpga=fpga,
+                         inverted=(0, 1)),
+                    lut4(m, lambda stop, devsel, open_, due:
+                         open_ and (stop or (not devsel and due)),
+                         [now.stop, now.devsel, final_open, abort_due], f"ad_kill_{group}",
+                         fpga=fpga, inverted=(0, 1)),
+                ]
             # high: idle, the address; moving now, the next word unless this phase is the
             # final one. low: the DAC phase's upper address; a write's word on the pins
             # through a wait state (or the first), unless the final phase is ending.
@@ -912,7 +921,7 @@ class Initiator(wiring.Component):
             writing = ~is_idle & txn_write & ~(final_phase & ending)
             held_word = Mux(pin_irdy, pin_ad, word[0])
             return {
-                "take_high": Cat(go, xfer, kill),
+                "take_high": Cat(*terms),
                 "high": net(Mux(is_idle, e_addr[:32], moving_on.replicate(32) & word[1]),
                             "ad_high"),
                 "high_oe": net(is_idle | moving_on, "ad_high_oe"),
@@ -930,7 +939,9 @@ class Initiator(wiring.Component):
                        ("ad", "oe"): self.ad_decision.enable()}
         elif not wide_bus:
             # Decided among the cofactors (or folded): the word is the decision's high half.
-            m.d.comb += [self.ad_decision.take_high[0].eq(1), self.ad_decision.high.eq(bus.ad.o),
+            m.d.comb += [self.ad_decision.terms(group)[0].eq(1)
+                         for group in range(self.ad_groups)]
+            m.d.comb += [self.ad_decision.high.eq(bus.ad.o),
                          self.ad_decision.high_oe.eq(bus.ad.oe)]
         for name in driven:
             line = getattr(bus, name)

@@ -43,6 +43,7 @@ from .bus import (ACTIVE_LOW, OPEN_DRAIN, PRESENTED_GATED, SUSTAINED_TRISTATE,
                   ADDecision, PCIBusSignature, bus_lines)
 
 __all__ = ["LIVE_LINES", "live_lines", "INPUT_ONLY_LINES", "DECODE_LINES", "JOINED_LINES",
+           "AD_DECISION_GROUPS",
            "decode_signature", "simulation_ports", "decision_cell", "decided_word", "decided_floats",
            "PCIPads"]
 
@@ -70,6 +71,10 @@ JOINED_LINES = ("ad", "ad_hi")
 # the ULX3S header).
 _FAN_OUT_GROUP = 2
 
+#: The copies of a master's AD decision the pads take (``master_ad``): one per group of
+#: AD[31:0]'s pins, each formed next to its pins.
+AD_DECISION_GROUPS = 32 // _FAN_OUT_GROUP
+
 # How many enables of their own a float copy can join besides ``bus.NAME.oe``.
 _MAX_AD_DRIVERS = 2
 
@@ -96,11 +101,11 @@ def simulation_ports(width=32, *, passive=False):
             for name, bits in bus_lines(width).items()}
 
 
-def decision_cell(m, decision, name):
-    """One hand-placed ``LUT4`` (named ``name``) ORing the terms of a master's
-    :class:`~.bus.ADDecision` (``take_high``): the decision, formed next to the pins it
-    serves (FPGA only)."""
-    return lut4(m, lambda *terms: any(terms), list(decision.take_high), name, fpga=True)
+def decision_cell(m, decision, group, name):
+    """One hand-placed ``LUT4`` (named ``name``) ORing the terms of copy ``group`` of a
+    master's :class:`~.bus.ADDecision`: the decision, formed next to the pins it serves
+    (FPGA only)."""
+    return lut4(m, lambda *terms: any(terms), list(decision.terms(group)), name, fpga=True)
 
 
 def decided_word(m, take_high, high, low, others, name, *, fpga):
@@ -153,11 +158,12 @@ class PCIPads(wiring.Component):
             costs no logic level and no wire of its own (AD's enable is the board's
             longest same-clock decision).
         ad_hi_oe_by (In, ad_drivers): the same for AD[63:32] (64-bit only).
-        master_ad (In, ADDecision): with ``master_ad`` only (32-bit, one ``ad_drivers``):
+        master_ad (In, ADDecision(AD_DECISION_GROUPS)): with ``master_ad`` only (32-bit,
+            one ``ad_drivers``):
             the master's AD[31:0] as a decision between two registered words, apart from
             ``bus.ad`` (the other cores', ORed) and ``ad_oe_by`` (the target's enable).
             The pads form the decision (the OR of its terms) in one cell per pin pair,
-            next to the pins, and make the choice in the cell that joins the others: per
+            from that pair's copy of the terms, next to the pins, and make the choice in the cell that joins the others: per
             bit one cell for the word, and in each pin pair's enable copy. Its enables are gated
             by ``drive_allowed`` before the copy (from registers); the copy's four inputs
             are then the decision and the target's enable, so ``ad_oe_by`` is **not**
@@ -227,7 +233,7 @@ class PCIPads(wiring.Component):
                 members["ad_hi_oe_by"] = In(ad_drivers)
                 members["ad_hi_driven"] = Out(1)
         if master_ad:
-            members["master_ad"] = In(ADDecision())
+            members["master_ad"] = In(ADDecision(AD_DECISION_GROUPS))
         super().__init__(members)
 
     def joined_enables(self):
@@ -335,7 +341,8 @@ class PCIPads(wiring.Component):
             buf = io.FFBuffer("io", port[low:high], i_domain="pci", o_domain="pci")
             m.submodules[f"{name}_buffer_{low}"] = buf
             if decided:
-                take_high = decision_cell(m, decision, f"{name}_take_high_{low}")
+                take_high = decision_cell(m, decision, low // _FAN_OUT_GROUP,
+                                          f"{name}_take_high_{low}")
                 words.append(decided_word(m, take_high, decision.high[low:high],
                                           decision.low[low:high], line.o[low:high],
                                           f"{name}_word_{low}", fpga=True))

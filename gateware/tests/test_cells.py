@@ -173,7 +173,7 @@ def _decided_module(*, fpga):
     other_oe = Signal(name="other_oe")
     word, floats = Signal(3, name="word"), Signal(name="floats")
     if fpga:
-        take_high = decision_cell(m, decision, "take_high")
+        take_high = decision_cell(m, decision, 0, "take_high")
         m.d.comb += word.eq(decided_word(m, take_high, decision.high[:3], decision.low[:3],
                                          others, "word", fpga=True))
         m.submodules.copy = kept_lut4(decided_floats, [take_high, decision.high_oe,
