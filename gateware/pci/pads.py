@@ -33,7 +33,7 @@ the I/O cell cannot give both its input register and the live pin to the fabric)
 other line uses ``io.FFBuffer`` (all three registers in the I/O cell).
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import io, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -108,13 +108,12 @@ def decision_cell(m, decision, group, name):
     return lut4(m, lambda *terms: any(terms), list(decision.terms(group)), name, fpga=True)
 
 
-def decided_word(m, take_high, high, low, others, name, *, fpga):
+def decided_word(m, take_high, high, low, others, name):
     """The word AD pins take from a master's decision (``take_high``, one bit, between
     the words ``high`` and ``low``) and the other cores' word ``others`` (ORed, each 0
-    where it does not drive): on an FPGA one ``LUT4`` per bit (named ``NAME_bBIT``), the
-    choice made in the cell of the join; elsewhere the same value as logic."""
-    if not fpga:
-        return Mux(take_high, high, low) | others
+    where it does not drive): one ``LUT4`` per bit (named ``NAME_bBIT``), the choice
+    made in the cell of the join (FPGA only; elsewhere the pads take
+    :meth:`~.bus.ADDecision.word`)."""
     return Cat(*(lut4(m, lambda take, high, low, other: (high if take else low) or other,
                       [take_high, high[bit], low[bit], others[bit]], f"{name}_b{bit}",
                       fpga=True)
@@ -159,15 +158,15 @@ class PCIPads(wiring.Component):
             longest same-clock decision).
         ad_hi_oe_by (In, ad_drivers): the same for AD[63:32] (64-bit only).
         master_ad (In, ADDecision(AD_DECISION_GROUPS)): with ``master_ad`` only (32-bit,
-            one ``ad_drivers``):
-            the master's AD[31:0] as a decision between two registered words, apart from
-            ``bus.ad`` (the other cores', ORed) and ``ad_oe_by`` (the target's enable).
-            The pads form the decision (the OR of its terms) in one cell per pin pair,
-            from that pair's copy of the terms, next to the pins, and make the choice in the cell that joins the others: per
-            bit one cell for the word, and in each pin pair's enable copy. Its enables are gated
-            by ``drive_allowed`` before the copy (from registers); the copy's four inputs
-            are then the decision and the target's enable, so ``ad_oe_by`` is **not**
-            gated by it: the core presenting it gates it itself (the target's
+            one ``ad_drivers``): the master's AD[31:0] as a decision between two
+            registered words, apart from ``bus.ad`` (the other cores', ORed) and
+            ``ad_oe_by`` (the target's enable). The pads form the decision (the OR of
+            its terms) in one cell per pin pair, from that pair's copy of the terms, next
+            to the pins, and make the choice in the cells that join the others: per bit
+            one cell for the word, and each pin pair's enable copy. Its enables are
+            gated by ``drive_allowed`` before the copy (from registers); the copy's four
+            inputs are then the decision and the target's enable, so ``ad_oe_by`` is
+            **not** gated by it: the core presenting it gates it itself (the target's
             ``drive_allowed``).
         ad_driven, ad_hi_driven (Out, 1): with ``ad_drivers`` only: the pads drive
             AD[31:0] (AD[63:32]) during this clock (registered; PAR's enable follows it).
@@ -345,7 +344,7 @@ class PCIPads(wiring.Component):
                                           f"{name}_take_high_{low}")
                 words.append(decided_word(m, take_high, decision.high[low:high],
                                           decision.low[low:high], line.o[low:high],
-                                          f"{name}_word_{low}", fpga=True))
+                                          f"{name}_word_{low}"))
                 floats = (decided_floats, [take_high, permitted["high"], permitted["low"],
                                            self.ad_oe_by[0]])
             else:

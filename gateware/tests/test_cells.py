@@ -175,7 +175,7 @@ def _decided_module(*, fpga):
     if fpga:
         take_high = decision_cell(m, decision, 0, "take_high")
         m.d.comb += word.eq(decided_word(m, take_high, decision.high[:3], decision.low[:3],
-                                         others, "word", fpga=True))
+                                         others, "word"))
         m.submodules.copy = kept_lut4(decided_floats, [take_high, decision.high_oe,
                                                        decision.low_oe, other_oe], floats)
     else:
