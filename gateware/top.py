@@ -386,8 +386,10 @@ class PCIBoard(wiring.Component):
                                     joined_by_pads=joined, decided_by_pads=decisions)
         if decided:
             m.d.comb += pads.master_ad.eq(dma.ad_decision)
-        # The target gates AD's enable itself (the pads' copies have no input left for it).
-        m.d.comb += [pads.drive_allowed.eq(~passive_on), target.drive_allowed.eq(~passive_on)]
+        # One permission for the pads and the target, which gates AD's enable itself (the
+        # pads' copies have no input left for it).
+        drive_allowed = ~passive_on
+        m.d.comb += [pads.drive_allowed.eq(drive_allowed), target.drive_allowed.eq(drive_allowed)]
         # (REQ# is always driven by a master: it does not count.) For AD the pads say
         # whether they drive it: their copy of a tristate register, placed with it, rather
         # than a copy of the cores' enables (the end of the enables' whole decision). The
