@@ -503,6 +503,7 @@ class InitiatorHarness(Harness):
                                                 (eng[f"{prefix}_chunk"] == chunk)))
         self.check("lemma_run", running | (~ini["held"] & (ini["phase"] == _Phase.IDLE)))
         self.check("lemma_run", (ini["phase"] == _Phase.IDLE) | ini["held"])
+        self.check("lemma_run", ini["busy"] == (ini["held"] | (ini["phase"] != _Phase.IDLE)))
         self.check("lemma_run", ~ini["held"] | (
             (ini["addr"] == run.addr) & (ini["dwords_left"] != 0) &
             (pass_moved + (ini["dwords_left"] << 2) == issued) &

@@ -326,8 +326,6 @@ class Initiator(wiring.Component):
             gnt_wait.eq(Mux(start_q, 0, gnt_wait_before)),
         ]
 
-        m.d.comb += self.busy.eq(held | (phase != _Phase.IDLE))
-
         # The DWORD index of the address inside a cache line (line size is a power of two).
         line_mask = Signal(8)
         m.d.comb += line_mask.eq(self.cache_line - 1)
@@ -456,6 +454,10 @@ class Initiator(wiring.Component):
             "events": self.events,
             "received_master_abort": received_master_abort,
             "received_target_abort": received_target_abort,
+            # ``held | phase != IDLE`` as state of its own, from the next state's (in
+            # ``decide``): the DMA engine's offer waits on it, and the master's start on
+            # the offer (the pci clock's critical path, docs/timing.md).
+            "busy": self.busy,
         }
         if wide_bus:
             state["pin_ad_hi"] = pin_ad_hi
@@ -736,6 +738,7 @@ class Initiator(wiring.Component):
                 nxt["pin_frame"].eq(drv["frame"].oe & drv["frame"].o),
                 nxt["pin_irdy"].eq(drv["irdy"].oe & drv["irdy"].o),
                 nxt["pin_ad"].eq(drv["ad"].o),
+                nxt["busy"].eq(nxt["held"] | (nxt["phase"] != _Phase.IDLE)),
                 nxt["moved_q"].eq(moved_now), nxt["advanced_q"].eq(advanced),
                 nxt["start_q"].eq(start),
                 nxt["take_q"].eq(Mux(txn_write, moved_now, 0)),
