@@ -47,7 +47,8 @@ from .pci.config import BarSpec, ConfigSpace
 from .exerciser.dma import DMAEngine
 from .irq.unit import InterruptUnit
 from .pci.bus import BusState
-from .pci.pads import AD_DECISION_GROUPS, LIVE_LINES, PCIPads, simulation_ports
+from .pci.pads import (AD_DECISION_GROUPS, CORE_GATED_LINES, LIVE_LINES, PCIPads,
+                       simulation_ports)
 from .spy.checker import RULES, ProtocolChecker
 from .spy.spy import Spy, connect_spy_registers
 from .spy.trigger import RecorderState
@@ -386,18 +387,22 @@ class PCIBoard(wiring.Component):
                                     joined_by_pads=joined, decided_by_pads=decisions)
         if decided:
             m.d.comb += pads.master_ad.eq(dma.ad_decision)
-        # One permission for the pads and the target, which gates AD's enable itself (the
-        # pads' copies have no input left for it).
+        # One permission for the pads, the target, which gates AD's enable itself (the
+        # pads' copies have no input left for it), and the master, which gates C/BE#'s.
         drive_allowed = ~passive_on
-        m.d.comb += [pads.drive_allowed.eq(drive_allowed), target.drive_allowed.eq(drive_allowed)]
+        m.d.comb += [pads.drive_allowed.eq(drive_allowed), target.drive_allowed.eq(drive_allowed),
+                     dma.drive_allowed.eq(drive_allowed)]
         # (REQ# is always driven by a master: it does not count.) For AD the pads say
         # whether they drive it: their copy of a tristate register, placed with it, rather
         # than a copy of the cores' enables (the end of the enables' whole decision). The
         # cores never drive AD without another line or the target's transaction, so AD
-        # only restates the rule here; it costs no register of its own.
+        # only restates the rule here; it costs no register of its own. Nor does C/BE#: the
+        # master drives it only with FRAME# or IRDY# (initiator_prove's ``one_driver``), and
+        # its enable leaves the master in the tristate register's polarity (a register of
+        # its own here would take an inverter after the live lines' choice).
         driven = pads.joined_driven()
         held_lines = {name: enable for name, enable in enables.items()
-                      if name != "req" and name not in driven}
+                      if name != "req" and name not in driven and name not in CORE_GATED_LINES}
         on_pins = [Signal(len(enable), name=f"{name}_on_pins")
                    for name, enable in held_lines.items()]
         m.d.pci += Cat(*on_pins).eq(Cat(*held_lines.values()))

@@ -694,6 +694,12 @@ def test_default_board_synthesises_and_fits_its_part(tmp_path):
                   if re.fullmatch(rf"board\.pads\.{line}_floats(\$\d+)?", name)]
         assert len(floats) == 1 and cells[floats[0]]["type"] == "LUT4", (line, floats)
         assert loads(floats[0]) == [("TRELLIS_FF", "DI")], line
+    # C/BE#'s enable floats from the master's last cell of the choice, gated by passive
+    # mode there, straight into the four tristate registers (no gate or inverter after).
+    (floats,) = [name for name in cells
+                 if re.fullmatch(r"board\.dma\.initiator\.cbe_oe_floats_b0(\$\d+)?", name)]
+    assert cells[floats]["type"] == "LUT4"
+    assert loads(floats) == [("TRELLIS_FF", "DI")] * 4
 
 
 @pytest.mark.parametrize("board", ["ulx3s-45f", "ulx3s-25f", "ulx3s-12f"])

@@ -60,6 +60,9 @@ class DMAEngine(wiring.Component):
         now (In, Handshake): the pads' unregistered handshake lines (``live``) and ACK64#.
         gnt_allowed (In, 1, init 1): GNT# counts only while this is 1 (registered; passive
             mode withholds GNT# with it).
+        drive_allowed (In, 1, init 1): the master's C/BE# enable only while this is 1
+            (registered; passive mode's permission, which the pads leave to the master for
+            C/BE#: :data:`~pcispy.gateware.pci.pads.CORE_GATED_LINES`).
         par_error (In, 1), par64_error (In, 1): the pads' live parity check.
         bus_master (In, 1): configuration Command bit 2 (Bus Master enable).
         mwi_enable (In, 1): configuration Command bit 4.
@@ -83,6 +86,7 @@ class DMAEngine(wiring.Component):
             "bus": Out(PCIBusSignature(width)),
             "now": In(Handshake),
             "gnt_allowed": In(1, init=1),
+            "drive_allowed": In(1, init=1),
             "par_error": In(1),
             "par64_error": In(1),
             "bus_master": In(1),
@@ -105,6 +109,7 @@ class DMAEngine(wiring.Component):
         wiring.connect(m, wiring.flipped(self.bus), ini.bus)
         m.d.comb += [
             ini.now.eq(self.now), ini.gnt_allowed.eq(self.gnt_allowed),
+            ini.drive_allowed.eq(self.drive_allowed),
             ini.par_error.eq(self.par_error), ini.par64_error.eq(self.par64_error),
             ini.latency_timer.eq(self.latency_timer), ini.cache_line.eq(self.cache_line),
             ini.parity_response.eq(self.parity_response),

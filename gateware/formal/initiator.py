@@ -344,6 +344,8 @@ class InitiatorHarness(Harness):
                    t.own)
         self.check("one_driver", ~p.oe["ad"] | t.begin | t.dac2 | (t.data_clk & t.write))
         self.check("one_driver", ~p.oe["cbe"] | t.begin | t.dac2 | t.data_clk)
+        # (The board's passive mode counts on it: it reads FRAME#'s and IRDY#'s for C/BE#.)
+        self.check("one_driver", ~p.oe["cbe"] | p.oe["frame"] | p.oe["irdy"])
         for name in _NEVER_OURS:
             self.check("one_driver", ~p.oe[name])
 

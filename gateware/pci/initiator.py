@@ -48,8 +48,8 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .bus import PRESENTED_GATED, ADDecision, Command, Termination, PCIBusSignature
-from .cells import live_choice, lut4, two_way
-from .pads import JOINED_LINES
+from .cells import gated_two_way, live_choice, lut4, two_way
+from .pads import CORE_GATED_LINES, JOINED_LINES
 
 __all__ = ["Descriptor", "Handshake", "ReadWords", "DescriptorResult", "InitiatorEvents",
            "InitiatorStatus", "Initiator", "MASTER_ABORT_CLOCK", "WDATA_WINDOW",
@@ -158,6 +158,12 @@ class Initiator(wiring.Component):
         gnt_allowed (In, 1, init 1): GNT# counts only while this is 1 (passive mode
             withholds it). From registers: it chooses inside the GNT# cofactors, so the
             live GNT# meets no gate of its own before the selection.
+        drive_allowed (In, 1, init 1): C/BE#'s enable (``bus.cbe.oe``, ``bus.cbe_hi.oe``)
+            only while this is 1 (passive mode; from a register). The pads leave C/BE# to
+            the master (:class:`~.pads.PCIPads`'s ``core_gated``): on an FPGA the gate is
+            the free input of the enable's last cell, which hands the enable over in the
+            tristate register's polarity, so no cell of its own follows the live lines'
+            choice.
         par_error (In, 1), par64_error (In, 1): the pads' live parity check: PAR (PAR64) on
             the pins now disagrees with AD and C/BE# sampled at the previous edge.
         desc (In, stream of Descriptor): the next transfer; taken when the initiator is
@@ -201,6 +207,7 @@ class Initiator(wiring.Component):
             "bus": Out(PCIBusSignature(width)),
             "now": In(Handshake),
             "gnt_allowed": In(1, init=1),
+            "drive_allowed": In(1, init=1),
             "par_error": In(1),
             "par64_error": In(1),
             "desc": In(stream.Signature(Descriptor)),
@@ -325,6 +332,7 @@ class Initiator(wiring.Component):
             since_addr.eq(Mux(start_q, 0, since_before)),
             gnt_wait.eq(Mux(start_q, 0, gnt_wait_before)),
         ]
+
 
         # The DWORD index of the address inside a cache line (line size is a power of two).
         line_mask = Signal(8)
@@ -781,7 +789,7 @@ class Initiator(wiring.Component):
                 for name in live_names})}
 
         def select(pick, idle_family, busy_family, idle, gnt, lines, kept=None,
-                   staged=False):
+                   staged=False, gate=None):
             """``pick(cofactor)`` of the cofactor that ``idle`` (phase IDLE), ``gnt`` (GNT#
             as it counts) and the target's ``lines`` (``target_names``, in order) choose.
 
@@ -789,6 +797,7 @@ class Initiator(wiring.Component):
             lines (from registers), so the lines only choose among one net each (with
             ``kept``, the outputs: a kept net, named for the reports). GNT# chooses last:
             it comes through one LUT4 of its own (``gnt_counts``, with FRAME# and IRDY#).
+            ``gate`` (1 bit, from a register): the choice is 0 where it is 0.
 
             The outputs (``kept``) of a 32-bit bus choose in hand-placed cells
             (:func:`~.cells.live_choice`: per bit a slice pair for the target's three
@@ -801,8 +810,9 @@ class Initiator(wiring.Component):
             pins across the die (stop 27, seed 1: DEVSEL# -> 9.7 ns of wire to X4/Y52 ->
             back to FRAME#'s register, 22.6 ns).
             """
+            gated = (lambda value: value) if gate is None else (lambda value: value & gate)
             if not expand:
-                return Mux(idle, pick(*idle_family[()]), pick(*busy_family[()]))
+                return gated(Mux(idle, pick(*idle_family[()]), pick(*busy_family[()])))
 
             def kept_net(value, gnt_value, values=(), suffix=""):
                 """``value`` through a kept net named after its place in the choice (on
@@ -831,7 +841,7 @@ class Initiator(wiring.Component):
                 return kept_net(tree(gnt_value, ()), gnt_value)
 
             if kept is None or len(lines) > 3:
-                return Mux(gnt, by_gnt(1), by_gnt(0))
+                return gated(Mux(gnt, by_gnt(1), by_gnt(0)))
             # The outputs on a 32-bit bus: the target's lines choose in the cells of one
             # slice pair per bit (the last line at the LUT4s, the first at the L6MUX21),
             # GNT# as it counts in one LUT4 after them. Synthesis keeps to nets it is
@@ -849,9 +859,17 @@ class Initiator(wiring.Component):
                 return live_choice(m, [lines[j] for j in order], leaves,
                                    f"{kept}_gnt{gnt_value}", fpga=fpga, inverted=True)
             granted, refused = cells(1), cells(0)
-            return Cat(*(lut4(m, two_way,
-                              [gnt, granted[bit], refused[bit]], f"{kept}_by_gnt_b{bit}",
-                              fpga=fpga)
+            if gate is None:
+                return Cat(*(lut4(m, two_way,
+                                  [gnt, granted[bit], refused[bit]], f"{kept}_by_gnt_b{bit}",
+                                  fpga=fpga)
+                             for bit in range(len(granted))))
+            # Gated: the gate in the cell's fourth input, and the cell holds the inverse,
+            # as an I/O cell's tristate register takes an enable (1 = float): the pads'
+            # inversion cancels against this one and no cell follows (an enable only).
+            return Cat(*(~lut4(m, lambda *inputs: not gated_two_way(*inputs),
+                               [gnt, granted[bit], refused[bit], gate],
+                               f"{kept}_floats_b{bit}", fpga=fpga)
                          for bit in range(len(granted))))
 
         # Outputs: the live lines select in front of the pads' output flip-flops. AD's
@@ -952,9 +970,12 @@ class Initiator(wiring.Component):
                 if (name, port) in late_ad:
                     m.d.comb += getattr(line, port).eq(late_ad[name, port])
                     continue
+                # C/BE#'s enable carries passive mode's gate (``drive_allowed``).
+                gate = self.drive_allowed if name in CORE_GATED_LINES and port == "oe" else None
                 m.d.comb += getattr(line, port).eq(select(
                     presented(name, port), idle_family, busy_family, is_idle, gnt_counts,
-                    target_now, kept=f"{name}_{port}", staged=name not in JOINED_LINES))
+                    target_now, kept=f"{name}_{port}", staged=name not in JOINED_LINES,
+                    gate=gate))
 
         # State: folded, the registers take the one next state. Expanded, every
         # cofactor's next state is registered, and so are the lines that choose among them;

@@ -43,7 +43,7 @@ from .bus import (ACTIVE_LOW, OPEN_DRAIN, PRESENTED_GATED, SUSTAINED_TRISTATE,
                   ADDecision, PCIBusSignature, bus_lines)
 
 __all__ = ["LIVE_LINES", "live_lines", "INPUT_ONLY_LINES", "DECODE_LINES", "JOINED_LINES",
-           "AD_DECISION_GROUPS",
+           "AD_DECISION_GROUPS", "CORE_GATED_LINES",
            "decode_signature", "simulation_ports", "decision_cell", "decided_word", "decided_floats",
            "PCIPads"]
 
@@ -77,6 +77,12 @@ AD_DECISION_GROUPS = 32 // _FAN_OUT_GROUP
 
 # How many enables of their own a float copy can join besides ``bus.NAME.oe``.
 _MAX_AD_DRIVERS = 2
+
+#: Lines whose core withholds its own enable while ``drive_allowed`` is 0, so that the pads
+#: do not gate them: C/BE#, driven by the master alone, whose enable the live lines choose
+#: (:class:`~.initiator.Initiator` gates it in the enable's last cell, in the tristate
+#: register's polarity; a gate here was a fifth cell after DEVSEL#, docs/timing.md).
+CORE_GATED_LINES = ("cbe", "cbe_hi")
 
 #: Lines a fast-decode target reads unregistered in the address phase (``pads.decode``).
 DECODE_LINES = ("ad", "cbe", "idsel", "req64")
@@ -150,7 +156,8 @@ class PCIPads(wiring.Component):
         drive_allowed (In, 1, init 1): the pads drive a line only while this is 1 (passive
             mode clears it; from a register). A sustained tri-state line they owned still
             gets its clock of deasserted drive. AD's enable copies apply it themselves, so
-            it adds no gate of its own between the cores' enable and the copies.
+            it adds no gate of its own between the cores' enable and the copies. The
+            :data:`CORE_GATED_LINES` (C/BE#) it leaves to the core that drives them.
         ad_oe_by (In, ad_drivers): with ``ad_drivers`` only: one AD enable per core that
             drives AD. The pads drive AD while ``bus.ad.oe`` or any of these is 1; on an
             FPGA they join them inside each pin pair's enable copy, so the cores' join
@@ -264,7 +271,7 @@ class PCIPads(wiring.Component):
         ``allowed``, only while ``drive_allowed`` (else the caller applies it). ``fpga``:
         a sustained tri-state line's enable is one hand-placed cell (below)."""
         wanted = Cat(*self._enables(name, line)).any()
-        permitted = self.drive_allowed if allowed else 1
+        permitted = self.drive_allowed if allowed and name not in CORE_GATED_LINES else 1
         oe = wanted & permitted
         if name in INPUT_ONLY_LINES:
             return 0, 0

@@ -227,6 +227,7 @@ class Run:
         self.events = []
         self.reads = []
         self.clash = False
+        self.cbe_oe = []
 
 
 #: How the tests of this module build the initiator (``Initiator(expand_live=...)``): the
@@ -244,10 +245,11 @@ def expand_live(request):
 
 def run(descs, target, *, width=32, gnt=lambda t: 1, clocks=200, latency_timer=255,
         cache_line=8, irdy_wait=0, parity_response=1, stop_at=None, pattern=Pattern.COUNTER,
-        seed=0x1000, gnt_allowed=lambda t: 1):
+        seed=0x1000, gnt_allowed=lambda t: 1, drive_allowed=lambda t: 1):
     """Run ``descs`` (list of dicts for :class:`Descriptor`) through an initiator.
     ``gnt(t)`` is GNT# on the pin in clock ``t``; ``gnt_allowed(t)`` the initiator's
-    permission to see it."""
+    permission to see it; ``drive_allowed(t)`` its permission to drive C/BE#.
+    ``res.cbe_oe`` records the C/BE# enable it presents in each clock."""
     dut = Initiator(width, expand_live=_build["expand_live"])
     h = Harness(dut.bus, dut.now, width)
     m = h.m
@@ -283,9 +285,11 @@ def run(descs, target, *, width=32, gnt=lambda t: 1, clocks=200, latency_timer=2
             ctx.set(h.tgt["gnt"][0], gnt(t))
             ctx.set(h.tgt["gnt"][1], 1)
             ctx.set(dut.gnt_allowed, gnt_allowed(t))
+            ctx.set(dut.drive_allowed, drive_allowed(t))
             sampled = await ctx.tick("pci").sample(*[h.pins[n] for n in lines], dut.desc.ready,
-                                              dut.events, dut.rdata, dut.status)
-            values = sampled[2:]
+                                              dut.events, dut.rdata, dut.status, dut.bus.cbe.oe)
+            values = sampled[2:-1]
+            res.cbe_oe.append(sampled[-1])
             s = {n: v for n, v in zip(lines, values)}
             s.setdefault("ad_hi", 0xFFFF_FFFF)
             ready, ev, rd, st = values[len(lines):]
@@ -464,6 +468,27 @@ def test_gnt_withheld_by_permission_is_gnt_deasserted(withheld):
     else:
         assert terms(by_permission)[0] == Termination.LATENCY_TIMER
     assert not by_permission.clash
+
+
+def test_drive_permission_withholds_only_cbe_enable():
+    """``drive_allowed`` low gates C/BE#'s enable (the pads leave it to the master) in
+    exactly the clocks it is low, and changes nothing else the master does: FRAME#,
+    IRDY#, AD and the events are those of the run with permission throughout."""
+    withheld = range(3, 9)      # the address phase and the first data phases
+
+    def runs(**allowed):
+        tgt = ScriptedTarget(devsel=1)
+        return run([{"cmd": Command.MEM_WRITE, "addr": 0x40, "dwords": 8}], tgt, clocks=20,
+                   **allowed)
+    free = runs()
+    gated = runs(drive_allowed=lambda t: int(t not in withheld))
+    assert any(free.cbe_oe[t] for t in withheld)
+    assert gated.cbe_oe == [oe and t not in withheld for t, oe in enumerate(free.cbe_oe)]
+    assert [{k: v for k, v in clock.items() if k in ("frame", "irdy", "ad")}
+            for clock in gated.trace] == [
+        {k: v for k, v in clock.items() if k in ("frame", "irdy", "ad")}
+        for clock in free.trace]
+    assert gated.events == free.events
 
 
 def test_64bit_write_and_fallback_without_ack64():

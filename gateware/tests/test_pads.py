@@ -80,6 +80,23 @@ def test_withheld_sustained_tristate_line_is_driven_deasserted_not_asserted():
     run(bench)
 
 
+def test_core_gated_lines_are_left_to_their_core():
+    """``drive_allowed`` low withholds the pins the pads gate (REQ#) but not C/BE#, whose
+    master gates its own enable (``CORE_GATED_LINES``)."""
+    async def bench(ctx, dut, ports):
+        ctx.set(dut.bus.cbe.o, 0b0110)
+        ctx.set(dut.bus.cbe.oe, 1)
+        ctx.set(dut.bus.req.o, 1)
+        ctx.set(dut.bus.req.oe, 1)
+        ctx.set(dut.drive_allowed, 0)
+        await ctx.tick("pci")
+        assert ctx.get(ports["cbe"].oe) == 0b1111 and ctx.get(ports["req"].oe) == 0
+        ctx.set(dut.bus.cbe.oe, 0)
+        await ctx.tick("pci")
+        assert ctx.get(ports["cbe"].oe) == 0
+    run(bench)
+
+
 def test_open_drain_only_pulls_low():
     async def bench(ctx, dut, ports):
         ctx.set(dut.bus.serr.oe, 1)
