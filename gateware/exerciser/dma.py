@@ -252,6 +252,13 @@ class DMAEngine(wiring.Component):
             ini.desc.payload.more.eq(more & (regs.idle.clocks == 0)),
             ini.stop.eq(regs.control.stop & running),
         ]
+        # The offer with the master free (``busy`` 0: a fresh pass then waits only for the
+        # pass's end and another pass to come), for its start decision: from registers, not
+        # behind the master's busy. Every burst offered moves something (the length and
+        # the burst are checked at the start).
+        m.d.comb += ini.offer_when_free.eq(
+            running & (~last_issued | another_pass) & ~stop_pending & (idle_left == 0) &
+            ~gap_armed & ~regs.control.stop)
         issued = ini.desc.valid & ini.desc.ready
 
         with m.If(idle_left != 0):

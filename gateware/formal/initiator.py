@@ -49,7 +49,7 @@ from ..csr import CSRBank
 from ..exerciser.dma import DMAEngine
 from ..exerciser.patterns import Pattern, lfsr_step
 from ..pci.bus import ACTIVE_LOW, Command, Termination, bus_lines
-from ..pci.initiator import _Phase
+from ..pci.initiator import Descriptor, _Phase
 from ..pci.pads import LIVE_LINES, PCIPads, simulation_ports
 from ..regs import BAR0_SIZE, DMA, RegisterMap
 from ..top import merge_bus_drivers
@@ -506,6 +506,9 @@ class InitiatorHarness(Harness):
         self.check("lemma_run", running | (~ini["held"] & (ini["phase"] == _Phase.IDLE)))
         self.check("lemma_run", (ini["phase"] == _Phase.IDLE) | ini["held"])
         self.check("lemma_run", ini["busy"] == (ini["held"] | (ini["phase"] != _Phase.IDLE)))
+        # The engine's offer with the master free is its offer whenever the master is free.
+        self.check("lemma_run", ini["busy"] | (ini["offer_when_free"] == (
+            ini["desc__valid"] & (Descriptor(ini["desc__payload"]).dwords != 0))))
         self.check("lemma_run", ~ini["held"] | (
             (ini["addr"] == run.addr) & (ini["dwords_left"] != 0) &
             (pass_moved + (ini["dwords_left"] << 2) == issued) &

@@ -168,6 +168,12 @@ class Initiator(wiring.Component):
             the pins now disagrees with AD and C/BE# sampled at the previous edge.
         desc (In, stream of Descriptor): the next transfer; taken when the initiator is
             free (not in the clock after an abort: the engine learns of it a clock later).
+        offer_when_free (In, 1): ``desc.valid & (desc.payload.dwords != 0)`` as it stands
+            when this initiator is free (``busy`` 0): while ``busy`` is 0 the two must be
+            equal. A new descriptor's start is decided on this rather than on the offer,
+            which may itself wait on ``busy`` (the DMA engine offers a fresh pass only
+            with the master idle), so the start does not wait on ``busy`` twice. A source
+            whose offer does not depend on ``busy`` gives that value as it is.
         wdata (In, ArrayLayout(32, WDATA_WINDOW)): the next DWORDs of the write data stream,
             from the one after the words counted in ``wdata_take``'s previous value on.
         wdata_take (Out, 2): DWORDs of ``wdata`` moved on the bus at the previous edge
@@ -211,6 +217,7 @@ class Initiator(wiring.Component):
             "par_error": In(1),
             "par64_error": In(1),
             "desc": In(stream.Signature(Descriptor)),
+            "offer_when_free": In(1),
             "wdata": In(data.ArrayLayout(32, WDATA_WINDOW)),
             "wdata_take": Out(2),
             "rdata": Out(ReadWords),
@@ -360,6 +367,10 @@ class Initiator(wiring.Component):
         m.d.comb += dwords_left_is.eq(left_before_is >> advanced_q)
         m.d.pci += left_before_is.eq(Cat(left_next == j for j in range(len(left_before_is))))
         nothing_left = Mux(held, dwords_left_is[0], self.desc.payload.dwords == 0)  # e_left == 0
+        # Idle (so ``busy`` is 0 unless a descriptor is held), a descriptor to start with
+        # something to move: ``pending & ~nothing_left``, the offer's part read from
+        # ``offer_when_free``.
+        startable = Mux(held, ~dwords_left_is[0], self.offer_when_free & ~aborted_q)
         # MWI ends only at a cache-line boundary: bit s, the DWORD address (before the
         # event's advance) plus s starts a line. s = advanced + this phase + the next one.
         line_start_before = Signal(8)
@@ -595,11 +606,7 @@ class Initiator(wiring.Component):
                     # Stopped between transactions: drop the descriptor.
                     m.d.comb += [nxt["held"].eq(0), nxt["stopping"].eq(0)]
                     m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.STOPPED)]
-                with m.Elif(pending & nothing_left):
-                    # Nothing to move: finished without a transaction.
-                    m.d.comb += nxt["held"].eq(0)
-                    m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.OK)]
-                with m.Elif(pending & go):
+                with m.Elif(startable & go):
                     m.d.comb += [
                         start.eq(1), ev.start.eq(1),
                         drv["frame"].oe.eq(1), drv["frame"].o.eq(1),
@@ -623,6 +630,10 @@ class Initiator(wiring.Component):
                         nxt["ending"].eq(0), nxt["term"].eq(Termination.COMPLETION),
                         nxt["txn_dac"].eq(dac),
                     ]
+                with m.Elif(pending & nothing_left):
+                    # Nothing to move: finished without a transaction.
+                    m.d.comb += nxt["held"].eq(0)
+                    m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.OK)]
             else:
                 with m.Switch(phase):
                     with m.Case(_Phase.DAC):
@@ -910,8 +921,7 @@ class Initiator(wiring.Component):
             net = kept_signal
             # The registered halves of the three decisions (``go`` only while idle,
             # ``xfer`` only in a data phase, ``kill`` only in the final one, not idle).
-            go_ok = net(is_idle & allowed & (held | offered) & ~stopping & ~nothing_left,
-                        "ad_go_ok")
+            go_ok = net(is_idle & allowed & ~stopping & startable, "ad_go_ok")
             xfer_ok = net(in_data & pin_irdy & (~ending | ending_open), "ad_xfer_ok")
             final_open = net(~is_idle & final_phase & ~ending, "ad_final_open")
             abort_due = net(~devsel_seen & devsel_overdue, "ad_abort_due")

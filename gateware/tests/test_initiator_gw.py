@@ -281,6 +281,8 @@ def run(descs, target, *, width=32, gnt=lambda t: 1, clocks=200, latency_timer=2
                                            "more": d.get("more", 0)})
             else:
                 ctx.set(dut.desc.valid, 0)
+            # (This offer does not wait on the initiator's busy.)
+            ctx.set(dut.offer_when_free, int(bool(queue) and queue[0]["dwords"] != 0))
             ctx.set(dut.stop, int(stop_at is not None and t == stop_at))
             ctx.set(h.tgt["gnt"][0], gnt(t))
             ctx.set(h.tgt["gnt"][1], 1)
