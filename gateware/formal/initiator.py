@@ -506,6 +506,11 @@ class InitiatorHarness(Harness):
         self.check("lemma_run", running | (~ini["held"] & (ini["phase"] == _Phase.IDLE)))
         self.check("lemma_run", (ini["phase"] == _Phase.IDLE) | ini["held"])
         self.check("lemma_run", ini["busy"] == (ini["held"] | (ini["phase"] != _Phase.IDLE)))
+        idle = ini["phase"] == _Phase.IDLE
+        self.check("lemma_run", ini["go_held"] == (idle & ini["held"] & ~ini["stopping"] &
+                                                   ~ini["dwords_left_is"][0]))
+        self.check("lemma_run", ini["go_free"] == (idle & ~ini["held"] & ~ini["stopping"] &
+                                                   ~ini["aborted_q"]))
         # The engine's offer with the master free is its offer whenever the master is free.
         self.check("lemma_run", ini["busy"] | (ini["offer_when_free"] == (
             ini["desc__valid"] & (Descriptor(ini["desc__payload"]).dwords != 0))))

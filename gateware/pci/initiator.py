@@ -365,12 +365,19 @@ class Initiator(wiring.Component):
         dwords_left_is = Signal(3)              # the descriptor's end: 0..2
         left_before_is = Signal(len(dwords_left_is) + 3, init=1)     # (- advanced_q)
         m.d.comb += dwords_left_is.eq(left_before_is >> advanced_q)
-        m.d.pci += left_before_is.eq(Cat(left_next == j for j in range(len(left_before_is))))
+        left_next_is = Signal(len(left_before_is))
+        m.d.comb += left_next_is.eq(Cat(left_next == j for j in range(len(left_before_is))))
+        m.d.pci += left_before_is.eq(left_next_is)
         nothing_left = Mux(held, dwords_left_is[0], self.desc.payload.dwords == 0)  # e_left == 0
-        # Idle (so ``busy`` is 0 unless a descriptor is held), a descriptor to start with
-        # something to move: ``pending & ~nothing_left``, the offer's part read from
-        # ``offer_when_free``.
-        startable = Mux(held, ~dwords_left_is[0], self.offer_when_free & ~aborted_q)
+        # Whether a transaction may start now (with GNT#), a clock ahead: idle and not
+        # stopping, and a held descriptor with something left (``go_held``), or none held
+        # and no abort at the previous edge (``go_free``: then the offer decides, as it
+        # stands with the master free). State of their own (set in ``decide`` from the
+        # next state), so that the start reads two registers and the offer: the master's
+        # start is the head of AD's decision (docs/timing.md).
+        go_held = Signal()
+        go_free = Signal(init=1)
+        startable = go_held | (go_free & self.offer_when_free)
         # MWI ends only at a cache-line boundary: bit s, the DWORD address (before the
         # event's advance) plus s starts a line. s = advanced + this phase + the next one.
         line_start_before = Signal(8)
@@ -476,7 +483,7 @@ class Initiator(wiring.Component):
             # ``held | phase != IDLE`` as state of its own, from the next state's (in
             # ``decide``): the DMA engine's offer waits on it, and the master's start on
             # the offer (the pci clock's critical path, docs/timing.md).
-            "busy": self.busy,
+            "busy": self.busy, "go_held": go_held, "go_free": go_free,
         }
         if wide_bus:
             state["pin_ad_hi"] = pin_ad_hi
@@ -758,6 +765,10 @@ class Initiator(wiring.Component):
                 nxt["pin_irdy"].eq(drv["irdy"].oe & drv["irdy"].o),
                 nxt["pin_ad"].eq(drv["ad"].o),
                 nxt["busy"].eq(nxt["held"] | (nxt["phase"] != _Phase.IDLE)),
+                nxt["go_held"].eq((nxt["phase"] == _Phase.IDLE) & nxt["held"] & ~nxt["stopping"] &
+                                  ~left_next_is.bit_select(nxt["advanced_q"], 1)),
+                nxt["go_free"].eq((nxt["phase"] == _Phase.IDLE) & ~nxt["held"] &
+                                  ~nxt["stopping"] & ~nxt["aborted_q"]),
                 nxt["moved_q"].eq(moved_now), nxt["advanced_q"].eq(advanced),
                 nxt["start_q"].eq(start),
                 nxt["take_q"].eq(Mux(txn_write, moved_now, 0)),
@@ -921,7 +932,7 @@ class Initiator(wiring.Component):
             net = kept_signal
             # The registered halves of the three decisions (``go`` only while idle,
             # ``xfer`` only in a data phase, ``kill`` only in the final one, not idle).
-            go_ok = net(is_idle & allowed & ~stopping & startable, "ad_go_ok")
+            go_ok = net(allowed & startable, "ad_go_ok")
             xfer_ok = net(in_data & pin_irdy & (~ending | ending_open), "ad_xfer_ok")
             final_open = net(~is_idle & final_phase & ~ending, "ad_final_open")
             abort_due = net(~devsel_seen & devsel_overdue, "ad_abort_due")
