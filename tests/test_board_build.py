@@ -700,6 +700,11 @@ def test_default_board_synthesises_and_fits_its_part(tmp_path):
                  if re.fullmatch(r"board\.dma\.initiator\.cbe_oe_floats_b0(\$\d+)?", name)]
     assert cells[floats]["type"] == "LUT4"
     assert loads(floats) == [("TRELLIS_FF", "DI")] * 4
+    # So does SERR# from the target's cell of the live parity check (PAR -> the pads'
+    # check -> this cell -> SERR#'s tristate register).
+    (floats,) = [name for name in cells
+                 if re.fullmatch(r"board\.target\.serr_floats(\$\d+)?", name)]
+    assert cells[floats]["type"] == "LUT4" and loads(floats) == [("TRELLIS_FF", "DI")]
 
 
 @pytest.mark.parametrize("board", ["ulx3s-45f", "ulx3s-25f", "ulx3s-12f"])

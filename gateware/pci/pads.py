@@ -79,10 +79,11 @@ AD_DECISION_GROUPS = 32 // _FAN_OUT_GROUP
 _MAX_AD_DRIVERS = 2
 
 #: Lines whose core withholds its own enable while ``drive_allowed`` is 0, so that the pads
-#: do not gate them: C/BE#, driven by the master alone, whose enable the live lines choose
-#: (:class:`~.initiator.Initiator` gates it in the enable's last cell, in the tristate
-#: register's polarity; a gate here was a fifth cell after DEVSEL#, docs/timing.md).
-CORE_GATED_LINES = ("cbe", "cbe_hi")
+#: do not gate them, each driven by one core that decides it in the clock the live lines
+#: arrive and gates it in its last cell, in the tristate register's polarity (a gate here
+#: was one cell more, docs/timing.md): C/BE# (:class:`~.initiator.Initiator`, after
+#: DEVSEL#), SERR# (:class:`~.target.Target`, after the live PAR).
+CORE_GATED_LINES = ("cbe", "cbe_hi", "serr")
 
 #: Lines a fast-decode target reads unregistered in the address phase (``pads.decode``).
 DECODE_LINES = ("ad", "cbe", "idsel", "req64")
@@ -157,7 +158,7 @@ class PCIPads(wiring.Component):
             mode clears it; from a register). A sustained tri-state line they owned still
             gets its clock of deasserted drive. AD's enable copies apply it themselves, so
             it adds no gate of its own between the cores' enable and the copies. The
-            :data:`CORE_GATED_LINES` (C/BE#) it leaves to the core that drives them.
+            :data:`CORE_GATED_LINES` (C/BE#, SERR#) it leaves to the cores that drive them.
         ad_oe_by (In, ad_drivers): with ``ad_drivers`` only: one AD enable per core that
             drives AD. The pads drive AD while ``bus.ad.oe`` or any of these is 1; on an
             FPGA they join them inside each pin pair's enable copy, so the cores' join

@@ -50,7 +50,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .bus import DECODE_SPEEDS, Command, DevselSpeed, PCIBusSignature
-from .cells import live_choice
+from .cells import live_choice, lut4
 from .pads import LIVE_LINES, decode_signature
 
 __all__ = ["BackendSignature", "Window", "ResponseKnobs", "PCITarget", "WRITE_FIFO_DEPTH",
@@ -252,11 +252,11 @@ class PCITarget(wiring.Component):
         io_enable, memory_enable, parity_response, serr_enable (In, 1): Command bits.
         claim_enable (In, 1, init 1): claim transactions at all (0: the board is passive;
             configuration cycles are not answered either).
-        drive_allowed (In, 1, init 1): AD's enable (``bus.ad.oe``) only while this is 1
-            (passive mode clears it; from a register). The pads gate every other line
+        drive_allowed (In, 1, init 1): AD's enable (``bus.ad.oe``) and SERR# only while this
+            is 1 (passive mode clears it; from a register). The pads gate the other lines
             themselves; AD's enable copies join the target's enable with the master's
             decision and have no input left for it (:class:`~.pads.PCIPads`,
-            ``master_ad``).
+            ``master_ad``), and SERR# is one of the pads' ``CORE_GATED_LINES``.
         detected_parity, signaled_serr, signaled_target_abort (Out, 1): Status pulses.
         knobs (In, ResponseKnobs): the exerciser response for windows marked exerciser.
         retry (In, 1): retry the exerciser transaction being claimed now.
@@ -366,15 +366,23 @@ class PCITarget(wiring.Component):
             m.d.comb += address_par_clock.eq(address_phase)
 
         # Address parity: the PAR of the address phase is on the pins now. SERR# goes out
-        # at once (its I/O flip-flop); the Status pulses leave registered.
-        serr_next = Signal()
+        # at once (its I/O flip-flop); the Status pulses leave registered. Whether a
+        # parity error now signals SERR# is one net from registers (kept on an FPGA), and
+        # SERR# one hand-placed cell of the pads' parity check, it and passive mode's
+        # permission, held inverted as SERR#'s tristate register takes it (the pads'
+        # inversion cancels): PAR crosses two cells to that register (synthesis made
+        # four: 0.13 ns over the budget, floorplanned, docs/timing.md).
+        serr_armed = Signal(attrs={"keep": 1} if platform is not None else {})
         address_parity_bad = Signal()
         m.d.comb += [
+            serr_armed.eq(address_par_clock & self.parity_response & self.serr_enable),
             address_parity_bad.eq(address_par_clock & self.par_error),
-            serr_next.eq(address_parity_bad & self.parity_response & self.serr_enable),
-            self.bus.serr.o.eq(serr_next), self.bus.serr.oe.eq(serr_next),
         ]
-        m.d.pci += self.signaled_serr.eq(serr_next)
+        serr_next = ~lut4(m, lambda error, armed, allowed, _: not (error and armed and allowed),
+                          [self.par_error, serr_armed, self.drive_allowed], "serr_floats",
+                          fpga=platform is not None)
+        m.d.comb += [self.bus.serr.o.eq(serr_next), self.bus.serr.oe.eq(serr_next)]
+        m.d.pci += self.signaled_serr.eq(self.par_error & serr_armed & self.drive_allowed)
 
         # Per-transaction parameters, chosen at the claim.
         c_sel = Signal(range(n_sel))

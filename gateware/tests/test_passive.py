@@ -114,7 +114,7 @@ def test_passive_mode_silences_the_board_and_the_side_channel_clears_it():
 
     async def bench(host, pins, ctx):
         local = _Local(ctx, board.local)
-        await enumerate_board(host, command=0x0047)           # + Bus Master
+        await enumerate_board(host, command=0x0147)           # + Bus Master, SERR#
         assert (await host.config_read(0)) & 0xFFFF == 0x1209
         write = await host.write(BAR0 + mode_address, [1 << passive.lsb])
         assert write.termination == Termination.COMPLETION and write.moved == 1
@@ -128,6 +128,10 @@ def test_passive_mode_silences_the_board_and_the_side_channel_clears_it():
             result = await transaction
             assert result.termination == Termination.MASTER_ABORT
             assert _drives_nothing(ctx, board)
+        # Not SERR# either, on an address parity error (the target gates it itself).
+        result = await host.write(BAR_ADDRESSES[2], [6], corrupt_addr_par=True)
+        assert result.termination == Termination.MASTER_ABORT
+        assert not any(clock["serr"] for clock in result.clocks)
         mode = await local.access("id.mode")
         assert mode >> passive.lsb & 1 and mode >> passive_on.lsb & 1
         # A DMA run is refused (the master never sees GNT# or Bus Master), an interrupt
