@@ -128,16 +128,16 @@ def design_text(rtlil):
 
 def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
           clock_mhz=PCI_CLOCK_MHZ, threads=None, reuse=True, placer=PLACER, router=ROUTER,
-          floorplan=False, decode=DECODE):
+          floorplan=True, decode=DECODE):
     """Build ``board`` (a key of :data:`pcispy.constraints.BOARDS`); return the report
     dict (also written to ``build_dir/report.json``). With ``reuse``, a build directory
     whose last build had the same design (hash of netlist and constraints) is not
     rebuilt if it was placed with the same nextpnr options (``seed`` and ``threads``
     default to the board's ``NEXTPNR_DEFAULTS``, :func:`nextpnr_options`). With
-    ``floorplan`` (and a device :data:`.floorplan.FABRIC` describes) the live handshake
-    logic is placed by :func:`.floorplan.floorplan` before nextpnr (not yet the default:
-    it brings the control paths within 2 ns of the budget but costs the pci clock more
-    than a megahertz, docs/timing.md). ``decode`` is the target's decode
+    ``floorplan`` (the default; an active build, a device :data:`.floorplan.FABRIC`
+    describes) the live handshake logic is placed by :func:`.floorplan.floorplan` before
+    nextpnr: left to the placer, it lands mid-die and the control paths miss their
+    budget by up to 14 ns (stop 31, docs/timing.md). ``decode`` is the target's decode
     speed by name (a key of :data:`DECODE_NAMES`)."""
     from pcispy.constraints import board_platform
     from pcispy.gateware.board_top import BoardTop
@@ -153,7 +153,8 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
     plan = platform.build(top, name=name, build_dir=str(build_dir), do_build=False)
     plan.extract(str(build_dir))
     # The same design (netlist and constraints) as the last full build: keep its report.
-    floorplan = floorplan and not synth_only and platform.device in FABRIC
+    floorplan = floorplanned(platform.device, passive=passive, synth_only=synth_only,
+                             floorplan=floorplan)
     digest = hashlib.sha256(design_text(plan.files[f"{name}.il"]).encode() +
                             plan.files[f"{name}.lpf"].encode() +
                             (b"floorplan" if floorplan else b"")).hexdigest()[:16]
@@ -200,6 +201,13 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
         report.update(read_report(build_dir, name))
     (build_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+def floorplanned(device, *, passive=False, synth_only=False, floorplan=True):
+    """Whether a build places the live handshake logic itself (:func:`build`'s
+    ``floorplan``): asked for (the default), placed and routed, active (a passive build
+    has no live logic) and on a device :data:`.floorplan.FABRIC` describes."""
+    return floorplan and not passive and not synth_only and device in FABRIC
 
 
 def nextpnr_options(board, *, seed=None, threads=None, placer=PLACER, router=ROUTER):
@@ -781,9 +789,10 @@ def main(argv=None):
                         help=f"the target's address decode (default {DECODE}): slow "
                              "claims a clock later (DEVSEL# on clock 4) and takes the "
                              "address decode out of the pins-to-pins clock")
-    parser.add_argument("--floorplan", action="store_true",
+    parser.add_argument("--floorplan", action=argparse.BooleanOptionalAction, default=True,
                         help="place the logic between the live handshake pins and the "
-                             "first registers next to the pins (docs/timing.md)")
+                             "first registers next to the pins (default; an active build; "
+                             "docs/timing.md)")
     parser.add_argument("--build-dir", help="default: build/BOARD (build/BOARD-passive)")
     parser.add_argument("--check", type=int, choices=sorted(PCI_SETUP_BUDGET_NS),
                         metavar="MHZ",

@@ -302,6 +302,18 @@ def test_design_hash_leaves_out_source_positions():
     assert design_text(il.replace("$and", "$or")) != design_text(il)
 
 
+def test_active_builds_are_floorplanned_by_default():
+    """The live logic is placed by hand in every placed and routed active build on a
+    device the floorplan knows, unless asked not to; never in a passive build (nothing
+    to place) or a synthesis-only one."""
+    from pcispy.constraints.build import floorplanned
+    assert floorplanned("LFE5U-85F")
+    assert not floorplanned("LFE5U-85F", floorplan=False)
+    assert not floorplanned("LFE5U-85F", passive=True)
+    assert not floorplanned("LFE5U-85F", synth_only=True)
+    assert not floorplanned("LFE5U-45F")
+
+
 def test_nextpnr_options_default_to_the_boards_own():
     """Each board builds with the placement measured to route its design (seed 2, one
     thread, for both since stop 29); what the command line gives wins."""
