@@ -160,7 +160,7 @@ class Initiator(wiring.Component):
             live GNT# meets no gate of its own before the selection.
         drive_allowed (In, 1, init 1): C/BE#'s enable (``bus.cbe.oe``, ``bus.cbe_hi.oe``)
             only while this is 1 (passive mode; from a register). The pads leave C/BE# to
-            the master (:class:`~.pads.PCIPads`'s ``core_gated``): on an FPGA the gate is
+            the master (:data:`~.pads.CORE_GATED_LINES`): on an FPGA the gate is
             the free input of the enable's last cell, which hands the enable over in the
             tristate register's polarity, so no cell of its own follows the live lines'
             choice.
@@ -339,7 +339,6 @@ class Initiator(wiring.Component):
             since_addr.eq(Mux(start_q, 0, since_before)),
             gnt_wait.eq(Mux(start_q, 0, gnt_wait_before)),
         ]
-
 
         # The DWORD index of the address inside a cache line (line size is a power of two).
         line_mask = Signal(8)
