@@ -251,7 +251,7 @@ class PCITarget(wiring.Component):
         bar_base (In, array of 32): programmed base of each window's BAR.
         io_enable, memory_enable, parity_response, serr_enable (In, 1): Command bits.
         claim_enable (In, 1, init 1): claim transactions at all (0: the board is passive;
-            configuration cycles are not answered either).
+            configuration cycles are not answered either, and no SERR# is signalled).
         drive_allowed (In, 1, init 1): AD's enable (``bus.ad.oe``) and SERR# only while this
             is 1 (passive mode clears it; from a register). The pads gate the other lines
             themselves; AD's enable copies join the target's enable with the master's
@@ -375,7 +375,8 @@ class PCITarget(wiring.Component):
         serr_armed = Signal(attrs={"keep": 1} if platform is not None else {})
         address_parity_bad = Signal()
         m.d.comb += [
-            serr_armed.eq(address_par_clock & self.parity_response & self.serr_enable),
+            serr_armed.eq(address_par_clock & self.parity_response & self.serr_enable &
+                          self.claim_enable),
             address_parity_bad.eq(address_par_clock & self.par_error),
         ]
         serr_next = ~lut4(m, lambda error, armed, allowed, _: not (error and armed and allowed),
