@@ -24,7 +24,8 @@ select the fastest way through a slice: the live lines take those.
 from amaranth import Array, Cat, Const, Signal, Value
 from amaranth.hdl import Instance
 
-__all__ = ["lut4_init", "two_way", "gated_two_way", "lut4", "kept_lut4", "live_choice"]
+__all__ = ["lut4_init", "two_way", "gated_two_way", "lut4", "enable_lut4", "kept_lut4",
+           "live_choice"]
 
 
 def lut4_init(function):
@@ -78,6 +79,14 @@ def lut4(m, function, inputs, name, *, fpga, inverted=()):
         table = Const(lut4_init(function), 16)
         m.d.comb += output.eq(table.bit_select(Cat(*_pins(inputs)), 1))
     return output
+
+
+def enable_lut4(m, function, inputs, name, *, fpga):
+    """An output enable ``function(a, b, c, d)`` of ``inputs`` from one ``LUT4`` (named
+    ``name``) that holds its inverse, as an I/O cell's tristate register takes an enable
+    (1 = float): the pads' inversion in front of that register cancels against the one
+    returned here, and the register reads the cell with no inverter between."""
+    return ~lut4(m, lambda *bits: not function(*bits), inputs, name, fpga=fpga)
 
 
 def _mux(m, kind, name, select, one, zero):

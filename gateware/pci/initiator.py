@@ -48,7 +48,7 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .bus import PRESENTED_GATED, ADDecision, Command, Termination, PCIBusSignature
-from .cells import gated_two_way, live_choice, lut4, two_way
+from .cells import enable_lut4, gated_two_way, live_choice, lut4, two_way
 from .pads import CORE_GATED_LINES, JOINED_LINES
 
 __all__ = ["Descriptor", "Handshake", "ReadWords", "DescriptorResult", "InitiatorEvents",
@@ -885,12 +885,10 @@ class Initiator(wiring.Component):
                                   [gnt, granted[bit], refused[bit]], f"{kept}_by_gnt_b{bit}",
                                   fpga=fpga)
                              for bit in range(len(granted))))
-            # Gated: the gate in the cell's fourth input, and the cell holds the inverse,
-            # as an I/O cell's tristate register takes an enable (1 = float): the pads'
-            # inversion cancels against this one and no cell follows (an enable only).
-            return Cat(*(~lut4(m, lambda *inputs: not gated_two_way(*inputs),
-                               [gnt, granted[bit], refused[bit], gate],
-                               f"{kept}_floats_b{bit}", fpga=fpga)
+            # Gated (an enable only): the gate in the cell's fourth input, the cell in the
+            # tristate register's polarity, so no cell follows it.
+            return Cat(*(enable_lut4(m, gated_two_way, [gnt, granted[bit], refused[bit], gate],
+                                     f"{kept}_floats_b{bit}", fpga=fpga)
                          for bit in range(len(granted))))
 
         # Outputs: the live lines select in front of the pads' output flip-flops. AD's

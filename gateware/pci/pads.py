@@ -37,7 +37,7 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import io, wiring
 from amaranth.lib.wiring import In, Out
 
-from .cells import kept_lut4, lut4
+from .cells import enable_lut4, kept_lut4, lut4
 from .iocell import IOCellFlops
 from .bus import (ACTIVE_LOW, OPEN_DRAIN, PRESENTED_GATED, SUSTAINED_TRISTATE,
                   ADDecision, PCIBusSignature, bus_lines)
@@ -299,10 +299,10 @@ class PCIPads(wiring.Component):
                 # permission and the owned register: the enable crosses one cell after
                 # the core's choice. Left to synthesis, abc shared the permitted enable
                 # between this and the owned register and the pin took two.
-                floats = lut4(m, lambda wanted, allowed, owned, _:
-                              not ((wanted and allowed) or owned),
-                              [wanted, permitted, owned], f"{name}_floats", fpga=True)
-                return value, ~floats
+                return value, enable_lut4(m, lambda wanted, allowed, owned, _:
+                                          (wanted and allowed) or owned,
+                                          [wanted, permitted, owned], f"{name}_floats",
+                                          fpga=True)
             return value, oe | owned
         return line.o, oe
 

@@ -50,7 +50,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .bus import DECODE_SPEEDS, Command, DevselSpeed, PCIBusSignature
-from .cells import live_choice, lut4
+from .cells import enable_lut4, live_choice
 from .pads import LIVE_LINES, decode_signature
 
 __all__ = ["BackendSignature", "Window", "ResponseKnobs", "PCITarget", "WRITE_FIFO_DEPTH",
@@ -379,9 +379,9 @@ class PCITarget(wiring.Component):
                           self.claim_enable),
             address_parity_bad.eq(address_par_clock & self.par_error),
         ]
-        serr_next = ~lut4(m, lambda error, armed, allowed, _: not (error and armed and allowed),
-                          [self.par_error, serr_armed, self.drive_allowed], "serr_floats",
-                          fpga=platform is not None)
+        serr_next = enable_lut4(m, lambda error, armed, allowed, _: error and armed and allowed,
+                                [self.par_error, serr_armed, self.drive_allowed],
+                                "serr_floats", fpga=platform is not None)
         m.d.comb += [self.bus.serr.o.eq(serr_next), self.bus.serr.oe.eq(serr_next)]
         m.d.pci += self.signaled_serr.eq(self.par_error & serr_armed & self.drive_allowed)
 
