@@ -735,6 +735,29 @@ def check(report, clock_mhz=PCI_CLOCK_MHZ):
     return problems
 
 
+def margins(report, clock_mhz=PCI_CLOCK_MHZ):
+    """One line for a build that meets PCI at ``clock_mhz`` (:func:`check` finds nothing):
+    how close it is, since a pass by picoseconds in nextpnr's model is not a pass by a
+    margin on the board (docs/timing.md, "What the delays leave out"): the pci clock's
+    headroom, the control input path with the least slack and the data paths' depth."""
+    fmax = report["fmax_mhz"]["pci"]
+    parts = [f"pci clock {fmax} MHz ({(fmax / clock_mhz - 1) * 100:+.1f} %)"]
+    control = [p for p in report["input_paths"] if not p["data"]]
+    if control:
+        def slack(path):
+            return setup_budget_ns(path["pin"], clock_mhz) - path["ns"] - path["setup_ns"]
+        tightest = min(control, key=slack)
+        parts.append(f"tightest control input path {tightest['pin']} -> {tightest['to']}, "
+                     f"{round(tightest['ns'] + tightest['setup_ns'], 3)} ns of "
+                     f"{setup_budget_ns(tightest['pin'], clock_mhz)} "
+                     f"({round(slack(tightest), 3)} ns slack)")
+    data = report["data_paths"]
+    if data["count"]:
+        parts.append(f"data paths at most {data['luts_max']} LUTs deep "
+                     f"(of {DATA_PATH_MAX_LUTS})")
+    return f"meets PCI at {clock_mhz} MHz: " + "; ".join(parts)
+
+
 def notes(report, clock_mhz=PCI_CLOCK_MHZ):
     """Lines about the data paths' delay against the setup budget (see :func:`check`)
     and, where the build's inputs or clock are too slow for a 33 MHz bus, the bus clock
@@ -828,6 +851,8 @@ def main(argv=None):
                   file=sys.stderr)
         for note in notes(report, args.check):
             print(f"bitstream: note: {note}", file=sys.stderr)
+        if not problems:
+            print(f"bitstream: {margins(report, args.check)}", file=sys.stderr)
         return 1 if problems else 0
     return 0
 

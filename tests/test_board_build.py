@@ -489,8 +489,33 @@ def test_explain_without_a_build_says_so_in_one_line(tmp_path, capsys):
                              "netlist with a top module")
 
 
+def test_timing_says_how_close_a_pass_is_and_what_a_failure_misses(capsys, monkeypatch):
+    """``make timing``: a pass ends in the margins line and exit code 0, a miss in one line
+    a problem and exit code 1 (the build itself stands in for a report)."""
+    import pcispy.constraints.build as board_build
+    control = {"pin": "devsel", "to": "pads.cbe_buffer.buf2$IOL", "ns": 6.875,
+               "setup_ns": 0.1, "luts": 4, "data": False}
+    report = {"fmax_mhz": {"pci": 34.54}, "outputs_registered": True,
+              "bus_clock_max_mhz": 33.33, "input_setup_ns_max": 6.975,
+              "input_setup_ns_max_control": 6.975,
+              "data_paths": {"count": 0, "setup_ns_max": 0.0, "luts_max": 0},
+              "input_paths": [control]}
+    monkeypatch.setattr(board_build, "build", lambda *args, **kwargs: report)
+    code = board_build.main(["ulx3s-85f", "--check", "33"])
+    err = capsys.readouterr().err.splitlines()
+    assert (code, err) == (0, [
+        "bitstream: meets PCI at 33 MHz: pci clock 34.54 MHz (+4.7 %); tightest control "
+        "input path devsel -> pads.cbe_buffer.buf2$IOL, 6.975 ns of 7.0 (0.025 ns slack)"])
+    control["ns"] = 7.002
+    code = board_build.main(["ulx3s-85f", "--check", "33"])
+    err = capsys.readouterr().err.splitlines()
+    assert (code, err) == (1, [
+        "bitstream: does not meet PCI at 33 MHz: 1 of 1 control input paths exceed their "
+        "setup budget (worst: devsel -> pads.cbe_buffer.buf2$IOL, 7.102 ns against 7.0 ns)"])
+
+
 def test_check_names_what_misses_the_pci_budget():
-    from pcispy.constraints.build import DATA_PATH_MAX_LUTS, check, notes
+    from pcispy.constraints.build import DATA_PATH_MAX_LUTS, check, margins, notes
     data = {"pin": "irdy", "to": "pads.ad_buffer.buf.buf9$IOL", "ns": 9.5, "setup_ns": 0.1,
             "luts": 2, "data": True}
     control = {"pin": "irdy", "to": "target.state", "ns": 2.4, "setup_ns": 0.1, "luts": 1,
@@ -507,6 +532,18 @@ def test_check_names_what_misses_the_pci_budget():
         "board (docs/timing.md)",
         "on a bus clocked at up to 30.67 MHz this build samples every input in time and "
         "keeps its pci clock"]
+    assert margins(report, 33) == (
+        "meets PCI at 33 MHz: pci clock 50.0 MHz (+51.5 %); tightest control input path "
+        "irdy -> target.state, 2.5 ns of 7.0 (4.5 ns slack); data paths at most 2 LUTs "
+        f"deep (of {DATA_PATH_MAX_LUTS})")
+    gnt = {"pin": "gnt", "to": "initiator.req", "ns": 5.2, "setup_ns": 0.1, "luts": 2,
+           "data": False}
+    report["input_paths"].append(gnt)    # longer than IRDY#'s, but GNT#'s budget is 10 ns
+    assert "tightest control input path irdy -> target.state" in margins(report, 33)
+    gnt["ns"] = 9.6
+    assert "tightest control input path gnt -> initiator.req, 9.7 ns of 10.0 (0.3 ns " \
+        "slack)" in margins(report, 33)
+    report["input_paths"].remove(gnt)
     assert check(report, 66) == ["pci clock reaches 50.0 MHz, not 66 MHz"]
     report["outputs_registered"] = False
     control["ns"] = 7.4
