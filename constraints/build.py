@@ -680,6 +680,12 @@ def setup_budget_ns(pin, clock_mhz=PCI_CLOCK_MHZ):
     return budgets[clock_mhz]
 
 
+def setup_slack_ns(path, clock_mhz):
+    """How much of its pin's setup budget (:func:`setup_budget_ns`) input path ``path``
+    (an ``input_paths`` entry) leaves at ``clock_mhz``; below 0 it misses."""
+    return setup_budget_ns(path["pin"], clock_mhz) - path["ns"] - path["setup_ns"]
+
+
 def bus_clock_max_mhz(fmax_pci, input_paths):
     """The fastest PCI clock, up to 33.33 MHz, at which a build keeps its ``pci`` clock
     (``fmax_pci``) and every one of its ``input_paths``, data paths included, meets setup.
@@ -691,9 +697,7 @@ def bus_clock_max_mhz(fmax_pci, input_paths):
     below their rating, so this is the clock a bus that can be slowed may run the build
     at with every input sampled in time (hold is not modelled; docs/timing.md).
     """
-    period = max([PCI_PERIOD_NS] + [
-        PCI_PERIOD_NS - setup_budget_ns(p["pin"], 33) + p["ns"] + p["setup_ns"]
-        for p in input_paths])
+    period = max([PCI_PERIOD_NS] + [PCI_PERIOD_NS - setup_slack_ns(p, 33) for p in input_paths])
     return math.floor(min(fmax_pci, 1000 / period) * 100) / 100
 
 
@@ -720,7 +724,7 @@ def check(report, clock_mhz=PCI_CLOCK_MHZ):
     control = [p for p in report["input_paths"] if not p["data"]]
 
     def slack(path):
-        return setup_budget_ns(path["pin"], clock_mhz) - path["ns"] - path["setup_ns"]
+        return setup_slack_ns(path, clock_mhz)
     over = sorted((p for p in control if slack(p) < 0), key=slack)
     if over:
         worst = over[0]
@@ -744,13 +748,11 @@ def margins(report, clock_mhz=PCI_CLOCK_MHZ):
     parts = [f"pci clock {fmax} MHz ({(fmax / clock_mhz - 1) * 100:+.1f} %)"]
     control = [p for p in report["input_paths"] if not p["data"]]
     if control:
-        def slack(path):
-            return setup_budget_ns(path["pin"], clock_mhz) - path["ns"] - path["setup_ns"]
-        tightest = min(control, key=slack)
+        tightest = min(control, key=lambda path: setup_slack_ns(path, clock_mhz))
         parts.append(f"tightest control input path {tightest['pin']} -> {tightest['to']}, "
                      f"{round(tightest['ns'] + tightest['setup_ns'], 3)} ns of "
                      f"{setup_budget_ns(tightest['pin'], clock_mhz)} "
-                     f"({round(slack(tightest), 3)} ns slack)")
+                     f"({round(setup_slack_ns(tightest, clock_mhz), 3)} ns slack)")
     data = report["data_paths"]
     if data["count"]:
         parts.append(f"data paths at most {data['luts_max']} LUTs deep "
