@@ -383,6 +383,8 @@ class PCITarget(wiring.Component):
                                 [self.par_error, serr_armed, self.drive_allowed],
                                 "serr_floats", fpga=platform is not None)
         m.d.comb += [self.bus.serr.o.eq(serr_next), self.bus.serr.oe.eq(serr_next)]
+        # The Status pulse restates the cell's condition rather than reading the cell, so
+        # that SERR#'s tristate register stays the cell's one load.
         m.d.pci += self.signaled_serr.eq(self.par_error & serr_armed & self.drive_allowed)
 
         # Per-transaction parameters, chosen at the claim.
