@@ -5,13 +5,16 @@ The checker is a passive, synthesizable monitor. It sees only line levels (a spy
 who drives a line; two drivers on one line are the simulated resolver's business), follows
 each transaction clock by clock, and evaluates every rule of :data:`RULES` on every clock.
 Per rule it keeps a sticky flag and a saturating counter; it remembers which rule broke
-first and at which cycle, and it pulses :attr:`ProtocolChecker.violation` in the clock of
-the offending bus sample so that the spy can trigger on it.
+first and at which cycle, logs the first :data:`LOG_DEPTH` clocks with a violation (cycle,
+every rule broken in that clock, the master of the transaction), and it pulses
+:attr:`ProtocolChecker.violation` in the clock of the offending bus sample so that the spy
+can trigger on it.
 
-The rule list is data. :data:`RULES` holds one :class:`Rule` per check (``id`` is the bit
-of the violation vector and the counter index); the gateware builds one condition per rule
-name and refuses to elaborate if a rule has no condition (or a condition no rule), and the
-host prints the same tuple (``pcispy check --list-rules``).
+The rule list is data, declared in :mod:`pcispy.gateware.pci.rules`. :data:`RULES` holds
+one :class:`Rule` per check (``id`` is the bit of the violation vector and the counter
+index); the gateware builds one condition per rule name and refuses to elaborate if a rule
+has no condition (or a condition no rule), and the host prints the same tuple (``pcispy
+check --list-rules``).
 
 Clock numbering used in the descriptions: the (last) address phase of a transaction is
 clock 1, so fast DEVSEL# is clock 2, medium 3, slow 4 and subtractive 5. For a Dual Address
@@ -20,222 +23,29 @@ the response is sampled N clocks after its reference clock; a rule fires at the 
 at which the limit is certainly exceeded.
 """
 
-from typing import NamedTuple
-
 from amaranth.hdl import C, Cat, Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
 from ..logic import bottom_bit
 from ..pci.bus import BusState, Command
+from ..pci.rules import LATENCY_RULES, RULES, RULES_BY_NAME, Rule
 
-__all__ = ["Rule", "RULES", "RULES_BY_NAME", "LATENCY_RULES", "COUNT_WIDTH",
-           "ProtocolChecker"]
+__all__ = ["Rule", "RULES", "RULES_BY_NAME", "LATENCY_RULES", "COUNT_WIDTH", "LOG_DEPTH",
+           "NO_MASTER", "ProtocolChecker"]
 
-
-class Rule(NamedTuple):
-    """One protocol rule: ``id`` (bit and counter index), short ``name``, one-sentence
-    ``description`` of the violation, ``reference`` (PCI Local Bus Specification 3.0 section
-    and the matching section of ../shared/pci-notes.md)."""
-    id: int
-    name: str
-    description: str
-    reference: str
-
-
-_SPEC = "PCI LB 3.0"
-
-# (name, description of the violation, reference). The order fixes the ids: append only.
-_RULE_TEXT = (
-    # -- initiator signalling ------------------------------------------------------------
-    ("frame_without_irdy",
-     "FRAME# was deasserted while IRDY# was deasserted (the last data phase must be "
-     "signalled with IRDY# asserted).",
-     f"{_SPEC} §3.2.1, §3.3.3.1; notes: A transaction, clock by clock"),
-    ("irdy_without_frame",
-     "IRDY# was asserted on an idle bus without FRAME# (or was not released the clock after "
-     "the last data phase).",
-     f"{_SPEC} §3.2.1, §3.3.1; notes: A transaction, clock by clock"),
-    ("irdy_in_address_phase",
-     "IRDY# was asserted during an address phase.",
-     f"{_SPEC} §3.3.1, §3.4.2; notes: A transaction, clock by clock"),
-    ("frame_reasserted",
-     "FRAME# was asserted again after the initiator had signalled the final data phase, "
-     "before that phase completed.",
-     f"{_SPEC} §3.2.1, §3.3.3.1; notes: A transaction, clock by clock"),
-    ("frame_dropped_in_wait",
-     "FRAME# was deasserted while IRDY# waited for the target (the initiator may not change "
-     "FRAME# until the data phase completes; master abort aside).",
-     f"{_SPEC} §3.2.1; notes: A transaction, clock by clock"),
-    ("irdy_withdrawn",
-     "IRDY# was deasserted before its data phase completed on a claimed transaction.",
-     f"{_SPEC} §3.2.1; notes: A transaction, clock by clock"),
-    ("master_abort_early",
-     "The initiator ended an unclaimed transaction (released IRDY#) before DEVSEL# was "
-     "sampled deasserted on clock 5.",
-     f"{_SPEC} §3.3.3.1; notes: Decode and DEVSEL#"),
-    # -- target signalling ---------------------------------------------------------------
-    ("devsel_while_idle",
-     "DEVSEL# was asserted while no transaction was in progress (or in an address phase).",
-     f"{_SPEC} §3.2.1, §3.6.1; notes: Decode and DEVSEL#"),
-    ("devsel_late",
-     "DEVSEL# was first asserted after clock 5, later than subtractive decode.",
-     f"{_SPEC} §3.6.1; notes: Decode and DEVSEL#"),
-    ("devsel_dropped",
-     "DEVSEL# was deasserted before the transaction ended without STOP# asserted (only a "
-     "target abort may release DEVSEL# early).",
-     f"{_SPEC} §3.3.3.2.1; notes: How a target ends a transaction"),
-    ("devsel_on_special_cycle",
-     "DEVSEL# was asserted on a Special Cycle, which no target may claim.",
-     f"{_SPEC} §3.6.2; notes: Command codes"),
-    ("trdy_without_devsel",
-     "TRDY# was asserted while DEVSEL# was deasserted.",
-     f"{_SPEC} §3.3.3.2.1; notes: Decode and DEVSEL#"),
-    ("stop_without_claim",
-     "STOP# was asserted while DEVSEL# was deasserted and no target had claimed the "
-     "transaction (a target abort needs an earlier DEVSEL#).",
-     f"{_SPEC} §3.3.3.2.1; notes: Decode and DEVSEL#"),
-    ("stop_released_early",
-     "STOP# was released after a data phase completed while FRAME# was still asserted (the "
-     "target must hold STOP# until the final data phase).",
-     f"{_SPEC} §3.3.3.2.1; notes: How a target ends a transaction"),
-    ("stop_withdrawn",
-     "STOP# was deasserted before its data phase completed (before IRDY# was asserted).",
-     f"{_SPEC} §3.2.1, §3.3.3.2.1; notes: How a target ends a transaction"),
-    ("trdy_withdrawn",
-     "TRDY# was deasserted before its data phase completed (before IRDY# was asserted).",
-     f"{_SPEC} §3.2.1; notes: A transaction, clock by clock"),
-    ("target_response_changed",
-     "The target asserted TRDY# or STOP#, or released DEVSEL#, while a data phase it had "
-     "already answered waited for IRDY#.",
-     f"{_SPEC} §3.2.1; notes: How a target ends a transaction"),
-    ("trdy_in_read_turnaround",
-     "TRDY# was asserted in the turnaround clock right after the address phase of a read.",
-     f"{_SPEC} §3.3.1, §3.2.4; notes: A transaction, clock by clock"),
-    ("data_after_stop",
-     "Data moved (IRDY# and TRDY#) after a data phase had already completed with STOP#.",
-     f"{_SPEC} §3.3.3.2.1; notes: How a target ends a transaction"),
-    # -- latency -------------------------------------------------------------------------
-    ("initiator_latency",
-     "IRDY# was not asserted within 8 clocks of the address phase or of the previous data "
-     "phase.",
-     f"{_SPEC} §3.5.2; notes: Latency rules"),
-    ("target_initial_latency",
-     "The claiming target did not assert TRDY# or STOP# within 16 clocks of the address "
-     "phase (host bridges are allowed 32; mask this rule for them).",
-     f"{_SPEC} §3.5.1.1; notes: Latency rules"),
-    ("target_initial_latency_bridge",
-     "The claiming target did not assert TRDY# or STOP# within 32 clocks of the address "
-     "phase, beyond even the host-bridge allowance.",
-     f"{_SPEC} §3.5.1.1; notes: Latency rules"),
-    ("target_subsequent_latency",
-     "The target did not assert TRDY# or STOP# within 8 clocks of the previous data phase.",
-     f"{_SPEC} §3.5.1.2; notes: Latency rules"),
-    # -- commands and addresses ----------------------------------------------------------
-    ("reserved_command",
-     "An address phase carried a reserved command code (0100, 0101, 1000 or 1001).",
-     f"{_SPEC} §3.1.1; notes: Command codes"),
-    ("dac_after_dac",
-     "The second address phase of a Dual Address Cycle carried the DAC command again.",
-     f"{_SPEC} §3.9; notes: 64-bit extension"),
-    ("config_reserved_type",
-     "A configuration command had AD[1:0] = 10 or 11 in its address phase (only type 0 "
-     "and type 1 exist).",
-     f"{_SPEC} §3.2.2.3; notes: Configuration space"),
-    ("io_byte_enables_mismatch",
-     "An I/O transaction enabled a byte below the one AD[1:0] addresses, or not that byte "
-     "(with some byte enabled).",
-     f"{_SPEC} §3.2.2.1; notes: Command codes"),
-    ("mwi_byte_enables",
-     "A Memory Write and Invalidate data phase had a byte enable deasserted.",
-     f"{_SPEC} §3.1.1; notes: Command codes"),
-    ("reserved_burst_order_continued",
-     "A memory burst with the reserved burst order (AD[1:0] = x1) moved a second data word "
-     "instead of disconnecting after the first.",
-     f"{_SPEC} §3.2.2.2; notes: Command codes"),
-    # -- stability during waits ----------------------------------------------------------
-    ("byte_enables_changed_in_wait",
-     "C/BE# changed while IRDY# was asserted and the data phase had not completed.",
-     f"{_SPEC} §3.2.2, §3.3.1; notes: A transaction, clock by clock"),
-    ("write_data_changed_in_wait",
-     "Write data on AD changed while IRDY# was asserted and the data phase had not "
-     "completed.",
-     f"{_SPEC} §3.3.2; notes: A transaction, clock by clock"),
-    ("read_data_changed_in_wait",
-     "Read data on AD changed while TRDY# was asserted and the data phase had not "
-     "completed.",
-     f"{_SPEC} §3.3.1; notes: A transaction, clock by clock"),
-    # -- parity and error reporting ------------------------------------------------------
-    ("address_parity",
-     "PAR one clock after an address phase did not give even parity over AD[31:0] and "
-     "C/BE#[3:0].",
-     f"{_SPEC} §3.7.1, §3.7.3; notes: Parity"),
-    ("write_data_parity",
-     "PAR one clock after a write data transfer did not give even parity over AD[31:0] and "
-     "C/BE#[3:0].",
-     f"{_SPEC} §3.7.1; notes: Parity"),
-    ("read_data_parity",
-     "PAR one clock after a read data transfer did not give even parity over AD[31:0] and "
-     "C/BE#[3:0].",
-     f"{_SPEC} §3.7.1; notes: Parity"),
-    ("data_parity64",
-     "PAR64 one clock after a 64-bit data transfer did not give even parity over AD[63:32] "
-     "and C/BE#[7:4].",
-     f"{_SPEC} §3.8, §3.7.1; notes: Parity"),
-    ("perr_timing",
-     "PERR# was asserted although no data moved two clocks earlier.",
-     f"{_SPEC} §3.7.4.1; notes: Parity"),
-    ("perr_without_parity_error",
-     "PERR# was asserted two clocks after a data transfer whose parity was correct.",
-     f"{_SPEC} §3.7.4.1; notes: Parity"),
-    # -- arbitration (when every master's GNT# is visible) -------------------------------
-    ("frame_without_gnt",
-     "A transaction started although no GNT# was asserted in the clock before its address "
-     "phase.",
-     f"{_SPEC} §3.4.1; notes: A transaction, clock by clock"),
-    ("multiple_gnt",
-     "More than one GNT# was asserted in the same clock.",
-     f"{_SPEC} §3.4.1; notes: Signals"),
-    ("gnt_switch_while_idle",
-     "On an idle bus the arbiter moved GNT# from one master to another without a clock "
-     "with no GNT# between them.",
-     f"{_SPEC} §3.4.1; notes: Signals"),
-    # -- 64-bit extension ----------------------------------------------------------------
-    ("req64_frame_mismatch",
-     "REQ64# did not follow FRAME# (it must be asserted with the address phase and "
-     "released with FRAME#, and never asserted on its own outside reset).",
-     f"{_SPEC} §3.8; notes: 64-bit extension"),
-    ("req64_non_memory",
-     "REQ64# was asserted on a command other than a memory command.",
-     f"{_SPEC} §3.8; notes: 64-bit extension"),
-    ("ack64_without_req64",
-     "ACK64# was asserted on a transaction whose initiator had not asserted REQ64#.",
-     f"{_SPEC} §3.8; notes: 64-bit extension"),
-    ("ack64_devsel_mismatch",
-     "ACK64# was not in step with DEVSEL# (asserted without it, or changed while DEVSEL# "
-     "held).",
-     f"{_SPEC} §3.8; notes: 64-bit extension"),
-    # -- reset ---------------------------------------------------------------------------
-    ("signals_during_reset",
-     "FRAME#, IRDY#, TRDY#, STOP#, DEVSEL#, LOCK#, PERR#, SERR# or ACK64# was asserted "
-     "while RST# was asserted.",
-     f"{_SPEC} §4.3.2, §2.2.1; notes: Signals"),
-)
-
-#: Every rule, in id order.
-RULES = tuple(Rule(index, *text) for index, text in enumerate(_RULE_TEXT))
-
-#: ``{name: Rule}``.
-RULES_BY_NAME = {rule.name: rule for rule in RULES}
-
-#: The latency rules, which known rule breakers (legacy bridges, host bridges) trip; users
-#: commonly mask them on buses with such devices.
-LATENCY_RULES = ("initiator_latency", "target_initial_latency",
-                 "target_initial_latency_bridge", "target_subsequent_latency")
 
 #: Default bits of each rule's saturating violation counter (the width check.count shows).
 COUNT_WIDTH = 16
+
+#: Entries of the violation log: the first this many clocks with a violation since the
+#: last clear are kept; later ones are only flagged and counted.
+LOG_DEPTH = 16
+#: ``log_master`` when the master is not known (no transaction in progress, no single
+#: GNT# before its address phase, or the checker does not see every GNT#).
+NO_MASTER = 7
 
 # Limits in clocks (PCI LB 3.0 §3.5).
 _TARGET_INITIAL_LIMIT = 16
@@ -243,6 +53,11 @@ _BRIDGE_INITIAL_LIMIT = 32
 _SUBSEQUENT_LIMIT = 8
 _INITIATOR_LIMIT = 8
 _SUBTRACTIVE_CLOCK = 5   # the last clock at which DEVSEL# may first be sampled asserted
+# Bus parking (§3.4.3): the parked agent drives AD and C/BE# within 8 clocks of the first
+# idle clock with its GNT#, PAR one clock later; PAR covers the clock before, so from the
+# 10th clock of the run on PAR must be right.
+_PARKED_DRIVE_LIMIT = 8
+_PARKED_CHECK_CLOCK = _PARKED_DRIVE_LIMIT + 2
 
 _MEMORY_COMMANDS = tuple(c for c in Command if c.is_memory)
 _READ_COMMANDS = tuple(c for c in Command if c.is_read)
@@ -271,8 +86,11 @@ class ProtocolChecker(wiring.Component):
         width: bus width, 32 or 64 (the 64-bit rules never fire on a 32-bit bus).
         masters: bits of ``bus.req``/``bus.gnt``.
         arbiter_visible: ``bus.gnt`` holds the GNT# of *every* master on the bus (the
-            simulated system); the arbitration rules are evaluated only then. A board in a
-            slot sees its own GNT# only and leaves this False.
+            simulated system); the arbitration rules are evaluated only then, the log
+            names masters only then, and ``busy_bus_start`` then also tells a fast
+            back-to-back start by another master. A board in a slot sees its own GNT#
+            only and leaves this False (``parked_bus_parity`` then checks the board's own
+            parking).
         count_width: bits of each rule's saturating counter.
 
     Ports:
@@ -294,6 +112,23 @@ class ProtocolChecker(wiring.Component):
         count (Out, count_width): that counter, registered (valid the clock after
             ``count_index``); reads 0 when ``count_index`` names no rule.
         count_index_error (Out, 1): ``count_index`` names no rule (the read is refused).
+        log_index (In, range(LOG_DEPTH)): which violation-log entry to read.
+        log_entries (Out, range(LOG_DEPTH + 1)): entries stored since the last ``clear``.
+            One entry is stored per clock in which an enabled rule broke, while fewer than
+            :data:`LOG_DEPTH` are stored; later violations are only flagged and counted.
+            ``clear`` empties the log (and wins over a violation in the same clock).
+        log_cycle (Out, 32): ``cycle`` of entry ``log_index``.
+        log_rules (Out, n_rules): the violation vector of that clock (every enabled rule
+            broken in it).
+        log_master (Out, 3): with ``arbiter_visible``, the index of the master whose GNT#
+            alone was asserted in the clock before the address phase of the transaction
+            in progress in that clock (the address phase's own clock included);
+            :data:`NO_MASTER` when there was none, or no single GNT#, or without
+            ``arbiter_visible``.
+            The three are registered: valid the clock after ``log_index``, as of the end
+            of the clock ``log_index`` was presented in (a violation logged in that clock
+            included). An index at or beyond ``log_entries`` reads cycle 0, rules 0 and
+            :data:`NO_MASTER`.
     """
 
     def __init__(self, width=32, masters=1, *, arbiter_visible=False, count_width=COUNT_WIDTH):
@@ -321,6 +156,11 @@ class ProtocolChecker(wiring.Component):
             "count_index":       In(bits_for(n_rules - 1)),
             "count":             Out(count_width),
             "count_index_error": Out(1),
+            "log_index":         In(range(LOG_DEPTH)),
+            "log_entries":       Out(range(LOG_DEPTH + 1)),
+            "log_cycle":         Out(32),
+            "log_rules":         Out(n_rules),
+            "log_master":        Out(3, init=NO_MASTER),
         })
 
     def elaborate(self, platform):
@@ -348,6 +188,11 @@ class ProtocolChecker(wiring.Component):
         tgt_wait = Signal(6)    # clocks of this data phase without an answer, so far
         ini_resp = Signal()     # IRDY# was asserted in this data phase
         ini_wait = Signal(6)    # clocks of this data phase without IRDY#, so far
+        prev_final = Signal()   # previous clock: the final data phase of a transaction
+                                # completed (the one clock a fast back-to-back may follow)
+        txn_gnt = Signal(self.masters)  # GNT# in the clock before the (last) transaction's
+                                        # address phase: who started it, if one bit is set
+        txn_master = Signal(3, init=NO_MASTER)  # the same as an index, for the log
 
         live = ~bus.rst & ~prev.rst  # rules other than the reset rule look at running buses
 
@@ -403,31 +248,107 @@ class ProtocolChecker(wiring.Component):
             ini_resp.eq(~new_phase & (ini_resp | (data_clk & bus.irdy))),
             ini_wait.eq(Mux(new_phase, 0, ini_wait_now)),
         ]
+        m.d.sync += prev_final.eq(final & ~bus.rst)
         with m.If(last_addr):
             m.d.sync += cmd.eq(bus.cbe)
         with m.If(addr_phase):
             m.d.sync += addr_lo.eq(bus.ad[:2])
+
+        # --- who owns the transaction (only a checker that sees every GNT# can tell) -----
+        if self.arbiter_visible:
+            starter = _master_index(prev.gnt, self.masters)
+            with m.If(bus.rst):
+                m.d.sync += [txn_gnt.eq(0), txn_master.eq(NO_MASTER)]
+            with m.Elif(addr_phase):
+                m.d.sync += [txn_gnt.eq(prev.gnt), txn_master.eq(starter)]
+            master_now = Mux(addr_phase, starter, Mux(in_txn, txn_master, NO_MASTER))
+            # A master other than the one that started the last transaction holds GNT#.
+            other_granted = (prev.gnt.any() & txn_gnt.any() & ~(prev.gnt & txn_gnt).any())
+        else:
+            master_now = C(NO_MASTER, 3)
+            other_granted = C(0)
 
         # --- parity pipeline: PAR covers the AD/C/BE# of the previous clock --------------
         chk_addr = Signal()
         chk_wdata = Signal()
         chk_rdata = Signal()
         chk_64 = Signal()
-        xfer_d1 = Signal()
-        xfer_d2 = Signal()
-        par_bad_d1 = Signal()
         par_wrong = bus.par != (prev.ad.xor() ^ prev.cbe.xor())
         par64_wrong = (bus.par64 != (prev.ad_hi.xor() ^ prev.cbe_hi.xor())) if wide else C(0)
-        par_bad = ((chk_wdata | chk_rdata) & par_wrong) | (chk_64 & par64_wrong)
         m.d.sync += [
             chk_addr.eq(addr_phase | addr2),
             chk_wdata.eq(xfer & is_write),
             chk_rdata.eq(xfer & is_read),
             chk_64.eq(xfer & ack64 & req64_txn),
-            xfer_d1.eq(xfer),
-            xfer_d2.eq(xfer_d1),
-            par_bad_d1.eq(par_bad),
         ]
+
+        # --- PERR# (§3.7.4.1) ------------------------------------------------------------
+        # The receiver of data reports a parity error on PERR#. Data is valid on AD in a
+        # data-phase clock in which its sender is ready: IRDY# on a write, TRDY# on a read
+        # (whether or not the other side is ready; neither may withdraw it before the phase
+        # completes). PAR covering it is on the bus the clock after, so the earliest clock
+        # for PERR# is two after the data was valid. Clock by clock, for data valid at k:
+        #   k      data valid (data_valid)
+        #   k + 1  PAR covers it: whether it was wrong is known (data_bad)
+        #   k + 2  PERR# may be asserted for it: perr_timing asks for valid data at k,
+        #          perr_without_parity_error for wrong parity at k + 1.
+        # A phase that completes at k (no wait states after its data was valid) is
+        # reported at k + 2, one clock. A phase still open at k (data valid, not complete:
+        # the other side waits) may be reported early, at any clock from k + 2, but PERR#
+        # must then stay asserted until two clocks after the phase completes, at c:
+        # PERR# at q - 1 for the data of q - 3, whose phase was still open at q - 3, means
+        # PERR# at q is still owed (q - 3 < c, so q <= c + 2); perr_released_early fires
+        # when it is not there. Each held clock q reports the data of q - 2, which is that
+        # same phase's held data, so perr_timing and perr_without_parity_error stay quiet.
+        data_valid = data_clk & ((is_write & bus.irdy) | (is_read & bus.trdy))
+        data_open = data_valid & ~complete           # the phase goes on after this clock
+        valid_d1 = Signal()     # data was valid one clock ago
+        valid64_d1 = Signal()   # ... and was 64 bits (PAR64 covers the upper half)
+        valid_d2 = Signal()     # data was valid two clocks ago
+        data_bad_d1 = Signal()  # the data valid two clocks ago had wrong parity
+        open_d1 = Signal()
+        open_d2 = Signal()
+        open_d3 = Signal()      # three clocks ago the data was valid and the phase open
+        data_bad = valid_d1 & (par_wrong | (valid64_d1 & par64_wrong))
+        m.d.sync += [
+            valid_d1.eq(data_valid),
+            valid64_d1.eq(data_valid & ack64 & req64_txn),
+            valid_d2.eq(valid_d1),
+            data_bad_d1.eq(data_bad),
+            open_d1.eq(data_open),
+            open_d2.eq(open_d1),
+            open_d3.eq(open_d2),
+        ]
+        perr_released_early = prev.perr & ~bus.perr & open_d3
+
+        # --- bus parking (§3.4.3) ---------------------------------------------------------
+        # park_run: the clock number of the previous clock in a run of idle clocks with one
+        # unchanged GNT# asserted (0: not in such a run), saturating at the checking clock.
+        park_run = Signal(range(_PARKED_CHECK_CLOCK + 1))
+        granted_idle = ~bus.frame & ~bus.irdy & bus.gnt.any() & ~bus.rst
+        park_goes_on = granted_idle & (park_run != 0) & (bus.gnt == prev.gnt)
+        park_run_now = Mux(park_goes_on,
+                           Mux(park_run == _PARKED_CHECK_CLOCK, park_run, park_run + 1),
+                           granted_idle)
+        m.d.sync += park_run.eq(park_run_now)
+        # A floating bus reads all ones on AD and C/BE# (36 ones: parity 0) and 1 on PAR.
+        parked_bus_parity = (park_run_now == _PARKED_CHECK_CLOCK) & par_wrong
+
+        # --- starting on a busy bus (§3.4.1, §3.4.2) ------------------------------------
+        # A master starts only on an idle bus: FRAME# and IRDY# deasserted in the clock
+        # before its address phase. The one exception is a fast back-to-back transaction,
+        # whose address phase follows the completed final data phase of the same master's
+        # transaction at once. The tracking ends a transaction only at that completion or
+        # on an idle clock, so an address phase after a clock with FRAME# or IRDY# asserted
+        # is always a start on a busy bus (after IRDY# asserted without a transaction, say)
+        # unless that clock was the completion, and then it is wrong only when another
+        # master holds GNT#. A FRAME# that rises while a final data phase waits (IRDY#
+        # asserted) is, for the tracking, a clock of the same transaction and breaks
+        # frame_reasserted; when another master holds GNT# it is that master starting on
+        # the busy bus, and breaks this rule as well.
+        busy_bus_start = ((addr_phase & (prev.frame | prev.irdy) &
+                           ~(prev_final & ~other_granted)) |
+                          (data_clk & bus.frame & ~prev.frame & other_granted))
 
         # --- the rules ------------------------------------------------------------------
         ma_window = ~claimed & (t > _SUBTRACTIVE_CLOCK)  # a master abort may end the cycle
@@ -516,8 +437,8 @@ class ProtocolChecker(wiring.Component):
             "write_data_parity":       chk_wdata & par_wrong,
             "read_data_parity":        chk_rdata & par_wrong,
             "data_parity64":           chk_64 & par64_wrong,
-            "perr_timing":             bus.perr & ~xfer_d2,
-            "perr_without_parity_error": bus.perr & xfer_d2 & ~par_bad_d1,
+            "perr_timing":             bus.perr & ~valid_d2,
+            "perr_without_parity_error": bus.perr & valid_d2 & ~data_bad_d1,
             "frame_without_gnt":       frame_without_gnt,
             "multiple_gnt":            multiple_gnt,
             "gnt_switch_while_idle":   gnt_switch_while_idle,
@@ -525,6 +446,15 @@ class ProtocolChecker(wiring.Component):
             "req64_non_memory":        req64_non_memory,
             "ack64_without_req64":     ack64_without_req64,
             "ack64_devsel_mismatch":   ack64_devsel_mismatch,
+            "busy_bus_start":          busy_bus_start,
+            # the phase completed with STOP# last clock and FRAME# was on then: the
+            # initiator must now signal the final data phase
+            "frame_held_after_stop":   stop_hold & bus.frame,
+            "perr_released_early":     perr_released_early,
+            # AD[31:0] of the second address phase carries the upper 32 address bits, on
+            # either bus width (a 64-bit master repeats them on AD[63:32])
+            "dac_below_4g":            addr2 & (bus.ad == 0),
+            "parked_bus_parity":       parked_bus_parity,
         }
         reset_rule = "signals_during_reset"
 
@@ -572,4 +502,38 @@ class ProtocolChecker(wiring.Component):
             with m.Default():
                 m.d.sync += self.count.eq(0)
 
+        # --- violation log: the first LOG_DEPTH clocks with a violation -----------------
+        entry = data.StructLayout({"cycle": 32, "rules": len(RULES), "master": 3})
+        m.submodules.log = log = Memory(shape=entry, depth=LOG_DEPTH, init=[])
+        log_w = log.write_port()
+        # Transparent: an entry written in the clock its index is presented reads new.
+        log_r = log.read_port(transparent_for=(log_w,))
+        entries = Signal(range(LOG_DEPTH + 1))
+        entries_next = Signal.like(entries)
+        log_valid = Signal()    # log_r holds an entry stored since the last clear
+        m.d.comb += [
+            log_w.addr.eq(entries),
+            log_w.data.cycle.eq(self.cycle),
+            log_w.data.rules.eq(self.violation),
+            log_w.data.master.eq(master_now),
+            # clear wins: an entry written in its clock lies beyond the emptied log
+            log_w.en.eq(self.violation.any() & (entries < LOG_DEPTH)),
+            entries_next.eq(Mux(self.clear, 0, entries + log_w.en)),
+            log_r.addr.eq(self.log_index),
+            self.log_entries.eq(entries),
+            self.log_cycle.eq(Mux(log_valid, log_r.data.cycle, 0)),
+            self.log_rules.eq(Mux(log_valid, log_r.data.rules, 0)),
+            self.log_master.eq(Mux(log_valid, log_r.data.master, NO_MASTER)),
+        ]
+        m.d.sync += [entries.eq(entries_next), log_valid.eq(self.log_index < entries_next)]
+
         return m
+
+
+def _master_index(gnt, masters):
+    """The index of the one asserted bit of ``gnt`` (3 bits); :data:`NO_MASTER` when none
+    or several are asserted, or when the index would not fit below it."""
+    index = C(NO_MASTER, 3)
+    for i in range(min(masters, NO_MASTER)):
+        index = Mux(gnt == (1 << i), i, index)
+    return index

@@ -30,8 +30,8 @@ from amaranth.sim import Simulator
 
 from pcispy.gateware.pci.bus import Command, parity
 from pcispy.gateware.regs import REGISTER_MAP
-from pcispy.gateware.spy.checker import (COUNT_WIDTH, LATENCY_RULES, RULES, RULES_BY_NAME,
-                                         ProtocolChecker)
+from pcispy.gateware.spy.checker import (COUNT_WIDTH, LATENCY_RULES, LOG_DEPTH, NO_MASTER,
+                                         RULES, RULES_BY_NAME, ProtocolChecker)
 
 pytestmark = pytest.mark.bfm
 
@@ -98,11 +98,12 @@ class Case:
 
 
 def simulate(case, *, width=None, masters=None, arbiter_visible=None, count_width=16,
-             clear_at=None):
+             clear_at=None, read_log=False):
     """Run ``case`` through a fresh checker; return what it reported.
 
     Returns a dict: ``pulses`` (violation vector per clock), ``flags``, ``any``,
-    ``first_rule``, ``first_cycle``, ``counts`` (per rule id).
+    ``first_rule``, ``first_cycle``, ``counts`` (per rule id); with ``read_log`` also
+    ``log_entries`` and ``log``: ``(cycle, rules, master)`` of every log index.
     """
     width = case.width if width is None else width
     masters = case.masters if masters is None else masters
@@ -136,6 +137,15 @@ def simulate(case, *, width=None, masters=None, arbiter_visible=None, count_widt
             await ctx.tick()
             counts.append(ctx.get(dut.count))
         out["counts"] = counts
+        if read_log:
+            out["log_entries"] = ctx.get(dut.log_entries)
+            log = []
+            for index in range(LOG_DEPTH):
+                ctx.set(dut.log_index, index)
+                await ctx.tick()
+                log.append((ctx.get(dut.log_cycle), ctx.get(dut.log_rules),
+                            ctx.get(dut.log_master)))
+            out["log"] = log
         assert ctx.get(dut.violation) == 0, "the idle bus at the end must be clean"
 
     sim = Simulator(dut)
@@ -242,6 +252,15 @@ LEGAL = {
         "", r("F", ad=0x1000, cbe=MR), r("I", cbe=0), *["ID"] * 14, r("IDT", ad=3), ""),
     "latency_subsequent_8": Case(
         "", r("F", ad=0x1000, cbe=MW), r("FI", cbe=0), "FIDT", *["FID"] * 7, "FIDT", "IDT", ""),
+    "dac_above_4g_64bit": Case(    # AD[31:0] of the second phase holds the upper half
+        "", r("FQ", ad=0x1000, ad_hi=0x2, cbe=DAC, cbe_hi=MR), r("FQ", ad=0x2, cbe=MR),
+        r("FQI", cbe=0, cbe_hi=0), "FQIDA", r("FQIDAT", ad=5, ad_hi=6),
+        r("IDAT", ad=7, ad_hi=8), ""),
+    "disconnect_frame_dropped_after_stop": Case(   # FRAME# goes the clock after STOP#
+        "", r("F", ad=0x6000, cbe=MW), r("FI", ad=1, cbe=0), "FIDS", "IDS", ""),
+    "parked_bus_driven_at_clock_9": Case(   # the latest the parked agent may drive AD
+        r("", gnt=0), *[r("", gnt=1, ad=0xFFFF_FFFF, cbe=0xF, par_flip=True)] * 8,
+        r("", ad=0, cbe=0, par_flip=True), *[""] * 12),
 }
 
 
@@ -375,6 +394,28 @@ VIOLATIONS = {
         "IDA!", "IDAT", ""),
     "signals_during_reset": Case(
         "R", "RF!", "R", "", ""),
+    # A fast back-to-back start by a master other than the one whose transaction just
+    # completed (GNT# moved to master 1 during master 0's transaction).
+    "busy_bus_start": Case(
+        r("", gnt=0b01), r("F", ad=0x1000, cbe=MW), r("IDT", ad=1, cbe=0, gnt=0b10),
+        r("F!", ad=0x2000, cbe=MW), r("IDT", ad=2, cbe=0), ""),
+    "frame_held_after_stop": Case(
+        "", r("F", ad=0x1000, cbe=MW), r("FI", ad=1, cbe=0), "FIDS", "FIDS!", "IDS", ""),
+    # The target waits on a write, asserts PERR# early for the master's bad data, and lets
+    # it go at completion + 2 (clock 7) instead of after it (completion at 5). The data
+    # moved with bad parity: write_data_parity would fire too.
+    "perr_released_early": Case(
+        "", r("F", ad=0x1000, cbe=MW), r("I", ad=0xBAD, cbe=0), r("ID", par_flip=True),
+        r("IDP", par_flip=True), r("IDTP", par_flip=True), r("P", par_flip=True), "!", "",
+        disable=("write_data_parity",)),
+    "dac_below_4g": Case(
+        "", r("F", ad=0x1000, cbe=DAC), r("F!", ad=0, cbe=MR), r("I", cbe=0), "ID",
+        r("IDT", ad=0x77), ""),
+    # Idle with master 0's GNT# for ten clocks, nobody driving: AD and C/BE# pulled up,
+    # PAR 1 (wrong parity over 36 ones); the 10th clock fires, then GNT# goes.
+    "parked_bus_parity": Case(
+        r("", gnt=0), *[r("", gnt=1, ad=0xFFFF_FFFF, cbe=0xF, par_flip=True)] * 9,
+        r("!", par_flip=True), r("", gnt=0), ""),
 }
 
 
@@ -408,7 +449,7 @@ def test_rules_are_data():
     for rule in RULES:
         assert rule.name.isidentifier() and rule.name == rule.name.lower()
         assert rule.description.endswith(".") and rule.description[0].isupper()
-        assert "§" in rule.reference and "notes:" in rule.reference
+        assert "§" in rule.reference and "notes:" not in rule.reference
     assert set(LATENCY_RULES) <= set(RULES_BY_NAME)
 
 
@@ -494,6 +535,214 @@ def test_bad_parameters_are_refused():
         with pytest.raises(ValueError, match="count_width"):
             ProtocolChecker(32, 1, count_width=0)
         gc.collect()
+
+
+# --- PERR# timing: early while a phase waits, held to completion + 2 ----------------
+
+def _bits(*names):
+    return sum(1 << RULES_BY_NAME[name].id for name in names)
+
+
+#: name -> (waveform, [(clock, rule)] it must fire). The data phase of the write cases
+#: completes at clock 5 (its data valid from clock 2), of the read case at clock 6 (valid
+#: from 4); bad data that moves also breaks the data parity rule, the clock after.
+PERR_CASES = {
+    "write_early_held_to_completion_plus_2": (Case(
+        "", r("F", ad=0x1000, cbe=MW), r("I", ad=0xBAD, cbe=0), r("ID", par_flip=True),
+        r("IDP", par_flip=True), r("IDTP", par_flip=True), r("P", par_flip=True), "P", ""),
+        [(6, "write_data_parity")]),
+    "read_early_while_master_waits": (Case(
+        "", r("F", ad=0x2000, cbe=MR), r("F", cbe=0), "FD", r("FDT", ad=0xBAD),
+        r("FDT", par_flip=True), r("IDTP", par_flip=True), r("P", par_flip=True), "P", ""),
+        [(7, "read_data_parity")]),
+    "write_at_completion_plus_2_only": (Case(
+        "", r("F", ad=0x1000, cbe=MW), r("I", ad=0xBAD, cbe=0), r("ID", par_flip=True),
+        r("ID", par_flip=True), r("IDT", par_flip=True), r("", par_flip=True), "P", ""),
+        [(6, "write_data_parity")]),
+    "early_released_at_completion_plus_1": (Case(
+        "", r("F", ad=0x1000, cbe=MW), r("I", ad=0xBAD, cbe=0), r("ID", par_flip=True),
+        r("IDP", par_flip=True), r("IDTP", par_flip=True), r("", par_flip=True), "", ""),
+        [(6, "write_data_parity"), (6, "perr_released_early")]),
+    "early_for_correct_parity": (Case(
+        "", r("F", ad=0x1000, cbe=MW), r("I", ad=0x600D, cbe=0), "ID", "IDP", "IDTP", "P",
+        "P", ""),
+        [(c, "perr_without_parity_error") for c in (4, 5, 6, 7)]),
+    "before_par_is_valid": (Case(   # data valid at 2, PAR at 3: PERR# at 3 is too early
+        "", r("F", ad=0x1000, cbe=MW), r("I", ad=1, cbe=0), "IDP", "IDT", ""),
+        [(3, "perr_timing")]),
+    "address_phase_plus_2": (Case(
+        "", r("F", ad=0x1000, cbe=MW), r("IDT", ad=1, cbe=0), "P", ""),
+        [(3, "perr_timing")]),
+    "held_past_completion_plus_2": (Case(
+        "", r("F", ad=0x1000, cbe=MW), r("IDT", ad=1, cbe=0), r("", par_flip=True), "P",
+        "P", ""),
+        [(3, "write_data_parity"), (5, "perr_timing")]),
+    "retry_after_waits_reported_early": (Case(   # data valid on AD though none moved
+        "", r("F", ad=0x1000, cbe=MW), r("I", ad=0xBAD, cbe=0), r("ID", par_flip=True),
+        r("IDP", par_flip=True), r("IDSP", par_flip=True), r("P", par_flip=True), "P", ""),
+        []),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PERR_CASES))
+def test_perr_timing(name):
+    case, expected = PERR_CASES[name]
+    assert fired(simulate(case)["pulses"]) == expected
+
+
+# --- starting on a busy bus, holding FRAME# after STOP#, DAC, parking ----------------
+
+def test_start_after_irdy_on_an_idle_bus_is_a_busy_bus_start():
+    """IRDY# left asserted without a transaction, then an address phase: the tracking
+    has no transaction, and the start is caught all the same (board and simulation)."""
+    case = Case("", "I", r("F", ad=0x1000, cbe=MW), r("IDT", ad=1, cbe=0), "")
+    expected = [(1, "irdy_without_frame"), (2, "busy_bus_start")]
+    assert fired(simulate(case)["pulses"]) == expected
+    assert fired(simulate(case, width=32, masters=1,
+                          arbiter_visible=False)["pulses"]) == expected
+
+
+@pytest.mark.parametrize("gnt, expected", [
+    (0b10, [(4, "frame_reasserted"), (4, "busy_bus_start")]),   # master 1 starts
+    (0b01, [(4, "frame_reasserted")]),                          # master 0 again
+])
+def test_frame_rising_in_a_waiting_final_phase(gnt, expected):
+    """FRAME# asserted while the final data phase waits (IRDY# still asserted): the
+    tracking keeps the transaction and calls it frame_reasserted; when another master
+    holds GNT# it is also that master starting on a busy bus."""
+    case = Case(r("", gnt=0b01), r("F", ad=0x1000, cbe=MW), r("I", ad=1, cbe=0),
+                r("ID", gnt=gnt), "FID", "FIDT", "IDT", "")
+    assert fired(simulate(case)["pulses"]) == expected
+
+
+def test_fast_back_to_back_by_another_master_on_a_board():
+    """A board sees its own GNT# only: the pins of a fast back-to-back pair are legal."""
+    case = Case("", r("F", ad=0x1000, cbe=MW), r("IDT", ad=1, cbe=0),
+                r("F", ad=0x2000, cbe=MW), r("IDT", ad=2, cbe=0), "")
+    assert fired(simulate(case, width=32, masters=1, arbiter_visible=False)["pulses"]) == []
+    # after a retry (STOP#) the master may start at once as well
+    case = Case("", r("F", ad=0x1000, cbe=MR), r("I", cbe=0), "IDS",
+                r("F", ad=0x1000, cbe=MR), r("I", cbe=0), "ID", r("IDT", ad=3), "")
+    assert fired(simulate(case)["pulses"]) == []
+
+
+def test_frame_held_after_a_disconnect_with_data():
+    case = Case("", r("F", ad=0x6000, cbe=MW), r("FI", ad=1, cbe=0), "FIDTS",
+                r("FIDS", ad=2), "IDS", "")
+    assert fired(simulate(case)["pulses"]) == [(4, "frame_held_after_stop")]
+
+
+@pytest.mark.parametrize("width", [32, 64])
+def test_dac_below_4g_on_either_width(width):
+    """AD[31:0] of the second address phase holds the upper half on both widths; a
+    64-bit master repeats it on AD[63:32], which the rule does not need."""
+    wide = width == 64
+    q = "Q" if wide else ""
+    hi = {"ad_hi": 0, "cbe_hi": MR} if wide else {}
+    case = Case("", r("F" + q, ad=0x1000, cbe=DAC, **hi), r("F" + q + "!", ad=0, cbe=MR),
+                r("I", cbe=0, **({"cbe_hi": 0} if wide else {})), "ID", r("IDT", ad=0x77), "")
+    out = simulate(case, width=width, masters=1, arbiter_visible=False)
+    assert fired(out["pulses"]) == [(2, "dac_below_4g")]
+
+
+def _floating(clocks, gnt):
+    """Idle clocks with ``gnt`` asserted and nobody driving: pulled-up AD, C/BE#, PAR."""
+    return [r("", gnt=gnt, ad=0xFFFF_FFFF, cbe=0xF, par_flip=True)] * clocks
+
+
+def test_parked_bus_parity_on_the_board_checks_its_own_parking():
+    out = simulate(VIOLATIONS["parked_bus_parity"], width=32, masters=1,
+                   arbiter_visible=False)
+    assert fired(out["pulses"]) == [(10, "parked_bus_parity")]
+
+
+def test_parked_bus_run_restarts_when_gnt_changes_or_the_bus_is_used():
+    # nine clocks for master 0, a clock with no GNT#, nine for master 1: clean
+    case = Case(r("", gnt=0), *_floating(9, 0b01), r("", gnt=0, par_flip=True),
+                *_floating(9, 0b10), r("", gnt=0), "")
+    assert fired(simulate(case)["pulses"]) == []
+    # GNT# moved at once (an arbitration rule) is a new run all the same
+    case = Case(r("", gnt=0), *_floating(9, 0b01), *_floating(9, 0b10), r("", gnt=0), "")
+    assert fired(simulate(case)["pulses"]) == [(10, "gnt_switch_while_idle")]
+    # a transaction in between starts the count again: the idle clock after its final
+    # phase (12, PAR of its data still driven) is the first of the new run
+    case = Case(r("", gnt=0), *_floating(9, 0b01), r("F", ad=0x1000, cbe=MW),
+                r("IDT", ad=1, cbe=0), "", *_floating(8, 0b01), r("!", par_flip=True),
+                r("", gnt=0), "")
+    assert fired(simulate(case)["pulses"]) == [(21, "parked_bus_parity")]
+    # reset: no parking while RST# is asserted, nor in its last clock
+    case = Case(*[r("R", gnt=1, ad=0xFFFF_FFFF, cbe=0xF, par_flip=True)] * 12,
+                r("", gnt=0), "")
+    assert fired(simulate(case)["pulses"]) == []
+
+
+def test_parked_bus_keeps_firing_while_it_floats():
+    case = Case(r("", gnt=0), *_floating(13, 0b01), r("", gnt=0), "")
+    assert fired(simulate(case)["pulses"]) == [(c, "parked_bus_parity")
+                                               for c in (10, 11, 12, 13)]
+
+
+# --- the violation log ---------------------------------------------------------------
+
+_EMPTY = (0, 0, NO_MASTER)
+
+
+def test_log_holds_every_rule_of_each_clock_in_order():
+    out = simulate(Case("", "D", "", "TS", "", "", "D", ""), read_log=True)
+    assert out["log_entries"] == 3
+    assert out["log"] == [
+        (1, _bits("devsel_while_idle"), NO_MASTER),
+        (3, _bits("trdy_without_devsel", "stop_without_claim"), NO_MASTER),
+        (6, _bits("devsel_while_idle"), NO_MASTER),
+    ] + [_EMPTY] * (LOG_DEPTH - 3)
+    assert out["log"][0][0] == out["first_cycle"]
+
+
+#: Master 1's transaction withdraws IRDY# (clock 4), master 0's address phase carries a
+#: reserved command (clock 9), DEVSEL# on the idle bus (clock 15).
+_MASTERS_CASE = Case(
+    r("", gnt=0b10), r("F", ad=0x1000, cbe=MW), r("FI", ad=1, cbe=0), "FID", "FD", "FIDT",
+    "IDT", r("", gnt=0), r("", gnt=0b01), r("F", ad=0x1000, cbe=0b1000), r("I", cbe=0),
+    "I", "I", "I", "", "D", "")
+
+
+@pytest.mark.parametrize("arbiter_visible", [True, False])
+def test_log_names_the_master_of_the_transaction(arbiter_visible):
+    out = simulate(_MASTERS_CASE, arbiter_visible=arbiter_visible, read_log=True)
+    masters = (1, 0) if arbiter_visible else (NO_MASTER, NO_MASTER)
+    assert out["log_entries"] == 3
+    assert out["log"][:4] == [(4, _bits("irdy_withdrawn"), masters[0]),
+                              (9, _bits("reserved_command"), masters[1]),
+                              (15, _bits("devsel_while_idle"), NO_MASTER), _EMPTY]
+
+
+def test_log_fills_up_then_only_counts():
+    rule = RULES_BY_NAME["devsel_while_idle"]
+    out = simulate(Case("", *["D"] * 20, ""), read_log=True)
+    assert out["log_entries"] == LOG_DEPTH
+    assert out["log"] == [(1 + i, 1 << rule.id, NO_MASTER) for i in range(LOG_DEPTH)]
+    assert out["counts"][rule.id] == 20
+
+
+@pytest.mark.parametrize("before", [2, 18])
+def test_clear_empties_the_log(before):
+    """``before`` violations (the log full or not), then clear in a clock with one more
+    (clear wins: it is not logged), then one more."""
+    rule = RULES_BY_NAME["devsel_while_idle"]
+    clear_at = 1 + before
+    out = simulate(Case("", *["D"] * before, "D", "", "D", ""), clear_at=clear_at,
+                   read_log=True)
+    assert out["log_entries"] == 1
+    assert out["log"] == [(clear_at + 2, 1 << rule.id, NO_MASTER)] + \
+        [_EMPTY] * (LOG_DEPTH - 1)
+    assert out["first_cycle"] == clear_at + 2
+
+
+def test_disabled_rule_is_not_logged():
+    out = simulate(Case("", "D", "", "I", "", disable=("devsel_while_idle",)),
+                   read_log=True)
+    assert out["log_entries"] == 1
+    assert out["log"][:2] == [(3, _bits("irdy_without_frame"), NO_MASTER), _EMPTY]
 
 
 # --- randomised legal traffic --------------------------------------------------------
