@@ -503,16 +503,21 @@ DMA = Block("dma", 0x100, (
 # flag pairs (rule id n is bit n of enable_lo:enable_hi), counters read through count_index.
 from .spy.checker import RULES as _CHECK_RULES  # noqa: E402  (the rule list is the one source)
 from .spy.checker import COUNT_WIDTH as _CHECK_COUNT_WIDTH  # noqa: E402
+from .spy.checker import LOG_DEPTH as _CHECK_LOG_DEPTH  # noqa: E402
+from .spy.checker import NO_MASTER as _CHECK_NO_MASTER  # noqa: E402
 
 _CHECK_N = len(_CHECK_RULES)
 _CHECK_NAMES = {rule.id: rule.name for rule in _CHECK_RULES}
 _CHECK_INDEX_BITS = max(1, (_CHECK_N - 1).bit_length())
+_CHECK_LOG_INDEX_BITS = max(1, (_CHECK_LOG_DEPTH - 1).bit_length())
+_CHECK_LOG_ENTRIES_BITS = _CHECK_LOG_DEPTH.bit_length()
 assert 32 < _CHECK_N <= 64, "check.enable/flags are one _lo/_hi pair of registers"
 
 CHECK = Block("check", 0x280, (
     Register("control", 0x00, (
-        Field("clear", 0, 1, Access.WO, 0, "clear every flag and counter, status.any and the "
-              "first-violation record (wins over a violation in the same clock)"),
+        Field("clear", 0, 1, Access.WO, 0, "clear every flag and counter, status.any, the "
+              "first-violation record and the violation log (wins over a violation in the "
+              "same clock)"),
     ), "checker commands"),
     Register("status", 0x04, (
         Field("any", 0, 1, Access.RO, 0, "some enabled rule was broken since the last clear"),
@@ -548,8 +553,33 @@ CHECK = Block("check", 0x280, (
         Field("count", 0, _CHECK_COUNT_WIDTH, Access.RO, 0, "violations of rule count_index "
               "since the last clear, saturating at all ones"),
     ), "violation counter of the selected rule"),
-), "protocol checker: per-rule flags and counters, first violation (rules: pcispy check "
-   "--list-rules)")
+    Register("log_index", 0x28, (
+        Field("index", 0, _CHECK_LOG_INDEX_BITS, Access.RW, 0, "violation-log entry that "
+              "log_cycle, log_rules_lo/_hi and log_info.master show (from the clock after "
+              "this write)"),
+    ), "violation log entry select"),
+    reg32("log_cycle", 0x2C, Access.RO, "`cycle` of the clock of entry log_index (0 at or "
+          "beyond log_info.entries)"),
+    Register("log_rules_lo", 0x30, (
+        Field("rules", 0, 32, Access.RO, 0, "bit n: rule n was broken in the clock of entry "
+              "log_index (rules 0-31)"),
+    ), "rules broken in the clock of the selected log entry, rules 0-31"),
+    Register("log_rules_hi", 0x34, (
+        Field("rules", 0, _CHECK_N - 32, Access.RO, 0, "bit n: rule 32+n was broken in the "
+              "clock of entry log_index"),
+    ), f"rules broken in the clock of the selected log entry, rules 32-{_CHECK_N - 1}"),
+    Register("log_info", 0x38, (
+        Field("entries", 0, _CHECK_LOG_ENTRIES_BITS, Access.RO, 0, f"log entries stored "
+              f"since the last clear: one per clock in which an enabled rule broke, the "
+              f"first {_CHECK_LOG_DEPTH} (later ones are only flagged and counted)"),
+        Field("master", 8, 3, Access.RO, _CHECK_NO_MASTER, "entry log_index: the master of "
+              "the transaction in progress in its clock (the one whose GNT# was asserted "
+              f"in the clock before the address phase); {_CHECK_NO_MASTER}: unknown (no "
+              "transaction, no single GNT#, or the checker does not see every GNT#, as on "
+              "a board in a slot)"),
+    ), "violation log: entries stored, master of the selected entry"),
+), "protocol checker: per-rule flags and counters, first violation, violation log (rules: "
+   "pcispy check --list-rules)")
 
 from .spy.format import (CaptureMode as _CaptureMode, TriggerSource as _TriggerSource,  # noqa: E402
                          TIMESTAMP_BITS as _TIMESTAMP_BITS)

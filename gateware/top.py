@@ -531,4 +531,10 @@ class PCIBoard(wiring.Component):
             regs.cycle.cycle.eq(checker.cycle),
             checker.count_index.eq(regs.count_index.index),
             regs.count.count.eq(checker.count),
+            checker.log_index.eq(regs.log_index.index),
+            regs.log_cycle.log_cycle.eq(checker.log_cycle),
+            regs.log_rules_lo.rules.eq(checker.log_rules[:32]),
+            regs.log_rules_hi.rules.eq(checker.log_rules[32:]),
+            regs.log_info.entries.eq(checker.log_entries),
+            regs.log_info.master.eq(checker.log_master),
         ]

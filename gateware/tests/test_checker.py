@@ -466,6 +466,13 @@ def test_register_block_matches_rules():
     assert status.field("first_rule").values == {r.id: r.name for r in RULES}
     assert count.field("count").width == COUNT_WIDTH
     assert (1 << index.field("index").width) >= len(RULES) > 1 << (index.field("index").width - 1)
+    _, log_index = REGISTER_MAP["check.log_index"]
+    _, log_rules_hi = REGISTER_MAP["check.log_rules_hi"]
+    _, log_info = REGISTER_MAP["check.log_info"]
+    assert 1 << log_index.field("index").width == LOG_DEPTH
+    assert 32 + log_rules_hi.field("rules").width == len(RULES)
+    assert (1 << log_info.field("entries").width) > LOG_DEPTH
+    assert (log_info.field("master").width, log_info.field("master").reset) == (3, NO_MASTER)
 
 
 def test_legacy_device_breaks_latency_rules_only():
