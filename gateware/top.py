@@ -394,14 +394,13 @@ class PCIBoard(wiring.Component):
                      dma.drive_allowed.eq(drive_allowed)]
         # (REQ# is always driven by a master: it does not count.) For AD the pads say
         # whether they drive it: their copy of a tristate register, placed with it, rather
-        # than a copy of the cores' enables (the end of the enables' whole decision). The
-        # cores never drive AD without another line or the target's transaction, so AD
-        # only restates the rule here; it costs no register of its own. Nor do the lines
-        # the cores gate themselves (CORE_GATED_LINES), whose enables leave the cores in
-        # the tristate register's polarity (a register here would take an inverter after
-        # the live choice): the master drives C/BE# only with FRAME# or IRDY#
-        # (initiator_prove's ``one_driver``), and SERR# is a one-clock pulse the target
-        # no longer starts once passive mode is asked for (``claim_enable``).
+        # than a copy of the cores' enables (the end of the enables' whole decision); it
+        # costs no register of its own. Nor do the lines the cores gate themselves
+        # (CORE_GATED_LINES), whose enables leave the cores in the tristate register's
+        # polarity (a register here would take an inverter after the live choice): the
+        # master drives C/BE# only with FRAME#, IRDY# or AD (a parked bus: AD and C/BE#
+        # together; initiator_prove's ``one_driver``), and SERR# is a one-clock pulse the
+        # target no longer starts once passive mode is asked for (``claim_enable``).
         driven = pads.joined_driven()
         held_lines = {name: enable for name, enable in enables.items()
                       if name != "req" and name not in driven and name not in CORE_GATED_LINES}

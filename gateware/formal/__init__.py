@@ -46,7 +46,7 @@ TARGET_RULES = (
     "stst_release", "one_driver", "response_in_transaction", "devsel_window",
     "trdy_stop_need_devsel", "trdy_held", "stop_held", "initial_latency",
     "subsequent_latency", "retry_first_phase", "disconnect_count", "parity_next_clock",
-    "perr_two_clocks", "enable_is_asserting", "released_zero")
+    "perr_two_clocks", "enable_is_asserting", "released_zero", "turnaround")
 
 #: What the target's cover jobs reach: every termination and every response knob.
 TARGET_COVERS = (
@@ -74,7 +74,7 @@ JOBS = (
     Job("initiator_prove", "initiator", "prove", 4, (
         "stst_release", "one_driver", "irdy_held", "frame_needs_irdy", "frame_after_stop",
         "irdy_latency", "parity_next_clock", "latency_timer_exit", "perr_two_clocks",
-        "stream", "dma_counts", "released_zero"),
+        "stream", "dma_counts", "released_zero", "turnaround", "parking"),
         "k-induction (k = 4), unbounded: the lemmas tie the master's phase, counters and "
         "descriptor, the engine's pass and the pattern writer to what the pins showed",
         lemmas=("lemma_pins", "lemma_txn", "lemma_run")),

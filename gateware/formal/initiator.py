@@ -12,12 +12,13 @@ small settings (:data:`MAX_LENGTH`, :data:`MAX_BURST`, :data:`MAX_PASSES`,
 :data:`MAX_IDLE`) so that covers stay short; the proofs hold for every state such runs
 reach, whatever the bus does.
 
-The rest of the bus follows the rules of /work/shared/pci-notes.md (stated as
+The rest of the bus follows the rules of the PCI Local Bus Specification 3.0 (stated as
 ``Assume``):
 
 - the arbiter's GNT# is free: given and removed at any clock;
 - another master starts a transaction (FRAME# alone, from an idle bus) only when our
-  GNT# was deasserted in the clock before, drops FRAME# only with IRDY# and never
+  GNT# was deasserted in the two clocks before (an arbiter taking the bus from a parked
+  agent leaves a clock without GNT#, §3.4.3), drops FRAME# only with IRDY# and never
   drives while a transaction of ours is on the bus;
 - the target of our transactions asserts DEVSEL# first in clock 2..5 (counting the
   address phase as clock 1) or never (master abort), then holds it to the end, dropping
@@ -240,7 +241,8 @@ class InitiatorHarness(Harness):
         self.assume(~t.own_q | ~x_busy)                # no other master inside ours
         self.assume(~(x_busy & ~x_was) |               # it starts with FRAME# alone, from an
                     (self.x_frame & ~self.x_irdy & idle_before & ~self.past(p.gnt) &
-                     ~p.oe["frame"]))                  # idle bus, not holding our GNT#
+                     ~self.past(self.past(p.gnt)) &    # idle bus, our GNT# gone two clocks
+                     ~p.oe["frame"]))
         self.assume(~(self.past(self.x_frame) & ~self.x_frame) | self.x_irdy)
         self.assume(~self.past(~self.x_frame & self.x_irdy) | ~self.x_frame)
         # The target: nothing outside data phases (its own turnaround included).
@@ -336,18 +338,34 @@ class InitiatorHarness(Harness):
             # s/t/s: the line is driven high (deasserted) in the clock before release.
             self.check("stst_release", ~(was_oe & ~port.oe[0]) | was_o)
 
-        # Never two drivers: our lines only in our transaction, which starts from an idle
-        # bus with GNT# sampled in the clock before; AD only for the address and our write
-        # data; nothing on the target's lines.
+        # Never two drivers: FRAME# and IRDY# only in our transaction, which starts from
+        # an idle bus with GNT# sampled in the clock before; AD and C/BE# in it (AD only for
+        # the address and our write data) or on the bus parked on us; nothing on the
+        # target's lines.
+        parked_on_us = self.past(p.gnt & ~p.frame & ~p.irdy)
         self.check("one_driver", ~t.begin | (self.past(p.gnt) & ~t.pf & ~t.pi))
-        self.check("one_driver", ~(p.oe["frame"] | p.oe["irdy"] | p.oe["cbe"] | p.oe["ad"]) |
-                   t.own)
-        self.check("one_driver", ~p.oe["ad"] | t.begin | t.dac2 | (t.data_clk & t.write))
-        self.check("one_driver", ~p.oe["cbe"] | t.begin | t.dac2 | t.data_clk)
-        # (The board's passive mode counts on it: it reads FRAME#'s and IRDY#'s for C/BE#.)
-        self.check("one_driver", ~p.oe["cbe"] | p.oe["frame"] | p.oe["irdy"])
+        self.check("one_driver", ~(p.oe["frame"] | p.oe["irdy"]) | t.own)
+        self.check("one_driver", ~p.oe["ad"] | t.begin | t.dac2 | (t.data_clk & t.write) |
+                   (~t.own & parked_on_us))
+        self.check("one_driver", ~p.oe["cbe"] | t.begin | t.dac2 | t.data_clk |
+                   (~t.own & parked_on_us))
+        # (The board's passive mode counts on it: it reads FRAME#'s, IRDY#'s and AD's
+        # enables for C/BE#'s.)
+        self.check("one_driver", ~p.oe["cbe"] | p.oe["frame"] | p.oe["irdy"] | p.oe["ad"])
         for name in _NEVER_OURS:
             self.check("one_driver", ~p.oe[name])
+
+        # Turnaround: FRAME# is released in the clock after our last data phase (the next
+        # master may start in the one after); IRDY# is not driven in our first address
+        # phase (the last master may be driving it deasserted then). (AD and C/BE# float
+        # the clock after GNT# is sampled deasserted: ``one_driver`` above.)
+        self.check("turnaround", ~self.past(t.last) | ~p.oe["frame"])
+        self.check("turnaround", ~t.begin | ~p.oe["irdy"])
+
+        # Parking (§3.4.3): GNT# on an idle bus, and AD and C/BE# are driven the clock after
+        # (eight clocks are allowed); PAR one clock after AD, whoever's AD it was.
+        self.check("parking", ~parked_on_us | (p.oe["ad"] & p.oe["cbe"]))
+        self.check("parking", ~self.past(p.oe["ad"]) | p.oe["par"])
 
         # IRDY#: not in an address phase; once asserted, held (with FRAME#, the byte enables
         # and a write's data) until the phase completes, is stopped, or master abort.

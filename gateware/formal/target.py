@@ -14,8 +14,8 @@ transactions). BAR1's backend takes requests at will and answers each read
 stalls); the others answer like the board's configuration space, register
 bank and scratch RAM (always ready, read data one clock later).
 
-The initiator on the other side is free except for the rules of /work/shared/pci-notes.md
-(stated as ``Assume``): FRAME# starts only from an idle bus, is deasserted only with IRDY#
+The initiator on the other side is free except for the rules of the PCI Local Bus
+Specification 3.0 (stated as ``Assume``): FRAME# starts only from an idle bus, is deasserted only with IRDY#
 and stays deasserted; IRDY# is asserted only after the address phase and then held, and
 FRAME# with it, until its data phase completes (TRDY#), the target stops it (STOP#) or the
 master aborts (no DEVSEL# by clock 5); IRDY# is deasserted after the last phase; FRAME# is
@@ -241,6 +241,13 @@ class TargetHarness(Harness):
         self.check("one_driver", ~ad_oe | read_txn)
         for name in ("frame", "irdy", "cbe", "idsel", "lock", "req", "gnt", "rst"):
             self.check("one_driver", ~our_oe[name])
+        # Turnaround: a clock after an idle bus may be another master's address phase
+        # (its AD, PAR a clock later, and a fast target's DEVSEL# after that): the target
+        # drives none of its lines then. It drove DEVSEL#, TRDY# and STOP# deasserted in
+        # the idle clock after its last data phase and released AD in it.
+        idle_before = ~pf & ~pi
+        for name in ("devsel", "trdy", "stop", "ad", "par"):
+            self.check("turnaround", ~(idle_before & our_oe[name]))
         self.check("response_in_transaction", ~(devsel | trdy | stop) | data_clk)
         # The target writes its enable from the branch conditions of its decision (for
         # timing); it must equal "one of DEVSEL#, TRDY#, STOP# asserted".

@@ -576,10 +576,14 @@ class Initiator(wiring.Component):
                 """Outputs of a data phase of this transaction for the next clock.
 
                 FRAME# is deasserted for the last phase, but only together with IRDY#.
+                FRAME# (and REQ64#) are owned only while asserted: the pads drive a
+                sustained tri-state line deasserted for the clock after its owner lets go,
+                so FRAME# is driven deasserted in the last data phase and released in the
+                clock after it, where the next master may start (PCI LB 3.0 §3.3.3.1).
                 """
                 frame_next = ~(want_last & irdy_next)
                 m.d.comb += [
-                    drv["frame"].oe.eq(1), drv["frame"].o.eq(frame_next),
+                    drv["frame"].oe.eq(frame_next), drv["frame"].o.eq(frame_next),
                     drv["irdy"].oe.eq(1), drv["irdy"].o.eq(irdy_next),
                     drv["cbe"].oe.eq(1), drv["cbe"].o.eq(0),         # every byte enabled
                     drv["ad"].oe.eq(txn_write),
@@ -588,7 +592,8 @@ class Initiator(wiring.Component):
                 if wide_bus:
                     # The upper half is driven while the next phase may be 64-bit.
                     m.d.comb += [
-                        drv["req64"].oe.eq(txn_wide), drv["req64"].o.eq(frame_next),
+                        drv["req64"].oe.eq(txn_wide & frame_next),
+                        drv["req64"].o.eq(frame_next),
                         drv["cbe_hi"].oe.eq(next_wide), drv["cbe_hi"].o.eq(0),
                         drv["ad_hi"].oe.eq(next_wide & txn_write),
                         drv["ad_hi"].o.eq(write_word_hi),
@@ -608,18 +613,28 @@ class Initiator(wiring.Component):
             # --- the phase machine ---------------------------------------------------------
             if idle:
                 pending = held | offered
+                # Bus parking (PCI LB 3.0 §3.4.3): GNT# on an idle bus obliges the agent to
+                # drive AD[31:0] and C/BE#[3:0] (the pads add PAR a clock later) until GNT#
+                # goes. They carry what an address phase would: a start then changes only
+                # FRAME#. ``go`` is the live GNT#, so the clock after it is sampled
+                # deasserted the lines float, the turnaround the arbiter leaves before the
+                # next master's GNT#. The 64-bit extension is not parked.
+                with m.If(go):
+                    m.d.comb += [
+                        drv["ad"].oe.eq(1), drv["cbe"].oe.eq(1),
+                        drv["ad"].o.eq(e_addr[:32]),
+                        drv["cbe"].o.eq(Mux(dac, Command.DUAL_ADDRESS, start_cmd)),
+                    ]
                 with m.If(stopping):
                     # Stopped between transactions: drop the descriptor.
                     m.d.comb += [nxt["held"].eq(0), nxt["stopping"].eq(0)]
                     m.d.comb += [ev.done.eq(1), ev.result.eq(DescriptorResult.STOPPED)]
                 with m.Elif(startable & go):
+                    # AD and C/BE# as parked (above). IRDY# is left alone in the address
+                    # phase: the previous master may still be driving it deasserted then.
                     m.d.comb += [
                         start.eq(1), ev.start.eq(1),
                         drv["frame"].oe.eq(1), drv["frame"].o.eq(1),
-                        drv["irdy"].oe.eq(1), drv["irdy"].o.eq(0),
-                        drv["ad"].oe.eq(1), drv["cbe"].oe.eq(1),
-                        drv["ad"].o.eq(e_addr[:32]),
-                        drv["cbe"].o.eq(Mux(dac, Command.DUAL_ADDRESS, start_cmd)),
                     ]
                     if wide_bus:
                         m.d.comb += [
@@ -910,9 +925,10 @@ class Initiator(wiring.Component):
             decision between two registered words, which the pads make in the cell that
             joins the target's AD.
 
-            What the machine presents on AD: while idle, the address when GNT# counts and a
-            descriptor starts (``go``), else nothing; in the DAC phase the upper address; in
-            the address phase a write's held or first word; in a data phase a write's word
+            What the machine presents on AD: while idle, the address whenever GNT# counts
+            (``go``: a start, or the bus parked on us), else nothing; in the DAC phase the
+            upper address; in the address phase a write's held or first word; in a data
+            phase a write's word
             (the next one when a word moves now, ``xfer``), nothing once the transaction
             ends with this phase (``kill``: STOP# or a master abort ends the final phase).
             ``high`` is the address while idle and the next word after a data phase that is
@@ -929,7 +945,7 @@ class Initiator(wiring.Component):
             net = kept_signal
             # The registered halves of the three decisions (``go`` only while idle,
             # ``xfer`` only in a data phase, ``kill`` only in the final one, not idle).
-            go_ok = net(allowed & startable, "ad_go_ok")
+            go_ok = net(allowed & is_idle, "ad_go_ok")
             xfer_ok = net(in_data & pin_irdy & (~ending | ending_open), "ad_xfer_ok")
             final_open = net(~is_idle & final_phase & ~ending, "ad_final_open")
             abort_due = net(~devsel_seen & devsel_overdue, "ad_abort_due")

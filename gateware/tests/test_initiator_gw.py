@@ -228,6 +228,7 @@ class Run:
         self.reads = []
         self.clash = False
         self.cbe_oe = []
+        self.pad_oe = []     # per clock: {line: the board's output enable on the pin}
 
 
 #: How the tests of this module build the initiator (``Initiator(expand_live=...)``): the
@@ -245,8 +246,9 @@ def expand_live(request):
 
 def run(descs, target, *, width=32, gnt=lambda t: 1, clocks=200, latency_timer=255,
         cache_line=8, irdy_wait=0, parity_response=1, stop_at=None, pattern=Pattern.COUNTER,
-        seed=0x1000, gnt_allowed=lambda t: 1, drive_allowed=lambda t: 1):
-    """Run ``descs`` (list of dicts for :class:`Descriptor`) through an initiator.
+        seed=0x1000, gnt_allowed=lambda t: 1, drive_allowed=lambda t: 1, offer_from=0):
+    """Run ``descs`` (list of dicts for :class:`Descriptor`) through an initiator, offered
+    from clock ``offer_from`` on.
     ``gnt(t)`` is GNT# on the pin in clock ``t``; ``gnt_allowed(t)`` the initiator's
     permission to see it; ``drive_allowed(t)`` its permission to drive C/BE#.
     ``res.cbe_oe`` records the C/BE# enable it presents in each clock."""
@@ -273,7 +275,8 @@ def run(descs, target, *, width=32, gnt=lambda t: 1, clocks=200, latency_timer=2
         ctx.set(gen.restart, 0)
         queue = list(descs)
         for t in range(clocks):
-            if queue:
+            offering = bool(queue) and t >= offer_from
+            if offering:
                 d = queue[0]
                 ctx.set(dut.desc.valid, 1)
                 ctx.set(dut.desc.payload, {"cmd": d["cmd"], "addr": d["addr"],
@@ -282,20 +285,22 @@ def run(descs, target, *, width=32, gnt=lambda t: 1, clocks=200, latency_timer=2
             else:
                 ctx.set(dut.desc.valid, 0)
             # (This offer does not wait on the initiator's busy.)
-            ctx.set(dut.offer_when_free, int(bool(queue) and queue[0]["dwords"] != 0))
+            ctx.set(dut.offer_when_free, int(offering and queue[0]["dwords"] != 0))
             ctx.set(dut.stop, int(stop_at is not None and t == stop_at))
             ctx.set(h.tgt["gnt"][0], gnt(t))
             ctx.set(h.tgt["gnt"][1], 1)
             ctx.set(dut.gnt_allowed, gnt_allowed(t))
             ctx.set(dut.drive_allowed, drive_allowed(t))
             sampled = await ctx.tick("pci").sample(*[h.pins[n] for n in lines], dut.desc.ready,
-                                              dut.events, dut.rdata, dut.status, dut.bus.cbe.oe)
-            values = sampled[2:-1]
+                                              dut.events, dut.rdata, dut.status,
+                                              *[h.drive[n][1] for n in lines], dut.bus.cbe.oe)
+            values = sampled[2:-1 - len(lines)]
+            res.pad_oe.append(dict(zip(lines, sampled[-1 - len(lines):-1])))
             res.cbe_oe.append(sampled[-1])
             s = {n: v for n, v in zip(lines, values)}
             s.setdefault("ad_hi", 0xFFFF_FFFF)
             ready, ev, rd, st = values[len(lines):]
-            if queue and ready:
+            if offering and ready:
                 queue.pop(0)
             res.trace.append(s)
             res.events.append({"start": ev.start, "end": ev.end, "term": Termination(ev.term),
@@ -685,3 +690,75 @@ def test_stop_request_in_a_target_wait_keeps_frame_until_the_phase_completes():
     assert res.trace[10]["frame"] and not res.trace[11]["frame"]
     assert frame_dropped_in_wait(res) == []
     assert [e["result"] for e in res.events if e["done"]] == [DescriptorResult.STOPPED]
+
+
+def _last_data_phases(res):
+    """Clock indices of the last data phase of each transaction (FRAME# deasserted,
+    IRDY# and TRDY# asserted)."""
+    return [t for t, c in enumerate(res.trace) if c["irdy"] and c["trdy"] and not c["frame"]]
+
+
+@pytest.mark.parametrize("width", [32, 64])
+@pytest.mark.parametrize("cmd", [Command.MEM_WRITE, Command.MEM_READ_MULTIPLE])
+def test_frame_and_irdy_turnaround(cmd, width):
+    """FRAME# is driven from the address phase to the last data phase (deasserted there)
+    and released in the clock after it, where another master may start; IRDY# is not
+    driven in the address phase (the previous master may still drive it deasserted
+    then), but from the clock after it to the clock after the last data phase, driven
+    deasserted there, then released (PCI LB 3.0 §3.3.3.1, s/t/s lines). A 64-bit
+    master's REQ64# follows FRAME#."""
+    tgt = ScriptedTarget({0x40 + i: i for i in range(16)}, devsel=2)
+    wide = int(width == 64)
+    descs = [{"cmd": cmd, "addr": 0x100, "dwords": 4 << wide, "wide": wide}]
+    res = run(descs, tgt, width=width, clocks=40, gnt=lambda t: int(t < 6))
+    [x] = addr_phases(res)
+    [last] = _last_data_phases(res)
+    oe = res.pad_oe
+    frame_oe = [0] + [1] * (last - x + 1) + [0, 0]
+    assert [oe[t]["frame"] for t in range(x - 1, last + 3)] == frame_oe
+    if wide:
+        assert [oe[t]["req64"] for t in range(x - 1, last + 3)] == frame_oe
+    assert not res.trace[last]["frame"] and res.trace[last - 1]["frame"]
+    assert [oe[t]["irdy"] for t in range(x - 1, last + 3)] == \
+        [0, 0] + [1] * (last - x + 1) + [0]
+    assert not res.trace[last + 1]["irdy"]
+    assert not res.clash
+
+
+def test_parking_drives_ad_cbe_then_par_and_releases_with_gnt():
+    """GNT# on an idle bus with nothing to do: AD and C/BE# are driven from the next clock
+    (PCI LB 3.0 §3.4.3 allows eight), PAR one clock later with the parity of what they
+    carried; the clock after GNT# is sampled deasserted they float, PAR a clock later."""
+    res = run([], ScriptedTarget(), clocks=40, gnt=lambda t: int(10 <= t < 20))
+    oe = res.pad_oe
+    for line in ("ad", "cbe"):
+        assert [oe[t][line] for t in range(8, 24)] == [0] * 3 + [1] * 10 + [0] * 3, line
+    assert [oe[t]["par"] for t in range(8, 24)] == [0] * 4 + [1] * 10 + [0] * 2
+    assert [oe[t]["frame"] | oe[t]["irdy"] for t in range(40)] == [0] * 40
+    for t in range(12, 21):
+        assert res.trace[t]["par"] == parity(res.trace[t - 1]["ad"], res.trace[t - 1]["cbe"])
+
+
+def test_no_parking_without_permission():
+    """GNT# withheld by permission (passive mode) is no GNT#: the bus is not parked on us."""
+    res = run([], ScriptedTarget(), clocks=30, gnt=lambda t: 1, gnt_allowed=lambda t: 0)
+    assert all(not (c["ad"] or c["cbe"] or c["par"]) for c in res.pad_oe)
+
+
+def test_parked_master_starts_from_the_parked_bus():
+    """Parked, a descriptor arrives: the address phase follows on the AD and C/BE# already
+    driven (the same driver, no turnaround needed), and after the transaction the bus is
+    parked again once it is idle."""
+    tgt = ScriptedTarget(devsel=1)
+    descs = [{"cmd": Command.MEM_WRITE, "addr": 0x200, "dwords": 2}]
+    res = run(descs, tgt, clocks=40, gnt=lambda t: 1, offer_from=10)
+    [x] = addr_phases(res)
+    [last] = _last_data_phases(res)
+    oe = res.pad_oe
+    assert x == 11
+    assert all(oe[t]["ad"] and oe[t]["cbe"] for t in range(2, last + 1))
+    assert not oe[last + 1]["ad"] and not oe[last + 1]["cbe"]
+    assert all(oe[t]["ad"] and oe[t]["cbe"] for t in range(last + 2, 40))
+    assert [tgt.mem[0x80], tgt.mem[0x81]] == counter_words(2)
+    assert not res.clash
+
