@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The behavioural PCI initiator: the master half of the host bridge and of the test device.
 
-Written from the PCI rules (../shared/pci-notes.md), sharing no state machine with the
-gateware. Python queues *commands* (bus command, address, length, burst limit, byte
+Written from the PCI rules (PCI Local Bus Specification 3.0), sharing no state machine
+with the gateware. Python queues *commands* (bus command, address, length, burst limit, byte
 enables, wait states, ...) through the control port; the initiator arbitrates, runs as
 many transactions as the command needs (repeating retried ones, continuing after
 disconnects and latency-timer endings), and leaves one *result* per command in a FIFO
@@ -11,9 +11,34 @@ disconnects and latency-timer endings), and leaves one *result* per command in a
 Units: addresses are bytes; lengths and buffer offsets are DWORDs (32-bit words). A
 64-bit data phase (REQ64# answered by ACK64#) moves two DWORDs.
 
-Timing words used below count the address phase as clock 1 (as pci-notes.md does). All
-bus outputs come from registers: nothing this agent drives depends combinationally on a
-line it samples.
+Timing words used below count the address phase as clock 1. All bus outputs come from
+registers: nothing this agent drives depends combinationally on a line it samples. The
+lines it samples (``bus.X.i``) are the resolved bus of the current clock, seen
+combinationally; a decision taken from them is loaded into a register at the rising edge
+that ends the clock, which is the edge at which a PCI agent samples the bus, and shows on
+the bus in the next clock. "Sampled in clock K" below means: seen during clock K, acted on
+from clock K + 1.
+
+Who drives what, and when (PCI LB 3.0 §2.1, §3.3.1, §3.4.3, §3.7):
+
+- FRAME#, REQ64#: from the address phase through the last data phase, in which they are
+  driven deasserted; released in the clock after it (the idle clock is their
+  turnaround, another master may start there).
+- IRDY#: from the clock after the (first) address phase, whose clock is the turnaround
+  for IRDY# (the previous owner may still drive it deasserted there), through the clock
+  after the last data phase (driven deasserted), then released.
+- AD, C/BE#: the address phase(s); then C/BE# and, on writes, AD through the last data
+  phase. On reads AD is released after the address phase (the target drives it from
+  clock 3). AD[63:32] and C/BE#[7:4] alike, on 64-bit transactions only.
+- PAR (PAR64): one clock after every clock in which this agent drove AD (AD[63:32]), even
+  parity of what it drove then, and only then.
+- Bus parking: with GNT# sampled asserted on an idle bus, AD[31:0] and C/BE#[3:0] are
+  driven (to zero) from the next clock, PAR one clock later, until GNT# is sampled
+  deasserted (they float in the clock after, PAR one clock later) or a transaction of
+  this agent takes them over. The 64-bit extension is not parked.
+- PERR#: asserted for one clock two clocks after a read data phase with bad parity (when
+  enabled), driven deasserted one clock, released.
+- REQ#: point-to-point to the arbiter, driven whenever RST# is deasserted.
 
 :class:`InitiatorDriver` is the Python side (``async``, over a control accessor such as
 :class:`pcispy.sim.control.PysimControl` or the cocotb twin in :mod:`pcispy.sim.api`).
@@ -101,6 +126,17 @@ INJECT = data.StructLayout({
     "irdy_in_addr":    1,  # (q) assert IRDY# in the address phase(s) as well
     "frame_drop_wait": 1,  # (r) deassert FRAME# while IRDY# waits for the target (not last)
     "dac_twice":       1,  # (s) the second address phase of a DAC carries DAC again
+    "busy_start":      1,  # (t) with GNT#, take another master's completed final data
+                           #     phase (FRAME# deasserted, IRDY# and TRDY# or STOP# asserted)
+                           #     for an idle bus: the address phase follows that clock at
+                           #     once, as only that master's own fast back-to-back may
+    "frame_after_stop": 1, # (u) once per command, FRAME# stays asserted (with IRDY#) for one
+                           #     clock more after a data phase completed with STOP#
+    "dac_low":         1,  # (v) a Dual Address Cycle even below 4 GiB (upper address bits 0)
+    "wdata_parity_wait": 1,  # (w) wrong PAR for write data while the data phase waits for
+                           #     TRDY#/STOP#; right for the clock it completes in
+    "park_no_par":     1,  # (x) parked: AD and C/BE# driven, PAR not
+    "park_float":      1,  # (y) never park: AD, C/BE#, PAR float on an idle bus with GNT#
 })
 
 #: ``Reg.CONFIG``: settings that hold across commands.
@@ -379,13 +415,14 @@ class BehaviouralInitiator(wiring.Component):
         latency_done = Signal()
         oneshot_irdy_drop = Signal()
         oneshot_irdy_idle = Signal()
+        oneshot_frame_after_stop = Signal()
         cur_status = Signal(Status)
 
         remaining = Signal(20)
         m.d.comb += remaining.eq(cur.length - idx)
         xfer_addr = Signal(64)   # this transaction's address (idx is fixed until its data)
         m.d.comb += xfer_addr.eq(cur.addr + (idx << 2))
-        m.d.comb += [is_read.eq(~cur.code[0]), is_dac.eq(xfer_addr[32:] != 0)]
+        m.d.comb += [is_read.eq(~cur.code[0]), is_dac.eq((xfer_addr[32:] != 0) | inject.dac_low)]
 
         # ---- buffer addressing -------------------------------------------------------
         # The read port is addressed with the DWORD index the next clock will use, so the
@@ -418,9 +455,13 @@ class BehaviouralInitiator(wiring.Component):
             return Mux(i == 0, cur.be_first, Mux(i == cur.length - 1, cur.be_last, cur.be_mid))
 
         # ---- outputs (registers only) --------------------------------------------------
-        owning = _is(state, _State.ADDR, _State.ADDR2, _State.DATA, _State.END)
         in_addr = _is(state, _State.ADDR, _State.ADDR2)
         in_data = state == _State.DATA
+        # FRAME#, REQ64# and C/BE# are this agent's from the address phase through the last
+        # data phase. The clock after it (END) is the idle clock, their turnaround: another
+        # master that sampled the bus idle there starts in the clock after, so nothing of
+        # this agent may still be driven in it but IRDY# (driven deasserted) and PAR.
+        owning = in_addr | in_data
         data_cycle = in_data & irdy_on
         mid_phase_wait = data_cycle & wait_seen
         # (b) the phase about to start is the last one, estimated from registers.
@@ -443,16 +484,49 @@ class BehaviouralInitiator(wiring.Component):
                 m.d.comb += frame_out.eq(frame_on)
             with m.Else():
                 m.d.comb += frame_out.eq(frame_on & ~abandon)
+        # Every path into END leaves DATA in a clock with FRAME# deasserted (the last data
+        # phase, a master abort's last clock, or (b)'s abandon), so FRAME# is always driven
+        # deasserted for at least one clock before it is released.
+        irdy_out = Signal()
+        m.d.comb += irdy_out.eq(data_cycle | (state == _State.JUNK)
+                                | (in_addr & inject.irdy_in_addr))
+        # IRDY# asserted by this agent in the previous clock: driven deasserted now
+        # (sustained tri-state), whatever the state (END, JUNK_END, or an address phase
+        # after (q)'s).
+        irdy_was = Signal()
+        m.d.sync += irdy_was.eq(irdy_out)
         m.d.comb += [
             bus.frame.o.eq(frame_out),
             bus.frame.oe.eq(owning),
-            bus.irdy.o.eq(data_cycle | (state == _State.JUNK)
-                          | (in_addr & inject.irdy_in_addr)),
-            bus.irdy.oe.eq(owning | _is(state, _State.JUNK, _State.JUNK_END)),
+            bus.irdy.o.eq(irdy_out),
+            # Not in the (first) address phase: it is IRDY#'s turnaround clock, in which the
+            # previous owner may still drive it deasserted (PCI LB 3.0 §3.3.1).
+            bus.irdy.oe.eq((state == _State.ADDR2) | in_data | irdy_out | irdy_was),
             bus.req.o.eq(_is(state, _State.ARB, _State.JUNK, _State.JUNK_END,
                                         _State.ADDR, _State.ADDR2, _State.DATA) | req_in_end),
-            bus.req.oe.eq(1),
+            # Every PCI output floats while RST# is asserted (PCI LB 3.0 §4.3.2).
+            bus.req.oe.eq(~bus.rst.i),
         ]
+
+        # Bus parking (PCI LB 3.0 §3.4.3). ``parked`` is loaded at the edge that ends clock
+        # K from what clock K showed: GNT# asserted with FRAME# and IRDY# deasserted. So
+        #   clock K:     GNT# asserted, bus idle (sampled at the edge ending K);
+        #   clock K + 1: AD[31:0], C/BE#[3:0] driven (to zero);
+        #   clock K + 2: PAR driven too (registered from AD's enable, below).
+        # and when GNT# goes:
+        #   clock J:     GNT# deasserted (sampled at the edge ending J);
+        #   clock J + 1: AD, C/BE# float;  clock J + 2: PAR floats.
+        # The arbiter gives the next master GNT# no earlier than clock J + 1, and that master
+        # samples it there and drives from J + 2 on: J + 1 is the turnaround. A bus that
+        # stops being idle (someone started without GNT#) ends the parking a clock later
+        # too. A transaction of this agent takes AD and C/BE# over without a gap (same
+        # driver). After this agent's own last data phase the bus is not idle in that
+        # clock (IRDY# asserted), so the idle clock after it stays the turnaround and the
+        # parking begins a clock later. Reset holds ``parked`` at 0.
+        parked = Signal()
+        m.d.sync += parked.eq(bus.gnt.i & ~bus.frame.i & ~bus.irdy.i & ~inject.park_float)
+        parking = parked & ~owning
+
         dac_phase = ((state == _State.ADDR) & is_dac) | ((state == _State.ADDR2) & inject.dac_twice)
         addr_cmd = Mux(dac_phase, Command.DUAL_ADDRESS.value, cur.code)
         addr_ad = Mux((state == _State.ADDR2), xfer_addr[32:], xfer_addr[:32])
@@ -466,6 +540,10 @@ class BehaviouralInitiator(wiring.Component):
                 bus.cbe.o.eq(be_of(idx) ^ (inject.be_change & mid_phase_wait)),
                 bus.cbe.oe.eq(1),
             ]
+        with m.Elif(parking):
+            # Any stable value will do; zero (with PAR 0) is told apart from a floating
+            # bus (all ones, PAR 1) at a glance.
+            m.d.comb += [bus.ad.o.eq(0), bus.ad.oe.eq(1), bus.cbe.o.eq(0), bus.cbe.oe.eq(1)]
         if wide:
             m.d.comb += [
                 bus.req64.o.eq(is64 & Mux(inject.req64_mismatch, state == _State.ADDR, frame_out)),
@@ -481,11 +559,15 @@ class BehaviouralInitiator(wiring.Component):
                     bus.cbe_hi.oe.eq(1),
                 ]
 
-        # PAR (PAR64) one clock after the AD value it covers, by whoever drove that AD.
-        par_bad = (in_addr & inject.addr_parity) | (data_cycle & ~is_read & inject.wdata_parity)
+        # PAR (PAR64) one clock after the AD value it covers, by whoever drove that AD: this
+        # agent drives it exactly in the clocks after those in which it drove AD ((x): not
+        # after a clock in which it drove AD only because it was parked).
+        par_bad = ((in_addr & inject.addr_parity)
+                   | (data_cycle & ~is_read & inject.wdata_parity)
+                   | (data_cycle & ~is_read & ~bus.trdy.i & inject.wdata_parity_wait))
         m.d.sync += [
             bus.par.o.eq(parity_of(bus.ad.o, bus.cbe.o) ^ par_bad),
-            bus.par.oe.eq(bus.ad.oe),
+            bus.par.oe.eq(bus.ad.oe & ~(parking & inject.park_no_par)),
         ]
         if wide:
             par64_bad = data_cycle & ~is_read & inject.wdata_parity64
@@ -604,7 +686,8 @@ class BehaviouralInitiator(wiring.Component):
             with m.Case(_State.IDLE):
                 m.d.sync += [res.as_value().eq(0), idx.eq(0), retry_run.eq(0),
                              latency_done.eq(0), oneshot_irdy_drop.eq(0),
-                             oneshot_irdy_idle.eq(0), cur_status.eq(Status.OK)]
+                             oneshot_irdy_idle.eq(0), oneshot_frame_after_stop.eq(0),
+                             cur_status.eq(Status.OK)]
                 with m.If(self.prio.valid):
                     m.d.comb += self.prio.ready.eq(1)
                     m.d.sync += [cur.eq(self.prio.payload), from_prio.eq(1)]
@@ -626,9 +709,15 @@ class BehaviouralInitiator(wiring.Component):
                 with m.Else():
                     goto(_State.ARB)
 
+            # (t) the clock in which another master's final data phase completes: the bus
+            # is idle only from the next clock on.
+            final_done = ~bus.frame.i & bus.irdy.i & (bus.trdy.i | bus.stop.i)
+
             def start_if_granted(otherwise=None):
-                """With GNT# on an idle bus, the address phase is the next clock."""
-                with m.If((bus.gnt.i | inject.no_gnt) & bus_idle):
+                """With GNT# sampled asserted on an idle bus, the address phase is the next
+                clock."""
+                free = bus_idle | (inject.busy_start & final_done)
+                with m.If((bus.gnt.i | inject.no_gnt) & free):
                     with m.If(inject.irdy_idle & ~oneshot_irdy_idle):
                         m.d.sync += oneshot_irdy_idle.eq(1)
                         goto(_State.JUNK)
@@ -720,9 +809,17 @@ class BehaviouralInitiator(wiring.Component):
                         # FRAME# first (with IRDY# asserted), IRDY# the clock after.
                         m.d.sync += [irdy_on.eq(1), frame_on.eq(0)]
                 with m.Elif(frame_on & stop_valid):
-                    # The target ends it: FRAME# deasserted as soon as possible, with IRDY#.
-                    m.d.sync += [irdy_on.eq(1), frame_on.eq(0), wait_seen.eq(0),
-                                 stop_seen.eq(1), term_stop.eq(term_now)]
+                    # How the transaction ends is decided by the first STOP#.
+                    m.d.sync += [stop_seen.eq(1),
+                                 term_stop.eq(Mux(stop_seen, term_stop, term_now))]
+                    with m.If(inject.frame_after_stop & irdy_on & ~oneshot_frame_after_stop):
+                        # (u) this data phase completes with STOP#, yet FRAME# stays
+                        # asserted (with IRDY#) for one more clock; the next one is last.
+                        m.d.sync += [oneshot_frame_after_stop.eq(1), wait_seen.eq(0)]
+                    with m.Else():
+                        # The target ends it: FRAME# deasserted as soon as possible (the
+                        # next clock), with IRDY# asserted.
+                        m.d.sync += [irdy_on.eq(1), frame_on.eq(0), wait_seen.eq(0)]
                 with m.Elif(completes):
                     next_wait = draw_wait(cur.wait_next)
                     with m.If(next_wait == 0):

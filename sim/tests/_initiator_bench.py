@@ -1,43 +1,57 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Test bench pieces for the behavioural initiator under Amaranth's Python simulator.
 
-- :class:`Harness`: the initiator, a pull-up resolver for its bus and the lines a scripted
-  target drives (plus GNT#, which the test holds).
+- :class:`Harness`: the initiator, a pull-up resolver for its bus, the lines a scripted
+  target drives, GNT# (which the test holds), the lines of another master a test may drive
+  by hand (``o``, with that master's GNT# ``o_gnt``) and, on request, the protocol checker
+  watching the bus with both GNT#s.
 - :class:`ScriptedTarget`: a small PCI target written from the rules as a Python testbench
   (one decision per clock, outputs registered), with scripted DEVSEL# timing, wait states,
   retries, disconnects, target abort, ACK64# and bad read parity. It records every clock
-  of the resolved bus, so tests can assert waveforms line by line.
+  of the resolved bus and who drove each line, so tests can assert waveforms line by line
+  and check the initiator's drivers (:func:`driver_problems`).
 """
 
 from dataclasses import dataclass, field
 
-from amaranth import Elaboratable, Module, Mux, Signal
+from amaranth import Cat, Elaboratable, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from pcispy.gateware.pci.bus import ACTIVE_LOW, bus_lines, parity
+from pcispy.gateware.spy.checker import RULES, ProtocolChecker
 from pcispy.sim.bfm.initiator import BehaviouralInitiator, InitiatorDriver
 from pcispy.sim.bfm.irq_responder import InterruptResponder
 from pcispy.sim.control import PysimControl
 
-__all__ = ["Harness", "TargetScript", "ConfigFunction", "ScriptedTarget", "run_bench", "waves"]
+__all__ = ["Harness", "TargetScript", "ConfigFunction", "ScriptedTarget", "run_bench", "waves",
+           "enables", "driver_problems"]
 
 #: Lines the scripted target may drive.
 TARGET_LINES = ("ad", "ad_hi", "par", "par64", "trdy", "stop", "devsel", "ack64", "perr")
+#: Lines another master, driven by hand from a test, may drive.
+OTHER_LINES = ("ad", "cbe", "par", "frame", "irdy")
 
 
 class Harness(Elaboratable):
-    """The initiator on a bus with pull-ups; ``t[name]`` = (o, oe) of the target's lines."""
+    """The initiator on a bus with pull-ups; ``t[name]`` = (o, oe) of the target's lines,
+    ``o[name]`` = (o, oe) of another master's; ``checker`` (with ``checked``) watches the
+    resolved bus, GNT# of the initiator being master 0's and ``o_gnt`` master 1's."""
 
-    def __init__(self, width=32, responder=False):
+    def __init__(self, width=32, responder=False, checked=False):
         self.width = width
         self.lines = bus_lines(width)
         self.dut = BehaviouralInitiator(width=width, buffer_addr_bits=6, verilog_ram=False)
         self.responder = InterruptResponder() if responder else None
+        self.checker = (ProtocolChecker(width=width, masters=2, arbiter_visible=True)
+                        if checked else None)
         self.inta = Signal()      # INTA# as a device would pull it (set by the test)
         self.t = {name: (Signal(bits, name=f"t_{name}_o"), Signal(name=f"t_{name}_oe"))
                   for name, bits in self.lines.items() if name in TARGET_LINES}
+        self.o = {name: (Signal(bits, name=f"o_{name}_o"), Signal(name=f"o_{name}_oe"))
+                  for name, bits in self.lines.items() if name in OTHER_LINES}
         self.gnt = Signal(init=1)
+        self.o_gnt = Signal()
         self.bus = {name: Signal(bits, name=f"bus_{name}") for name, bits in self.lines.items()}
         self.contention = Signal()
 
@@ -48,10 +62,14 @@ class Harness(Elaboratable):
         for name, bits in self.lines.items():
             line = getattr(self.dut.bus, name)
             value = 0 if name in ACTIVE_LOW else (1 << bits) - 1   # pull-ups, inside level
-            if name in self.t:
-                o, oe = self.t[name]
-                value = Mux(oe, o, value)
-                clash.append(oe & line.oe)
+            drivers = [line.oe]
+            for side in (self.t, self.o):
+                if name in side:
+                    o, oe = side[name]
+                    value = Mux(oe, o, value)
+                    drivers.append(oe)
+            if len(drivers) > 1:
+                clash.append(sum(drivers) > 1)
             value = Mux(line.oe, line.o, value)
             if name == "gnt":
                 value = self.gnt
@@ -59,6 +77,13 @@ class Harness(Elaboratable):
                 value = self.inta
             m.d.comb += [self.bus[name].eq(value), line.i.eq(self.bus[name])]
         m.d.comb += self.contention.eq(sum(clash) != 0)
+        if self.checker is not None:
+            m.submodules.checker = checker = self.checker
+            for name in self.lines:
+                if name not in ("req", "gnt"):
+                    m.d.comb += getattr(checker.bus, name).eq(self.bus[name])
+            m.d.comb += [checker.bus.gnt.eq(Cat(self.gnt, self.o_gnt)),
+                         checker.bus.req.eq(Cat(self.bus["req"], 0))]
         if self.responder is not None:
             m.submodules.responder = responder = self.responder
             wiring.connect(m, responder.cmd, self.dut.prio)
@@ -122,6 +147,11 @@ class ConfigFunction:
         self.regs[reg] = (self.regs[reg] & ~mask) | (value & mask)
 
 
+#: Simulated clock period, and how long after a rising edge the scripted target reads the bus.
+_PERIOD = 30e-9
+_SETTLE = 1e-9
+
+
 def _default_word(dword_addr):
     return (0xA500_0000 | dword_addr * 0x0101) & 0xFFFF_FFFF
 
@@ -129,8 +159,11 @@ def _default_word(dword_addr):
 class ScriptedTarget:
     """A PCI target testbench following :class:`TargetScript`; records the bus.
 
-    ``trace`` holds one dict per clock (inside-level values of every line and
-    ``contention``); ``transactions`` one dict per address phase seen.
+    ``trace`` holds one dict per clock: inside-level values of every line, ``contention``,
+    and ``"oe"``/``"t_oe"``/``"o_oe"``: ``{line: 1 or 0}``, whether the initiator / this
+    target / the other master drove the line in that clock; ``transactions`` one dict per
+    address phase seen; ``rules``, after :func:`run_bench` with ``checked``, the names of
+    the protocol-checker rules the bus broke.
     """
 
     def __init__(self, harness, script):
@@ -166,8 +199,17 @@ class ScriptedTarget:
         xfer = None            # the transaction being served
         release = False        # drive s/t/s lines deasserted one clock, then float
         while True:
+            # Read the clock's lines a little after its rising edge: other testbenches
+            # (GNT#, INTA#) change their lines right at the edge, and the bus they make
+            # is what the initiator samples at the end of this clock.
+            await ctx.delay(_SETTLE)
             now = {name: ctx.get(sig) for name, sig in h.bus.items()}
             now["contention"] = ctx.get(h.contention)
+            now["oe"] = {name: ctx.get(getattr(h.dut.bus, name).oe) for name in h.lines}
+            now["t_oe"] = {name: ctx.get(h.t[name][1]) if name in h.t else 0
+                           for name in h.lines}
+            now["o_oe"] = {name: ctx.get(h.o[name][1]) if name in h.o else 0
+                           for name in h.lines}
             self.trace.append(now)
             await ctx.tick()
             drove_ad = oe["ad"]
@@ -176,12 +218,13 @@ class ScriptedTarget:
             for name in out:
                 out[name] = 0
                 oe[name] = 0
-            if release:
-                for name in ("trdy", "stop", "devsel") + (("ack64",) if wide else ()):
-                    oe[name] = 1
-                release = False
 
-            if xfer is None and now["frame"]:
+            # An address phase: FRAME# asserted with no transaction going on, or asserted
+            # again right after one nobody claimed (a master that did not wait for the
+            # idle clock).
+            restart = (xfer is not None and not xfer.get("claimed") and now["frame"]
+                       and not self.trace[-2]["frame"])
+            if (xfer is None or restart) and now["frame"]:
                 xfer = {"clock": 1, "addr": now["ad"], "cmd": now["cbe"], "dac": now["cbe"] == 0b1101,
                         "req64": now.get("req64", 0), "phases": 0, "stopping": None,
                         "ready_at": None, "start": len(self.trace) - 1}
@@ -193,12 +236,21 @@ class ScriptedTarget:
                     xfer["cmd"] = now["cbe"]
                     xfer["dac_shift"] = 1
                 self._phase(xfer, now)
-                if xfer.get("done"):
+                idle = not now["frame"] and not now["irdy"]
+                if xfer.get("done") or (xfer.get("claimed") and idle):
+                    # Over: the last data phase completed, or the initiator let the bus
+                    # go idle without one (a broken initiator's).
                     xfer = None
                     release = True
-                elif not xfer.get("claimed") and not now["frame"] and not now["irdy"]:
+                elif idle:
                     xfer = None          # not ours (master abort): the bus is idle again
 
+            if release:
+                # The last data phase was the clock just sampled: TRDY#, STOP#, DEVSEL#
+                # (ACK64#) driven deasserted in the next one, released in the one after.
+                for name in ("trdy", "stop", "devsel") + (("ack64",) if wide else ()):
+                    oe[name] = 1
+                release = False
             if xfer is not None:
                 self._drive(xfer, out, oe)
             # PAR one clock after the AD we drove (reads).
@@ -303,18 +355,22 @@ class ScriptedTarget:
             xfer["bad_par_now"] = out["trdy"] and xfer["phases"] == self.s.bad_parity_phase
 
 
-def run_bench(bench, script=None, *, width=32, gnt=None, responder=False):
+def run_bench(bench, script=None, *, width=32, gnt=None, responder=False, checked=False):
     """Run ``bench(ctx, driver, target, harness)`` against a scripted target.
 
     ``responder=True`` adds an :class:`InterruptResponder` on the initiator's ``prio``
     port, its INTA# input being ``harness.inta``.
 
-    ``gnt``, when given, is ``async gnt(ctx, harness)`` run beside (e.g. to remove GNT#).
+    ``gnt``, when given, is ``async gnt(ctx, harness)`` run beside (e.g. to remove GNT#, or
+    to play another master on ``harness.o``).
+
+    ``checked=True`` adds the protocol checker; ``target.rules`` then names the rules it
+    saw broken by the end of ``bench``.
     """
-    harness = Harness(width, responder=responder)
+    harness = Harness(width, responder=responder, checked=checked)
     target = ScriptedTarget(harness, script or TargetScript())
     sim = Simulator(harness)
-    sim.add_clock(30e-9)
+    sim.add_clock(_PERIOD)
     sim.add_testbench(target.process, background=True)
     if gnt is not None:
         async def arbiter(ctx):
@@ -324,6 +380,9 @@ def run_bench(bench, script=None, *, width=32, gnt=None, responder=False):
     async def main(ctx):
         driver = InitiatorDriver(PysimControl(ctx, harness.dut.ctl), width=width)
         await bench(ctx, driver, target, harness)
+        if harness.checker is not None:
+            flags = ctx.get(harness.checker.flags)
+            target.rules = {rule.name for rule in RULES if flags >> rule.id & 1}
 
     sim.add_testbench(main)
     sim.run()
@@ -334,3 +393,50 @@ def waves(trace, start, count, names):
     """``{line: "0110..."}`` of ``count`` clocks from ``start`` (inside level, bit 0)."""
     return {name: "".join(str(trace[i][name] & 1) for i in range(start, start + count))
             for name in names}
+
+
+def enables(trace, start, count, names, who="oe"):
+    """``{line: "0110..."}``: whether the initiator (``who="oe"``), the scripted target
+    (``"t_oe"``) or the other master (``"o_oe"``) drove each line in ``count`` clocks from
+    ``start``."""
+    return {name: "".join(str(trace[i][who][name]) for i in range(start, start + count))
+            for name in names}
+
+
+#: Sustained tri-state lines (PCI LB 3.0 §2.1) the initiator or the scripted target drives.
+_STS = ("frame", "irdy", "trdy", "stop", "devsel", "perr", "req64", "ack64")
+#: Shared lines either side may drive, with the parity line that covers them.
+_SHARED = ("ad", "ad_hi", "cbe", "cbe_hi", "par", "par64") + _STS
+_PARITY_OF = {"par": "ad", "par64": "ad_hi"}
+
+
+def driver_problems(trace, *, par_follows_ad=True):
+    """What the initiator and the scripted target did wrong with their drivers in
+    ``trace``, clock by clock (empty: nothing), by the rules the bus resolver checks:
+
+    - a sustained tri-state line released in the clock after its driver asserted it;
+    - a shared line driven by one side in the clock right after the other drove it (no
+      turnaround clock);
+    - (``par_follows_ad``) the initiator's PAR (PAR64) not driven exactly in the clocks
+      after those in which it drove AD (AD[63:32]).
+    """
+    problems = []
+    sides = ("oe", "t_oe", "o_oe")
+    for i in range(1, len(trace)):
+        before, now = trace[i - 1], trace[i]
+        for name in _SHARED:
+            if name not in now["oe"]:
+                continue
+            for side in sides:
+                for other in sides:
+                    if other != side and now[side][name] and before[other][name]:
+                        problems.append(f"clock {i}: {name} driven by {side} right after "
+                                        f"{other}")
+                if name in _STS and before[side][name] and before[name] and not now[side][name]:
+                    problems.append(f"clock {i}: {name} released by {side} while asserted")
+        if par_follows_ad:
+            for par, ad in _PARITY_OF.items():
+                if par in now["oe"] and now["oe"][par] != before["oe"][ad]:
+                    problems.append(f"clock {i}: initiator's {par} enable {now['oe'][par]}, "
+                                    f"its {ad} enable the clock before {before['oe'][ad]}")
+    return problems

@@ -9,11 +9,12 @@ import pytest
 
 from pcispy.gateware.pci.bus import Command, parity
 from pcispy.sim.bfm.firmware import COMMAND_ENABLES, enumerate_bus
-from pcispy.sim.bfm.initiator import (CONFIG, Reg, Status, STATUS_BUF_REFUSED,
+from pcispy.sim.bfm.initiator import (CONFIG, INJECT, Reg, Status, STATUS_BUF_REFUSED,
                                       STATUS_CONFIG_REFUSED, unpack)
 from pcispy.sim.bfm.irq_responder import InterruptResponderDriver, IrqReg
 from pcispy.sim.control import PysimControl
-from pcispy.sim.tests._initiator_bench import ConfigFunction, TargetScript, run_bench, waves
+from pcispy.sim.tests._initiator_bench import (ConfigFunction, TargetScript, driver_problems,
+                                               enables, run_bench, waves)
 
 pytestmark = pytest.mark.bfm
 
@@ -24,8 +25,9 @@ def _start(target, n=0):
     return target.transactions[n]["start"]
 
 
-def _clean(target):
+def _clean(target, **kwargs):
     assert not any(clock["contention"] for clock in target.trace), "two drivers on one line"
+    assert driver_problems(target.trace, **kwargs) == []
 
 
 def test_single_write_fast_target():
@@ -35,7 +37,8 @@ def test_single_write_fast_target():
         results["r"] = await drv.mem_write(0x1000_0040, bytes([1, 2, 3, 4]))
         await ctx.tick().repeat(4)
 
-    target = run_bench(bench, TargetScript(devsel_clock=2))
+    target = run_bench(bench, TargetScript(devsel_clock=2), checked=True)
+    assert target.rules == set()
     r = results["r"]
     assert r.status == Status.OK
     assert (r.phases, r.dwords, r.transactions, r.retries, r.disconnects) == (1, 1, 1, 0, 0)
@@ -58,16 +61,18 @@ def test_single_write_fast_target():
     _clean(target)
 
 
-def _run_one(script, operation, *, width=32, gnt=None, settle=4):
-    """Run ``await operation(driver)`` against ``script``; return (result, target)."""
+def _run_one(script, operation, *, width=32, gnt=None, settle=4, rules=()):
+    """Run ``await operation(driver)`` against ``script``; return (result, target). The
+    protocol checker watches the bus: it must have seen exactly ``rules`` broken."""
     box = {}
 
     async def bench(ctx, drv, target, h):
         box["r"] = await operation(drv)
         await ctx.tick().repeat(settle)
 
-    target = run_bench(bench, script, width=width, gnt=gnt)
+    target = run_bench(bench, script, width=width, gnt=gnt, checked=True)
     _clean(target)
+    assert target.rules == set(rules)
     return box["r"], target
 
 
@@ -392,7 +397,7 @@ def test_read_parity_error_asserts_perr_two_clocks_later(enabled):
         await d.configure(perr_enable=enabled)
         return await d.mem_read(0x100, 12)
 
-    r, target = _run_one(TargetScript(bad_parity_phase=1), op)
+    r, target = _run_one(TargetScript(bad_parity_phase=1), op, rules={"read_data_parity"})
     assert r.perr == 1
     t0 = _start(target)
     # Data phase 2 moves in clock 4, its PAR comes in clock 5, PERR# in clock 6.
@@ -422,7 +427,8 @@ def test_64bit_request_on_32bit_bus_is_refused():
 
 
 def test_reserved_command_goes_on_the_bus():
-    r, target = _run_one(TargetScript(), lambda d: d.run(Command.RESERVED_4, 0x100, 1, imm=1))
+    r, target = _run_one(TargetScript(), lambda d: d.run(Command.RESERVED_4, 0x100, 1, imm=1),
+                         rules={"reserved_command"})
     assert target.transactions[0]["cmd"] == Command.RESERVED_4.value
     assert r.status == Status.OK
 
@@ -458,11 +464,44 @@ def test_buffer_register_access_is_refused_while_busy():
 
 # ---- error injection: each knob's broken waveform ----------------------------------------
 
+#: The checker rule each INJECT knob breaks (gateware/pci/rules.py), and nothing else.
+KNOB_RULES = {
+    "irdy_drop": "irdy_withdrawn",
+    "frame_no_irdy": "frame_without_irdy",
+    "frame_reassert": "frame_reasserted",
+    "irdy_late": "initiator_latency",
+    "addr_parity": "address_parity",
+    "wdata_parity": "write_data_parity",
+    "wdata_parity64": "data_parity64",
+    "no_gnt": "frame_without_gnt",
+    "irdy_idle": "irdy_without_frame",
+    "req64_mismatch": "req64_frame_mismatch",
+    "be_change": "byte_enables_changed_in_wait",
+    "wdata_change": "write_data_changed_in_wait",
+    "early_abort": "master_abort_early",
+    "perr_wrong": "perr_timing",
+    "irdy_in_addr": "irdy_in_address_phase",
+    "frame_drop_wait": "frame_dropped_in_wait",
+    "dac_twice": "dac_after_dac",
+    "busy_start": "busy_bus_start",
+    "frame_after_stop": "frame_held_after_stop",
+    "dac_low": "dac_below_4g",
+    "wdata_parity_wait": None,        # a wrong PAR no rule sees: what a target reports early
+    "park_no_par": "parked_bus_parity",
+    "park_float": "parked_bus_parity",
+}
+
+
+def test_every_knob_names_its_rule():
+    assert set(KNOB_RULES) == {name for name, _ in INJECT}
+
+
 def _knob(name, script, operation, *, width=32, gnt=None):
     async def op(d):
         await d.inject(**{name: 1})
         return await operation(d)
-    r, target = _run_one(script, op, width=width, gnt=gnt)
+    rule = KNOB_RULES[name]
+    r, target = _run_one(script, op, width=width, gnt=gnt, rules={rule} if rule else ())
     return r, target, _start(target)
 
 
@@ -573,9 +612,12 @@ def test_inject_m_write_data_changes_during_wait():
 
 
 def test_inject_n_master_abort_before_clock_5():
-    r, target, t0 = _knob("early_abort", TargetScript(devsel_clock=None), _write12)
+    # One DWORD: FRAME# is deasserted from clock 2 (a longer write would also drop FRAME#
+    # while IRDY# waits, before the master abort's window).
+    r, target, t0 = _knob("early_abort", TargetScript(devsel_clock=None),
+                          lambda d: d.mem_write(0x100, bytes(4)))
     assert r.status == Status.MASTER_ABORT
-    assert waves(target.trace, t0, 6, ["frame", "irdy"]) == {"frame": "111000", "irdy": "011100"}
+    assert waves(target.trace, t0, 6, ["frame", "irdy"]) == {"frame": "100000", "irdy": "011000"}
 
 
 def test_inject_o_perr_at_a_wrong_time():
@@ -609,6 +651,253 @@ def test_inject_s_dac_after_dac():
     assert [target.trace[t0 + i]["cbe"] for i in (0, 1)] == [Command.DUAL_ADDRESS.value] * 2
     assert [target.trace[t0 + i]["ad"] for i in (0, 1)] == [0x100, 0x1]
     assert r.status == Status.MASTER_ABORT
+
+
+def test_inject_t_busy_start_right_after_another_masters_last_phase():
+    """Another master (played by hand) writes one DWORD; GNT# moves to the initiator during
+    that transaction (hidden arbitration). With the knob it starts in the clock right
+    after the other's final data phase, whose IRDY# is still asserted, instead of after the
+    idle clock: a fast back-to-back start only the other master may make."""
+    async def other_master(ctx, h):
+        def put(**lines):
+            for name, (o, oe) in h.o.items():
+                value = lines.get(name)
+                ctx.set(oe, value is not None)
+                ctx.set(o, value or 0)
+
+        ctx.set(h.gnt, 0)
+        await ctx.tick().repeat(2)                  # the initiator stops parking
+        ctx.set(h.o_gnt, 1)
+        await ctx.tick()
+        put(ad=0, cbe=0)                            # the other master parks
+        await ctx.tick()
+        put(ad=0, cbe=0, par=0)
+        while not ctx.get(h.dut.bus.req.o):         # the initiator waits for GNT#
+            await ctx.tick()
+        await ctx.tick().repeat(2)
+        put(frame=1, irdy=0, ad=0x200, cbe=Command.MEM_WRITE.value, par=0)  # address phase
+        await ctx.tick()
+        ctx.set(h.o_gnt, 0)
+        ctx.set(h.gnt, 1)                           # hidden arbitration: GNT# moves now
+        put(frame=0, irdy=1, ad=0x1234_5678, cbe=0,                        # last data phase
+            par=parity(0x200, Command.MEM_WRITE.value))
+        await ctx.tick()
+        put(irdy=0, par=parity(0x1234_5678, 0))     # IRDY# driven deasserted, then released
+        await ctx.tick()
+        put()
+
+    async def op(d):
+        await d.inject(busy_start=1)
+        return await d.mem_write(0x100, bytes(4))
+
+    box = {}
+
+    async def bench(ctx, drv, target, h):
+        box["r"] = await op(drv)
+        await ctx.tick().repeat(4)
+
+    target = run_bench(bench, TargetScript(), gnt=other_master, checked=True)
+    other, mine = target.transactions
+    t0 = other["start"]
+    assert mine["start"] - t0 == 2 and (mine["addr"], other["addr"]) == (0x100, 0x200)
+    tr = target.trace
+    assert waves(tr, t0, 5, ["frame", "irdy", "trdy", "gnt"]) == {
+        "frame": "10100", "irdy": "01010", "trdy": "01010", "gnt": "01111"}
+    # The drivers that meet without a turnaround: FRAME#, AD, C/BE# (the other master in
+    # its last data phase, the initiator's address phase right after), IRDY# (the other
+    # drives it deasserted in that address phase, the initiator from the next clock),
+    # PAR (the other's covers its last data, the initiator's its address).
+    assert driver_problems(tr) == [
+        f"clock {t0 + 2}: {line} driven by oe right after o_oe" for line in ("ad", "cbe", "frame")
+    ] + [f"clock {t0 + 3}: {line} driven by oe right after o_oe" for line in ("par", "irdy")]
+    assert target.rules == {"busy_bus_start"}
+    assert box["r"].ok
+
+
+def test_inject_u_frame_held_after_stop():
+    r, target, t0 = _knob("frame_after_stop", TargetScript(disconnect_after=2),
+                          lambda d: d.mem_write(0x100, bytes(range(16))))
+    # Phase 1 completes with TRDY# and STOP# in clock 3; FRAME# stays asserted (with IRDY#)
+    # in clock 4, a data phase that completes with STOP# alone; clock 5 is the last.
+    assert waves(target.trace, t0, 6, CTRL) == {
+        "frame":  "111100",
+        "irdy":   "011110",
+        "devsel": "011110",
+        "trdy":   "011000",
+        "stop":   "001110",
+    }
+    assert r.ok and (r.phases, r.transactions, r.disconnects) == (4, 2, 2)
+    assert [target.s.memory[(0x100 >> 2) + i] for i in range(4)] == [
+        0x0302_0100, 0x0706_0504, 0x0B0A_0908, 0x0F0E_0D0C]
+
+
+def test_inject_v_dac_below_4gib():
+    r, target, t0 = _knob("dac_low", TargetScript(devsel_clock=3),
+                          lambda d: d.mem_write(0x100, bytes([1, 2, 3, 4])))
+    tr = target.trace
+    assert [(tr[t0 + i]["ad"], tr[t0 + i]["cbe"]) for i in (0, 1)] == [
+        (0x100, Command.DUAL_ADDRESS.value), (0, Command.MEM_WRITE.value)]
+    assert target.transactions[0]["addr"] == 0x100 and r.ok
+    assert target.s.memory[0x100 >> 2] == 0x0403_0201
+
+
+def test_inject_w_write_parity_wrong_only_while_waiting():
+    # PAR is checked after a transfer only: the wrong PAR of the waits breaks no rule on
+    # its own (it gives a target a parity error to report early, see the target's tests).
+    r, target, t0 = _knob("wdata_parity_wait", TargetScript(initial_wait=2),
+                          lambda d: d.mem_write(0x100, bytes(range(4))))
+    tr = target.trace
+    # IRDY# from clock 2, TRDY# in clock 4: PAR of clocks 3 and 4 (covering the waits) is
+    # wrong, PAR of clock 5 (covering the completion) right.
+    assert waves(tr, t0, 5, ["irdy", "trdy"]) == {"irdy": "01110", "trdy": "00010"}
+    assert [tr[t0 + i + 1]["par"] == parity(tr[t0 + i]["ad"], tr[t0 + i]["cbe"])
+            for i in (0, 1, 2, 3)] == [True, False, False, True]
+
+
+# ---- who drives what, clock by clock (PCI LB 3.0 §2.1, §3.3.1, §3.4.3) -------------------
+
+def test_master_releases_frame_and_irdy_at_their_clocks():
+    r, target = _run_one(TargetScript(devsel_clock=2), lambda d: d.mem_write(0x100, bytes(4)))
+    t0 = _start(target)
+    tr = target.trace
+    # Clock 2 is the only (last) data phase: FRAME# driven deasserted there, released in
+    # clock 3 (the idle clock); IRDY# not driven in the address phase (its turnaround),
+    # asserted in clock 2, driven deasserted in clock 3, released in clock 4.
+    assert waves(tr, t0, 4, ["frame", "irdy"]) == {"frame": "1000", "irdy": "0100"}
+    assert enables(tr, t0 - 1, 5, ["frame", "irdy"]) == {"frame": "01100", "irdy": "00110"}
+
+
+def test_master_lines_of_a_burst_read():
+    r, target = _run_one(TargetScript(devsel_clock=2), lambda d: d.mem_read(0x100, 8))
+    t0 = _start(target)
+    tr = target.trace
+    assert waves(tr, t0, 5, ["frame", "irdy", "trdy"]) == {
+        "frame": "11100", "irdy": "01110", "trdy": "00110"}
+    # FRAME# through the last data phase (clock 4), IRDY# from clock 2 through clock 5.
+    assert enables(tr, t0, 6, ["frame", "irdy"]) == {"frame": "111100", "irdy": "011110"}
+    # AD: the initiator's in the address phase (it was parked before: no gap), released
+    # from clock 2; the target's from clock 3 through the last data phase; nobody's in the
+    # idle clock (5); parked again from clock 6. C/BE# is the initiator's throughout the
+    # transaction, released in the idle clock.
+    assert enables(tr, t0 - 1, 8, ["ad", "cbe", "par"]) == {
+        "ad":  "11000011", "cbe": "11111011", "par": "11100001"}
+    assert enables(tr, t0 - 1, 8, ["ad", "par"], who="t_oe") == {
+        "ad":  "00011000", "par": "00001100"}
+
+
+def test_64bit_master_lines_and_req64():
+    r, target = _run_one(TargetScript(ack64=True),
+                         lambda d: d.mem_write(0x100, bytes(range(16)), width=64), width=64)
+    t0 = _start(target)
+    tr = target.trace
+    assert waves(tr, t0, 4, ["frame", "req64", "irdy"]) == {
+        "frame": "1100", "req64": "1100", "irdy": "0110"}
+    # REQ64# follows FRAME#'s drivers; the 64-bit extension only in the transaction (it is
+    # not parked), PAR64 one clock after AD[63:32].
+    assert enables(tr, t0 - 1, 6, ["frame", "req64", "ad_hi", "cbe_hi", "par64", "ad"]) == {
+        "frame": "011100", "req64": "011100", "ad_hi": "011100", "cbe_hi": "011100",
+        "par64": "001110", "ad": "111101"}
+
+
+def test_perr_driven_deasserted_one_clock_then_released():
+    async def op(d):
+        await d.configure(perr_enable=True)
+        return await d.mem_read(0x100, 12)
+
+    r, target = _run_one(TargetScript(bad_parity_phase=1), op, rules={"read_data_parity"})
+    t0 = _start(target)
+    assert waves(target.trace, t0, 9, ["perr"]) == {"perr": "000001000"}
+    assert enables(target.trace, t0, 9, ["perr"]) == {"perr": "000001100"}
+
+
+def _gnt_steps(*steps):
+    """A GNT# script: ``(clocks, level)`` steps, the last level held."""
+    async def gnt(ctx, h):
+        for clocks, level in steps:
+            ctx.set(h.gnt, level)
+            await ctx.tick().repeat(clocks)
+    return gnt
+
+
+def _edges(trace, line):
+    """Clocks where ``line`` rises and where it falls."""
+    rises = [i for i in range(1, len(trace)) if trace[i][line] and not trace[i - 1][line]]
+    falls = [i for i in range(1, len(trace)) if not trace[i][line] and trace[i - 1][line]]
+    return rises, falls
+
+
+@pytest.mark.parametrize("width", [32, 64])
+def test_parks_on_idle_bus_while_granted(width):
+    async def bench(ctx, drv, target, h):
+        await ctx.tick().repeat(40)
+
+    target = run_bench(bench, TargetScript(), width=width, checked=True,
+                       gnt=_gnt_steps((6, 0), (10, 1), (6, 0), (10, 1)))
+    _clean(target)
+    assert target.rules == set()
+    tr = target.trace
+    (k, k2), falls = _edges(tr, "gnt")
+    (j,) = [fall for fall in falls if fall > k]
+    for rise in (k, k2):
+        # GNT# seen asserted on an idle bus in clock K: AD and C/BE# from K + 1 (to zero),
+        # PAR from K + 2 (even parity of them: 0).
+        assert enables(tr, rise - 1, 5, ["ad", "cbe", "par"]) == {
+            "ad": "00111", "cbe": "00111", "par": "00011"}
+        assert (tr[rise + 1]["ad"], tr[rise + 1]["cbe"], tr[rise + 2]["par"]) == (0, 0, 0)
+    # GNT# seen deasserted in clock J: AD and C/BE# float from J + 1, PAR from J + 2.
+    assert enables(tr, j - 1, 5, ["ad", "cbe", "par"]) == {
+        "ad": "11000", "cbe": "11000", "par": "11100"}
+    assert (tr[j + 1]["ad"], tr[j + 2]["par"]) == (0xFFFF_FFFF, 1)
+    if width == 64:
+        # The 64-bit extension is never parked.
+        assert not any(c["oe"][n] for c in tr for n in ("ad_hi", "cbe_hi", "par64", "req64"))
+
+
+def test_parked_master_starts_without_a_gap_and_parks_after_the_idle_clock():
+    r, target = _run_one(TargetScript(), lambda d: d.mem_write(0x100, bytes(4)))
+    t0 = _start(target)
+    # Parked (GNT# held, bus idle) before the address phase: AD and C/BE# stay driven into
+    # it; released in the idle clock after the data phase (clock 3: FRAME# and IRDY# are
+    # seen deasserted there for the first time), parked again from clock 4.
+    assert enables(target.trace, t0 - 2, 6, ["ad", "cbe", "par"]) == {
+        "ad": "111101", "cbe": "111101", "par": "111110"}
+
+
+def test_no_parking_without_gnt_after_a_transaction():
+    async def gnt(ctx, h):
+        while not ctx.get(h.bus["frame"]):
+            await ctx.tick()
+        ctx.set(h.gnt, 0)            # removed in the address phase, never back
+
+    r, target = _run_one(TargetScript(), lambda d: d.mem_write(0x100, bytes(8)), gnt=gnt,
+                         settle=10)
+    t0 = _start(target)
+    assert r.ok
+    assert enables(target.trace, t0, 8, ["ad", "cbe"]) == {"ad": "11100000", "cbe": "11100000"}
+
+
+@pytest.mark.parametrize("knob", ["park_no_par", "park_float"])
+def test_inject_x_y_parked_bus_left_floating(knob):
+    async def bench(ctx, drv, target, h):
+        await drv.inject(**{knob: 1})
+        await ctx.tick().repeat(10)
+        box["r"] = await drv.mem_write(0x100, bytes(4))
+        await ctx.tick().repeat(10)
+
+    box = {}
+    target = run_bench(bench, TargetScript(), checked=True)
+    tr = target.trace
+    t0 = _start(target)
+    _clean(target, par_follows_ad=False)
+    assert target.rules == {"parked_bus_parity"}
+    idle = range(t0 - 6, t0)
+    # (x) AD and C/BE# parked, PAR floats (reads 1 where the parked AD/C/BE# need 0);
+    # (y) nothing parked at all. The transaction's own PAR is there in both.
+    assert all(tr[i]["oe"]["ad"] == (knob == "park_no_par") for i in idle)
+    assert not any(tr[i]["oe"]["par"] for i in idle)
+    assert [tr[i]["par"] for i in idle] == [1] * 6
+    assert enables(tr, t0, 3, ["par"]) == {"par": "011"}
+    assert box["r"].ok
 
 
 # ---- randomised IRDY# waits ----------------------------------------------------------------
