@@ -3,24 +3,30 @@
 
 The checker (gateware/spy/checker.py) watches every clock of the bus from power-on: one
 sticky flag and one saturating counter per rule, the rule and cycle of the first violation
-since the last clear, and an enable mask (the ``check`` block of gateware/regs.py).
-:func:`check` reads all of it: which rules fired and how often, the first violation, which
-rules are disabled. ``clear`` clears the flags and counters after reading;
+since the last clear, a log of the first clocks with a violation, and an enable mask (the
+``check`` block of gateware/regs.py). :func:`check` reads all of it: which rules fired and
+how often, the first violation, the log, which rules are disabled. ``clear`` clears the
+flags, counters and log after reading;
 ``duration`` clears them first and lets that much bus time pass before reading, to watch
 the bus for a while (in simulation the only way to see traffic: each run is a new system).
 
 ``pcispy check`` prints the report (``--json``: the dict) and says with its exit status
 whether the bus was clean: 0 no enabled rule was broken, :data:`EXIT_VIOLATIONS` (3) some
-were, 2 an error (as every command). ``--list-rules`` lists the rules without a board.
+were, 2 an error (as every command). ``--list-rules`` lists, without a board, the rules of
+both monitors (:data:`~pcispy.gateware.pci.rules.ALL_RULES`): the checker's, seen on the
+pins (on the board and in the simulated system), and those only the simulated system's
+bus resolver sees, because they need to know who drives a line.
 """
 
+from pcispy.gateware.pci.rules import ALL_RULES
 from pcispy.gateware.regs import REGISTER_MAP
-from pcispy.gateware.spy.checker import RULES
+from pcispy.gateware.spy.checker import LOG_DEPTH, NO_MASTER, RULES
 from pcispy.host.board import Board
 from pcispy.host.cli import Command, positive_seconds, run_feature
 from pcispy.host.errors import TransportError, UsageError
 
-__all__ = ["check", "format_check", "CheckCommand", "EXIT_VIOLATIONS"]
+__all__ = ["check", "read_log", "format_check", "format_rules", "list_rules", "CheckCommand",
+           "EXIT_VIOLATIONS"]
 
 #: ``pcispy check``'s exit status when some enabled rule was broken (0: clean; 1 and 2 are
 #: a bug and an error, as for every command).
@@ -35,14 +41,34 @@ async def _enable_mask(board):
     return high << 32 | low
 
 
+async def read_log(board):
+    """The checker's violation log, oldest first: ``[{"cycle", "rules": [rule names broken
+    in that clock], "master": index of the transaction's master, or None when the checker
+    cannot tell (always on a board in a slot, which sees only its own GNT#)}]``. It holds
+    the first :data:`LOG_DEPTH` clocks with a violation since the last clear."""
+    entries = (await board.fields("check.log_info"))["entries"]
+    log = []
+    for index in range(min(entries, LOG_DEPTH)):
+        await board.write("check.log_index", index=index)
+        vector = (await board.read("check.log_rules_hi") << 32 |
+                  await board.read("check.log_rules_lo"))
+        master = (await board.fields("check.log_info"))["master"]
+        log.append({"cycle": await board.read("check.log_cycle"),
+                    "rules": [rule.name for rule in RULES if vector >> rule.id & 1],
+                    "master": None if master == NO_MASTER else master})
+    return log
+
+
 async def check(transport, *, clear=False, duration=None):
-    """Read the board's protocol checker; ``clear`` its flags and counters afterwards;
-    with ``duration`` (seconds of bus time) clear them first and read after that time.
+    """Read the board's protocol checker; ``clear`` its flags, counters and log
+    afterwards; with ``duration`` (seconds of bus time) clear them first and read after
+    that time.
 
     Returns ``{"clean", "violations": {rule name: count}, "first": {"rule", "cycle",
-    "clocks_ago"} or None, "cycle" (the checker's clock counter now), "rules" (how many
-    the gateware checks), "disabled": [rule names], "cleared_before", "cleared_after",
-    "duration"}``. Counts saturate at the counter's width.
+    "clocks_ago"} or None, "log": :func:`read_log`, "cycle" (the checker's clock counter
+    now), "rules" (how many the gateware checks), "disabled": [rule names],
+    "cleared_before", "cleared_after", "duration"}``. Counts saturate at the counter's
+    width.
     """
     # Read beside the stats command's counters, in the same way.
     from pcispy.host.features.stats import read_checker
@@ -56,6 +82,7 @@ async def check(transport, *, clear=False, duration=None):
         await board.write("check.control", clear=1)
         await transport.sleep(duration)
     report = await read_checker(board)
+    log = await read_log(board)
     now = await board.read("check.cycle")
     enabled = await _enable_mask(board)
     if clear:
@@ -65,7 +92,7 @@ async def check(transport, *, clear=False, duration=None):
         first = {"rule": report["first_rule"], "cycle": report["first_cycle"],
                  "clocks_ago": (now - report["first_cycle"]) % (1 << _CYCLE_BITS)}
     return {"clean": not report["any"], "violations": report["violations"], "first": first,
-            "cycle": now, "rules": status["rules"],
+            "log": log, "cycle": now, "rules": status["rules"],
             "disabled": [rule.name for rule in RULES if not enabled >> rule.id & 1],
             "cleared_before": duration is not None, "cleared_after": clear,
             "duration": duration}
@@ -89,10 +116,50 @@ def format_check(result):
         first = result["first"]
         lines.append(f"first violation: {first['rule']} at checker cycle {first['cycle']} "
                      f"({first['clocks_ago']} clocks ago)")
+        lines += _format_log(result["log"])
     if result["disabled"]:
         lines.append("disabled: " + ", ".join(result["disabled"]))
     if result["cleared_after"]:
-        lines.append("flags and counters cleared")
+        lines.append("flags, counters and log cleared")
+    return "\n".join(lines) + "\n"
+
+
+def _format_log(log):
+    """The violation log as a table (no lines when it is empty)."""
+    if not log:
+        return []
+    full = ("; full, later violations were only counted" if len(log) >= LOG_DEPTH
+            else "")
+    lines = [f"violation log ({len(log)} clocks with a violation, oldest first{full}):",
+             f"  {'cycle':>10s}  {'master':>6s}  rules"]
+    for entry in log:
+        master = "-" if entry["master"] is None else str(entry["master"])
+        lines.append(f"  {entry['cycle']:10d}  {master:>6s}  {', '.join(entry['rules'])}")
+    return lines
+
+
+def list_rules():
+    """``{"rules": [{"id", "name", "seen_by", "description", "reference"}]}`` of every rule
+    of both monitors: ``seen_by`` "pins" (the protocol checker, on the board and in the
+    simulated system; ``id`` is its bit in the checker's registers) or "drivers" (the
+    simulated system's bus resolver only; ``id`` is the resolver's own index)."""
+    return {"rules": [{"id": r.id, "name": r.name, "seen_by": r.seen_by,
+                       "description": r.description, "reference": r.reference}
+                      for r in ALL_RULES]}
+
+
+def format_rules(result):
+    """:func:`list_rules` as text: one rule a line, with where it is seen."""
+    rules = result["rules"]
+    name_width = max(len(r["name"]) for r in rules)
+    seen_width = max(len("seen by"), *(len(r["seen_by"]) for r in rules))
+    lines = [f"{'id':>3s}  {'seen by':{seen_width}s}  {'rule':{name_width}s}  violation"]
+    for r in rules:
+        lines.append(f"{r['id']:3d}  {r['seen_by']:{seen_width}s}  {r['name']:{name_width}s}  "
+                     f"{r['description']}")
+    lines.append("seen by pins: the protocol checker (on the board and in the simulated "
+                 "system); drivers: the simulated system's bus resolver only (it knows who "
+                 "drives each line)")
     return "\n".join(lines) + "\n"
 
 
@@ -107,9 +174,11 @@ class CheckCommand(Command):
 
     def add_arguments(self, parser):
         parser.add_argument("--list-rules", action="store_true",
-                            help="print every rule the checker enforces (no board needed)")
+                            help="print every rule of the checker (on the pins) and of the "
+                                 "simulated system's bus resolver (on the drivers), no board "
+                                 "needed")
         parser.add_argument("--clear", action="store_true",
-                            help="clear the flags and counters after reading them")
+                            help="clear the flags, counters and log after reading them")
         parser.add_argument("--duration", type=positive_seconds, metavar="SECONDS",
                             help="clear first, watch the bus this long (bus time), then read")
 
@@ -118,11 +187,9 @@ class CheckCommand(Command):
             if args.clear or args.duration is not None:
                 raise UsageError("--list-rules reads no board: give it without --clear and "
                                  "--duration")
-            result = {"rules": [{"id": r.id, "name": r.name, "description": r.description,
-                                 "reference": r.reference} for r in RULES]}
+            result = list_rules()
             if not args.json:
-                for r in RULES:
-                    out.write(f"{r.id:3d}  {r.name:32s} {r.description}\n")
+                out.write(format_rules(result))
             return result
         result = run_feature(args, "pcispy.host.features.check:check", clear=args.clear,
                              duration=args.duration)
