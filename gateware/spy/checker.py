@@ -97,8 +97,8 @@ class ProtocolChecker(wiring.Component):
         bus (In, :class:`BusState`): the resolved bus of this clock, inside-level.
         rule_enable (In, n_rules): bit ``id`` enables rule ``id`` (reset: all enabled). A
             disabled rule neither pulses, nor flags, nor counts.
-        clear (In, 1): clears flags, counters, ``any`` and the first-violation record. It
-            takes precedence over violations in the same clock.
+        clear (In, 1): clears flags, counters, ``any``, the first-violation record and the
+            violation log. It takes precedence over violations in the same clock.
         violation (Out, n_rules): rules broken by this clock's bus sample (combinational
             from ``bus``; the clock the spy should trigger on).
         flags (Out, n_rules): sticky per-rule flags.
