@@ -759,7 +759,7 @@ def random_transaction(rng):
 
     Clock numbers count from the last address phase (= 1). The initiator plans its IRDY#
     waits and the target its DEVSEL# clock, TRDY# waits and termination; both obey the
-    latency limits, turnaround and hold rules of pci-notes.md.
+    latency limits, turnaround and hold rules of the specification.
     """
     kind = rng.choice(["mem_read", "mem_write", "io_read", "io_write", "config", "dac"])
     command = {"mem_read": rng.choice([MR, MRL, MRM]), "mem_write": rng.choice([MW, MWI]),
