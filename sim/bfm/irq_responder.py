@@ -3,13 +3,13 @@
 
 Models the software path from an interrupt to its handler: when INTA# (resolved, level)
 is asserted, the responder draws a delay (fixed, or uniform in [min, max] from a seeded
-LFSR), waits that many clocks, and has the host bridge's initiator write a programmable
-value to a programmable address (the acknowledge, e.g. the device's interrupt-clear
-register). Then it optionally makes up to four *checkpoint* writes, each a programmable
-number of clocks after the acknowledge completed (the handler's later steps). Each
-interrupt leaves one log entry (drawn delay and timestamps) readable through the control
-port. INTA# is a level: the responder takes the next interrupt once INTA# has been
-deasserted at least once since it took the last one.
+LFSR: :class:`UniformDraw`), waits that many clocks, and has the host bridge's initiator
+write a programmable value to a programmable address (the acknowledge, e.g. the device's
+interrupt-clear register). Then it optionally makes up to four *checkpoint* writes, each a
+programmable number of clocks after the acknowledge completed (the handler's later
+steps). Each interrupt leaves one log entry (drawn delay and timestamps) readable through
+the control port. INTA# is a level: the responder takes the next interrupt once INTA# has
+been deasserted at least once since it took the last one.
 
 The writes go through the initiator's priority command port
 (:attr:`BehaviouralInitiator.prio`), so they never wait behind queued Python commands.
@@ -26,7 +26,7 @@ from pcispy.sim.bfm.initiator import COMMAND, Status, pack
 from pcispy.sim.control import ControlSignature
 
 __all__ = ["InterruptResponder", "IrqReg", "IRQ_CONTROL", "LOG_ENTRY", "CHECKPOINTS",
-           "InterruptResponderDriver"]
+           "UniformDraw", "uniform_draws", "InterruptResponderDriver"]
 
 #: Most checkpoint writes per interrupt.
 CHECKPOINTS = 4
@@ -54,7 +54,7 @@ class IrqReg(py_enum.IntEnum):
     ID          = 0x00   # read: 0x50434951 ("PCIQ")
     CONTROL     = 0x01   # IRQ_CONTROL; a checkpoint count above CHECKPOINTS is refused
     STATUS      = 0x02   # read: bit0 busy, bit1 control write refused (sticky; write 1 clears)
-    SEED        = 0x03   # write: seed the LFSR (0 is taken as 1)
+    SEED        = 0x03   # write: seed the LFSR (0 is taken as 1); read: its state
     DELAY_MIN   = 0x04
     DELAY_MAX   = 0x05   # below DELAY_MIN is refused
     ACK_ADDR_LO = 0x06
@@ -73,7 +73,122 @@ class IrqReg(py_enum.IntEnum):
 
 
 ID_VALUE = 0x5043_4951
+
+#: Galois feedback mask of x^32 + x^22 + x^2 + x + 1 (maximal length: 2**32 - 1 states).
 _LFSR_TAPS = 0x8020_0003
+#: XORed into the seed when it is loaded. The board's interrupt generator runs the same
+#: LFSR, and ``pcispy irq`` in simulation gives both the same seed by default: without
+#: this, the delay drawn for interrupt k would be computed from the very word that sets
+#: the generator's next gap, and the two would be fully correlated.
+_SEED_MIX = 0x9E37_79B9
+#: Generator steps per draw: a whole word, so no bit of one draw is reused in the next.
+_STEPS_PER_DRAW = 32
+
+
+def _lfsr_step(state):
+    """One step of the Galois LFSR on a Python int: shift right, feed back the bit out."""
+    return (state >> 1) ^ (_LFSR_TAPS if state & 1 else 0)
+
+
+def _lfsr_advance(state, steps=_STEPS_PER_DRAW):
+    for _ in range(steps):
+        state = _lfsr_step(state)
+    return state
+
+
+def _seed_state(seed):
+    """The generator state that writing ``seed`` to ``SEED`` loads (never 0)."""
+    seed &= 0xFFFF_FFFF
+    state = (seed or 1) ^ _SEED_MIX
+    return state or 1
+
+
+def uniform_draws(seed, low, high, count):
+    """The first ``count`` values :class:`UniformDraw` gives after loading ``seed`` with
+    the range ``[low, high]`` (a reference model, for tests and host-side prediction)."""
+    n = high - low + 1 if high > low else 1
+    state, out = _seed_state(seed), []
+    for _ in range(count):
+        state = _lfsr_advance(state)
+        out.append(low + (state * n >> 32))
+    return out
+
+
+class UniformDraw(wiring.Component):
+    """Draws integers uniform in ``[low, high]`` from a seeded 32-bit LFSR (domain ``sync``).
+
+    Ports:
+        seed (In, 32): the seed that ``load`` takes.
+        load (In, 1): load the generator from ``seed`` (0 is taken as 1; the seed is
+            XORed with a constant first, see ``_SEED_MIX``). Wins over ``start``. Until
+            the first load the generator is as if seeded with 1.
+        state (Out, 32): the generator's state.
+        start (In, 1): draw one value (may be held: one draw per clock).
+        low (In, 32), high (In, 32): the range, inclusive; ``high <= low`` draws ``low``.
+        value (Out, 32): the last value drawn; held until the next draw.
+        valid (Out, 1): 1 in the clock after ``start`` (``value`` is the new draw).
+
+    Each draw advances the LFSR by a whole word (32 steps, as one XOR network), so
+    successive draws share no output bits, and takes the new 32-bit state ``w`` as a
+    fraction of 2**32: ``value = low + (w * n >> 32)`` with ``n = high - low + 1``. A
+    remainder (``w % n``) would favour small values by up to one part in
+    ``floor(2**32 / n)``; redrawing a rejected, masked word a clock later would reuse 31
+    of its bits, so the rejections would pile up on a few values. The multiply-high maps
+    either ``floor(2**32 / n)`` or ``ceil(2**32 / n)`` words to each value, so no value's
+    probability is off from 1/n by more than 2**-32 (relative error below n / 2**32:
+    7e-8 for a span of 301 clocks); the LFSR never yielding the all-zero word costs
+    ``low`` one word in 2**32 more. The values depend only on the seed and the ranges,
+    not on when the draws are made; a draw takes one clock, so the delay never waits on
+    the draw.
+    """
+
+    def __init__(self):
+        super().__init__({
+            "seed": In(32),
+            "load": In(1),
+            "state": Out(32, init=_seed_state(1)),
+            "start": In(1),
+            "low": In(32),
+            "high": In(32),
+            "value": Out(32),
+            "valid": Out(1),
+        })
+
+    @staticmethod
+    def _advance(value):
+        """The state ``_STEPS_PER_DRAW`` steps on from ``value``: LFSR steps are linear
+        over GF(2), so each output bit is the XOR of the input bits whose unit vectors
+        reach it (found by stepping each unit vector in Python)."""
+        images = [_lfsr_advance(1 << i) for i in range(32)]
+        bits = []
+        for j in range(32):
+            taps = [value[i] for i in range(32) if images[i] >> j & 1]
+            bit = taps[0]
+            for tap in taps[1:]:
+                bit = bit ^ tap
+            bits.append(bit)
+        return Cat(*bits)
+
+    def elaborate(self, platform):
+        m = Module()
+        word = Signal(32)
+        n = Signal(33)
+        m.d.comb += [
+            word.eq(self._advance(self.state)),
+            n.eq(Mux(self.high > self.low, self.high - self.low + 1, 1)),
+        ]
+        m.d.sync += self.valid.eq(0)
+        with m.If(self.load):
+            mixed = Signal(32)
+            m.d.comb += mixed.eq(Mux(self.seed == 0, 1, self.seed) ^ _SEED_MIX)
+            m.d.sync += self.state.eq(Mux(mixed == 0, 1, mixed))
+        with m.Elif(self.start):
+            m.d.sync += [
+                self.state.eq(word),
+                self.value.eq(self.low + (word * n)[32:65]),
+                self.valid.eq(1),
+            ]
+        return m
 
 
 class _State(enum.Enum, shape=3):
@@ -121,7 +236,7 @@ class InterruptResponder(wiring.Component):
 
         control = Signal(IRQ_CONTROL)
         refused = Signal()
-        lfsr = Signal(32, init=1)
+        m.submodules.draw = draw = UniformDraw()
         now = Signal(32)
         delay_min = Signal(32)
         delay_max = Signal(32)
@@ -136,7 +251,7 @@ class InterruptResponder(wiring.Component):
         log_index = Signal(range(_LOG_DEPTH))
         state = Signal(_State)
 
-        m.d.sync += [now.eq(now + 1), lfsr.eq((lfsr >> 1) ^ Mux(lfsr[0], _LFSR_TAPS, 0))]
+        m.d.sync += now.eq(now + 1)
         m.d.comb += ctl.event.eq(logged != seen)
 
         regs = {
@@ -166,7 +281,7 @@ class InterruptResponder(wiring.Component):
                     with m.If(ctl.w_data[1]):
                         m.d.sync += refused.eq(0)
                 with m.Case(IrqReg.SEED):
-                    m.d.sync += lfsr.eq(Mux(ctl.w_data == 0, 1, ctl.w_data))
+                    m.d.comb += draw.load.eq(1)
                 with m.Case(IrqReg.LOG_INDEX):
                     m.d.sync += log_index.eq(ctl.w_data)
 
@@ -184,7 +299,7 @@ class InterruptResponder(wiring.Component):
             with m.Case(IrqReg.STATUS):
                 m.d.comb += read_mux.eq(Cat(state != _State.ARMED, refused))
             with m.Case(IrqReg.SEED):
-                m.d.comb += read_mux.eq(lfsr)
+                m.d.comb += read_mux.eq(draw.state)
             with m.Case(IrqReg.DELAY_MAX):
                 m.d.comb += read_mux.eq(delay_max)
             with m.Case(IrqReg.COUNT):
@@ -204,15 +319,8 @@ class InterruptResponder(wiring.Component):
         entry = Signal(LOG_ENTRY)
         ckpt = Signal(range(CHECKPOINTS + 1))
         writing_ack = Signal()
-        span = delay_max - delay_min
-        # Smallest all-ones mask covering span: draws above span are redrawn next clock.
-        mask = Signal(32)
-        m.d.comb += mask.eq(span)
-        for shift in (1, 2, 4, 8, 16):
-            mask_next = Signal(32)
-            m.d.comb += mask_next.eq(mask | (mask >> shift))
-            mask = mask_next
-        draw = lfsr & mask
+        m.d.comb += [draw.seed.eq(ctl.w_data), draw.low.eq(delay_min),
+                     draw.high.eq(delay_max)]
 
         payload = self.cmd.payload
         m.d.comb += [
@@ -237,15 +345,15 @@ class InterruptResponder(wiring.Component):
         with m.Switch(state):
             with m.Case(_State.ARMED):
                 with m.If(control.enable & self.inta):
+                    m.d.comb += draw.start.eq(control.uniform)
                     m.d.sync += [entry.t_irq.eq(now), count.eq(count + 1), dropped.eq(0),
                                  state.eq(_State.DRAW)]
             with m.Case(_State.DRAW):
-                with m.If(~control.uniform):
-                    m.d.sync += [entry.delay.eq(delay_min), state.eq(_State.DELAY)]
-                with m.Elif(draw <= span):
-                    m.d.sync += [entry.delay.eq(delay_min + draw), state.eq(_State.DELAY)]
+                # A draw started with the interrupt (uniform delays) is ready now.
+                m.d.sync += [entry.delay.eq(Mux(draw.valid, draw.value, delay_min)),
+                             state.eq(_State.DELAY)]
             with m.Case(_State.DELAY):
-                # Counted from t_irq, so redraws do not stretch the delay.
+                # Counted from t_irq, so the clock spent drawing is part of the delay.
                 with m.If(now - entry.t_irq >= entry.delay):
                     m.d.sync += [writing_ack.eq(1), state.eq(_State.REQUEST)]
             with m.Case(_State.REQUEST):
