@@ -1,14 +1,28 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """A behavioural PCI target with a programmable behaviour profile and error injection.
 
-Written from the PCI rules (../shared/pci-notes.md), sharing no state machine with the
-board's gateware. One target serves as the host bridge's memory, as the test device's
+Written from the PCI rules (PCI Local Bus Specification 3.0), sharing no state machine
+with the board's gateware. One target serves as the host bridge's memory, as the test device's
 target and (with a different storage, :mod:`pcispy.sim.bfm.legacy`) as a legacy device.
 
 Clock numbering follows the specification: the address phase is clock 1; every output is
 registered, so a decision made at the rising edge ending clock ``c`` shows in clock
 ``c + 1``. Fast DEVSEL# is clock 2, medium 3, slow 4, subtractive 5. The *latency* of a
 data phase is the number of the clock TRDY# (or STOP#) is first asserted, minus one.
+
+Who drives what, and when (PCI LB 3.0 §2.1, §3.2.4, §3.3.1, §3.7.4):
+
+- DEVSEL#, TRDY#, STOP# (and ACK64#): from the clock the target claims (DEVSEL#
+  asserted) through the last data phase; driven deasserted in the clock after it; released
+  in the next. The next transaction's address phase, their turnaround, comes no earlier.
+- AD (and AD[63:32] on 64-bit transfers) on reads: from clock 3 at the earliest (clock 2
+  is the turnaround after the initiator's address) through the last data phase; released
+  in the clock after it. Never after a target abort.
+- PAR (PAR64): one clock after every clock in which the target drove AD (AD[63:32]).
+- PERR#: asserted two clocks after a write data phase whose parity was bad (or, with
+  ``perr_early``, from two clocks after PAR first shows the error while the phase waits,
+  held until two clocks after the phase completes), driven deasserted one clock,
+  released. SERR# (open drain): one clock after an address parity error, when enabled.
 
 Everything is programmed through the control port (:class:`Reg`, :data:`FIELDS`);
 :class:`TargetDriver` is the Python side.
@@ -97,6 +111,10 @@ FIELDS = {
     "config_enable":     Field(Reg.CONTROL, 4, 1),   # answer type-0 config cycles (IDSEL)
     "ack64_capable":     Field(Reg.CONTROL, 5, 1),
     "bar_prefetchable":  Field(Reg.CONTROL, 6, 1),
+    # Report a write data parity error as soon as PAR shows it while the data phase waits
+    # for TRDY#, holding PERR# until two clocks after the phase completes (PCI LB 3.0
+    # §3.7.4.1 allows this early report); 0: two clocks after completion only.
+    "perr_early":        Field(Reg.CONTROL, 7, 1),
     "io_enable":         Field(Reg.COMMAND, 0, 1),
     "mem_enable":        Field(Reg.COMMAND, 1, 1),
     "parity_response":   Field(Reg.COMMAND, 6, 1),
@@ -134,7 +152,7 @@ FIELDS = {
     "bad_par64_enable":  Field(Reg.PARITY, 1, 1),
     "bad_par_phase":     Field(Reg.PARITY, 8, 8),
     "seed":              Field(Reg.SEED, 0, 32),
-    "inject":            Field(Reg.INJECT, 0, 22),
+    "inject":            Field(Reg.INJECT, 0, 23),
     "event_mask":        Field(Reg.EVENT_MASK, 0, 3),
 }
 
@@ -178,6 +196,9 @@ class Knob(enum.IntEnum):
     TRDY_AFTER_STOP = 19       # (t) TRDY# kept one more data phase after disconnect with data
     PERR_ON_GOOD_DATA = 20     # (u) PERR# after a write data phase whose parity was right
     DEVSEL_IN_RESET = 21       # (v) DEVSEL# asserted while RST# is asserted
+    PERR_RELEASED_EARLY = 22   # (w) a write data parity error seen while the phase waits is
+                               #     reported at once, but PERR# is asserted for one clock
+                               #     only: released before completion + 2
 
 
 class Event(enum.IntEnum):
@@ -754,19 +775,54 @@ class BehaviouralTarget(wiring.Component):
                          dexp64.eq(_parity(bus.ad_hi.i, bus.cbe_hi.i))]
             data_par_error = data_par_error | (dchk64 & (bus.par64.i != dexp64))
         addr_par_error = achk & (bus.par.i != aexp)
-        m.d.comb += stat_inc["parity_errors"].eq(data_par_error | addr_par_error)
+
+        # Early report (``perr_early``, knob (w)): while a write data phase waits (IRDY#
+        # asserted, this target's TRDY# and STOP# not), its data is valid and PAR, one clock
+        # later, covers it. Not on a transaction this target will retry or abort: a target
+        # that signalled PERR# must complete the phase with TRDY# (PCI LB 3.0 §3.7.4.1).
+        early_on = fld("perr_early") | knob[Knob.PERR_RELEASED_EARLY]
+        wchk = Signal()
+        m.d.sync += wchk.eq(early_on & busy & claimed & ~t["read"] & ~t["retry"]
+                            & ~t["abort"] & irdy & ~trdy_o & ~stop_o)
+        early_error = wchk & (bus.par.i != dexp)
+        # The clock after a data phase completed (the clock ``dchk`` checks a moved word's
+        # PAR in), or after the bus went idle under this target's claim without one.
+        phase_end = Signal()
+        m.d.sync += phase_end.eq(busy & claimed & ((irdy & (trdy_o | stop_o)) | bus_idle))
+        early_seen = Signal()    # this data phase's parity error was seen early
+        early_first = early_error & ~early_seen
+        with m.If(phase_end):
+            m.d.sync += early_seen.eq(0)
+        with m.Elif(early_error):
+            m.d.sync += early_seen.eq(1)
+        # One parity error per data phase, whether seen early or after completion.
+        parity_event = early_first | (data_par_error & ~early_seen) | addr_par_error
+        m.d.comb += stat_inc["parity_errors"].eq(parity_event)
 
         # PERR#: asserted the clock after PAR was sampled bad (data phase + 2), then driven
-        # deasserted for one clock before release (sustained tri-state).
+        # deasserted for one clock before release (sustained tri-state). An early report
+        # asserts it the clock after PAR showed the error and holds it (``perr_hold``) until
+        # the phase has completed; the normal report two clocks after completion then
+        # carries it on, so PERR# stays asserted through completion + 2 whatever PAR shows
+        # after completion. Knob (w) gives the early report one clock only and no tail.
         perr_step = Signal(2)
-        fire_perr = (data_par_error & fld("parity_response")) | \
+        perr_hold = Signal()
+        early_report = early_first & fld("parity_response")
+        with m.If(phase_end):
+            m.d.sync += perr_hold.eq(0)
+        with m.Elif(early_report & ~knob[Knob.PERR_RELEASED_EARLY]):
+            m.d.sync += perr_hold.eq(1)
+        fire_perr = (data_par_error & fld("parity_response") & ~early_seen) | \
+            (phase_end & perr_hold) | \
+            (early_report & knob[Knob.PERR_RELEASED_EARLY]) | \
             (start & a_hit & knob[Knob.PERR_WRONG_TIME]) | \
             (dchk & knob[Knob.PERR_ON_GOOD_DATA])
         with m.If(fire_perr):
             m.d.sync += perr_step.eq(1)
         with m.Elif(perr_step != 0):
             m.d.sync += perr_step.eq(Mux(perr_step == 2, 0, 2))
-        m.d.comb += [bus.perr.o.eq(perr_step == 1), bus.perr.oe.eq(perr_step != 0)]
+        m.d.comb += [bus.perr.o.eq((perr_step == 1) | perr_hold),
+                     bus.perr.oe.eq((perr_step != 0) | perr_hold)]
         # SERR# (open drain): one clock, after an address parity error, when enabled.
         serr_now = addr_par_error & fld("serr_enable") & fld("parity_response")
         serr = Signal()
@@ -809,7 +865,7 @@ class BehaviouralTarget(wiring.Component):
         m.d.comb += status_set.eq(
             Mux(abort_signaled, STATUS_SIGNALED_TARGET_ABORT, 0)
             | Mux(serr_now, STATUS_SIGNALED_SYSTEM_ERROR, 0)
-            | Mux(data_par_error | addr_par_error, STATUS_DETECTED_PARITY_ERROR, 0))
+            | Mux(parity_event, STATUS_DETECTED_PARITY_ERROR, 0))
         refused = Signal()
         for reg, (_, bad) in REFUSALS.items():
             with m.If(ctl.addr == reg):
@@ -868,7 +924,7 @@ class BehaviouralTarget(wiring.Component):
                     m.d.sync += bank[Reg.MEM_BASE].eq(merge(bank[Reg.MEM_BASE]) & ~(size - 1)[:32])
                 with m.Case(0x0F):
                     m.d.sync += bank[Reg.CFG_MISC][16:24].eq(merge(bank[Reg.CFG_MISC])[0:8])
-        new_events = Cat(ev_end, data_par_error | addr_par_error, ctl.w_en & refused)
+        new_events = Cat(ev_end, parity_event, ctl.w_en & refused)
         events_cleared = Mux(ctl.w_en & (ctl.addr == Reg.EVENT), ctl.w_data[:len(Event)], 0)
         m.d.sync += events.eq((events & ~events_cleared) | new_events)
         with m.If(knob[Knob.DEVSEL_ON_IDLE] & (idle_pulse == 2)):

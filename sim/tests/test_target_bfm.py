@@ -4,7 +4,10 @@
 A small scripted initiator lives in this file: it drives one transaction clock by clock
 from the PCI rules, resolves the bus (target drivers, its own, pull-ups) and records every
 clock, so each test can assert exact clocks of DEVSEL#/TRDY#/STOP#, exact bytes and exact
-waveforms of the error-injection knobs.
+waveforms of the error-injection knobs. It also checks the target's drivers clock by clock
+as the system's bus resolver does (a sustained tri-state line released while asserted, a
+line taken over from the initiator without a turnaround clock): :func:`run` fails on any
+such problem a test does not expect.
 """
 
 from dataclasses import dataclass, field
@@ -59,6 +62,9 @@ class Bench:
         self.drv = (LegacyDriver if isinstance(dut, LegacyDevice) else TargetDriver)(self.ctl)
         self.init = {}    # initiator-driven lines: name -> value (absent = not driving)
         self.extra_devsel = False
+        self.clock = 0
+        self.drivers = {}            # this clock's: line -> (target drives, its value, we drive)
+        self.driver_problems = []    # "clock N: ..." for each broken driver rule
         self.resolve()
 
     def resolve(self):
@@ -93,11 +99,23 @@ class Bench:
                 ctx.set(getattr(self.checker.bus, name), value)
             snap[name] = value
             snap[name + "_t"] = int(t_oe)
+            self.drivers[name] = (bool(t_oe), value, name in self.init)
         return snap
 
     async def tick(self):
+        before = dict(self.drivers)
         await self.ctx.tick()
-        return self.resolve()
+        self.clock += 1
+        snap = self.resolve()
+        for name, (t_now, _, i_now) in self.drivers.items():
+            t_before, v_before, i_before = before[name]
+            if name in _STS and t_before and v_before and not t_now:
+                self.driver_problems.append(f"clock {self.clock}: target released {name} "
+                                            "while asserted")
+            if name != "serr" and ((t_now and i_before) or (i_now and t_before)):
+                self.driver_problems.append(f"clock {self.clock}: {name} changed driver "
+                                            "without a turnaround clock")
+        return snap
 
     async def idle(self, n=1):
         self.init = {}
@@ -108,10 +126,13 @@ class Bench:
 
     async def transaction(self, cmd, addr, *, data=None, count=1, be=0x0, req64=False,
                           idsel=False, irdy_waits=None, bad_addr_par=False, bad_data_par=(),
-                          other_devsel=None, max_clocks=200):
+                          bad_wait_par=(), other_devsel=None, max_clocks=200):
         """Run one transaction; ``data`` (list) for writes, ``count`` words for reads.
 
         ``irdy_waits`` = {phase: clocks of IRDY# deasserted before that phase};
+        ``bad_data_par`` = write data phases whose PAR is wrong in the clock after they
+        complete; ``bad_wait_par`` = write data phases whose PAR is wrong while they wait
+        (IRDY# asserted, no TRDY#/STOP# yet);
         ``other_devsel`` = clock from which another target asserts DEVSEL# and TRDY#.
         """
         cmd = Command(cmd)
@@ -200,8 +221,10 @@ class Bench:
             if parity_due is not None:
                 pad, pcbe = parity_due
                 p = parity(pad, pcbe)
+                waiting = clock > 1 and snap["irdy"] and not (snap["trdy"] or snap["stop"])
                 if (clock == 1 and bad_addr_par) or (clock > 1 and (phase - 1) in bad_data_par
-                                                    and moved):
+                                                    and moved) or \
+                        (waiting and phase in bad_wait_par):
                     p ^= 1
                 drive["par"] = p
             else:
@@ -228,9 +251,14 @@ class Bench:
         return res
 
 
-def run(dut, body, *, checked=False):
+#: Sustained tri-state lines (PCI LB 3.0 §2.1): driven deasserted one clock before release.
+_STS = ("frame", "irdy", "trdy", "stop", "devsel", "lock", "perr", "req64", "ack64")
+
+
+def run(dut, body, *, checked=False, driver_problems=()):
     """Simulate ``body(bench)`` against ``dut``; return what it returns, and with
-    ``checked`` also the set of protocol-checker rules the bus broke."""
+    ``checked`` also the set of protocol-checker rules the bus broke. The target's drivers
+    must break no rule but those named in ``driver_problems`` (exact messages)."""
     top = Module()
     top.submodules.dut = dut
     checker = None
@@ -248,9 +276,11 @@ def run(dut, body, *, checked=False):
             await bench.idle(3)
             flags = ctx.get(checker.flags)
             outcome["rules"] = {rule.name for rule in RULES if flags >> rule.id & 1}
+        outcome["drivers"] = bench.driver_problems
 
     sim.add_testbench(testbench)
     sim.run()
+    assert outcome["drivers"] == list(driver_problems)
     if checked:
         return outcome.get("value"), outcome["rules"]
     return outcome.get("value")
@@ -594,15 +624,22 @@ KNOB_RULES = {
     Knob.TRDY_AFTER_STOP: "data_after_stop",
     Knob.PERR_ON_GOOD_DATA: "perr_without_parity_error",
     Knob.DEVSEL_IN_RESET: "signals_during_reset",
+    Knob.PERR_RELEASED_EARLY: "perr_released_early",
 }
 
 
-def knob_run(knob, txn, width=32, phase=None, **fields):
-    """Run ``txn`` with ``knob`` set; check the checker saw exactly the knob's rule."""
+def test_every_knob_names_its_rule():
+    assert set(KNOB_RULES) == set(Knob)
+
+
+def knob_run(knob, txn, width=32, phase=None, driver_problems=(), **fields):
+    """Run ``txn`` with ``knob`` set; check the checker saw exactly the knob's rule (and
+    the target's drivers broke only ``driver_problems``)."""
     async def body(b):
         await b.drv.inject(knob, bad_par_phase=phase)
         return await txn(b)
-    res, rules = run(target(width=width, **fields), body, checked=True)
+    res, rules = run(target(width=width, **fields), body, checked=True,
+                     driver_problems=driver_problems)
     assert rules == {KNOB_RULES[knob]}, (knob.name, rules)
     return res
 
@@ -658,7 +695,11 @@ def test_knob_g_trdy_withdraw():
 
 
 def test_knob_h_trdy_in_turnaround():
-    res = knob_run(Knob.TRDY_IN_TURNAROUND, lambda b: b.transaction(MR, BASE, count=2))
+    # The word moved in the turnaround clock (2) gets its PAR from the target in clock 3,
+    # right after the initiator's address PAR: so that only the turnaround rule breaks on
+    # the pins, PAR changes driver without a turnaround clock (the resolver sees it).
+    res = knob_run(Knob.TRDY_IN_TURNAROUND, lambda b: b.transaction(MR, BASE, count=2),
+                   driver_problems=["clock 4: par changed driver without a turnaround clock"])
     assert res.first("trdy") == 2 and res.clocks[1]["ad_t"] == 0
 
 
@@ -768,10 +809,127 @@ def test_knob_v_devsel_in_reset():
             snap = await b.tick()
             seen.append((snap["devsel"], snap["devsel_t"]))
         return seen
-    seen, rules = run(target(), body, checked=True)
+    # DEVSEL# is driven only while RST# is asserted, so it is released still asserted when
+    # reset ends: the resolver sees that as well as the line driven in reset.
+    seen, rules = run(target(), body, checked=True,
+                      driver_problems=["clock 7: target released devsel while asserted"])
     assert rules == {KNOB_RULES[Knob.DEVSEL_IN_RESET]}
     # Armed: asserted through the first reset; disarmed: released with RST#, not again.
     assert seen == [(0, 0), (1, 1), (1, 1), (1, 1), (0, 0), (0, 0), (0, 0), (0, 0), (0, 0)]
+
+
+def _early_perr(b, **kwargs):
+    """A one-DWORD write the target waits for (TRDY# in clock 5, IRDY# from clock 2), then
+    two idle clocks: every clock from the address phase to the PERR# tail."""
+    async def run():
+        res = await b.transaction(MW, BASE, data=[5], **kwargs)
+        return res.clocks + await b.idle(2)
+    return run()
+
+
+_WAIT_FIELDS = {"write_latency_min": 4, "write_latency_max": 4}
+
+
+def test_knob_w_perr_released_early():
+    """The write data's PAR is wrong while the phase waits (clocks 3 and 4 cover clocks 2
+    and 3), right after it completes (clock 5): the knob reports the error at once (clock
+    4) but for one clock only, so PERR# is gone before completion + 2 (clock 7)."""
+    clocks = knob_run(Knob.PERR_RELEASED_EARLY,
+                      lambda b: _early_perr(b, bad_wait_par=(0,)), **_WAIT_FIELDS)
+    assert [n for n, c in enumerate(clocks, 1) if c["trdy"] and c["irdy"]] == [5]
+    assert [n for n, c in enumerate(clocks, 1) if c["perr"]] == [4]
+    assert [n for n, c in enumerate(clocks, 1) if c["perr_t"]] == [4, 5]
+
+
+def test_early_perr_held_to_completion_plus_two():
+    """``perr_early``: the parity error shows while the phase waits (PAR of clock 3 covers
+    clock 2); PERR# from clock 4, held through clock 7 (completion in 5, + 2), driven
+    deasserted in 8, released in 9. The data's PAR stays wrong after completion too, so
+    the checker sees that write parity error and nothing about PERR#."""
+    async def body(b):
+        clocks = await _early_perr(b, bad_wait_par=(0,), bad_data_par=(0,))
+        return clocks, await b.drv.stats(), await b.drv.status()
+    (clocks, stats, status), rules = run(target(perr_early=1, **_WAIT_FIELDS), body,
+                                         checked=True)
+    assert rules == {"write_data_parity"}
+    assert [n for n, c in enumerate(clocks, 1) if c["trdy"] and c["irdy"]] == [5]
+    assert [n for n, c in enumerate(clocks, 1) if c["perr"]] == [4, 5, 6, 7]
+    assert [n for n, c in enumerate(clocks, 1) if c["perr_t"]] == [4, 5, 6, 7, 8]
+    # One parity error, seen early: counted once.
+    assert stats["parity_errors"] == 1 and status & (1 << 15)
+
+
+def test_early_perr_off_reports_two_clocks_after_completion():
+    async def body(b):
+        return await _early_perr(b, bad_wait_par=(0,), bad_data_par=(0,))
+    clocks, rules = run(target(**_WAIT_FIELDS), body, checked=True)
+    assert rules == {"write_data_parity"}
+    assert [n for n, c in enumerate(clocks, 1) if c["perr"]] == [7]
+    assert [n for n, c in enumerate(clocks, 1) if c["perr_t"]] == [7, 8]
+
+
+def _enabled(clocks, line):
+    """``"0110..."``: whether the target drove ``line`` in each clock, clock 1 first."""
+    return "".join(str(c[line + "_t"]) for c in clocks)
+
+
+def _values(clocks, line):
+    return "".join(str(c[line] & 1) for c in clocks)
+
+
+@pytest.mark.parametrize("case", ["write", "read", "retry", "target_abort", "disconnect"])
+def test_target_lines_claim_to_release(case):
+    """DEVSEL#, TRDY#, STOP# driven from the claim through the last data phase, driven
+    deasserted one clock, then released; read data from clock 3 to the last data phase
+    and PAR a clock behind it (PCI LB 3.0 §2.1, §3.3.1)."""
+    fields, txn = {
+        "write": ({}, lambda b: b.transaction(MW, BASE, data=[1, 2])),
+        "read": ({}, lambda b: b.transaction(MR, BASE, count=2)),
+        "retry": ({"retry_mode": RetryMode.FIRST.value, "retry_count": 1,
+                   "devsel_speed": DevselSpeed.MEDIUM.value},
+                  lambda b: b.transaction(MW, BASE, data=[1])),
+        "target_abort": ({"abort_base": BASE, "abort_size": 0x100},
+                         lambda b: b.transaction(MR, BASE, count=2)),
+        "disconnect": ({"disconnect_mode": DisconnectMode.WITH_DATA.value,
+                        "disconnect_every": 1},
+                       lambda b: b.transaction(MR, BASE, count=3)),
+    }[case]
+
+    async def body(b):
+        return await txn(b)
+    res, rules = run(target(**fields), body, checked=True)
+    assert rules == set()
+    c = res.clocks
+    expected = {
+        # (DEVSEL#/TRDY#/STOP# enables, DEVSEL#, TRDY#, STOP#, AD enable, PAR enable)
+        "write":        ("011100", "011000", "011000", "000000", "000000", "000000"),
+        "read":         ("0111100", "0111000", "0011000", "0000000", "0011000", "0001100"),
+        "retry":        ("001100", "001000", "000000", "001000", "000000", "000000"),
+        # STOP# in clock 3 completes phase 0 with FRAME# still asserted: STOP# held through
+        # the final phase (clock 4), where FRAME# is deasserted.
+        "target_abort": ("0111100", "0100000", "0000000", "0011000", "0000000", "0000000"),
+        "disconnect":   ("0111100", "0111000", "0010000", "0011000", "0011000", "0001100"),
+    }[case]
+    got = (_enabled(c, "devsel"), _values(c, "devsel"), _values(c, "trdy"),
+           _values(c, "stop"), _enabled(c, "ad"), _enabled(c, "par"))
+    assert got == expected
+    assert _enabled(c, "trdy") == _enabled(c, "stop") == expected[0]
+
+
+def test_legacy_device_releases_its_lines():
+    async def body(b):
+        return await b.transaction(IOR, 0x71, be=0b1101)
+    res = run(LegacyDevice(profile=RTC.but(retry=RetryMode.NONE)), body)
+    last = res.clocks_where(trdy=1, irdy=1)[-1]          # latency 39: clock 40
+
+    def at(clock, line):
+        return res.clocks[clock - 1][line]
+    assert last == 40 and res.first("devsel") == 5       # subtractive decode
+    assert [at(n, "devsel_t") for n in (last, last + 1, last + 2)] == [1, 1, 0]
+    assert [at(n, "devsel") for n in (last, last + 1)] == [1, 0]
+    # Read data from the claim (clock 5) through the last data phase, PAR a clock behind.
+    assert [at(n, "ad_t") for n in (4, 5, last, last + 1)] == [0, 1, 1, 0]
+    assert [at(n, "par_t") for n in (5, 6, last + 1, last + 2)] == [0, 1, 1, 0]
 
 
 def test_checker_clean_under_profiles():
