@@ -679,12 +679,16 @@ class BehaviouralTarget(wiring.Component):
         with m.Elif(rst_prev & ~bus.rst.i):
             m.d.sync += reset_knob.eq(0)
         devsel_in_reset = reset_knob & bus.rst.i
+        # ... and, being a sustained tri-state line it asserted, driven deasserted for the
+        # first clock after RST# is released, then let go: the knob breaks only the reset
+        # rule.
+        devsel_tail = reset_knob & rst_prev & ~bus.rst.i
 
         m.d.comb += [
             bus.trdy.o.eq(trdy_o), bus.trdy.oe.eq(ctl_oe),
             bus.stop.o.eq(stop_o), bus.stop.oe.eq(ctl_oe),
             bus.devsel.o.eq(devsel_o | devsel_in_reset),
-            bus.devsel.oe.eq(ctl_oe | devsel_in_reset),
+            bus.devsel.oe.eq(ctl_oe | devsel_in_reset | devsel_tail),
         ]
         if wide_bus:
             m.d.comb += [bus.ack64.o.eq(ack64_o), bus.ack64.oe.eq(ctl_oe)]
