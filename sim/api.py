@@ -3,8 +3,9 @@
 
 :class:`SimSystem` starts the clock, resets the bus, and offers the operations a test or a
 feature needs: enumeration, configuration/I/O/memory reads and writes by the host bridge
-(blocking and non-blocking), the host-memory backdoor, interrupts, and the protocol
-checker's report with :meth:`SimSystem.assert_clean`.
+(blocking and non-blocking), the host-memory backdoor, interrupts, a reset of the bus in
+the middle of a run, and the report of both monitors (the protocol checker's rules on the
+pins, the resolver's rules on who drives the lines) with :meth:`SimSystem.assert_clean`.
 
 Python never runs on every PCI clock while traffic flows: every operation writes a command
 into an agent's control registers and sleeps until the agent's ``event`` line rises.
@@ -109,6 +110,9 @@ class SimSystem:
         if self.config.legacy:
             from pcispy.sim.bfm.legacy import LegacyDriver
             self.legacy = LegacyDriver(self.ctl[Agent.LEGACY])
+        if self.config.saboteur:
+            from pcispy.sim.bfm.saboteur import SaboteurDriver
+            self.saboteur = SaboteurDriver(self.ctl[Agent.SABOTEUR], width=width)
         # Host memory answers from bus address 0; DMA buffers are carved from it.
         self.host_memory_size = (1 << self.config.host_memory_addr_bits) * (width // 8)
         self.dma_region = (0, self.host_memory_size)
@@ -129,26 +133,56 @@ class SimSystem:
         await ClockCycles(dut.pci_clk, 8)
         await FallingEdge(dut.pci_clk)
         dut.pci_rst.value = 0
-        await self.host_memory.set_windows(mem=(0, self.host_memory_size))
         # A scenario name (sim/scenarios.py) runs its background traffic on the host
         # bridge profile it names.
         from pcispy.sim.scenarios import SCENARIOS, start_scenario
         scenario = SCENARIOS.get(self.profile_name)
-        await self.apply_profile(scenario.profile if scenario else self.profile_name)
+        await self._set_up(scenario.profile if scenario else self.profile_name)
         if scenario:
             start_scenario(self, scenario.name, self.seed)
         return self
 
+    async def _set_up(self, profile):
+        """What RST# undoes and the system needs: host memory's window, the profile."""
+        await self.host_memory.set_windows(mem=(0, self.host_memory_size))
+        await self.apply_profile(profile)
+
+    async def pulse_reset(self, clocks=8):
+        """Assert RST# for ``clocks`` clocks in the middle of a run (from one falling
+        clock edge), then set up again what :meth:`start` set up: host memory's window
+        and the profile (target knobs, arbiter parking). Everything else on the bus is
+        back at its reset state (the board unconfigured, the test device's windows
+        closed, the arbiter's knobs off, the checker's rule mask all enabled). The
+        monitors' evidence and the saboteur's settings survive (they run without the
+        bus reset)."""
+        from cocotb.triggers import ClockCycles, FallingEdge
+        dut = self.dut
+        await FallingEdge(dut.pci_clk)
+        dut.pci_rst.value = 1
+        await ClockCycles(dut.pci_clk, clocks)
+        await FallingEdge(dut.pci_clk)
+        dut.pci_rst.value = 0
+        await self._set_up(self.profile)
+
     async def apply_profile(self, name):
-        """Program the host-memory target with the named behaviour profile."""
-        from pcispy.sim.bfm.profiles import profile_by_name
+        """Program the host-memory target with the named behaviour profile (a name or a
+        :class:`~pcispy.sim.bfm.profiles.Profile`), and the arbiter with its parking."""
+        from pcispy.sim.bfm.profiles import Profile, profile_by_name
+        from pcispy.sim.system import MASTERS
         from pcispy.host.errors import PcispyError
-        try:
-            profile = profile_by_name(name)
-        except ValueError as error:      # its message names the known profiles
-            raise PcispyError(str(error)) from None
+        if isinstance(name, Profile):
+            profile = name
+        else:
+            try:
+                profile = profile_by_name(name)
+            except ValueError as error:      # its message names the known profiles
+                raise PcispyError(str(error)) from None
         self.profile = profile
         await self.host_memory.apply_profile(profile, seed=self.seed)
+        if profile.park == "last":
+            await self.arbiter.park_on_last()
+        else:
+            await self.arbiter.park_on(MASTERS[profile.park])
 
     async def enumerate(self):
         """Enumerate the bus like firmware; return the :class:`Function` of every slot."""
@@ -193,13 +227,32 @@ class SimSystem:
         return hi << 32 | lo
 
     async def checker_report(self):
-        """``{"violations": {rule name: count}, "first": {...} or None, "contention": [...]}``,
-        and with an SRAM trace memory ``"sram": {"errors", "contention"}`` (the SRAM model's
+        """Both monitors' evidence since the last :meth:`clear_checker`::
+
+            {"violations": {pin rule name: count}, "first": {"rule", "cycle"} or None,
+             "log": [{"cycle", "rules": [pin rule names], "master": name or None}],
+             "drivers": {driver rule name: clocks broken},
+             "driver_log": [{"cycle", "rule", "line", "agent_a", "agent_b"}],
+             "contention": [line names], "contention_first": {"line", "cycle"}}
+
+        ``violations``/``first``/``log`` are the protocol checker's (rules on the pins);
+        ``log`` holds its first 16 clocks with a violation, ``master`` the master of the
+        transaction then (a :data:`~pcispy.sim.system.MASTERS` name). ``drivers`` and
+        ``driver_log`` are the resolver's (:data:`~pcispy.gateware.pci.rules.DRIVER_RULES`):
+        the log holds its first 16 violations, one per rule per clock, naming the first
+        line it was broken on and agents A and B by :func:`~pcispy.sim.system.driver_names`
+        name (None for none; what A and B are per rule: :mod:`pcispy.sim.bfm.resolver`).
+        Log cycles count clocks since the model started. ``contention`` lists the lines
+        two agents drove at once (``contention_first`` only when there is one). With an
+        SRAM trace memory also ``"sram": {"errors", "contention"}`` (the SRAM model's
         timing breaches, clocks both sides drove its data pins)."""
-        from pcispy.sim.system import Agent, SystemReg
-        from pcispy.sim.bfm.resolver import shared_lines
+        from pcispy.gateware.pci.rules import DRIVER_RULES
+        from pcispy.sim.system import (Agent, DRIVER_LOG_FIELDS, MASTERS, SystemReg,
+                                       driver_names)
+        from pcispy.sim.bfm.resolver import AGENT_NONE, shared_lines
         ctl = self.ctl[Agent.SYSTEM]
-        report = {"violations": {}, "first": None, "contention": []}
+        report = {"violations": {}, "first": None, "log": [], "drivers": {},
+                  "driver_log": [], "contention": []}
         if self.config.checker:
             from pcispy.gateware.spy.checker import RULES
             if await ctl.read(SystemReg.CHECK_ANY):
@@ -211,17 +264,55 @@ class SimSystem:
                 first = await ctl.read(SystemReg.CHECK_FIRST_RULE)
                 report["first"] = {"rule": RULES[first].name,
                                    "cycle": await ctl.read(SystemReg.CHECK_FIRST_CYCLE)}
+                report["log"] = await self._checker_log(ctl, RULES, MASTERS)
         if self.config.board and self.config.trace_memory == "sram":
             report["sram"] = {"errors": await ctl.read(SystemReg.SRAM_ERRORS),
                               "contention": await ctl.read(SystemReg.SRAM_CONTENTION)}
-        flags = await ctl.read(SystemReg.CONTENTION)
         names = list(shared_lines(self.config.width))
-        report["contention"] = [names[i] for i in range(len(names)) if flags >> i & 1]
-        if flags:
+        agents = driver_names(self.config)
+
+        def agent(index):
+            return None if index == AGENT_NONE else agents[index]
+
+        def field(word, name):
+            shift, bits = DRIVER_LOG_FIELDS[name]
+            return word >> shift & ((1 << bits) - 1)
+
+        flags = await ctl.read(SystemReg.DRIVER_FLAGS)
+        for rule in DRIVER_RULES:
+            if flags >> rule.id & 1:
+                report["drivers"][rule.name] = await ctl.read(SystemReg.DRIVER_COUNT + rule.id)
+        for index in range(await ctl.read(SystemReg.DRIVER_LOG_ENTRIES) if flags else 0):
+            await ctl.write(SystemReg.DRIVER_LOG_INDEX, index)
+            word = await ctl.read(SystemReg.DRIVER_LOG_ENTRY)
+            report["driver_log"].append({
+                "cycle": await ctl.read(SystemReg.DRIVER_LOG_CYCLE),
+                "rule": DRIVER_RULES[field(word, "rule")].name,
+                "line": names[field(word, "line")],
+                "agent_a": agent(field(word, "agent_a")),
+                "agent_b": agent(field(word, "agent_b"))})
+        lines = await ctl.read(SystemReg.CONTENTION)
+        report["contention"] = [names[i] for i in range(len(names)) if lines >> i & 1]
+        if lines:
             report["contention_first"] = {
                 "line": names[await ctl.read(SystemReg.CONTENTION_LINE)],
                 "cycle": await ctl.read(SystemReg.CONTENTION_CYCLE)}
         return report
+
+    async def _checker_log(self, ctl, rules, masters):
+        """The protocol checker's log: its first clocks with a violation."""
+        from pcispy.sim.system import SystemReg
+        from pcispy.gateware.spy.checker import LOG_DEPTH
+        by_number = {number: name for name, number in masters.items()}
+        log = []
+        for index in range(min(LOG_DEPTH, await ctl.read(SystemReg.CHECK_LOG_ENTRIES))):
+            await ctl.write(SystemReg.CHECK_LOG_INDEX, index)
+            vector = (await ctl.read(SystemReg.CHECK_LOG_RULES_HI) << 32
+                      | await ctl.read(SystemReg.CHECK_LOG_RULES_LO))
+            log.append({"cycle": await ctl.read(SystemReg.CHECK_LOG_CYCLE),
+                        "rules": [rule.name for rule in rules if vector >> rule.id & 1],
+                        "master": by_number.get(await ctl.read(SystemReg.CHECK_LOG_MASTER))})
+        return log
 
     async def clear_checker(self):
         from pcispy.sim.system import Agent, SystemReg
@@ -234,15 +325,26 @@ class SimSystem:
         await ctl.write(SystemReg.CHECK_ENABLE_HI, mask >> 32)
 
     async def assert_clean(self, expected=()):
-        """Fail unless no line saw two drivers, the SRAM (if any) saw its timing kept, and
-        the checker rules that fired are exactly ``expected`` (rule names: a profile's
-        ``breaks_rules``, broken on purpose)."""
+        """Fail unless the SRAM (if any) saw its timing kept, the checker rules that fired
+        are exactly the pin rules of ``expected``, and no driver rule fired but those of
+        ``expected`` (rule names of either monitor: a profile's ``breaks_rules``, broken
+        on purpose; ``"contention"`` is a driver rule)."""
+        from pcispy.gateware.pci.rules import ALL_RULES, DRIVERS
+        known = {rule.name: rule.seen_by for rule in ALL_RULES}
+        unknown = sorted(set(expected) - set(known))
+        if unknown:
+            raise ValueError(f"unknown rules {unknown}")
+        pins = {name for name in expected if known[name] != DRIVERS}
+        drivers = set(expected) - pins
         report = await self.checker_report()
-        assert not report["contention"], f"two drivers on a line: {report}"
+        assert "contention" in drivers or not report["contention"], \
+            f"two drivers on a line: {report}"
+        unexpected = sorted(set(report["drivers"]) - drivers)
+        assert not unexpected, f"driver rules fired {unexpected}: {report}"
         assert report.get("sram", {"errors": 0, "contention": 0}) == \
             {"errors": 0, "contention": 0}, f"the SRAM's pins misused: {report}"
-        assert set(report["violations"]) == set(expected), \
-            f"checker rules fired {sorted(report['violations'])}, expected {sorted(expected)}: {report}"
+        assert set(report["violations"]) == pins, \
+            f"checker rules fired {sorted(report['violations'])}, expected {sorted(pins)}: {report}"
 
 
 def bench_env(config=None, *, profile="ideal", seed=1, **extra):

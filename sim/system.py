@@ -12,6 +12,13 @@ Slots and masters::
     slot 0: the board (IDSEL = AD[16])        master 0: the host bridge
     slot 1: the test device (IDSEL = AD[17])  master 1: the board
                                                master 2: the test device
+                                               master 3: the saboteur
+
+The saboteur (sim/bfm/saboteur.py) breaks the resolver's driver rules on command: a master
+that can park badly and two channels that drive any line at any moment, three agents on
+the resolver (``SystemConfig(saboteur=False)`` leaves it out; idle, it drives nothing).
+The resolver, the saboteur and the protocol checker run on the bus clock without the bus
+reset (:func:`driver_names` lists the resolver's agents in order).
 
 With ``SystemConfig(trace_memory="sram")`` the board's spy keeps its trace in an
 asynchronous SRAM model (sim/bfm/sram.py) wired to the board's SRAM pins, as a board with
@@ -40,14 +47,15 @@ from pcispy.sim.bfm.resolver import BusResolver, shared_lines
 from pcispy.sim.bfm import backdoor_ram
 
 __all__ = ["Agent", "SystemConfig", "PCISystem", "build_system", "SystemReg",
-           "BOARD_SLOT", "TEST_DEVICE_SLOT", "IDSEL_AD_BIT", "MASTERS"]
+           "BOARD_SLOT", "TEST_DEVICE_SLOT", "IDSEL_AD_BIT", "MASTERS", "driver_names",
+           "DRIVER_LOG_FIELDS"]
 
 #: IDSEL of slot k is AD[IDSEL_AD_BIT + k].
 IDSEL_AD_BIT = 16
 BOARD_SLOT = 0
 TEST_DEVICE_SLOT = 1
 #: Master numbers on the arbiter.
-MASTERS = {"host": 0, "board": 1, "test_device": 2}
+MASTERS = {"host": 0, "board": 1, "test_device": 2, "saboteur": 3}
 
 
 class Agent(enum.IntEnum):
@@ -60,6 +68,7 @@ class Agent(enum.IntEnum):
     LEGACY = 5
     ARBITER = 6
     SYSTEM = 7
+    SABOTEUR = 8
 
 
 class SystemReg:
@@ -79,6 +88,26 @@ class SystemReg:
     CHECK_ENABLE_HI = 14  # rule enable mask, bits 32..63
     SRAM_ERRORS = 15     # with an SRAM trace memory: the SRAM model's timing breaches
     SRAM_CONTENTION = 16  # clocks both the board and the SRAM drove the SRAM's data pins
+    # The resolver's driver rules (gateware/pci/rules.py DRIVER_RULES; bit/offset = id).
+    DRIVER_FLAGS = 17        # sticky flags, one per driver rule
+    DRIVER_LOG_ENTRIES = 18  # entries in the resolver's violation log (0..16)
+    DRIVER_LOG_INDEX = 19    # write an entry index, then read the entry
+    DRIVER_LOG_CYCLE = 20    # the entry's cycle (clocks since the model started)
+    DRIVER_LOG_ENTRY = 21    # the entry: DRIVER_LOG_FIELDS (rule, line, agent A, agent B)
+    # The protocol checker's violation log (one entry per clock with a violation).
+    CHECK_LOG_ENTRIES = 24   # entries in the checker's log (0..16)
+    CHECK_LOG_INDEX = 25     # write an entry index, then read the entry
+    CHECK_LOG_CYCLE = 26     # the entry's cycle (the checker's timebase)
+    CHECK_LOG_RULES_LO = 27  # the rules broken in that clock, bits 0..31
+    CHECK_LOG_RULES_HI = 28  # bits 32..63
+    CHECK_LOG_MASTER = 29    # the master of the transaction then (7: unknown)
+    DRIVER_COUNT = 32        # + driver rule id: clocks that rule was broken in (saturating)
+
+
+#: ``{field: (shift, bits)}`` of :attr:`SystemReg.DRIVER_LOG_ENTRY`: the rule's id, the
+#: line (index into shared_lines), agents A and B (indices into :func:`driver_names`,
+#: 15 = none).
+DRIVER_LOG_FIELDS = {"rule": (0, 8), "line": (8, 8), "agent_a": (16, 8), "agent_b": (24, 8)}
 
 
 @dataclass(frozen=True)
@@ -100,6 +129,8 @@ class SystemConfig:
     sram_data_bits: int = 32
     #: The board target's decode speed by name: "medium", or "slow" (the bitstreams').
     decode: str = "medium"
+    #: The saboteur (master 3 and two line channels, sim/bfm/saboteur.py).
+    saboteur: bool = True
 
     @property
     def name(self):
@@ -110,6 +141,8 @@ class SystemConfig:
             parts.append(self.trace_memory)
         if self.decode != "medium":
             parts.append(self.decode)
+        if not self.saboteur:
+            parts.append("nosab")
         return "_".join(parts)
 
     def board_options(self):
@@ -121,6 +154,22 @@ class SystemConfig:
         return options
 
 
+def driver_names(config=SystemConfig()):
+    """The resolver's agents in its order (the names its evidence uses): the agents with
+    a bus by :class:`Agent` name, then ``"board"``, then the saboteur's three agents
+    (``"saboteur"``, its master; ``"saboteur_a"``, ``"saboteur_b"``, its channels)."""
+    names = ["host_initiator", "host_memory"]
+    if config.test_device:
+        names += ["test_initiator", "test_target"]
+    if config.legacy:
+        names.append("legacy")
+    if config.board:
+        names.append("board")
+    if config.saboteur:
+        names += ["saboteur", "saboteur_a", "saboteur_b"]
+    return names
+
+
 class PCISystem(wiring.Component):
     """The whole simulated bus as one component (top of the Verilator model).
 
@@ -129,7 +178,7 @@ class PCISystem(wiring.Component):
         ctl_addr (In, 10), ctl_wdata (In, 32), ctl_we (In, 1), ctl_re (In, 1):
             the access (see :mod:`pcispy.sim.control`).
         ctl_rdata (Out, 32): read data of the selected agent, one clock after ctl_addr.
-        events (Out, 8): each agent's ``event`` line, bit = :class:`Agent` value.
+        events (Out, 16): each agent's ``event`` line, bit = :class:`Agent` value.
     Clock domain ``pci`` comes from the model's ``pci_clk``/``pci_rst`` ports; the bus
     RST# follows ``pci_rst``.
 
@@ -141,7 +190,7 @@ class PCISystem(wiring.Component):
         super().__init__({
             "ctl_sel": In(4), "ctl_addr": In(CONTROL_ADDR_BITS), "ctl_wdata": In(32),
             "ctl_we": In(1), "ctl_re": In(1), "ctl_rdata": Out(32),
-            "events": Out(8),
+            "events": Out(16),
         })
 
     def _agents(self):
@@ -176,11 +225,17 @@ class PCISystem(wiring.Component):
         for agent, (component, _, _) in agents.items():
             m.submodules[agent.name.lower()] = DomainRenamer({"sync": "pci"})(component)
 
-        # Every driver of the bus, at inside level: (o/oe/i accessor per line, master, slot).
+        # The monitors (and the saboteur, which must be able to drive through RST#) run
+        # on the bus clock without the bus reset.
+        m.domains.monitor = monitor = ClockDomain("monitor", reset_less=True)
+        m.d.comb += monitor.clk.eq(ClockSignal("pci"))
+
+        # Every driver of the bus, at inside level: (o/oe/i accessor per line, master,
+        # slot, name), in driver_names() order.
         drivers = []
         for agent, (component, master, slot) in agents.items():
             if hasattr(component, "bus"):
-                drivers.append((component.bus, master, slot))
+                drivers.append((component.bus, master, slot, agent.name.lower()))
         sram = None
         if cfg.board:
             from pcispy.gateware.top import PCIBoard
@@ -191,17 +246,35 @@ class PCISystem(wiring.Component):
                              scratch_verilog=True, **cfg.board_options())
             m.submodules.board = board
             drivers.append((_PinAdaptor(m, board.ports, cfg.width), MASTERS["board"],
-                            BOARD_SLOT))
+                            BOARD_SLOT, "board"))
             if board.sram_ports is not None:
                 sram = _connect_sram(m, board.sram_ports, cfg)
+        saboteur = None
+        if cfg.saboteur:
+            from pcispy.sim.bfm.saboteur import Saboteur
+            saboteur = Saboteur(width=cfg.width)
+            m.submodules.saboteur = DomainRenamer({"sync": "monitor"})(saboteur)
+            drivers += [(saboteur.bus, MASTERS["saboteur"], None, "saboteur"),
+                        (saboteur.chan_a, None, None, "saboteur_a"),
+                        (saboteur.chan_b, None, None, "saboteur_b")]
+        names = [name for _, _, _, name in drivers]
+        if names != driver_names(cfg):
+            raise AssertionError(f"drivers {names} out of step with driver_names()")
 
-        # The resolver combines the shared lines.
-        m.submodules.resolver = resolver = DomainRenamer({"sync": "pci"})(
-            BusResolver(len(drivers), cfg.width))
+        # The resolver combines the shared lines and judges the drivers; it knows which
+        # agent parks for which master.
+        masters = len(MASTERS)
+        master_agents = [None] * masters
+        for index, (_, master, _, _) in enumerate(drivers):
+            if master is not None:
+                master_agents[master] = index
+        m.submodules.resolver = resolver = DomainRenamer({"sync": "monitor"})(
+            BusResolver(len(drivers), cfg.width, masters=master_agents))
+        m.d.comb += resolver.rst.eq(ResetSignal("pci"))
         for name, bits in lines.items():
             # A 32-bit agent on a 64-bit bus has no 64-bit extension lines: it never
             # drives them (the slot's pull-ups hold them).
-            present = [getattr(bus, name, None) for bus, _, _ in drivers]
+            present = [getattr(bus, name, None) for bus, _, _, _ in drivers]
             m.d.comb += [
                 getattr(resolver, f"{name}_o").eq(
                     Cat(line.o if line is not None else Const(0, bits) for line in present)),
@@ -221,10 +294,10 @@ class PCISystem(wiring.Component):
                      responder.done_status.eq(host_initiator.prio_status)]
 
         # Point-to-point lines: REQ#/GNT# through the arbiter, IDSEL from AD, RST#.
-        masters = len(MASTERS)
         m.submodules.arbiter = arbiter = DomainRenamer({"sync": "pci"})(Arbiter(masters))
-        m.d.comb += [arbiter.frame.eq(resolver.frame), arbiter.irdy.eq(resolver.irdy)]
-        for bus, master, slot in drivers:
+        m.d.comb += [arbiter.frame.eq(resolver.frame), arbiter.irdy.eq(resolver.irdy),
+                     resolver.gnt.eq(arbiter.gnt)]
+        for bus, master, slot, _ in drivers:
             m.d.comb += bus.rst.i.eq(ResetSignal("pci"))
             if master is not None:
                 m.d.comb += [
@@ -245,9 +318,7 @@ class PCISystem(wiring.Component):
         if cfg.checker:
             from pcispy.gateware.spy.checker import ProtocolChecker
             # The checker must keep watching while RST# is asserted (it has a rule about
-            # what may happen then), so it runs on the bus clock without the bus reset.
-            m.domains.monitor = monitor = ClockDomain("monitor", reset_less=True)
-            m.d.comb += monitor.clk.eq(ClockSignal("pci"))
+            # what may happen then), so it runs in the monitor domain.
             m.submodules.checker = checker = DomainRenamer({"sync": "monitor"})(
                 ProtocolChecker(width=cfg.width, masters=masters, arbiter_visible=True))
             m.d.comb += checker.bus.eq(state)
@@ -255,6 +326,8 @@ class PCISystem(wiring.Component):
         # Control port multiplexing.
         controls = {agent: component.ctl for agent, (component, _, _) in agents.items()}
         controls[Agent.ARBITER] = arbiter.ctl
+        if saboteur is not None:
+            controls[Agent.SABOTEUR] = saboteur.ctl
         system_ctl = _SystemRegisters(resolver, checker, resolver.inta, sram)
         m.submodules.system_registers = DomainRenamer({"sync": "pci"})(system_ctl)
         controls[Agent.SYSTEM] = system_ctl.ctl
@@ -319,8 +392,13 @@ class _Triple:
 
 
 class _SystemRegisters(wiring.Component):
-    """The system's own control port: cycle counter, contention and checker evidence.
-    Its ``event`` is INTA# on the bus, so host code can sleep until an interrupt."""
+    """The system's own control port: cycle counter, the resolver's driver-rule evidence
+    (contention included) and the checker's evidence (:class:`SystemReg`). Its ``event``
+    is INTA# on the bus, so host code can sleep until an interrupt.
+
+    Ports:
+        ctl (Out, ControlSignature): the registers.
+    """
 
     def __init__(self, resolver, checker, inta, sram=None):
         from pcispy.sim.control import ControlSignature
@@ -341,13 +419,28 @@ class _SystemRegisters(wiring.Component):
         m.d.comb += clear.eq(ctl.w_en & (ctl.addr == SystemReg.CLEAR) & ctl.w_data[0])
         m.d.comb += self._resolver.clear.eq(clear)
         checker = self._checker
+        resolver = self._resolver
         values = {
             SystemReg.CYCLE_LO: cycle[:32],
             SystemReg.CYCLE_HI: cycle_hi,
-            SystemReg.CONTENTION: self._resolver.contention,
-            SystemReg.CONTENTION_LINE: self._resolver.first_line,
-            SystemReg.CONTENTION_CYCLE: self._resolver.first_cycle,
+            SystemReg.CONTENTION: resolver.contention,
+            SystemReg.CONTENTION_LINE: resolver.first_line,
+            SystemReg.CONTENTION_CYCLE: resolver.first_cycle,
+            SystemReg.DRIVER_FLAGS: resolver.flags,
+            SystemReg.DRIVER_LOG_ENTRIES: resolver.log_entries,
+            SystemReg.DRIVER_LOG_INDEX: resolver.log_index,
+            SystemReg.DRIVER_LOG_CYCLE: resolver.log_cycle,
+            SystemReg.DRIVER_LOG_ENTRY: Cat(resolver.log_rule, Const(0, 8 - len(resolver.log_rule)),
+                                            resolver.log_line, Const(0, 8 - len(resolver.log_line)),
+                                            resolver.log_agent_a, Const(0, 4),
+                                            resolver.log_agent_b, Const(0, 4)),
         }
+        for rule in range(len(resolver.flags)):
+            values[SystemReg.DRIVER_COUNT + rule] = resolver.counts[32 * rule:32 * (rule + 1)]
+        log_index = Signal.like(resolver.log_index)
+        m.d.comb += resolver.log_index.eq(log_index)
+        with m.If(ctl.w_en & (ctl.addr == SystemReg.DRIVER_LOG_INDEX)):
+            m.d.sync += log_index.eq(ctl.w_data)
         if checker is not None:
             index = Signal(8)
             enable = Signal(64, init=(1 << 64) - 1)
@@ -370,6 +463,20 @@ class _SystemRegisters(wiring.Component):
                 SystemReg.CHECK_COUNT: Mux(index < len(checker.rule_enable), checker.count, 0),
                 SystemReg.CHECK_ENABLE_LO: enable[:32],
                 SystemReg.CHECK_ENABLE_HI: enable[32:],
+            })
+            check_log_index = Signal.like(checker.log_index)
+            m.d.comb += checker.log_index.eq(check_log_index)
+            with m.If(ctl.w_en & (ctl.addr == SystemReg.CHECK_LOG_INDEX)):
+                m.d.sync += check_log_index.eq(ctl.w_data)
+            rules = Signal(64)
+            m.d.comb += rules.eq(checker.log_rules)
+            values.update({
+                SystemReg.CHECK_LOG_ENTRIES: checker.log_entries,
+                SystemReg.CHECK_LOG_INDEX: check_log_index,
+                SystemReg.CHECK_LOG_CYCLE: checker.log_cycle,
+                SystemReg.CHECK_LOG_RULES_LO: rules[:32],
+                SystemReg.CHECK_LOG_RULES_HI: rules[32:],
+                SystemReg.CHECK_LOG_MASTER: checker.log_master,
             })
         if self._sram is not None:
             model, contention = self._sram

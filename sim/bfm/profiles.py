@@ -22,7 +22,7 @@ from amaranth.lib import enum
 from pcispy.gateware.pci.bus import DevselSpeed
 
 __all__ = ["DisconnectMode", "RetryMode", "Profile", "PROFILES", "RTC",
-           "IRQ_ACK_DELAY_DEFAULT", "profile_by_name"]
+           "IRQ_ACK_DELAY_DEFAULT", "PARK_TARGETS", "profile_by_name"]
 
 
 class DisconnectMode(enum.Enum, shape=2):
@@ -43,6 +43,10 @@ class RetryMode(enum.Enum, shape=2):
 
 #: Interrupt responder default: acknowledge delay uniform in [100, 400] PCI clocks.
 IRQ_ACK_DELAY_DEFAULT = (100, 400)
+
+#: Where a machine's arbiter parks the bus (:attr:`Profile.park`): on the last master
+#: that owned it, or always on one master (by its name in ``sim/system.py`` MASTERS).
+PARK_TARGETS = ("last", "host", "board", "test_device")
 
 
 @dataclass(frozen=True)
@@ -75,6 +79,8 @@ class Profile:
             INTA# to its acknowledging write.
         breaks_rules: protocol-checker rules (names in ``gateware/spy/checker.py``) this
             machine breaks on purpose, as the real one did; benches expect exactly these.
+        park: where the machine's arbiter parks the bus when nobody requests
+            (:data:`PARK_TARGETS`): ``"last"``, the last owner, or a master's name.
     """
     name: str
     devsel: DevselSpeed = DevselSpeed.FAST
@@ -97,6 +103,11 @@ class Profile:
     bad_par_phase: int = None
     irq_ack_delay: tuple = field(default=IRQ_ACK_DELAY_DEFAULT)
     breaks_rules: tuple = ()
+    park: str = "last"
+
+    def __post_init__(self):
+        if self.park not in PARK_TARGETS:
+            raise ValueError(f"{self.name}: park {self.park!r} is none of {PARK_TARGETS}")
 
     @property
     def deterministic(self):
@@ -118,11 +129,13 @@ IDEAL = Profile(name="ideal")
 
 #: AlphaStation 200/400 (21071 bridge), Figure 2 row "AlphaStation 200 4/166" and §2 DMA
 #: Write: the bridge disconnects after 16 data words, which held DMA write at 107 MB/s
-#: (and DMA read at 67-68 MB/s). A 32-bit bus with medium decode.
+#: (and DMA read at 67-68 MB/s). A 32-bit bus with medium decode. Its arbiter parks on
+#: the board (a choice of this model, not a measurement: the bus idles parked on the
+#: exerciser, which then drives AD, C/BE# and PAR).
 ALPHASTATION_200 = Profile(
     name="alphastation200", devsel=DevselSpeed.MEDIUM,
     read_latency=(8, 8), write_latency=(0, 0),
-    disconnect=DisconnectMode.WITH_DATA, disconnect_every=16, ack64=False)
+    disconnect=DisconnectMode.WITH_DATA, disconnect_every=16, ack64=False, park="board")
 
 #: Pentium Pro 200 (HP Vectra XU 6/200, 80450KX), Figure 2 and §2 DMA Read: the memory
 #: latency to first read data averaged 35 clocks with values up to 60 (uniform 10..60
@@ -141,10 +154,11 @@ CELEBRIS_GL_5133 = Profile(
     wait_mask=0x0080, wait_period=8, wait_clocks=1, ack64=False)
 
 #: AlphaServer 4100 5/300, Figure 2: a 64-bit bus bursting without limit (260 MB/s DMA
-#: write, 240 MB/s read) behind a long read latency.
+#: write, 240 MB/s read) behind a long read latency. Its arbiter parks on the board (as
+#: alphastation200's, a choice of this model).
 ALPHASERVER_4100 = Profile(
     name="alphaserver4100", devsel=DevselSpeed.MEDIUM,
-    read_latency=(16, 16), write_latency=(0, 0), ack64=True)
+    read_latency=(16, 16), write_latency=(0, 0), ack64=True, park="board")
 
 #: The PC real-time clock behind a PCI-to-ISA bridge, Figure 3 (AlphaStation 200 log):
 #: reads take 39 clocks to first data, writes 31-34; one write group in six was retried
