@@ -617,3 +617,56 @@ def test_arbiter_same_clock_knob_answers_within_the_clock():
         assert await ctl_read(ctx, dut, ArbiterReg.SAME_CLOCK) == 0
 
     _run(dut, bench)
+
+
+# --- the saboteur ----------------------------------------------------------------------
+
+def test_saboteur_channels_and_parking_clocks():
+    from pcispy.sim.bfm.saboteur import ParkMode, Request, Saboteur, SaboteurDriver, Trigger
+    dut = Saboteur(width=32)
+
+    async def bench(ctx):
+        sab = SaboteurDriver(PysimControl(ctx, dut.ctl))
+        # Channel A: DEVSEL# (value 1) for 2 clocks, 1 clock after the trigger; channel
+        # B: LOCK# for 1 clock at once. Armed in clock 0, triggered in clock 1.
+        await sab.channel(0, "devsel", 1, clocks=2, delay=1)
+        await sab.channel(1, "lock", 1, clocks=1)
+        await sab.arm()
+        driven = []
+        for clock in range(1, 7):
+            driven.append((ctx.get(dut.chan_a.devsel.oe), ctx.get(dut.chan_a.devsel.o),
+                           ctx.get(dut.chan_b.lock.oe)))
+            await ctx.tick()
+        assert driven == [(0, 0, 0), (0, 0, 1), (1, 1, 0), (1, 1, 0), (0, 0, 0), (0, 0, 0)]
+        assert await sab.status() == (0, 0b11)
+        # Trigger on RST#: the clock after RST# is first sampled.
+        await sab.channel(0, "ad", 0x55, clocks=1, trigger=Trigger.RESET)
+        await sab.arm(0)
+        await ctx.tick().repeat(2)
+        assert ctx.get(dut.chan_a.ad.oe) == 0
+        ctx.set(dut.bus.rst.i, 1)
+        await ctx.tick()
+        assert ctx.get(dut.chan_a.ad.oe) == 1 and ctx.get(dut.chan_a.ad.o) == 0x55
+        ctx.set(dut.bus.rst.i, 0)
+        await ctx.tick()
+        assert ctx.get(dut.chan_a.ad.oe) == 0
+        # Parking: REQ# until granted; GNT# with an idle bus from clock 1: AD and C/BE#
+        # from clock 1 + delay, PAR a clock later with their parity; floated the clock
+        # after GNT# goes, PAR a clock after that.
+        await sab.park(ParkMode.CORRECT, request=Request.UNTIL_GRANTED, delay=3,
+                       ad=0x1, cbe=0x0)
+        await ctx.tick()
+        assert ctx.get(dut.bus.req.o) == 1
+        ctx.set(dut.bus.gnt.i, 1)
+        seen = []
+        for clock in range(1, 8):
+            seen.append((ctx.get(dut.bus.ad.oe), ctx.get(dut.bus.cbe.oe),
+                         ctx.get(dut.bus.par.oe), ctx.get(dut.bus.par.o)))
+            await ctx.tick()
+            if clock == 5:
+                ctx.set(dut.bus.gnt.i, 0)
+        assert ctx.get(dut.bus.req.o) == 1           # asks again once GNT# has gone
+        assert seen == [(0, 0, 0, 0), (0, 0, 0, 0), (0, 0, 0, 0), (1, 1, 0, 0),
+                        (1, 1, 1, 1), (1, 1, 1, 1), (0, 0, 1, 1)]
+
+    _run(dut, bench)
