@@ -670,10 +670,15 @@ class BehaviouralInitiator(wiring.Component):
         m.d.comb += [
             completes.eq(in_data & irdy_on & trdy),
             moved.eq(Mux(completes, Mux(is64 & ack64_now & (remaining >= 2), 2, 1), 0)),
-            stop_valid.eq(stop & devsel_now),
+            # A data phase completes with IRDY# and STOP# whether or not DEVSEL# was ever
+            # asserted (PCI LB 3.0 §3.3.3.2.1): the master then ends the transaction as
+            # for any STOP#, so FRAME# is not held after it. STOP# without DEVSEL# is a
+            # target abort by its pins (a target that never claimed breaks a rule of its
+            # own, which the master does not repeat).
+            stop_valid.eq(stop),
             m_abort.eq(~devsel_now & (clk >= abort_clock)),
         ]
-        with m.If(stop & ~devsel & devsel_seen):
+        with m.If(stop & ~devsel):
             m.d.comb += term_now.eq(Termination.TARGET_ABORT)
         with m.Elif(trdy):
             m.d.comb += term_now.eq(Termination.DISCONNECT_DATA)

@@ -104,6 +104,7 @@ class TargetScript:
     abort_at: int = None         # target abort on this data phase (0 = the first)
     ack64: bool = False          # answer REQ64# with ACK64#
     bad_parity_phase: int = None # read data phase (of each transaction) given a wrong PAR
+    stop_unclaimed: bool = False # a broken target: STOP# from devsel_clock on, never DEVSEL#
     memory: dict = field(default_factory=dict)   # DWORD address -> value
     config: dict = field(default_factory=dict)   # slot -> ConfigFunction (type 0 cycles)
 
@@ -319,6 +320,11 @@ class ScriptedTarget:
         wide = self.h.width == 64
         out["devsel"], oe["devsel"] = 1, 1
         oe["trdy"] = oe["stop"] = 1
+        if s.stop_unclaimed:
+            out["devsel"], out["stop"] = 0, 1
+            if wide:
+                oe["ack64"] = 1
+            return
         if wide:
             out["ack64"], oe["ack64"] = int(xfer["ack"]), 1
         if xfer["stopping"] is None and nxt >= xfer["ready_at"]:

@@ -197,6 +197,22 @@ def test_master_abort_returns_all_ones():
     }
 
 
+def test_stop_without_devsel_ends_the_transaction():
+    # A broken target: STOP# in clock 2 without DEVSEL#. The phase completes all the same
+    # (IRDY# and STOP#), so FRAME# goes at once and the transaction ends; by its pins the
+    # STOP# is a target abort.
+    r, target = _run_one(TargetScript(stop_unclaimed=True), _write12,
+                         rules={"stop_without_claim"})
+    assert r.status == Status.TARGET_ABORT and r.phases == 0
+    assert waves(target.trace, _start(target), 5, CTRL) == {
+        "frame":  "11000",
+        "irdy":   "01100",
+        "devsel": "00000",
+        "trdy":   "00000",
+        "stop":   "01100",
+    }
+
+
 def test_subtractive_decode_at_clock_5_is_not_an_abort():
     r, target = _run_one(TargetScript(devsel_clock=5), lambda d: d.mem_read(0x100, 4))
     assert (r.status, r.latency) == (Status.OK, 4)
