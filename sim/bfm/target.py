@@ -181,7 +181,9 @@ class Knob(enum.IntEnum):
     DEVSEL_DROP = 4            # (e) DEVSEL# deasserted for one clock after data phase 0
     STOP_EARLY_RELEASE = 5     # (f) STOP# released for one clock while FRAME# is asserted
     TRDY_WITHDRAW = 6          # (g) TRDY# withdrawn for one clock while IRDY# waits
-    TRDY_IN_TURNAROUND = 7     # (h) TRDY# in clock 2 of a read (fast DEVSEL#)
+    TRDY_IN_TURNAROUND = 7     # (h) TRDY# in clock 2 of a read (fast DEVSEL#), AD and PAR
+                               #     left to the pull-ups (a word of C/BE# with odd parity
+                               #     moves with right parity)
     INITIAL_LATENCY_17 = 8     # (i) first TRDY# in clock 18 (latency 17 > 16)
     SUBSEQUENT_LATENCY_9 = 9   # (j) 8 wait states before data phase 1 (latency 9 > 8)
     BAD_PAR = 10               # (k) wrong PAR on read data phase ``bad_par_phase``
@@ -757,12 +759,11 @@ class BehaviouralTarget(wiring.Component):
             par_flip.eq(flip_phase & (fld("bad_par_enable") | knob[Knob.BAD_PAR])),
             par64_flip.eq(flip_phase & (fld("bad_par64_enable") | knob[Knob.BAD_PAR64])),
         ]
-        # Knob (h) moves a word in the turnaround clock, when nobody drives AD: PAR then
-        # covers what the bus carried, so that only the turnaround rule breaks.
-        turn_data = busy & trdy_o & t["read"] & (clk == 2)
-        m.d.sync += [bus.par.o.eq(_parity(Mux(turn_data, bus.ad.i, bus.ad.o), bus.cbe.i)
-                                  ^ par_flip),
-                     bus.par.oe.eq(ad_oe | turn_data)]
+        # Knob (h) moves a word in the turnaround clock, when nobody drives AD: nobody
+        # drives PAR for it either (PAR follows AD's driver), so the pulled-up PAR (1) is
+        # what covers it.
+        m.d.sync += [bus.par.o.eq(_parity(bus.ad.o, bus.cbe.i) ^ par_flip),
+                     bus.par.oe.eq(ad_oe)]
         if wide_bus:
             m.d.sync += [bus.par64.o.eq(_parity(bus.ad_hi.o, bus.cbe_hi.i) ^ par64_flip),
                          bus.par64.oe.eq(ad_oe & r["wide"])]

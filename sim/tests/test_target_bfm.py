@@ -695,12 +695,13 @@ def test_knob_g_trdy_withdraw():
 
 
 def test_knob_h_trdy_in_turnaround():
-    # The word moved in the turnaround clock (2) gets its PAR from the target in clock 3,
-    # right after the initiator's address PAR: so that only the turnaround rule breaks on
-    # the pins, PAR changes driver without a turnaround clock (the resolver sees it).
-    res = knob_run(Knob.TRDY_IN_TURNAROUND, lambda b: b.transaction(MR, BASE, count=2),
-                   driver_problems=["clock 4: par changed driver without a turnaround clock"])
-    assert res.first("trdy") == 2 and res.clocks[1]["ad_t"] == 0
+    # The word moved in the turnaround clock (2) is the pulled-up AD, and nobody drives PAR
+    # for it in clock 3 either; byte enables of odd parity (0001) make the pulled-up PAR
+    # right for it, so only the turnaround rule breaks.
+    res = knob_run(Knob.TRDY_IN_TURNAROUND,
+                   lambda b: b.transaction(MR, BASE, count=2, be=0b0001))
+    assert res.first("trdy") == 2
+    assert [(c["ad_t"], c["par_t"]) for c in res.clocks[1:4]] == [(0, 0), (1, 0), (0, 1)]
 
 
 def test_knob_i_initial_latency():
