@@ -123,6 +123,26 @@ async def every_termination(dut):
     await system.assert_clean()
 
 
+@cocotb.test()
+async def early_perr_held_to_completion(dut):
+    """The test device's target reports a write data parity error early, while the data
+    phase waits (``perr_early``), and holds PERR# until two clocks after the phase
+    completes (PCI LB 3.0 §3.7.4.1): the checker's PERR# rules (perr_timing,
+    perr_released_early, perr_without_parity_error) stay quiet; the one rule that fires is
+    the wrong parity itself (write_data_parity), which the host bridge sends on purpose."""
+    system = await _system(dut)
+    target = system.test_target
+    await target.set_fields(perr_early=1, write_latency_min=4, write_latency_max=4)
+    await target.clear_stats()
+    await system.host.inject(wdata_parity=1)
+    result = await system.host.mem_write(TEST_MEM, bytes(range(4)))
+    await system.host.inject()
+    assert result.ok, result
+    assert (await target.stats())["parity_errors"] == 1
+    assert await target.status() & (1 << 15)          # Detected Parity Error
+    await system.assert_clean(expected=("write_data_parity",))
+
+
 def _expected_clocks(profile, *, phases, read):
     """Clocks one transaction of ``phases`` data phases occupies on the bus under a
     deterministic ``profile``: from its address phase to the idle clock after it, inclusive.

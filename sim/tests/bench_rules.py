@@ -480,11 +480,12 @@ async def _(s):
 
 @_provokes("parked_bus_parity")
 async def _(s):
-    # GNT# rests on the test device's initiator, which with the knob parks AD and C/BE# (to
-    # zero) but leaves PAR floating (1): PAR never covers them. The resolver sees the
-    # parked agent not driving PAR and PAR not following AD's driver.
+    # GNT# rests on the test device's initiator, which with the knob does not park: AD,
+    # C/BE# and PAR float (all ones, and PAR 1, where even parity needs 0). (The knob
+    # park_no_par, AD and C/BE# parked without PAR, breaks this rule too, and also makes
+    # PAR not follow AD's driver.)
     from pcispy.sim.system import MASTERS
-    await s.test_initiator.inject(park_no_par=1)
+    await s.test_initiator.inject(park_float=1)
     await s.arbiter.park_on(MASTERS["test_device"])
     _ok(await s.test_initiator.mem_write(TEST_MEM, bytes(4)))
     await ClockCycles(s.dut.pci_clk, 16)
