@@ -822,10 +822,10 @@ def test_knob_v_devsel_in_reset():
 def _early_perr(b, **kwargs):
     """A one-DWORD write the target waits for (TRDY# in clock 5, IRDY# from clock 2), then
     two idle clocks: every clock from the address phase to the PERR# tail."""
-    async def run():
+    async def clocks():
         res = await b.transaction(MW, BASE, data=[5], **kwargs)
         return res.clocks + await b.idle(2)
-    return run()
+    return clocks()
 
 
 _WAIT_FIELDS = {"write_latency_min": 4, "write_latency_max": 4}
