@@ -503,8 +503,14 @@ def judge(rule, report):
     The pin rule must fire alone and first; of the resolver's driver rules exactly those
     the provocation trips unavoidably may fire (none but for the ones listed here)."""
     # Driver rules a pin rule's provocation cannot help breaking: a target that asserts
-    # DEVSEL# while RST# is asserted drives it during reset.
-    trips = {"signals_during_reset": {"driven_during_reset"}}
+    # DEVSEL# while RST# is asserted drives it during reset; GNT# moved on an idle bus
+    # without a free clock, or a master starting on a busy bus, takes AD and PAR over
+    # from the agent driving them in the clock before; a parked agent that leaves the
+    # parity wrong leaves the bus floating.
+    trips = {"signals_during_reset": {"driven_during_reset"},
+             "gnt_switch_while_idle": {"no_turnaround"},
+             "busy_bus_start": {"no_turnaround"},
+             "parked_bus_parity": {"parked_bus_floating"}}
     problems = []
     violations = report["violations"]
     if not violations.get(rule):
