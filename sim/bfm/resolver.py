@@ -27,7 +27,9 @@ where an agent drives only when it pulls the line low (``oe`` and ``o`` set).
   too; counting the first clock of such a run as 1, the parked master's agent A must drive
   AD[31:0] and C/BE#[3:0] from clock 10 on and PAR from clock 11 on (it enables AD and
   C/BE# within eight clocks, PAR one clock later). The 64-bit extension is not parked. A
-  master with no agent on the bus (A = none) leaves the bus floating too.
+  master with no agent on the bus (A = none) leaves the bus floating too. (The protocol
+  checker's ``parked_bus_parity`` reads "within eight clocks" one clock stricter: it wants
+  PAR right from clock 10, covering AD of clock 9.)
 - ``par_driver_mismatch``: the agents that drive PAR in N are not exactly those that drove
   AD[31:0] in N-1 (A: AD's driver in N-1, B: PAR's in N, either may be none); the same for
   PAR64 against AD[63:32]; RST# deasserted in N.
