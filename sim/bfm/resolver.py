@@ -25,11 +25,11 @@ where an agent drives only when it pulls the line low (``oe`` and ``o`` set).
 - ``parked_bus_floating``: the bus is parked in N: RST# deasserted, FRAME# and IRDY#
   deasserted and one master's GNT# asserted, the same master's as in N-1 if N-1 was parked
   too; counting the first clock of such a run as 1, the parked master's agent A must drive
-  AD[31:0] and C/BE#[3:0] from clock 10 on and PAR from clock 11 on (it enables AD and
-  C/BE# within eight clocks, PAR one clock later). The 64-bit extension is not parked. A
-  master with no agent on the bus (A = none) leaves the bus floating too. (The protocol
-  checker's ``parked_bus_parity`` reads "within eight clocks" one clock stricter: it wants
-  PAR right from clock 10, covering AD of clock 9.)
+  AD[31:0] and C/BE#[3:0] from clock 9 on and PAR from clock 10 on (it samples GNT# at the
+  end of clock 1 and enables AD and C/BE# within eight clocks, PAR one clock later). The
+  64-bit extension is not parked. A master with no agent on the bus (A = none) leaves the
+  bus floating too. (The protocol checker's ``parked_bus_parity`` holds the same limits
+  on the pins: PAR from clock 10, covering AD of clock 9.)
 - ``par_driver_mismatch``: the agents that drive PAR in N are not exactly those that drove
   AD[31:0] in N-1 (A: AD's driver in N-1, B: PAR's in N, either may be none); the same for
   PAR64 against AD[63:32]; RST# deasserted in N.
@@ -67,9 +67,12 @@ AGENT_NONE = (1 << AGENT_BITS) - 1
 #: Bits of a line index (into :func:`shared_lines`) in the log.
 LINE_BITS = 5
 #: Clock of a parked run (the first is 1) from which AD[31:0] and C/BE#[3:0] must be
-#: driven, and from which PAR must be.
-PARK_AD_CLOCK = 10
-PARK_PAR_CLOCK = 11
+#: driven, and from which PAR must be: the parked agent samples GNT# at the end of clock 1
+#: and enables AD and C/BE# within eight clocks, PAR one clock later (PCI LB 3.0 §3.4.3).
+#: The checker's ``parked_bus_parity`` holds PAR from clock 10 to cover AD of clock 9:
+#: the same limits.
+PARK_AD_CLOCK = 9
+PARK_PAR_CLOCK = 10
 
 _COUNT_BITS = 32
 
@@ -345,8 +348,8 @@ class BusResolver(wiring.Component):
         return m
 
     def _parking(self, m, found, enables, line_index):
-        """The parked_bus_floating candidates: AD and C/BE# from clock 10 of a parked
-        run, PAR from clock 11, each driven by the parked master's agent."""
+        """The parked_bus_floating candidates: AD and C/BE# from clock PARK_AD_CLOCK of a parked
+        run, PAR from clock PARK_PAR_CLOCK, each driven by the parked master's agent."""
         masters = self.masters
         if not masters:
             return

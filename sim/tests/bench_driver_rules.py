@@ -121,23 +121,23 @@ async def _(s):
 
 @_provokes("parked_in_time")
 async def _(s):
-    # A new parked run; AD and C/BE# from its clock 9, PAR from 10.
-    await _fresh_park_run(s, ParkMode.CORRECT, delay=8)
+    # A new parked run; AD and C/BE# from its clock 8, PAR from 9.
+    await _fresh_park_run(s, ParkMode.CORRECT, delay=7)
     await ClockCycles(s.dut.pci_clk, 2 * SETTLE)
 
 
 @_provokes("parked_at_the_limit")
 async def _(s):
-    # A new parked run; AD and C/BE# from its clock 10, PAR from 11: the last clocks the
-    # resolver allows.
-    await _fresh_park_run(s, ParkMode.CORRECT, delay=9)
+    # A new parked run; AD and C/BE# from its clock 9, PAR from 10: the last clocks both
+    # monitors allow.
+    await _fresh_park_run(s, ParkMode.CORRECT, delay=8)
     await ClockCycles(s.dut.pci_clk, 2 * SETTLE)
 
 
 @_provokes("parked_one_clock_late")
 async def _(s):
-    # A new parked run; AD and C/BE# from its clock 11, PAR from 12: one clock late each.
-    await _fresh_park_run(s, ParkMode.CORRECT, delay=10)
+    # A new parked run; AD and C/BE# from its clock 10, PAR from 11: one clock late each.
+    await _fresh_park_run(s, ParkMode.CORRECT, delay=9)
     await ClockCycles(s.dut.pci_clk, 2 * SETTLE)
 
 

@@ -306,17 +306,17 @@ def _park_bench(dut, plan, expect):
 
 
 def test_resolver_parked_agent_drives_in_time():
-    # AD and C/BE# from clock 10, PAR from 11 (a clock after AD): nothing fires.
+    # AD and C/BE# from clock 9, PAR from 10 (a clock after AD): nothing fires.
     dut = BusResolver(agents=2, width=32, masters=(1, None))
-    _run(dut, _park_bench(dut, {"ad": 10, "cbe": 10, "par": 11}, {}))
+    _run(dut, _park_bench(dut, {"ad": 9, "cbe": 9, "par": 10}, {}))
 
 
 def test_resolver_parked_bus_floating_exact_clocks():
-    # AD and C/BE# a clock late (11), PAR then a clock after AD (12): clock 10 fires on
-    # AD, clock 11 on PAR.
+    # AD and C/BE# a clock late (10), PAR then a clock after AD (11): clock 9 fires on
+    # AD, clock 10 on PAR.
     dut = BusResolver(agents=2, width=32, masters=(1, None))
-    _run(dut, _park_bench(dut, {"ad": 11, "cbe": 11, "par": 12},
-                          {10: ["ad"], 11: ["par"]}))
+    _run(dut, _park_bench(dut, {"ad": 10, "cbe": 10, "par": 11},
+                          {9: ["ad"], 10: ["par"]}))
 
 
 def test_resolver_parked_bus_floating_counts_from_idle_and_same_gnt():
@@ -325,23 +325,23 @@ def test_resolver_parked_bus_floating_counts_from_idle_and_same_gnt():
     async def bench(ctx):
         d = _Drivers(ctx, dut)
         ctx.set(dut.gnt, 0b01)
-        # Clocks 0..8 parked; FRAME# in 9 (not idle) restarts the count; from clock 10
-        # (FRAME# driven deasserted, then released) parked again: its 10th clock fires.
-        for _ in range(9):
+        # Clocks 0..7 parked; FRAME# in 8 (not idle) restarts the count; from clock 9
+        # (FRAME# driven deasserted, then released) parked again: its 9th clock fires.
+        for _ in range(8):
             assert ctx.get(dut.violation) == 0
             await ctx.tick()
         d.drive("frame", 1, 1)
         await ctx.tick()
         d.drive("frame", 1, 0)
-        for _ in range(9):
+        for _ in range(8):
             assert ctx.get(dut.violation) == 0
             await ctx.tick()
             d.release_all()
         assert ctx.get(dut.violation) == _bit("parked_bus_floating")
         await ctx.tick()
-        # GNT# moves to master 1 (no agent on the bus): a new run, ten clocks, agent none.
+        # GNT# moves to master 1 (no agent on the bus): a new run, nine clocks, agent none.
         ctx.set(dut.gnt, 0b10)
-        for _ in range(9):
+        for _ in range(8):
             assert ctx.get(dut.violation) == 0
             await ctx.tick()
         assert ctx.get(dut.violation) == _bit("parked_bus_floating")

@@ -114,12 +114,12 @@ DRIVER_CASES = {
                                 {"par_driver_mismatch": ("par64", SAB_A, SAB_B)}),
     "driven_during_reset": Case({"driven_during_reset": 2},
                                 {"driven_during_reset": ("devsel", SAB_A, None)}),
-    # Around the parking rule: AD from clock 9 of the run, PAR from 10, is clean for both
-    # monitors; AD from 10 and PAR from 11 is the resolver's limit, which the checker
-    # counts one clock stricter (PAR right from clock 10, covering AD of clock 9); one
-    # clock later each, the resolver fires in clock 10 (AD) and 11 (PAR).
+    # Around the parking rule: AD from clock 8 of the run, PAR from 9, is clean for both
+    # monitors, and so is AD from 9 and PAR from 10, the limit of both (PAR from clock 10
+    # covers AD of clock 9); one clock later each, the resolver fires in clock 9 (AD) and
+    # 10 (PAR), and the checker sees the floating bus's parity.
     "parked_in_time": Case({}, {}),
-    "parked_at_the_limit": Case({}, {}, pins={"parked_bus_parity"}),
+    "parked_at_the_limit": Case({}, {}),
     "parked_one_clock_late": Case({"parked_bus_floating": 2},
                                   {"parked_bus_floating": [("ad", SAB, None),
                                                            ("par", SAB, None)]},
