@@ -4,7 +4,8 @@
 For each seed, one simulator process (the seeds come from ``PCISPY_SEED_LIST``):
 
 - a random host-memory profile, a random test-device target profile, random settings of
-  the board's exerciser target (``pcispy target`` code) and a random forced GNT# removal;
+  the board's exerciser target (``pcispy target`` code), a random forced GNT# removal and
+  where the arbiter parks the bus (the board in half the seeds);
 - three coroutines at once: the host bridge's PIO (BAR2 scratch RAM with 32/64-bit
   phases and partial byte enables, BAR3 I/O, the legacy RTC, the target-abort range), the
   board's DMA engine (``pcispy dma`` code: random command, length, burst, idle, pattern;
@@ -16,7 +17,9 @@ For each seed, one simulator process (the seeds come from ``PCISPY_SEED_LIST``):
   mismatch count 0;
 - the same traffic replayed twice (every random behaviour reseeded), captured raw and as
   spy summaries: the board's summaries equal the software decoder's, record for record;
-- the protocol checker clean except for the rules the profiles in use break on purpose.
+- the protocol checker clean except for the rules the profiles in use break on purpose,
+  and the resolver's driver rules (turnaround, s/t/s release, parking, PAR's driver)
+  clean.
 
 Every failure message starts with ``seed N``. Run by sim/tests/test_compliance.py.
 """
@@ -44,7 +47,7 @@ from pcispy.sim.bfm.profiles import PROFILES, RTC
 from pcispy.sim.compliance import (Scoreboard, ScratchBackdoor, SharedInitiator,
                                    random_board_response)
 from pcispy.sim.speed import RESULT_ENV
-from pcispy.sim.system import BOARD_SLOT
+from pcispy.sim.system import BOARD_SLOT, MASTERS
 from pcispy.sim.transport import SimTransport
 from pcispy.sim.tests.bench_bfm import TEST_IO, TEST_IO_SIZE, TEST_MEM, TEST_MEM_SIZE, \
     _random_profile
@@ -68,6 +71,8 @@ DMA_PAGE = (0x0000, 2 * DMA_MAX_LENGTH)
 DEVICE_HOST_RANGE = (0x20_0000, 0x200)
 #: Test-device memory the board's DMA may use (offsets in its window).
 DMA_DEVICE_RANGE = (0x0000, 2 * DMA_MAX_LENGTH)
+#: Where the seeds park the bus (:attr:`Plan.park`): on the board half the time.
+PARK_CHOICES = ("board", "board", "board", "last", "host", "test_device")
 #: Host-bridge profiles the seeds draw from (plus a random legal one).
 HOST_PROFILES = sorted(name for name in PROFILES if name != "rtc")
 #: DMA commands the seeds draw from (memory only: I/O DMA moves the host's I/O window).
@@ -93,6 +98,10 @@ class Plan:
     dma_runs: list = field(default_factory=list)
     device_ops: list = field(default_factory=list)
     rtc: bool = False
+    #: Where the arbiter parks the bus when nobody requests: "last" (the last owner) or a
+    #: master's name; the board half the time, so that the board's parking and its
+    #: hand-over to the other masters are exercised.
+    park: str = "last"
 
     def allowed_rules(self):
         """Checker rules the seed's profiles break on purpose (never our board's)."""
@@ -169,6 +178,8 @@ def make_plan(seed, width, decode="medium"):
         if rng.random() < 0.6:
             op["data"] = rng.randbytes(length)
         plan.device_ops.append(op)
+    # Drawn last, so that the choices above stay those of earlier regressions.
+    plan.park = rng.choice(PARK_CHOICES)
     return plan
 
 
@@ -215,6 +226,10 @@ class Run:
         if first:
             await target(self.transport, **plan.board_response)
             await system.arbiter.remove_gnt_after(plan.gnt_removal)
+            if plan.park == "last":
+                await system.arbiter.park_on_last()
+            else:
+                await system.arbiter.park_on(MASTERS[plan.park])
         else:
             # "Retry the next K attempts" counts from the write of target.retry.
             await Board(self.transport).write("target.retry", self.retry_register)
@@ -427,6 +442,9 @@ async def run_seed(system, bars, backdoor, seed, firmware_command):
 
     report = await system.checker_report()
     run.check(not report["contention"], lambda: f"two drivers on a line: {report}")
+    run.check(not report["drivers"],
+              lambda: f"driver rules broken {sorted(report['drivers'])} (park {plan.park}): "
+                      f"{report['driver_log']}")
     fired = set(report["violations"])
     run.check(fired <= plan.allowed_rules(),
               lambda: f"checker rules fired {sorted(fired - plan.allowed_rules())} "
