@@ -5,7 +5,7 @@
 as "for every bit: if set, index = bit" (the last assignment wins) the same function
 becomes a chain of ``width`` 2:1 muxes, which was the slowest path of the whole board
 (64 levels in the interrupt latency histogram, 48 in the spy's gap histogram).
-:func:`bottom_bit` is the same for the lowest set bit (the first of 46 checker rules).
+:func:`bottom_bit` is the same for the lowest set bit (the first of the checker rules).
 """
 
 from amaranth.hdl import Cat, Const, Mux
