@@ -8,7 +8,7 @@ wrapper derives it from the PCI clock and RST#) and the pads' ports (``platform.
 results, or :func:`~pcispy.gateware.pci.pads.simulation_ports` when ``ports`` is None; they
 are kept as ``board.ports`` so the simulated system can wire them).
 
-BARs (DESIGN.md, "BARs"):
+BARs (the defaults; every size is a parameter):
 
 - BAR0, memory, 4 KiB: the register bank (:class:`~pcispy.gateware.csr.CSRBank`).
 - BAR1, memory, prefetchable: the trace window, answered by the spy's trace memory

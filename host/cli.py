@@ -10,7 +10,8 @@ Each command is a small class: its arguments, and either a *local* action (needs
 board: ``check --list-rules``, ``regs --header``, ``decode``) or a *feature*: an
 ``async def feature(transport, **arguments) -> dict`` that runs against a board. With
 ``--sim`` the feature runs inside the simulator's Python (cocotb) against the cached
-Verilator model, and its result comes back here to be printed (DESIGN.md, "Host").
+Verilator model, and its result comes back here to be printed (docs/architecture.md, "How
+the pieces talk").
 
 Expected failures end with one line ``pcispy: error: ...`` and exit status 2 (``--verbose``
 adds the exception chain and where it was raised); invalid arguments end with the command's

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The software decoder: raw bus cycles -> one summary per transaction, vectorised.
 
-It reads the sampled bus of a raw trace and applies the PCI rules (pci-notes.md) with numpy
-array operations only (no Python loop per clock), producing records with the fields of the
-hardware :class:`~pcispy.gateware.spy.format.SummaryRecord` (same dtype as a summary trace's
-records), so the two can be compared record for record.
+It reads the sampled bus of a raw trace and applies the PCI rules (PCI LB 3.0 §3.3, §3.6.1,
+§3.7, §3.9) with numpy array operations only (no Python loop per clock), producing records
+with the fields of the hardware :class:`~pcispy.gateware.spy.format.SummaryRecord` (same
+dtype as a summary trace's records), so the two can be compared record for record.
 
 The rules, clock by clock (clock 0 = the address phase, the clock FRAME# is first asserted):
 

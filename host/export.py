@@ -14,7 +14,7 @@
 - VCD shows every bus line of a raw trace at its pin level (active-low lines as on the wire,
   named ``..._n``) from each record's clock on, for GTKWave or Surfer.
 
-Nothing lost is left unsaid (DESIGN.md): records the spy could not store (metadata
+Nothing lost is left unsaid: records the spy could not store (metadata
 ``lost``/``overruns``, OVERRUN records) get a line under the table, a warning on standard
 error beside a CSV or VCD (whose formats have no room for it), and fields in the JSON; the
 trigger and protocol violations get a line under the table and their events in the JSON.

@@ -97,8 +97,8 @@ class InitiatorHarness(Harness):
 
     Parameters: see :class:`~pcispy.gateware.formal.harness.Harness`. Mutation
     ``live_trdy_registered`` hands the engine TRDY# through an extra flip-flop (what a
-    timing fix that forgot the same-clock paths of DESIGN.md would do): it sees each data
-    phase a clock late.
+    timing fix that forgot the same-clock paths would do: docs/architecture.md, "I/O
+    timing"): it sees each data phase a clock late.
     """
     MUTATIONS = ("live_trdy_registered",)
 

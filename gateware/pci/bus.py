@@ -2,7 +2,7 @@
 """The PCI bus as the design sees it: the signal signature, the sampled-bus layout and the
 protocol enums (commands, terminations, DEVSEL timing).
 
-Polarity convention (DESIGN.md, "Active-low at the pads only"): inside the design every
+Polarity convention, active-low at the pads only: inside the design every
 control line is active-high (``frame`` = 1 means FRAME# is asserted, i.e. low on the pin).
 :data:`ACTIVE_LOW` names the lines the pads invert. Two groups are carried exactly as on the
 pins and are *not* inverted:

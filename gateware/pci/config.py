@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The type 0 configuration header of the board (../shared/pci-notes.md).
+"""The type 0 configuration header of the board (PCI LB 3.0 §6.1, §6.2).
 
 One function (function 0). The header's identity is set by parameters; the Command and
 Status registers hold every bit the device implements; the BARs come from a list of

@@ -8,29 +8,29 @@ address, a target or master abort ends the descriptor with an error. It reports 
 address phase, data phase and termination as one-clock events (:class:`InitiatorEvents`)
 so a DMA engine can count them without knowing the protocol.
 
-Timing model (DESIGN.md, "I/O timing"). Every output of this component is the *D input* of
-the pads' output flip-flop: what the component drives in clock ``k`` is on the pins in
-clock ``k + 1``. The component keeps a copy of what it drives on FRAME#, IRDY# and AD (the
-``pin_*`` registers). The handshake lines it must react to within one clock (GNT#, FRAME#,
-IRDY#, TRDY#, STOP#, DEVSEL#, ACK64#) come through the ``now`` port: the unregistered pin
-value of the current clock. They only *select*: the whole decision of a clock (next state
-and outputs) is built once per value of the lines that matter in the phase (on an FPGA;
-``expand_live``). The lines choose among the copies' outputs just in front of the pads'
-output flip-flops; every copy's next state is registered, with the lines, and the state is
-chosen from those registers in the next clock, so that no live line reaches a state
+Timing model (docs/architecture.md, "I/O timing"). Every output of this component is the
+*D input* of the pads' output flip-flop: what the component drives in clock ``k`` is on the
+pins in clock ``k + 1``. The component keeps a copy of what it drives on FRAME#, IRDY# and
+AD (the ``pin_*`` registers). The handshake lines it must react to within one clock (GNT#,
+FRAME#, IRDY#, TRDY#, STOP#, DEVSEL#, ACK64#) come through the ``now`` port: the
+unregistered pin value of the current clock. They only *select*: the whole decision of a
+clock (next state and outputs) is built once per value of the lines that matter in the phase
+(on an FPGA; ``expand_live``). The lines choose among the copies' outputs just in front of
+the pads' output flip-flops; every copy's next state is registered, with the lines, and the
+state is chosen from those registers in the next clock, so that no live line reaches a state
 register. The wider registers (address, DWORDs left, the clock counters) keep their value
 from before the previous edge with the registered event of that edge and show the updated
 value combinationally; the comparisons of them that the decisions read are registered a
 clock ahead, one per value that event may take, and the event only chooses among them.
 Everything the initiator tells the DMA engine (``events``, ``status``, ``wdata_take``)
-leaves registered, one clock after the edge it is about. The formal job
-``expansion_prove`` shows the expanded and the folded build to be the same machine. The
-pads' live parity check (``par_error``) serves the two-clock PERR# rule. The pads generate
-PAR themselves, so the initiator leaves ``bus.par``/``bus.par64`` alone. Read data comes
-through the registered ``bus.ad.i`` one clock after the data phase. Lines the pads treat
-as sustained tri-state (FRAME#, IRDY#, REQ64#, PERR#) are *owned* through ``oe``: when
-``oe`` drops, the pads drive the line deasserted for one more clock and then float it, so
-the component simply stops owning a line in the clock it wants it deasserted and released.
+leaves registered, one clock after the edge it is about. The formal job ``expansion_prove``
+shows the expanded and the folded build to be the same machine. The pads' live parity check
+(``par_error``) serves the two-clock PERR# rule. The pads generate PAR themselves, so the
+initiator leaves ``bus.par``/``bus.par64`` alone. Read data comes through the registered
+``bus.ad.i`` one clock after the data phase. Lines the pads treat as sustained tri-state
+(FRAME#, IRDY#, REQ64#, PERR#) are *owned* through ``oe``: when ``oe`` drops, the pads drive
+the line deasserted for one more clock and then float it, so the component simply stops
+owning a line in the clock it wants it deasserted and released.
 
 Write data is read from a *window* of the next :data:`WDATA_WINDOW` DWORDs of the data
 stream (``wdata``); the initiator reports with ``wdata_take`` how many of them moved at the
@@ -253,11 +253,12 @@ class Initiator(wiring.Component):
             return net
 
         # --- registered events of the previous edge -------------------------------------
-        # Timing (DESIGN.md, "I/O timing"): the live handshake lines reach only the output
-        # flip-flops and the one- to four-bit registers below. Every wider register whose
-        # next value depended on them keeps the value from before the previous edge and the
-        # registered event, and shows the updated value combinationally: the same values
-        # clock for clock, without a live line entering an adder.
+        # Timing (docs/architecture.md, "I/O timing"): the live handshake lines reach only
+        # the output flip-flops and the one- to four-bit registers below. Every wider
+        # register whose next value depended on them keeps the value from before the
+        # previous edge and the registered event, and shows the updated value
+        # combinationally: the same values clock for clock, without a live line entering
+        # an adder.
         moved_q = Signal(2)      # DWORDs the data phase at the previous edge moved
         advanced_q = Signal(2)   # DWORDs the descriptor advanced at the previous edge
         start_q = Signal()       # a transaction started at the previous edge

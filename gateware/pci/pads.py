@@ -16,7 +16,8 @@ previous edge. The pads also:
 - check received parity: ``par_error`` says that PAR on the pins now disagrees with the AD
   and C/BE# sampled at the previous edge.
 
-The same-clock paths (DESIGN.md, "I/O timing") are the only uses of unregistered inputs:
+The same-clock paths (docs/architecture.md, "I/O timing") are the only uses of
+unregistered inputs:
 
 - ``live.frame/irdy/trdy/stop/devsel/gnt``: the handshake lines as on the pins now, for a
   core deciding at this edge what to drive next (advance read data only when IRDY# is

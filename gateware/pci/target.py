@@ -507,12 +507,12 @@ class PCITarget(wiring.Component):
             m.d.comb += [c_retry.eq(self.retry), c_devsel_delay.eq(knobs.devsel_delay)]
 
         # --- Transaction state and the effective state at this edge --------------------
-        # Timing (DESIGN.md, "I/O timing"): the live IRDY# and FRAME# reach the output
-        # flip-flops and a few one-bit registers only. The decision below is built once for
-        # each value of the two lines and they select among the results last; every wider
-        # register whose next value depends on them is a :class:`_Retimed` (its candidates
-        # registered, a registered one-bit event choosing), so the values are the same
-        # clock for clock and the live lines never fan out into the datapath.
+        # Timing (docs/architecture.md, "I/O timing"): the live IRDY# and FRAME# reach the
+        # output flip-flops and a few one-bit registers only. The decision below is built
+        # once for each value of the two lines and they select among the results last;
+        # every wider register whose next value depends on them is a :class:`_Retimed` (its
+        # candidates registered, a registered one-bit event choosing), so the values are the
+        # same clock for clock and the live lines never fan out into the datapath.
         active = Signal()        # claimed, in data phases (DEVSEL# may still be delayed)
         backoff = Signal()       # STOP# asserted, waiting for FRAME# to be deasserted
         t_sel = Signal(range(n_sel))

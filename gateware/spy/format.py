@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The one declaration of every trace record the spy writes (DESIGN.md, "One trace format").
+"""The one declaration of every trace record the spy writes, for the gateware and the host.
 
 Trace memory is organised in *slots* of :data:`SLOT_BITS` (128) bits. A capture writes records
 of one fixed size, chosen by its mode:

@@ -2,7 +2,7 @@
 """The transaction summariser: one :class:`~.format.SummaryRecord` per bus transaction.
 
 It watches the sampled bus only (a spy cannot see who drives a line) and follows the PCI
-rules of pci-notes.md:
+rules (PCI LB 3.0 §3.3: transactions and their terminations; §3.9: the Dual Address Cycle):
 
 - a transaction starts at the clock FRAME# is first asserted (its address phase; FRAME# is
   always deasserted for at least one clock between transactions, fast back-to-back included);

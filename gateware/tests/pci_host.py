@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """A small scripted PCI initiator for the board's unit tests (Amaranth Python simulator).
 
-Written from the bus rules (../shared/pci-notes.md), not from the board's gateware, and not
+Written from the bus rules (PCI LB 3.0 chapter 3), not from the board's gateware, and not
 a copy of the simulated host bridge: it drives the board's *pins* (its ``io.SimulationPort``s)
 through :class:`PinBus`, which resolves the board's drive against the script's (pull-ups,
 open drain, active-low) and remembers contention. :class:`ScriptedInitiator` runs one

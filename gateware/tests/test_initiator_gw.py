@@ -5,8 +5,8 @@ The harness puts the initiator behind a model of the pads (output and output-ena
 flip-flops, one extra deasserted clock on sustained tri-state lines, registered inputs
 plus the unregistered handshake lines), resolves the bus with the target's drivers and
 pull-ups, and flags two drivers on AD. The scripted target is written from the PCI rules
-(pci-notes.md), clock by clock, in Python: it answers on the pins, never looking inside
-the initiator.
+(PCI LB 3.0 §3.3, §3.6.1), clock by clock, in Python: it answers on the pins, never
+looking inside the initiator.
 """
 
 import random

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Bus waveforms for the spy tests, written from the PCI rules (pci-notes.md), and a runner
-that feeds them to a component under Amaranth's Python simulator.
+"""Bus waveforms for the spy tests, written from the PCI rules (PCI LB 3.0 §3.3), and a
+runner that feeds them to a component under Amaranth's Python simulator.
 
 A waveform is a list of clocks; each clock is a dict of BusState lines (inside-level,
 active-high controls, C/BE# and AD as on the pins). :func:`transaction` builds the clocks of

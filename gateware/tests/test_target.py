@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The board's PCI target, clock by clock, driven by a scripted initiator at the pins.
 
-Clock numbers count the address phase as clock 1 (../shared/pci-notes.md). With the pads'
-I/O flip-flops and registered decode the board answers at medium DEVSEL# timing: DEVSEL#
-on clock 3, first write data on clock 3, first read data on clock 4 (the scratch RAM is
-read at the claim, one clock of RAM latency), then one data phase per clock.
+Clock numbers count the address phase as clock 1, as PCI LB 3.0 §3.6.1 does for DEVSEL#
+timing. With the pads' I/O flip-flops and registered decode the board answers at medium
+DEVSEL# timing: DEVSEL# on clock 3, first write data on clock 3, first read data on clock 4
+(the scratch RAM is read at the claim, one clock of RAM latency), then one data phase per
+clock.
 """
 
 import random

@@ -3,7 +3,8 @@
 BARs, bulk reads, waiting for the board's interrupt, and DMA-able host memory.
 
 Driver and feature code is plain ``async def`` that awaits only these methods, so the same
-code runs under asyncio on hardware and under cocotb in simulation (DESIGN.md, "Host").
+code runs under asyncio on hardware and under cocotb in simulation (docs/architecture.md,
+"How the pieces talk").
 """
 
 from abc import ABC, abstractmethod
