@@ -100,18 +100,19 @@ def _run(command, cwd, log):
 
 
 #: nextpnr's placer and router. HeAP is nextpnr's default placer (it ends with a
-#: simulated-annealing refinement that takes most of the placement time). router1 routed
-#: every build of this design at the 33 MHz constraint (5-8 minutes); router2 did not
-#: converge on it while the design misses its clock (docs/timing.md).
+#: simulated-annealing refinement that takes most of the placement time). router1 routes
+#: this design at the 33 MHz constraint with the boards' default seeds; router2 diverged
+#: on it while it missed its clock (docs/timing.md, "Build time and routers").
 PLACER = "heap"
 ROUTER = "router1"
 
 #: The target's decode speeds a bitstream can be built with, by name, and the default.
 #: Slow: with medium decode the address pins reach AD's enable registers across the die
-#: through the decode in one clock, which kept the pci clock under 33 MHz (32.2 MHz,
-#: seed 1); registering the decode first reached 36.9 MHz (docs/timing.md). The price is
-#: a clock per transaction to the board (DEVSEL# on clock 4); the simulated system and
-#: the unit tests build medium, and --decode medium builds it for hardware.
+#: through the decode in one clock, which keeps the pci clock under 33 MHz (32.2 MHz
+#: against 36.9 MHz with the decode registered, the netlist otherwise the same;
+#: docs/timing.md, "Slow decode"). The price is a clock per transaction to the board
+#: (DEVSEL# on clock 4); the simulated system and the unit tests build medium, and
+#: --decode medium builds it for hardware.
 DECODE_NAMES = {speed.name.lower(): speed for speed in DECODE_SPEEDS}
 DECODE = "slow"
 
@@ -137,7 +138,7 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
     ``floorplan`` (the default; an active build, a device :data:`.floorplan.FABRIC`
     describes) the live handshake logic is placed by :func:`.floorplan.floorplan` before
     nextpnr: left to the placer, it lands mid-die and the control paths miss their
-    budget by up to 14 ns (stop 31, docs/timing.md). ``decode`` is the target's decode
+    budget by up to 14 ns (docs/timing.md). ``decode`` is the target's decode
     speed by name (a key of :data:`DECODE_NAMES`)."""
     from pcispy.constraints import board_platform
     from pcispy.gateware.board_top import BoardTop

@@ -33,10 +33,10 @@ __all__ = ["WIDTH", "NEXTPNR_DEFAULTS", "FREE_PINS", "LINE_ORDER", "PCI_PINOUT",
 WIDTH = 64
 
 #: nextpnr's placement seed and threads unless told otherwise: the one placement of this
-#: board's active design measured to route. With seed 1 router1 stalled (stop 24: about
-#: 92,000 arcs left after 21 minutes, flat for 17,000 iterations); seed 2 on one thread
-#: routed in 68 minutes (docs/wiring.md). HeAP's placement may differ with the thread
-#: count, so both are pinned.
+#: board's active design measured to route. With seed 1 router1 stalls (about 92,000
+#: arcs left after 21 minutes, flat for 17,000 iterations); seed 2 on one thread routes
+#: (68 minutes of place and route; docs/wiring.md, "64-bit slot"). HeAP's placement may
+#: differ with the thread count, so both are pinned.
 NEXTPNR_DEFAULTS = {"seed": 2, "threads": 1}
 
 #: The connector pins the slot uses, in wiring order: the Raspberry Pi header, J40

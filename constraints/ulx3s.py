@@ -116,9 +116,9 @@ def add_pci(platform, passive=False, clock_mhz=PCI_CLOCK_MHZ):
 
 #: nextpnr's placement seed and threads unless ``make bitstream`` is told otherwise
 #: (``ARGS="--seed N --threads N"``). ``make bench`` reports the ULX3S-85F built with them.
-#: Seed 2 on one thread since stop 29: the placement measured to route that design (22
-#: minutes of router1 beside the test suite); seed 1 on two threads stalled near 29,000
-#: arcs after 47 minutes of routing.
+#: Seed 2 on one thread: a placement measured to route the active design and meet PCI at
+#: 33 MHz (docs/timing.md). HeAP's placement may differ with the thread count, so both
+#: are pinned.
 NEXTPNR_DEFAULTS = {"seed": 2, "threads": 1}
 
 #: ``{board name: platform class}`` for ``make bitstream BOARD=...``.

@@ -186,7 +186,7 @@ class PCIBoard(wiring.Component):
             simulated system runs. FAST: within the address phase, DEVSEL# on clock 2 (the
             pads offer AD, C/BE#, IDSEL unregistered: check timing before using it).
             SLOW: the decode registered before the claim, DEVSEL# on clock 4 (the address
-            pins no longer reach AD's drivers in one clock).
+            pins do not reach AD's drivers in one clock).
         config: extra keyword arguments of :class:`ConfigSpace` (IDs, class code ...).
     """
     def __init__(self, width=32, ports=None, *, exerciser_size=16 * 1024, spy_addr_bits=None,
@@ -400,7 +400,7 @@ class PCIBoard(wiring.Component):
         # polarity (a register here would take an inverter after the live choice): the
         # master drives C/BE# only with FRAME#, IRDY# or AD (a parked bus: AD and C/BE#
         # together; initiator_prove's ``one_driver``), and SERR# is a one-clock pulse the
-        # target no longer starts once passive mode is asked for (``claim_enable``).
+        # target does not start once passive mode is asked for (``claim_enable``).
         driven = pads.joined_driven()
         held_lines = {name: enable for name, enable in enables.items()
                       if name != "req" and name not in driven and name not in CORE_GATED_LINES}

@@ -316,7 +316,7 @@ def test_active_builds_are_floorplanned_by_default():
 
 def test_nextpnr_options_default_to_the_boards_own():
     """Each board builds with the placement measured to route its design (seed 2, one
-    thread, for both since stop 29); what the command line gives wins."""
+    thread, for both); what the command line gives wins."""
     from pcispy.constraints.build import nextpnr_options
     assert nextpnr_options("ecp5-evn") == {"placer": "heap", "router": "router1",
                                            "threads": 1, "seed": 2}

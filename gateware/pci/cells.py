@@ -5,9 +5,10 @@ A live handshake line (read in the clock it arrives) has 7 ns from its pin to a
 flip-flop at 33 MHz, so the logic between them must be few cells deep. Synthesis does
 not keep to a structure written for that: abc maps the whole module at once, and a
 ``keep`` attribute keeps a net but not the logic boundary (its users may be rebuilt from
-whatever feeds it; in stop 28's build the master's FRAME# choice, written as two-way
-choices each a kept net, came out 5 to 7 cells deep from DEVSEL#). A cell instantiated
-here is a primitive to synthesis: the live line meets exactly the cells written.
+whatever feeds it: the master's FRAME# choice, written as two-way choices each a kept
+net, comes out 5 to 7 cells deep from DEVSEL#, and the depth moves with unrelated
+changes). A cell instantiated here is a primitive to synthesis: the live line meets
+exactly the cells written.
 
 Every function takes ``fpga``: on an FPGA the ECP5 primitives (``LUT4``, ``PFUMX``,
 ``L6MUX21``, with ``keep``); elsewhere the same functions in logic: a ``LUT4`` as its

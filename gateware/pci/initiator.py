@@ -839,13 +839,13 @@ class Initiator(wiring.Component):
             The outputs (``kept``) of a 32-bit bus choose in hand-placed cells
             (:func:`~.cells.live_choice`: per bit a slice pair for the target's three
             lines and one LUT4 for GNT#): a line crosses at most four cells to the pads.
-            Synthesis keeps to a kept net only as a name; written as two-way choices each
-            kept (``staged``, still the 64-bit bus's form, four lines), abc decoded the
-            lines again in front of them and DEVSEL# crossed 5 to 7 cells to FRAME#'s
-            register (stop 28). Left whole, abc decoded TRDY# and DEVSEL# once for
-            FRAME#, IRDY#, C/BE#'s enable and the AD word, and placed that LUT by the AD
-            pins across the die (stop 27, seed 1: DEVSEL# -> 9.7 ns of wire to X4/Y52 ->
-            back to FRAME#'s register, 22.6 ns).
+            Synthesis keeps to a kept net only as a name: written as two-way choices each
+            kept (``staged``, the 64-bit bus's form, four lines), abc decodes the lines
+            again in front of them and DEVSEL# crosses 5 to 7 cells to FRAME#'s register.
+            Left whole, abc decodes TRDY# and DEVSEL# once for FRAME#, IRDY#, C/BE#'s
+            enable and the AD word, and the placer may put that LUT by the AD pins across
+            the die (on the ULX3S, DEVSEL# -> 9.7 ns of wire to it -> back to FRAME#'s
+            register, 22.6 ns).
             """
             gated = (lambda value: value) if gate is None else (lambda value: value & gate)
             if not expand:
@@ -938,9 +938,9 @@ class Initiator(wiring.Component):
             ``kill``, each a hand-placed LUT4 of the lines and registered halves
             (:mod:`.cells`). The pads OR them in a cell next to each pair of AD pins: a
             line crosses that and the pads' join, three cells to AD's registers. (Chosen
-            among the sixteen cofactors' words, the lines crossed five or six; as ``sel ?
-            high : keep & low``, stop 28's form, four, since the join with the target's
-            word was a cell of its own.) The same values clock for clock:
+            among the sixteen cofactors' words, the lines would cross five or six; as
+            ``sel ? high : keep & low`` with the join with the target's word a cell of its
+            own, four.) The same values clock for clock:
             ``expansion_prove`` checks them against the folded build.
             """
             net = kept_signal
@@ -1015,7 +1015,7 @@ class Initiator(wiring.Component):
         # State: folded, the registers take the one next state. Expanded, every
         # cofactor's next state is registered, and so are the lines that choose among them;
         # the choice is made in the next clock, from registers only. The same value, clock
-        # for clock, but a live line now ends at one flip-flop of its own: the state
+        # for clock, but a live line then ends at one flip-flop of its own: the state
         # registers, and everything behind them, are out of its reach.
         if not expand:
             for name, reg in state.items():

@@ -82,7 +82,7 @@ _MAX_AD_DRIVERS = 2
 #: Lines whose core withholds its own enable while ``drive_allowed`` is 0, so that the pads
 #: do not gate them, each driven by one core that decides it in the clock the live lines
 #: arrive and gates it in its last cell, in the tristate register's polarity (a gate here
-#: was one cell more, docs/timing.md): C/BE# (:class:`~.initiator.Initiator`, after
+#: would be one cell more, docs/timing.md): C/BE# (:class:`~.initiator.Initiator`, after
 #: DEVSEL#), SERR# (:class:`~.target.Target`, after the live PAR).
 CORE_GATED_LINES = ("cbe", "cbe_hi", "serr")
 

@@ -370,8 +370,8 @@ class PCITarget(wiring.Component):
         # parity error now signals SERR# is one net from registers (kept on an FPGA), and
         # SERR# one hand-placed cell of the pads' parity check, it and passive mode's
         # permission, held inverted as SERR#'s tristate register takes it (the pads'
-        # inversion cancels): PAR crosses two cells to that register (synthesis made
-        # four: 0.13 ns over the budget, floorplanned, docs/timing.md).
+        # inversion cancels): PAR crosses two cells to that register (left to synthesis,
+        # four: 0.13 ns over the budget, floorplanned; docs/timing.md).
         serr_armed = Signal(attrs={"keep": 1} if platform is not None else {})
         address_parity_bad = Signal()
         m.d.comb += [
