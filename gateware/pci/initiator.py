@@ -482,7 +482,8 @@ class Initiator(wiring.Component):
             "received_target_abort": received_target_abort,
             # ``held | phase != IDLE`` as state of its own, from the next state's (in
             # ``decide``): the DMA engine's offer waits on it, and the master's start on
-            # the offer (the pci clock's critical path, docs/timing.md).
+            # the offer; formed from the phase instead, that chain would be the pci clock's
+            # critical path (docs/timing-log.md).
             "busy": self.busy, "go_held": go_held, "go_free": go_free,
         }
         if wide_bus:
@@ -882,7 +883,7 @@ class Initiator(wiring.Component):
             # The outputs on a 32-bit bus: the target's lines choose in the cells of one
             # slice pair per bit (the last line at the LUT4s, the first at the L6MUX21),
             # GNT# as it counts in one LUT4 after them. Synthesis keeps to nets it is
-            # given only as names: written as kept two-way choices, DEVSEL# crossed 5 to
+            # given only as names: written as kept two-way choices, DEVSEL# crosses 5 to
             # 7 cells to FRAME#'s register (docs/timing.md).
             order = list(reversed(range(len(lines))))
 
