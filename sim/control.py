@@ -22,7 +22,7 @@ Timing of one access (the agent's view, all in its clock domain):
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["ControlSignature", "CONTROL_ADDR_BITS", "PysimControl"]
+__all__ = ["ControlSignature", "CONTROL_ADDR_BITS", "PysimControl", "register_reads"]
 
 #: Register address bits per agent (1024 registers of 32 bits).
 CONTROL_ADDR_BITS = 10
@@ -49,6 +49,18 @@ class ControlSignature(wiring.Signature):
             "r_data": Out(32),
             "event":  Out(1),
         })
+
+
+def register_reads(m, ctl, readable):
+    """An agent's read mux: ``ctl.r_data`` takes the value of ``readable[ctl.addr]`` at the
+    clock edge (so it holds from the next clock on, as the access timing above allows), 0
+    for an address not in ``readable`` (``{register index: value}``)."""
+    with m.Switch(ctl.addr):
+        for address, value in readable.items():
+            with m.Case(address):
+                m.d.sync += ctl.r_data.eq(value)
+        with m.Default():
+            m.d.sync += ctl.r_data.eq(0)
 
 
 class PysimControl:

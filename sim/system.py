@@ -41,7 +41,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.gateware.pci.bus import ACTIVE_LOW, BusState, DevselSpeed, bus_lines
-from pcispy.sim.control import CONTROL_ADDR_BITS
+from pcispy.sim.control import CONTROL_ADDR_BITS, register_reads
 from pcispy.sim.bfm.arbiter import Arbiter
 from pcispy.sim.bfm.resolver import BusResolver, shared_lines
 from pcispy.sim.bfm import backdoor_ram
@@ -487,12 +487,7 @@ class _SystemRegisters(wiring.Component):
                            SystemReg.SRAM_CONTENTION: fights})
         with m.If(ctl.r_en & (ctl.addr == SystemReg.CYCLE_LO)):
             m.d.sync += cycle_hi.eq(cycle[32:])
-        with m.Switch(ctl.addr):
-            for address, value in values.items():
-                with m.Case(address):
-                    m.d.sync += ctl.r_data.eq(value)
-            with m.Default():
-                m.d.sync += ctl.r_data.eq(0)
+        register_reads(m, ctl, values)
         return m
 
 

@@ -35,7 +35,7 @@ from amaranth import Module, Signal, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from pcispy.sim.control import ControlSignature
+from pcispy.sim.control import ControlSignature, register_reads
 
 __all__ = ["Arbiter", "ArbiterDriver", "ArbiterReg", "ParkPolicy"]
 
@@ -177,12 +177,7 @@ class Arbiter(wiring.Component):
                         m.d.sync += register.eq(self.ctl.w_data)
         readable = dict(registers)
         readable.update({ArbiterReg.GRANTS: grants, ArbiterReg.REMOVALS: removals})
-        with m.Switch(self.ctl.addr):
-            for address, register in readable.items():
-                with m.Case(address):
-                    m.d.sync += self.ctl.r_data.eq(register)
-            with m.Default():
-                m.d.sync += self.ctl.r_data.eq(0)
+        register_reads(m, self.ctl, readable)
         return m
 
 

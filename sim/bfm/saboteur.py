@@ -34,7 +34,7 @@ from amaranth.lib.wiring import Out
 
 from pcispy.gateware.pci.bus import PCIBusSignature
 from pcispy.sim.bfm.resolver import shared_lines
-from pcispy.sim.control import ControlSignature
+from pcispy.sim.control import ControlSignature, register_reads
 
 __all__ = ["Saboteur", "SaboteurDriver", "SaboteurReg", "ParkMode", "Request", "Trigger",
            "CHANNELS"]
@@ -210,12 +210,7 @@ class Saboteur(wiring.Component):
         readable = dict(registers)
         readable[SaboteurReg.STATUS] = Cat(armed | running, Const(0, 8 - CHANNELS), ran)
         readable[SaboteurReg.PARKED] = parked
-        with m.Switch(ctl.addr):
-            for address, register in readable.items():
-                with m.Case(address):
-                    m.d.sync += ctl.r_data.eq(register)
-            with m.Default():
-                m.d.sync += ctl.r_data.eq(0)
+        register_reads(m, ctl, readable)
         m.d.comb += ctl.event.eq(~(armed | running).any() & ran.any())
         return m
 
