@@ -30,20 +30,20 @@ test: venv
 	$(VPY) -m pytest -n $(JOBS) --dist worksteal $(ARGS)
 
 demo: venv
-	$(VPY) -m pcispy.host.demo $(ARGS)
+	$(VPY) -m pcispy.app.demo $(ARGS)
 
 bench: venv
 	mkdir -p build
-	$(VPY) -m pcispy.host.bench -o build/bench.json $(ARGS)
+	$(VPY) -m pcispy.app.bench -o build/bench.json $(ARGS)
 
 lint: venv
-	$(VPY) -m pyflakes gateware sim host pcispy constraints
+	$(VPY) -m pyflakes pcispy
 
 # Synthesis, place and route with the pip-installed yowasp tools into build/BOARD/,
 # which also gets report.json (fmax, usage, I/O registers, input paths). ARGS=--passive
 # builds without PCI output drivers (into build/BOARD-passive/).
 bitstream: venv
-	$(VPY) -m pcispy.constraints.build $(BOARD) $(ARGS)
+	$(VPY) -m pcispy.platform.build $(BOARD) $(ARGS)
 
 # Place and route BOARD (default ulx3s-85f) and fail unless it meets PCI at 33 MHz: the
 # pci clock reaches 33 MHz, every PCI output and output enable leaves through an I/O
@@ -53,7 +53,7 @@ bitstream: venv
 # not in make test, which places and routes the passive build (docs/timing.md).
 CLOCK ?= 33
 timing: venv
-	$(VPY) -m pcispy.constraints.build $(BOARD) --check $(CLOCK) $(ARGS)
+	$(VPY) -m pcispy.platform.build $(BOARD) --check $(CLOCK) $(ARGS)
 
 # Load build/BOARD/pcispy.bit into the FPGA (FLASH=1: into its configuration flash).
 OPENFPGALOADER ?= openFPGALoader
@@ -65,7 +65,7 @@ program:
 
 # Formal proofs of the target (SymbiYosys + Yices): one line per job; ARGS="--only NAME".
 formal: venv
-	$(VPY) -m pcispy.gateware.formal $(ARGS)
+	$(VPY) -m pcispy.formal $(ARGS)
 
 clean:
 	rm -rf build

@@ -1,0 +1,312 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""``make bench``: measure the project's speed and size figures into build/bench.json.
+
+Each figure comes from a measurement function below, keyed by its dotted name (the names
+the issues use, e.g. ``sim.empty_cycles_per_s``). A measurement that fails is recorded as
+``{"error": ...}`` and makes the run exit non-zero, so a missing figure is never silent.
+"""
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+
+__all__ = ["MEASUREMENTS", "main", "trace_depth", "idle_compression"]
+
+
+def _sim_empty():
+    from pcispy.sim.speed import measure_empty_cycles_per_s
+    return {"sim.empty_cycles_per_s": round(measure_empty_cycles_per_s())}
+
+
+def _sim_bfm():
+    from pcispy.sim.speed import measure_bfm_cycles_per_s
+    return {"sim.bfm_cycles_per_s": round(measure_bfm_cycles_per_s())}
+
+
+def _spy_decode():
+    from pcispy.spy.decode import measure_decode_speed
+    return {"spy.decode_cycles_per_s": round(measure_decode_speed())}
+
+
+async def trace_depth(transport, *, limit=2.0):
+    """A feature (run in the simulator): a summary capture of everything, triggered at arm,
+    that runs until the trace memory is full (no --count), violations not stored, so that
+    the memory holds the trigger event and transactions only. Its result's status holds
+    the capacity register as read after the capture."""
+    from pcispy.spy.capture_feature import capture
+    return await capture(transport, mode="summary", violations="none", limit=limit)
+
+
+async def idle_compression(transport, *, seconds=0.004):
+    """A feature (run in the simulator): a raw capture with idle compression for ``seconds``
+    of bus time during which the tool touches no register (one sleep instead of status
+    polls, which would be bus traffic of its own). Returns the capture's result and BAR0,
+    whose accesses (the arm before the window, the stop after it) bound the window."""
+    from pcispy.spy.capture_feature import finish_capture, start_capture
+    run = await start_capture(transport, mode="raw", idle_compress=True, violations="none")
+    await transport.sleep(seconds)
+    result = await finish_capture(run, timed_out=True)
+    return dict(result, bar0=transport.bars[0], idle_window_s=seconds)
+
+
+def _trace(result):
+    import base64
+    from pcispy.spy.tracefile import parse_trace, trace_bytes
+    return parse_trace(trace_bytes(base64.b64decode(result["records"]), result["metadata"]))
+
+
+def _spy_trace():
+    """spy.trace_depth_transactions: transaction summaries the default board's trace memory
+    held when a summary capture of the rtc scenario (clock ticks, retries, background DMA,
+    the capture's own status polls) ran until the memory was full; spy.trace_capacity_records:
+    the capacity register, which the records held (the summaries and the trigger event) must
+    equal (2047 summaries and the trigger event in 2048 records, measured). Violations are
+    not stored, so that only transactions take the room.
+
+    spy.idle_compression_ratio: bus clocks per raw record stored with idle compression over
+    the rtc scenario (its clock ticks and background DMA), in a window of 4 ms of bus time
+    in which the tool touches no register: from the end of start_capture's last read to
+    the address phase of the stop write (86.2: 132043 clocks in 1532 records, measured).
+    The capture feature's own status polls (two BAR0 reads every 0.5 ms) would be stored
+    too, so the window waits by one sleep instead of polling."""
+    import numpy as np
+    from pcispy.spy.format import RecordKind
+    from pcispy.spy.decode import summarise
+    from pcispy.sim.api import run_feature
+    full = run_feature(trace_depth, profile="rtc")
+    if full["status"]["state"] != "done" or full.get("limit_reached"):
+        raise RuntimeError(f"the summary capture did not fill the memory: {full['status']}")
+    held = _trace(full)
+    capacity = full["status"]["capacity"]
+    if full["records_count"] != capacity:
+        raise RuntimeError(f"the full memory held {full['records_count']} records, the "
+                           f"capacity register says {capacity}")
+    raw = run_feature(idle_compression, profile="rtc")
+    if raw["status"]["count"] >= raw["status"]["capacity"]:
+        raise RuntimeError("the raw capture filled the memory: the window is cut short")
+    trace = _trace(raw)
+    bar0 = raw["bar0"]
+    # The window: from the end of the last register access start_capture made (it reads
+    # status and capacity after the arm) to the address phase of the stop write, the first
+    # BAR0 access after the sleep (still in flight when the capture stops: no summary).
+    summaries = summarise(trace)
+    ours = summaries[(summaries["address"] >= bar0["address"]) &
+                     (summaries["address"] < bar0["address"] + bar0["size"])]
+    begin = int(ours["timestamp"][-1]) + int(ours["duration"][-1])
+    raw_at = trace.indices(RecordKind.RAW)
+    times = trace.times()[raw_at]
+    bus = trace.columns(RecordKind.RAW, ["bus.frame", "bus.ad"])
+    frame = bus["bus.frame"].astype(bool)
+    address_phase = frame & ~np.concatenate([[False], frame[:-1]])
+    to_bar0 = (bus["bus.ad"] >= bar0["address"]) & (bus["bus.ad"] < bar0["address"] +
+                                                       bar0["size"])
+    later = times[address_phase & to_bar0 & (times > begin)]
+    if not len(later):
+        raise RuntimeError("the stop write is not in the raw capture")
+    end = int(later[0])
+    expected = round(raw["idle_window_s"] * raw["metadata"]["clock_mhz"] * 1e6)
+    if not expected <= end - begin < expected + 5000:
+        raise RuntimeError(f"the window is {end - begin} clocks, the sleep {expected}")
+    stored = int(np.count_nonzero((times >= begin) & (times < end)))
+    return {"spy.trace_depth_transactions": len(held.indices(RecordKind.SUMMARY)),
+            "spy.trace_depth_records": full["records_count"],
+            "spy.trace_capacity_records": capacity,
+            "spy.idle_compression_ratio": round((end - begin) / stored, 1),
+            "spy.idle_compression_clocks": end - begin,
+            "spy.idle_compression_records": stored}
+
+
+def _dma():
+    """dma.mw_mbps_32, dma.mrm_mbps_32, dma.mw_mbps_64 (ideal host, burst 256, 1 MiB) and
+    sim.dma_cycles_per_s (during the 32-bit MW run): bench_dma.measure_throughput."""
+    import os
+    import tempfile
+    from pcispy.sim.api import bench_env
+    from pcispy.sim.speed import RESULT_ENV
+    from pcispy.sim.system import SystemConfig, build_system
+    figures = {}
+    for width in (32, 64):
+        config = SystemConfig(width=width)
+        with tempfile.TemporaryDirectory() as tmp:
+            env = bench_env(config, profile="ideal")
+            env[RESULT_ENV] = os.path.join(tmp, "dma.json")
+            build_system(config).run("pcispy.sim.tests.bench_dma", "measure_throughput",
+                                     env=env)
+            with open(env[RESULT_ENV]) as f:
+                measured = json.load(f)
+        if width == 64:
+            measured.pop("sim.dma_cycles_per_s")
+        figures.update({name: round(value, 2) for name, value in measured.items()})
+    return figures
+
+
+def _irq():
+    """irq.sim_handler_{median,p98}_us and irq.sim_user_{median,p98}_us (``pcispy irq
+    --count 200`` on the ideal profile: responder delay uniform 100..400 clocks) and
+    irq.sim_interrupts_per_s (wall clock, simulator start included, build excluded)."""
+    from pcispy.irq.irq_feature import irq_latency
+    from pcispy.sim.api import run_feature
+    from pcispy.sim.system import SystemConfig, build_system
+    config = SystemConfig(width=32)
+    build_system(config)
+    start = time.perf_counter()
+    result = run_feature(irq_latency, {"count": 200}, config)
+    elapsed = time.perf_counter() - start
+    figures = {f"irq.sim_{key}_{stat}_us": result[key]["us"][stat]
+               for key in ("handler", "user") for stat in ("median", "p98")}
+    figures["irq.sim_interrupts_per_s"] = round(result["count"] / elapsed, 1)
+    return figures
+
+
+#: Measurement functions; each returns ``{figure name: value}``.
+def _board():
+    """board.ulx3s_85f.*: the default board's full build at 33 MHz (place and route, the
+    build ``make timing`` checks, reused while the design is unchanged): the pci clock it
+    reaches (the goal is 66 MHz), the target's decode speed it was built with, worst
+    input setup (every path, control paths, data paths; the 66 MHz budget is 3 ns), LUTs,
+    flip-flops, block RAMs, outputs in I/O registers, whether the usage fits the 25F, the
+    fastest bus clock at which every input is sampled in time (``bus_clock_max_mhz``),
+    whether it meets PCI at 33 MHz (``make timing``: :func:`~pcispy.platform.build.check`
+    finds nothing) and the build's time."""
+    from pcispy.platform.build import build, check, fits
+    report = build("ulx3s-85f", clock_mhz=33)
+    prefix = "board.ulx3s_85f."
+    return {prefix + "fmax_pci_mhz": report["fmax_mhz"]["pci"],
+            prefix + "fmax_sync_mhz": report["fmax_mhz"].get("sync"),
+            prefix + "bus_clock_max_mhz": report["bus_clock_max_mhz"],
+            prefix + "decode": report["decode"],
+            prefix + "input_setup_ns_max": report["input_setup_ns_max"],
+            prefix + "input_setup_ns_max_control": report["input_setup_ns_max_control"],
+            prefix + "data_paths": report["data_paths"],
+            prefix + "luts": report["luts"], prefix + "ffs": report["ffs"],
+            prefix + "brams": report["brams"],
+            prefix + "outputs_registered": report["outputs_registered"],
+            prefix + "fits_25f": fits(report, "LFE5U-25F"),
+            prefix + "fits_45f": fits(report, "LFE5U-45F"),
+            prefix + "meets_33mhz": not check(report, 33),
+            prefix + "build_s": sum(report["seconds"].values())}
+
+
+def _board_passive():
+    """board.ulx3s_85f_passive.*: the passive build (the spy and the checker, no PCI
+    output driver) at 33 MHz, reused while unchanged: its pci clock, how many input paths
+    it has from a PCI pin to a flip-flop other than the pins' own I/O registers and the
+    worst of them, usage, whether it fits the 25F, and whether it meets PCI at 33 MHz
+    (``make timing ARGS=--passive``: :func:`~pcispy.platform.build.check` finds
+    nothing)."""
+    from pcispy.platform.build import build, check, fits
+    report = build("ulx3s-85f", passive=True, clock_mhz=33)
+    prefix = "board.ulx3s_85f_passive."
+    return {prefix + "fmax_pci_mhz": report["fmax_mhz"]["pci"],
+            prefix + "fmax_sync_mhz": report["fmax_mhz"].get("sync"),
+            prefix + "bus_clock_max_mhz": report["bus_clock_max_mhz"],
+            prefix + "input_paths": len(report["input_paths"]),
+            prefix + "input_setup_ns_max": report["input_setup_ns_max"],
+            prefix + "luts": report["luts"], prefix + "ffs": report["ffs"],
+            prefix + "brams": report["brams"],
+            prefix + "fits_25f": fits(report, "LFE5U-25F"),
+            prefix + "meets_33mhz": not check(report, 33),
+            prefix + "build_s": sum(report["seconds"].values())}
+
+
+def _target_pio():
+    """target.pio_write_mbps, target.pio_read_mbps: ``pcispy pio --size 64K --burst 64``
+    on the ideal profile, 32-bit at 33 MHz (goals >= 120 and >= 110), with the simulated
+    systems' medium decode; target.slow_decode.pio_*_mbps: the same with the bitstreams'
+    slow decode (one clock more per transaction)."""
+    from pcispy.exerciser.pio_feature import pio
+    from pcispy.sim.api import run_feature
+    from pcispy.sim.system import SystemConfig
+    figures = {}
+    for decode, prefix in (("medium", "target."), ("slow", "target.slow_decode.")):
+        result = run_feature(pio,
+                             {"size": 64 * 1024, "burst": 64, "width": 32},
+                             SystemConfig(width=32, decode=decode), profile="ideal")
+        if result["errors"]:
+            raise RuntimeError(f"PIO ({decode} decode) read back {result['errors']} "
+                               "wrong DWORDs")
+        figures.update({prefix + "pio_write_mbps": result["write_mbps"],
+                        prefix + "pio_read_mbps": result["read_mbps"]})
+    return figures
+
+
+def _demo():
+    """demo.wall_s: ``make demo`` (quick sizes, five host bridges), wall clock, in all;
+    demo.model_s of it preparing the simulated 64-bit system (elaboration, and on a fresh
+    clone or after a gateware change the model build); demo.step1_s..step5_s per step."""
+    import io
+    import tempfile
+    from rich.console import Console
+    from pcispy.app import demo
+    with tempfile.TemporaryDirectory() as output:
+        args = demo.build_parser().parse_args(["-o", output])
+        context = demo.run(args, Console(file=io.StringIO(), width=200))
+    figures = {"demo.wall_s": round(context["seconds"], 1),
+               "demo.model_s": round(context["model_seconds"], 1)}
+    figures.update({f"demo.step{n}_s": round(s, 1)
+                    for n, s in enumerate(context["step_seconds"], 1)})
+    return figures
+
+
+def _uart():
+    """uart.bulk_read_bytes_per_bit: payload bytes per bit time of BULK_READs of BAR1 over
+    the UART side channel, measured in the simulated side channel (real gateware, two
+    clock domains, 4 clocks per bit) and computed from the frames' wire bits;
+    uart.bulk_read_kbytes_per_s_3mbaud: the measured figure at 3 Mbaud."""
+    from pcispy.sim.sidechannel import measure_bulk_read
+    figures = measure_bulk_read()
+    return {"uart.bulk_read_bytes_per_bit": round(figures["measured"], 4),
+            "uart.bulk_read_bytes_per_bit_computed": round(figures["computed"], 4),
+            "uart.bulk_read_kbytes_per_s_3mbaud": round(figures["measured"] * 3e6 / 1e3, 1)}
+
+
+def _fuzz():
+    """fuzz.transactions_checked: bus transactions of the compliance regression's CI seed
+    set (every system: both widths, medium and slow decode) whose board summary equals
+    the software decoder's; fuzz.seeds, fuzz.wall_s (pcispy/sim/compliance.py)."""
+    from pcispy.sim.compliance import measure_transactions_checked
+    return measure_transactions_checked()
+
+
+def _formal():
+    """formal.properties_proved, formal.properties_bounded, formal.induction_depths,
+    formal.covers_reached, formal.seconds: every job of pcispy.formal.JOBS
+    (make formal)."""
+    from pcispy.formal.run import measure
+    return measure()
+
+
+MEASUREMENTS = [_sim_empty, _sim_bfm, _spy_decode, _spy_trace, _dma, _irq, _board,
+                _board_passive, _target_pio, _demo, _uart, _fuzz, _formal]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="pcispy-bench", description=__doc__.splitlines()[0])
+    parser.add_argument("-o", "--output", default="build/bench.json")
+    parser.add_argument("--only", help="run only measurements whose name contains this")
+    args = parser.parse_args(argv)
+    figures, failed = {}, []
+    for measure in MEASUREMENTS:
+        name = measure.__name__.lstrip("_")
+        if args.only and args.only not in name:
+            continue
+        start = time.perf_counter()
+        try:
+            figures.update(measure())
+        except Exception as error:   # recorded, reported, and fails the run
+            traceback.print_exc()
+            figures[f"{name}.error"] = f"{type(error).__name__}: {error}"
+            failed.append(name)
+        print(f"bench: {name} took {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    out = Path(args.output)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(figures, indent=2, sort_keys=True) + "\n")
+    print(json.dumps(figures, indent=2, sort_keys=True))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,392 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The ``pcispy`` command line.
+
+Global options pick the transport and the output: ``--sim[=PROFILE]`` (the simulated
+system; the default when no other transport is given), ``--sysfs BDF``, ``--uart DEV``;
+``--seed N`` for every randomised behaviour; ``--json`` prints one JSON object on stdout;
+``--verbose`` shows details (and the traceback of an unexpected failure).
+
+Each command is a small class: its arguments, and either a *local* action (needs no
+board: ``check --list-rules``, ``regs --header``, ``decode``) or a *feature*: an
+``async def feature(transport, **arguments) -> dict`` that runs against a board. With
+``--sim`` the feature runs inside the simulator's Python (cocotb) against the cached
+Verilator model, and its result comes back here to be printed (docs/architecture.md, "How
+the pieces talk").
+
+Expected failures end with one line ``pcispy: error: ...`` and exit status 2 (``--verbose``
+adds the exception chain and where it was raised); invalid arguments end with the command's
+usage line and exit status 2, whether argparse or the command finds them (:class:`UsageError`);
+Ctrl-C ends with ``pcispy: interrupted`` and status 130; a closed output pipe ends quietly.
+A command whose answer is a verdict says it with its status (:meth:`Command.exit_status`:
+``check`` exits 3 when the bus broke protocol rules).
+Any other exception is a bug: one line saying so and where to report it, status 1, the
+traceback only with ``--verbose``. ``--json`` and ``--verbose`` may also follow the command.
+"""
+
+import argparse
+import functools
+import json
+import os
+import sys
+import traceback
+
+from pcispy.board import identity_feature
+from pcispy.host.command import Command, int_range, positive_seconds, run_feature
+from pcispy.host.transports.sysfs import normalise_bdf, parse_buffer
+from pcispy.host.errors import EXIT_BUG, EXIT_ERROR, PcispyError, UsageError
+
+__all__ = ["main", "build_parser", "commands", "bare_sim_is_ideal", "BUG_REPORTS"]
+
+#: Where users report a bug (named by the last-resort error handler).
+BUG_REPORTS = "the pcispy issue tracker"
+
+
+def _transport_option(parse):
+    """An argparse ``type`` from a transport's parser, whose :class:`PcispyError` becomes
+    argparse's usage error."""
+    def parsed(text):
+        try:
+            return parse(text)
+        except PcispyError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    parsed.__name__ = parse.__name__
+    return parsed
+
+
+class InfoCommand(Command):
+    name = "info"
+    help = ("identify the board: IDs, gateware version, bus width, clock, decode speed, "
+            "transport, BARs")
+    examples = ("pcispy info", "pcispy --sim --bus-width 64 --json info")
+
+    def run(self, args, out):
+        result = run_feature(args, identity_feature.info)
+        if not args.json:
+            if result["passive"]:
+                out.write("pcispy board, passive build: no PCI function (no configuration "
+                          "space, target or DMA master), the spy and the checker only\n")
+            else:
+                out.write(f"pcispy board {result['vendor_id']:04x}:{result['device_id']:04x} "
+                          f"class {result['class_code']:06x} rev {result['revision']}\n")
+            measured = result["clock_measured_mhz"]
+            out.write(f"gateware {result['gateware_version']}, trace format "
+                      f"{result['trace_format']}, {result['bus_width']}-bit bus at "
+                      f"{result['clock_mhz']} MHz nominal, "
+                      + (f"{measured:.3f} MHz measured" if measured is not None else
+                         "not measured (no board oscillator)")
+                      + f"{'' if result['passive'] else ', ' + result['decode'] + ' decode'}\n")
+            transport = result["transport"]
+            out.write(f"transport: {transport['transport']}" +
+                      (f" (profile {transport['profile']}, seed {transport['seed']})"
+                       if transport["transport"] == "sim" else "") + "\n")
+            for index, bar in sorted(transport.get("bars", {}).items()):
+                out.write(f"  BAR{index}: {bar['kind']:6s} at {bar['address']:#010x}, "
+                          f"{bar['size']} bytes\n")
+        return result
+
+
+class ConfigCommand(Command):
+    name = "config"
+    help = "the board's configuration space (--lspci: as lspci -xxx prints it)"
+    examples = ("pcispy config --lspci > board.lspci && lspci -F board.lspci -vv",)
+
+    def add_arguments(self, parser):
+        parser.add_argument("--lspci", action="store_true",
+                            help="print in the format of lspci -xxx (readable by lspci -F)")
+
+    def run(self, args, out):
+        from pcispy.board.identity_feature import lspci_text
+        result = run_feature(args, identity_feature.config_space)
+        if not args.json:
+            config = result["config"]
+            if args.lspci:
+                out.write(lspci_text(config))
+            else:
+                for row in range(0, len(config), 16):
+                    out.write(f"{row:02x}: " +
+                              " ".join(f"{b:02x}" for b in config[row:row + 16]) + "\n")
+        return result
+
+
+class RegsCommand(Command):
+    name = "regs"
+    help = "the board's registers by name with decoded fields (--header: as a C header)"
+    examples = ("pcispy regs", "pcispy regs --header > pcispy_regs.h",
+                "pcispy --json regs --map")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--header", action="store_true",
+                            help="print the register map as a C header")
+        parser.add_argument("--map", action="store_true",
+                            help="print the register map (no board needed)")
+
+    def run(self, args, out):
+        from pcispy.board.registers import REGISTER_MAP
+        if args.header:
+            from pcispy.host.board import c_header
+            out.write(c_header())
+            return None
+        if not args.map:
+            result = run_feature(args, identity_feature.register_dump)
+            if not args.json:
+                for row in result["registers"]:
+                    value = "  (not read)" if row["value"] is None else f"{row['value']:#010x}"
+                    fields = " ".join(f"{k}={v}" for k, v in row["fields"].items()
+                                      if len(row["fields"]) > 1)
+                    out.write(f"0x{row['address']:03x} {row['name']:28s} {value} {fields}\n")
+            return result
+        rows = [{"name": name, "address": address, "doc": reg.doc,
+                 "fields": [{"name": f.name, "lsb": f.lsb, "width": f.width,
+                             "access": f.access.value, "reset": f.reset, "doc": f.doc}
+                            for f in reg.fields]}
+                for name, address, reg in REGISTER_MAP]
+        if not args.json:
+            for row in rows:
+                out.write(f"0x{row['address']:03x}  {row['name']:28s} {row['doc']}\n")
+        return {"registers": rows}
+
+
+class PassiveCommand(Command):
+    name = "passive"
+    help = ("passive mode of an active board: drive no PCI line, claim nothing, keep spying "
+            "(on, off, or without an argument: show it)")
+    examples = ("pcispy --uart /dev/ttyUSB0 passive on",
+                "pcispy --uart /dev/ttyUSB0 passive off",
+                "pcispy --uart /dev/ttyUSB0 --json passive")
+
+    def add_arguments(self, parser):
+        parser.add_argument("setting", nargs="?", choices=("on", "off"),
+                            help="set passive mode on or off (default: show it)")
+
+    def run(self, args, out):
+        setting = None if args.setting is None else args.setting == "on"
+        result = run_feature(args, identity_feature.passive_mode,
+                             setting=setting)
+        if not args.json:
+            if not result["answering"] and result["requested"]:
+                out.write("passive: the board answers nothing more over the PCI bus, until "
+                          "RST# or the side channel (--uart) clears it\n")
+            elif not result["answering"]:
+                out.write("the board does not answer over the PCI bus (passive mode? clear "
+                          "it through the side channel, --uart)\n")
+            elif result["passive_build"]:
+                out.write("passive: a passive build, it has no PCI output drivers\n")
+            elif result["passive_on"]:
+                out.write("passive: the board drives no PCI line\n")
+            elif result["requested"]:
+                out.write("passive mode requested: it takes hold once the board's current "
+                          "bus activity ends\n")
+            else:
+                out.write("active: the board answers as a target and may master the bus\n")
+        return result
+
+
+class DecodeCommand(Command):
+    name = "decode"
+    help = "a saved trace (.pcitrace) as a transaction table, CSV, JSON or VCD (no board needed)"
+    examples = ("pcispy decode rtc.pcitrace",
+                "pcispy decode rtc.pcitrace --format csv -o rtc.csv",
+                "pcispy decode raw.pcitrace --format vcd -o raw.vcd && gtkwave raw.vcd")
+
+    def add_arguments(self, parser):
+        from pcispy.spy.export import FORMATS
+        parser.add_argument("file", help="the trace file")
+        parser.add_argument("--format", choices=FORMATS, default="table",
+                            help="output format (default: table); vcd needs a raw capture")
+        parser.add_argument("-o", "--output", metavar="OUT",
+                            help="write to this file instead of standard output")
+        parser.add_argument("--latency-timer", type=int_range(0, 255), metavar="CLOCKS",
+                            help="the masters' Latency Timer (0..255), to recognise "
+                                 "latency-timer endings in a raw trace (default: from the "
+                                 "trace)")
+
+    def run(self, args, out):
+        from pcispy.spy.export import export, trace_json
+        from pcispy.spy.tracefile import read_trace
+        trace = read_trace(args.file)
+        if args.json:
+            return trace_json(trace, args.latency_timer)
+        if not args.output:
+            export(trace, args.format, out, args.latency_timer)
+            return None
+        try:
+            with open(args.output, "w", newline="") as file:
+                try:
+                    export(trace, args.format, file, args.latency_timer)
+                except BaseException:
+                    os.unlink(args.output)      # no partial export is left behind
+                    raise
+        except OSError as error:
+            raise PcispyError(f"cannot write {args.output}: {error.strerror}") from None
+        return None
+
+
+#: Commands defined in other modules, as "module:Class" (each a :class:`Command` subclass);
+#: a feature module keeps its command beside its feature code. One line per command.
+_COMMAND_PATHS = [
+    "pcispy.spy.check_feature:CheckCommand",
+    "pcispy.dma.dma_feature:DmaCommand",
+    "pcispy.dma.sweep_feature:SweepCommand",
+    "pcispy.irq.irq_feature:IrqCommand",
+    "pcispy.host.transports.sysfs:ListCommand",
+    "pcispy.exerciser.target_feature:TargetCommand",
+    "pcispy.exerciser.pio_feature:PioCommand",
+    "pcispy.spy.capture_feature:CaptureCommand",
+    "pcispy.spy.stats_feature:StatsCommand",
+    "pcispy.app.report_feature:ReportCommand",
+]
+
+
+@functools.cache
+def commands():
+    """Every command, in order. Loaded on first use, not at import: a feature module
+    imports this one (for :class:`Command`) and may itself be imported first (inside the
+    simulator)."""
+    import importlib
+    loaded = [InfoCommand(), RegsCommand(), ConfigCommand(), PassiveCommand(), DecodeCommand()]
+    for path in _COMMAND_PATHS:
+        module, _, name = path.partition(":")
+        loaded.append(getattr(importlib.import_module(module), name)())
+    return loaded
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="pcispy",
+        description="Parallel-PCI exerciser and bus spy. Without a transport option the "
+                    "simulated system is used (--sim=ideal).",
+        epilog="Examples:\n  pcispy check --list-rules\n  pcispy --json regs --map\n"
+               "  pcispy COMMAND --help    (each command's options and examples)",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    transport = parser.add_mutually_exclusive_group()
+    transport.add_argument("--sim", metavar="PROFILE",
+                           help="use the simulated PCI system; --sim=PROFILE picks the "
+                                "host-bridge profile or scenario (plain --sim: ideal)")
+    transport.add_argument("--sysfs", metavar="BDF",
+                           type=_transport_option(normalise_bdf),
+                           help="a board in a PCI slot of this Linux machine, e.g. 0000:03:00.0")
+    transport.add_argument("--uart", metavar="DEV",
+                           help="the board's UART side channel, e.g. /dev/ttyUSB0")
+    parser.add_argument("--baud", type=int_range(300, 12_000_000), default=115200,
+                        help="with --uart: the side channel's line rate (default: 115200)")
+    parser.add_argument("--uart-timeout", type=positive_seconds, default=0.25,
+                        metavar="SECONDS",
+                        help="with --uart: time an answer may take beyond its bytes' wire "
+                             "time before the request is sent again (default: 0.25)")
+    parser.add_argument("--buffer", metavar="ADDR:SIZE",
+                        type=_transport_option(parse_buffer),
+                        help="with --sysfs: physical memory reserved at boot for DMA "
+                             "(memmap=SIZE$ADDR), e.g. 0x7f000000:16M")
+    parser.add_argument("--bus-width", type=int, choices=(32, 64), default=32,
+                        help="bus width of the simulated system (default: 32)")
+    parser.add_argument("--seed", type=int, default=1,
+                        help="seed of every randomised behaviour (default: 1)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object on stdout instead of tables")
+    parser.add_argument("--verbose", "-v", action="store_true", help="show details")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command in commands():
+        epilog = "Examples:\n" + "\n".join(f"  {e}" for e in command.examples)
+        p = sub.add_parser(command.name, help=command.help, description=command.help,
+                           epilog=epilog, formatter_class=argparse.RawDescriptionHelpFormatter)
+        command.add_arguments(p)
+        # The output options also after the command (`pcispy check --list-rules --json`);
+        # absent there, they keep the value given (or defaulted) before the command.
+        for flags, text in ((("--json",), "print one JSON object on stdout instead of tables"),
+                            (("--verbose", "-v"), "show details")):
+            try:
+                p.add_argument(*flags, action="store_true", default=argparse.SUPPRESS,
+                               help=text)
+            except argparse.ArgumentError:
+                pass                     # the command has an option of that name itself
+        p.set_defaults(handler=command, command_parser=p)
+    return parser
+
+
+def bare_sim_is_ideal(argv):
+    """A bare ``--sim`` means the ideal profile; its value is only ever given as
+    ``--sim=PROFILE``, so ``--sim info`` is the ideal profile and the info command."""
+    return ["--sim=ideal" if arg == "--sim" else arg for arg in argv]
+
+
+def _simulate(args, feature, arguments):
+    """Run ``feature`` in the simulated system the global options describe (the transport
+    :func:`~pcispy.host.command.run_feature` falls back to)."""
+    from pcispy.sim.api import run_feature as run_in_simulator
+    from pcispy.sim.system import SystemConfig
+    return run_in_simulator(feature, arguments, SystemConfig(width=args.bus_width),
+                            profile=args.sim or "ideal", seed=args.seed, verbose=args.verbose)
+
+
+def main(argv=None, out=None):
+    """Run the CLI; return the exit status (argparse's usage errors and --help raise
+    SystemExit)."""
+    out = out or sys.stdout
+    parser = build_parser()
+    args = parser.parse_args(bare_sim_is_ideal(sys.argv[1:] if argv is None else argv))
+    # (parse_args exits 2 with a usage line on bad arguments)
+    args.simulate = functools.partial(_simulate, args)
+    try:
+        result = args.handler.run(args, out)
+        if args.json and result is not None:
+            out.write(json.dumps(result, indent=None) + "\n")
+        out.flush()                      # a closed pipe shows here, not at exit
+        status = 0 if result is None else args.handler.exit_status(result)
+    except UsageError as error:
+        args.command_parser.error(str(error))      # usage line, one error line, exit 2
+    except PcispyError as error:
+        print(f"pcispy: error: {_one_line(error)}", file=sys.stderr)
+        if args.verbose:
+            _print_details(error)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("pcispy: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader (e.g. `| head`) went away: not an error of ours.
+        _discard_stdout()
+        return 0
+    except Exception as error:
+        print(f"pcispy: internal error: {type(error).__name__}: {_one_line(error)}. This is "
+              f"a bug in pcispy; please report it to {BUG_REPORTS} with the command line"
+              + (" and the traceback below" if args.verbose else
+                 " and what `--verbose` adds"), file=sys.stderr)
+        if args.verbose:
+            traceback.print_exception(error, file=sys.stderr)
+        return EXIT_BUG
+    return status
+
+
+def _one_line(error):
+    return " ".join(str(error).split())
+
+
+def _print_details(error):
+    """``--verbose`` on an expected failure: where it was raised, and what caused it (the
+    chain, also where a message replaced its cause with ``from None``)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if frames:
+        frame = frames[-1]
+        print(f"pcispy: detail: {type(error).__name__} raised in {frame.name} "
+              f"({frame.filename}:{frame.lineno})", file=sys.stderr)
+    cause, seen = error.__cause__ or error.__context__, set()
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        print(f"pcispy: detail: caused by {type(cause).__name__}: {_one_line(cause)}",
+              file=sys.stderr)
+        cause = cause.__cause__ or cause.__context__
+
+
+def _discard_stdout():
+    """Point standard output at /dev/null, so that the interpreter's last flush at exit
+    does not fail on the closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):
+        pass                             # not a file descriptor (e.g. captured in a test)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

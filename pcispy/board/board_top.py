@@ -1,0 +1,120 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The platform wrapper: :class:`~pcispy.board.top.PCIBoard` on a real FPGA board.
+
+:class:`BoardTop` takes the ``pci`` resource of a platform (pcispy.platform.boards adds it),
+derives clock domain ``pci`` from the PCI clock with its reset from RST#, leaves ``sync``
+to the platform's oscillator, and shows liveness on the LEDs. A passive build's resource
+declares every PCI pin an input, so the pads build no output driver at all.
+
+The UART side channel (:mod:`pcispy.sidechannel`) sits on the platform's ``uart``
+resource (the ULX3S's FTDI USB serial) in both builds: for a passive spy it is the only
+way to reach the board's registers and trace memory.
+"""
+
+from amaranth import ClockDomain, ClockSignal, Module, Signal
+from amaranth.lib import io, wiring
+from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
+
+from pcispy.board.clock_meter import OscillatorGate
+from pcispy.pci.bus import bus_lines
+from pcispy.sidechannel.protocol import DEFAULT_BAUD
+from pcispy.sidechannel.sidechannel import SideChannel
+from pcispy.board.top import PCIBoard
+
+__all__ = ["BoardTop", "LED_MEANING"]
+
+#: What each board LED shows, LED 0 first (documented in docs/wiring.md).
+LED_MEANING = (
+    "PCI clock running (blinks about once a second at 33 MHz)",
+    "RST# asserted",
+    "board oscillator running (blinks, domain sync)",
+    "passive build (no PCI output drivers)",
+    "spy armed, waiting for its trigger",
+    "spy triggered, recording",
+    "spy overrun: records lost since it was armed",
+    "passive mode in force (id.mode.passive)",
+)
+
+
+class BoardTop(wiring.Component):
+    """A board with one PCI slot. No ports: everything is a platform resource.
+
+    Resources used: ``pci`` (subsignals for every line of ``bus_lines(width)``, ``clk`` and
+    ``rst_domain``: RST# on a second pin), ``led`` 0..3, ``uart`` (``rx``, ``tx``: the
+    side channel), and the platform's default clock for domain ``sync``.
+
+    Parameters:
+        passive: the ``pci`` resource is all inputs (a spy that cannot disturb the bus);
+            it is recorded in ``id.config.passive`` by the caller's choice of resource.
+        clock_mhz: nominal PCI clock reported by the board (33 or 66).
+        width: bus width of the slot, 32 or 64 (the resource must have its lines).
+        board: extra keyword arguments of :class:`PCIBoard` (e.g. ``spy_addr_bits``).
+        baud: the side channel's line rate (the divisor is the default clock over it).
+    """
+    def __init__(self, *, passive=False, clock_mhz=33, board=None, width=32,
+                 baud=DEFAULT_BAUD):
+        self.passive = passive
+        self.baud = baud
+        self.width = width
+        self.clock_mhz = clock_mhz
+        self.board_args = dict(board or {})
+        super().__init__({})
+
+    def elaborate(self, platform):
+        m = Module()
+        pins = platform.request("pci", 0, dir="-")
+        ports = {name: getattr(pins, name) for name in bus_lines(self.width)}
+        directions = {port.direction for port in ports.values()}
+        if self.passive and directions != {io.Direction.Input}:
+            raise ValueError("a passive build needs a pci resource whose pins are all inputs")
+
+        # Domain pci: the bus clock; reset asserted with RST# at once, released on the
+        # clock (RST# deasserts asynchronously to CLK; a synchronous release keeps every
+        # flip-flop leaving reset in the same clock).
+        m.submodules.clk_buffer = clk_buffer = io.Buffer("i", pins.clk)
+        m.submodules.rst_buffer = rst_buffer = io.Buffer("i", ~pins.rst_domain)
+        m.domains.pci = ClockDomain("pci", async_reset=True)
+        m.d.comb += ClockSignal("pci").eq(clk_buffer.i)
+        m.submodules.pci_reset = ResetSynchronizer(rst_buffer.i, domain="pci")
+
+        m.submodules.board = board = PCIBoard(self.width, ports, clock_mhz=self.clock_mhz,
+                                              **self.board_args)
+        # The board oscillator gates the meter of the PCI clock (id.clock).
+        m.submodules.clock_gate = clock_gate = OscillatorGate(
+            platform.default_clk_frequency, board.clock_gate_log2)
+        m.d.comb += board.clock_gate.eq(clock_gate.toggle)
+
+        # The UART side channel (sync), reaching the board through its local port.
+        uart = platform.request("uart", 0, dir="-")
+        m.submodules.uart_rx = uart_rx = io.Buffer("i", uart.rx)
+        m.submodules.uart_tx = uart_tx = io.Buffer("o", uart.tx)
+        m.submodules.side_channel = side = SideChannel(
+            round(platform.default_clk_frequency / self.baud))
+        m.d.comb += [side.rx.eq(uart_rx.i), uart_tx.o.eq(side.tx)]
+        wiring.connect(m, side.local, board.local)
+
+        # LEDs (the platform's first eight). They cross no data between domains: a human
+        # watches them.
+        leds = []
+        for i in range(len(LED_MEANING)):
+            m.submodules[f"led_{i}"] = led = io.Buffer("o", platform.request("led", i, dir="-"))
+            leds.append(led)
+        pci_count = Signal(25)
+        m.d.pci += pci_count.eq(pci_count + 1)
+        sync_count = Signal(25)
+        m.d.sync += sync_count.eq(sync_count + 1)
+        # RST# shown from the sync domain, so the LED lights even with no PCI clock.
+        in_reset = Signal()
+        m.submodules.rst_led_sync = FFSynchronizer(rst_buffer.i, in_reset, o_domain="sync")
+        shown = board.indicators
+        m.d.comb += [
+            leds[0].o.eq(pci_count[-1]),
+            leds[1].o.eq(in_reset),
+            leds[2].o.eq(sync_count[-1]),
+            leds[3].o.eq(self.passive),
+            leds[4].o.eq(shown.armed),
+            leds[5].o.eq(shown.triggered),
+            leds[6].o.eq(shown.overrun),
+            leds[7].o.eq(shown.passive),
+        ]
+        return m

@@ -1,0 +1,127 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""DMA data patterns: one declaration per pattern, in gateware and in Python.
+
+A pattern is a sequence of DWORDs indexed from 0 at the start of a DMA pass: DWORD ``n``
+goes to (or is expected from) byte ``4 * n`` of the buffer, whatever the bus width, so a
+64-bit transfer carries DWORDs ``2i`` (AD[31:0]) and ``2i + 1`` (AD[63:32]).
+
+- ``COUNTER``: ``seed + n`` (modulo 2**32).
+- ``LFSR``: the Galois LFSR of :data:`LFSR_TAPS` stepped ``n`` times from ``seed``
+  (seed 0 is refused: the LFSR would stay at 0).
+- ``CONSTANT``: ``seed``.
+- ``TIMESTAMP``: the low 32 bits of the free-running clock counter in the clock the DWORD
+  is offered to the bus (for DMA latency studies; it cannot be predicted, so it cannot be
+  verified).
+
+:class:`PatternGenerator` offers a window of the next :data:`WINDOW` DWORDs and advances by the
+number the consumer took; :func:`pattern_dwords` is the Python reference the host uses to
+fill or check host memory.
+"""
+
+from amaranth import Module, Signal, Mux
+from amaranth.lib import data, enum, wiring
+from amaranth.lib.wiring import In, Out
+
+from pcispy.core.initiator import WDATA_WINDOW
+
+__all__ = ["Pattern", "LFSR_TAPS", "lfsr_step", "pattern_dwords", "PatternGenerator",
+           "WINDOW"]
+
+#: Feedback mask of the 32-bit Galois LFSR (x^32 + x^22 + x^2 + x + 1, maximal length).
+LFSR_TAPS = 0x8020_0003
+
+#: DWORDs the generator offers at once: the initiator's write-data window
+#: (``pci.initiator.WDATA_WINDOW``, which says why it holds that many).
+WINDOW = WDATA_WINDOW
+
+
+class Pattern(enum.Enum, shape=2):
+    COUNTER   = 0
+    LFSR      = 1
+    CONSTANT  = 2
+    TIMESTAMP = 3
+
+    @property
+    def verifiable(self):
+        return self is not Pattern.TIMESTAMP
+
+
+def lfsr_step(state):
+    """One step of the LFSR (Python ints or Amaranth values)."""
+    if isinstance(state, int):
+        return (state >> 1) ^ (LFSR_TAPS if state & 1 else 0)
+    return (state >> 1) ^ Mux(state[0], LFSR_TAPS, 0)
+
+
+def pattern_dwords(pattern, seed, count, start=0):
+    """DWORDs ``start .. start + count - 1`` of ``pattern`` with ``seed``, as a list."""
+    pattern = Pattern(pattern)
+    seed &= 0xFFFF_FFFF
+    if pattern is Pattern.COUNTER:
+        return [(seed + n) & 0xFFFF_FFFF for n in range(start, start + count)]
+    if pattern is Pattern.CONSTANT:
+        return [seed] * count
+    if pattern is Pattern.LFSR:
+        if seed == 0:
+            raise ValueError("the LFSR pattern needs a non-zero seed")
+        state = seed
+        for _ in range(start):
+            state = lfsr_step(state)
+        out = []
+        for _ in range(count):
+            out.append(state)
+            state = lfsr_step(state)
+        return out
+    raise ValueError("the timestamp pattern depends on bus timing and cannot be computed")
+
+
+class PatternGenerator(wiring.Component):
+    """The next :data:`WINDOW` DWORDs of a pattern, advancing by what was taken.
+
+    Ports:
+        pattern (In, Pattern): which sequence.
+        seed (In, 32): its seed (see the module docstring).
+        restart (In, 1): go back to DWORD 0 (takes effect at the clock edge).
+        take (In, 2): DWORDs consumed this clock (0..2).
+        timestamp (In, 32): the free-running clock counter, for ``TIMESTAMP``.
+        window (Out, ArrayLayout(32, WINDOW)): DWORDs ``n .. n + WINDOW - 1`` (``n`` =
+            taken so far).
+    """
+    def __init__(self):
+        super().__init__({
+            "pattern": In(Pattern),
+            "seed": In(32),
+            "restart": In(1),
+            "take": In(2),
+            "timestamp": In(32),
+            "window": Out(data.ArrayLayout(32, WINDOW)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        counter = Signal(32)
+        lfsr = Signal(32)
+        lfsr_states = [lfsr]
+        for _ in range(WINDOW - 1):
+            lfsr_states.append(lfsr_step(lfsr_states[-1]))
+
+        with m.If(self.restart):
+            m.d.pci += [counter.eq(self.seed), lfsr.eq(self.seed)]
+        with m.Else():
+            m.d.pci += counter.eq(counter + self.take)
+            with m.Switch(self.take):
+                for n in (1, 2):
+                    with m.Case(n):
+                        m.d.pci += lfsr.eq(lfsr_states[n])
+
+        for i in range(WINDOW):
+            with m.Switch(self.pattern):
+                with m.Case(Pattern.COUNTER):
+                    m.d.comb += self.window[i].eq(counter + i)
+                with m.Case(Pattern.LFSR):
+                    m.d.comb += self.window[i].eq(lfsr_states[i])
+                with m.Case(Pattern.CONSTANT):
+                    m.d.comb += self.window[i].eq(self.seed)
+                with m.Case(Pattern.TIMESTAMP):
+                    m.d.comb += self.window[i].eq(self.timestamp)
+        return m

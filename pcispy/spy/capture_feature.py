@@ -1,0 +1,586 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Bus capture with the spy, and the ``pcispy capture`` command.
+
+:func:`capture` programs the ``spy`` register block (filters, trigger, pre-trigger depth,
+record count, ring mode), arms, waits while the capture fills (polling ``spy.status`` and
+``spy.count`` every ``poll`` seconds of bus time), then reads the valid records out of
+BAR1 and returns them with the trace metadata of pcispy/spy/tracefile.py; the CLI writes them as a
+``.pcitrace`` file. A stop by the user (Ctrl-C on hardware) or the end of ``duration``
+stops the capture and keeps what it holds.
+
+How long it waits: on hardware, until the capture stops by itself (its count reached, the
+memory full), the end of ``duration``, or Ctrl-C, as an analyzer waits for its trigger
+(the CLI shows the count live meanwhile). In simulation nobody can press Ctrl-C and no
+traffic comes but the scenario's (``--sim=rtc``): without ``duration`` the wait ends after
+``limit`` seconds of simulated bus time (:data:`SIM_WAIT_LIMIT`, ``--sim-limit``), and the
+result says so (``limit_reached``). The CLI then writes what the capture holds when its
+trigger fired and it holds records; otherwise (nothing matched the filters, or the trigger
+never fired) it writes no file and ends with one line saying so, exit status 2.
+
+Filter specs (``--filter``, up to :data:`~pcispy.board.registers.SPY_FILTERS`)::
+
+    [!]WHAT[:VALUE[/MASK]]
+
+``WHAT`` is an address space (``mem``, ``io``, ``cfg``, ``any``) or commands joined with
+``+`` (``IOR+IOW``, ``MW``; the mnemonics of the CSV export); ``VALUE`` the address and
+``MASK`` the address bits compared (default: all of them when a value is given, none
+otherwise); ``!`` makes the comparator exclude what it hits. ``io:0x70/0xfffe`` selects I/O
+cycles to 0x70 and 0x71. Include comparators combine with ``--combine any|all``.
+
+Trigger specs: ``now`` (at arm), ``filter`` (the first transaction the filters select),
+``register`` (a write to the spy's trigger register, e.g. by the software under test),
+``violation[:RULE,...]`` (a protocol violation; all rules, or the named ones).
+
+Protocol violations the board's checker sees are stored as VIOLATION event records among
+the transactions (``--violations``: ``all`` rules, the default, ``none``, or rule names);
+they take room in the memory and count towards ``--count`` like any record. A violation
+trigger fires only on rules that are also recorded.
+
+Traffic the tool itself makes while it waits (its status polls of BAR0) is on the bus and
+is captured like any other: a filter such as ``--filter io`` or an exclude comparator on
+the board's BAR0 keeps it out.
+"""
+
+import asyncio
+import base64
+
+from pcispy.pci.bus import COMMAND_MNEMONICS
+from pcispy.board.registers import SPY_FILTERS
+from pcispy.spy.filters import (ALL_COMMANDS, CONFIG_COMMANDS, IO_COMMANDS,
+                                         MEMORY_COMMANDS, FilterCombine, command_set)
+from pcispy.spy.format import (CaptureMode, RecordKind, TriggerSource, record_bits,
+                                        record_layouts)
+from pcispy.spy.spy import Spy
+from pcispy.spy.trigger import RecorderState
+from pcispy.host.board import Board
+from pcispy.host.command import Command as CliCommand, int_range, positive_seconds, run_feature
+from pcispy.host.errors import PcispyError, RefusedSetting, UsageError
+
+__all__ = ["capture", "start_capture", "wait_capture", "finish_capture", "CaptureCommand",
+           "SIM_WAIT_LIMIT",
+           "SPY_MASTERS", "TRIGGERS", "TRACE_BAR", "ADDRESS_BITS", "FilterSpec",
+           "parse_filter", "parse_trigger", "parse_violations", "check_settings",
+           "trace_metadata", "raw_start_timestamp", "read_trace_memory", "program_filters"]
+
+#: REQ#/GNT# pairs the board's spy records (pcispy/board/top.py builds it with the default).
+SPY_MASTERS = __import__("inspect").signature(Spy).parameters["masters"].default
+#: The BAR the trace memory answers.
+TRACE_BAR = 1
+#: Width of a comparator's address and mask.
+ADDRESS_BITS = 64
+#: Trigger spec keywords and the source each selects.
+TRIGGERS = {"now": TriggerSource.IMMEDIATE, "filter": TriggerSource.FILTER,
+            "register": TriggerSource.REGISTER, "violation": TriggerSource.VIOLATION}
+_SPACES = {"mem": MEMORY_COMMANDS, "io": IO_COMMANDS, "cfg": CONFIG_COMMANDS,
+           "any": ALL_COMMANDS}
+_MNEMONIC = {name: command for command, name in COMMAND_MNEMONICS.items()}
+#: 32-bit words read from BAR1 per transport block read.
+_READ_WORDS = 2048
+#: Seconds of simulated bus time a capture without ``duration`` waits at most in simulation
+#: (3.3 million clocks at 33 MHz: about a hundred clock ticks of the rtc scenario).
+SIM_WAIT_LIMIT = 0.1
+
+
+class FilterSpec(dict):
+    """One comparator's settings: ``enable``, ``exclude``, ``commands``, ``address``,
+    ``mask`` (a dict, so it travels as JSON into the simulator)."""
+
+
+def parse_filter(text):
+    """``[!]WHAT[:VALUE[/MASK]]`` -> :class:`FilterSpec`; a :class:`UsageError` naming the
+    problem otherwise."""
+    spec = text.strip()
+    exclude = spec.startswith("!")
+    spec = spec[1:] if exclude else spec
+    what, _, where = spec.partition(":")
+    what = what.strip()
+    if what.lower() in _SPACES:
+        commands = _SPACES[what.lower()]
+    else:
+        names = [name.strip().upper() for name in what.split("+")]
+        unknown = [name for name in names if name not in _MNEMONIC]
+        if not what or unknown:
+            raise UsageError(f"--filter {text!r}: {', '.join(unknown) or 'nothing'} is not an "
+                             f"address space ({', '.join(_SPACES)}) or a command "
+                             f"({', '.join(sorted(_MNEMONIC))})")
+        commands = command_set(*(_MNEMONIC[name] for name in names))
+    address, mask = 0, 0
+    if where:
+        value, slash, mask_text = where.partition("/")
+        try:
+            address = int(value, 0)
+            mask = int(mask_text, 0) if slash else (1 << ADDRESS_BITS) - 1
+        except ValueError:
+            raise UsageError(f"--filter {text!r}: {where!r} is not VALUE or VALUE/MASK "
+                             "(numbers, e.g. 0x70/0xfffe)") from None
+        for name, number in (("address", address), ("mask", mask)):
+            if not 0 <= number < 1 << ADDRESS_BITS:
+                raise UsageError(f"--filter {text!r}: the {name} does not fit in "
+                                 f"{ADDRESS_BITS} bits")
+    return FilterSpec(enable=1, exclude=int(exclude), commands=commands,
+                      address=address & mask, mask=mask)
+
+
+def _rule_mask(names, context):
+    """Comma-separated checker rule names -> a mask with bit ``rule.id`` set for each."""
+    from pcispy.spy.checker import RULES
+    by_name = {rule.name: rule.id for rule in RULES}
+    mask = 0
+    for name in names.split(","):
+        name = name.strip()
+        if name not in by_name:
+            raise UsageError(f"{context}: no checker rule {name!r} (pcispy check "
+                             "--list-rules)")
+        mask |= 1 << by_name[name]
+    return mask
+
+
+def _every_rule():
+    from pcispy.spy.checker import RULES
+    return (1 << len(RULES)) - 1
+
+
+def parse_violations(text):
+    """``all``, ``none`` or ``RULE,...`` -> the mask of checker rules whose violations the
+    spy records as events."""
+    keyword = text.strip().lower()
+    if keyword == "all":
+        return _every_rule()
+    if keyword == "none":
+        return 0
+    return _rule_mask(text, f"--violations {text!r}")
+
+
+def parse_trigger(text):
+    """``now``, ``filter``, ``register``, ``violation[:RULE,...]`` -> ``(TriggerSource,
+    violation mask)`` (mask: every rule unless named)."""
+    keyword, _, rules = text.strip().partition(":")
+    if keyword.lower() not in TRIGGERS:
+        raise UsageError(f"--trigger {text!r}: give one of {', '.join(TRIGGERS)}")
+    source = TRIGGERS[keyword.lower()]
+    if not rules:
+        return source, _every_rule()
+    if source is not TriggerSource.VIOLATION:
+        raise UsageError(f"--trigger {text!r}: only 'violation' takes rule names")
+    mask = _rule_mask(rules, f"--trigger {text!r}")
+    return source, mask
+
+
+async def program_filters(board, filters, combine="any"):
+    """Write every comparator: ``filters`` (FilterSpec dicts) first, the rest disabled."""
+    if len(filters) > SPY_FILTERS:
+        raise PcispyError(f"{len(filters)} filters given; the spy has {SPY_FILTERS} "
+                          "comparators")
+    for index in range(SPY_FILTERS):
+        spec = filters[index] if index < len(filters) else \
+            FilterSpec(enable=0, exclude=0, commands=ALL_COMMANDS, address=0, mask=0)
+        name = f"spy.filter{index}"
+        await board.write(f"{name}_address_lo", spec["address"] & 0xFFFF_FFFF)
+        await board.write(f"{name}_address_hi", spec["address"] >> 32)
+        await board.write(f"{name}_mask_lo", spec["mask"] & 0xFFFF_FFFF)
+        await board.write(f"{name}_mask_hi", spec["mask"] >> 32)
+        await board.write(f"{name}_control", enable=spec["enable"], exclude=spec["exclude"],
+                          commands=spec["commands"])
+    return FilterCombine[combine.upper()]
+
+
+async def read_trace_memory(transport, start, count, capacity, record_bytes):
+    """``count`` records from index ``start`` (wrapping at ``capacity``) out of BAR1, as
+    bytes in capture order."""
+    words_per_record = record_bytes // 4
+    parts = []
+    index, left = start, count
+    while left:
+        run = min(left, capacity - index, _READ_WORDS // words_per_record)
+        words = await transport.read_block(TRACE_BAR, index * record_bytes,
+                                           run * words_per_record)
+        parts.append(b"".join(word.to_bytes(4, "little") for word in words))
+        index, left = (index + run) % capacity, left - run
+    return b"".join(parts)
+
+
+def raw_start_timestamp(data, record_bytes, trigger_timestamp, width, masters):
+    """The ``start_timestamp`` of a raw capture whose trigger record (the raw record with its
+    ``trigger`` bit) is among ``data``: the time its first delta counts from, so that the
+    trigger record's time (pcispy/spy/tracefile.py ``Trace.times``) is ``trigger_timestamp``. None
+    when no trigger record precedes every time-anchoring event record."""
+    import numpy as np
+    from pcispy.spy.tracefile import Trace
+    trace = Trace({"mode": "raw", "bus_width": width, "masters": masters,
+                   "record_bits": record_bytes * 8, "start_timestamp": 0,
+                   "raw_time_offset": 1}, np.frombuffer(data, dtype=np.uint8))
+    raw_at = trace.indices(RecordKind.RAW)
+    marked = raw_at[trace.columns(RecordKind.RAW, ["trigger"])["trigger"] == 1]
+    anchors = np.flatnonzero((trace.kinds != RecordKind.RAW.value) &
+                             (trace.kinds != RecordKind.EMPTY.value))
+    if not len(marked) or (len(anchors) and anchors[0] < marked[0]):
+        return None
+    return int(trigger_timestamp - trace.times()[marked[0]])
+
+
+def trace_metadata(*, mode, width, masters, clock_mhz, settings, status, start_timestamp,
+                   latency_timer):
+    """The ``.pcitrace`` metadata of a capture (keys: pcispy/spy/tracefile.py)."""
+    mode = CaptureMode(mode)
+    kind = RecordKind.RAW if mode is CaptureMode.RAW else RecordKind.SUMMARY
+    return {
+        "mode": mode.name.lower(), "bus_width": width, "masters": masters,
+        "clock_mhz": clock_mhz, "record_bits": record_bits(mode),
+        "record_layout": type(record_layouts(width, masters)[kind]).__name__,
+        "capture": settings, "overruns": status["overruns"], "lost": status["lost"],
+        "start_timestamp": start_timestamp,
+        # Raw records are pushed one clock after the bus clock they hold.
+        "raw_time_offset": 1 if mode is CaptureMode.RAW else 0,
+        "latency_timer": latency_timer,
+    }
+
+
+async def _status(board):
+    fields = await board.fields("spy.status")
+    return {"state": RecorderState(fields["state"]).name.lower(), "done": fields["done"],
+            "count": await board.read("spy.count")}
+
+
+#: The limits of the numeric settings: (CLI option, highest value + 1).
+_LIMITS = {"pre": ("--pre", 1 << 32), "count": ("--count", 1 << 32),
+           "latency_timer": ("--latency-timer", 256)}
+
+
+def check_settings(*, mode, filters, combine, trigger, pre, count, latency_timer,
+                   violations="all", ring=False, duration=None):
+    """Refuse settings the spy cannot honour: one :class:`UsageError` naming the option as
+    the CLI spells it. Return the comparator settings, the trigger source and the violation
+    mask (the rules recorded, and the rules a violation trigger fires on: the board has one
+    mask for both)."""
+    if mode not in ("raw", "summary"):
+        raise UsageError(f"--mode {mode!r}: give 'raw' or 'summary'")
+    specs = [parse_filter(f) if isinstance(f, str) else FilterSpec(f) for f in filters]
+    if len(specs) > SPY_FILTERS:
+        raise UsageError(f"{len(specs)} --filter options given; the spy has {SPY_FILTERS} "
+                         "comparators")
+    source, trigger_mask = parse_trigger(trigger)
+    violation_mask = trigger_mask & parse_violations(violations)
+    if source is TriggerSource.VIOLATION and not violation_mask:
+        raise UsageError(f"--trigger {trigger!r} with --violations {violations!r}: no rule "
+                         "is left to trigger on")
+    if combine.lower() not in ("any", "all"):
+        raise UsageError(f"--combine {combine!r}: give 'any' or 'all'")
+    for name, value in (("pre", pre), ("count", count), ("latency_timer", latency_timer)):
+        option, top = _LIMITS[name]
+        if not 0 <= value < top:
+            raise UsageError(f"{option} {value}: give 0..{top - 1}")
+    if duration is not None and not 0 < duration < float("inf"):
+        raise UsageError(f"--duration {duration}: give a positive number of seconds")
+    if ring and source is TriggerSource.IMMEDIATE and not count and duration is None:
+        raise UsageError("a --ring capture triggered 'now' never stops by itself: give "
+                         "--count or --duration")
+    return specs, source, violation_mask
+
+
+async def start_capture(transport, *, mode="summary", filters=(), combine="any",
+                        trigger="now", pre=0, count=0, ring=False, idle_compress=True,
+                        raw_select=False, latency_timer=0, violations="all", duration=None):
+    """Check the settings, program the spy and arm it (parameters as :func:`capture`;
+    ``duration`` is only checked here: a ring capture triggered at once needs it or
+    ``count``). Returns the run's state for :func:`wait_capture` and
+    :func:`finish_capture`."""
+    specs, source, violation_mask = check_settings(mode=mode, filters=filters,
+                                                   combine=combine, trigger=trigger, pre=pre,
+                                                   count=count, latency_timer=latency_timer,
+                                                   violations=violations, ring=ring,
+                                                   duration=duration)
+    board = Board(transport)
+    identity = await board.identify()
+    capture_mode = CaptureMode[mode.upper()]
+    await board.write("spy.control", stop=1)
+    combine_value = await program_filters(board, specs, combine.lower())
+    await board.write("spy.config", mode=capture_mode.value, source=source.value,
+                      ring=int(bool(ring)), idle_compress=int(bool(idle_compress)),
+                      raw_select=int(bool(raw_select)), combine=combine_value.value,
+                      latency_timer=latency_timer)
+    await board.write("spy.pre", pre)
+    await board.write("spy.post", count)
+    await board.write("spy.violation_mask_lo", violation_mask & 0xFFFF_FFFF)
+    await board.write("spy.violation_mask_hi", violation_mask >> 32)
+    arm_time = await board.read64("irq.now")
+    await board.write("spy.control", arm=1)
+    if (await board.fields("spy.status"))["pre_error"]:
+        capacity = await board.read("spy.capacity")
+        raise RefusedSetting(f"--pre {pre}: the trace memory holds {capacity} {mode} records; "
+                             f"keep fewer than that before the trigger")
+    settings = {"filters": [dict(s) for s in specs], "combine": combine.lower(),
+                "trigger": trigger, "pre": pre, "count": count, "ring": bool(ring),
+                "idle_compress": bool(idle_compress), "raw_select": bool(raw_select),
+                "latency_timer": latency_timer, "violations": violations,
+                "duration": duration}
+    return {"board": board, "identity": identity, "mode": capture_mode,
+            "settings": settings, "arm_time": arm_time,
+            "capacity": await board.read("spy.capacity")}
+
+
+async def wait_capture(run, *, duration=None, poll=0.0005, progress=None):
+    """Poll until the capture stops by itself, ``duration`` seconds (bus time) pass, or the
+    user interrupts (Ctrl-C). Returns ``(interrupted, timed_out)``."""
+    board = run["board"]
+    clock_hz = run["identity"]["clock_hz"]
+    waited = 0.0
+    try:
+        while True:
+            status = await _status(board)
+            if progress is not None:
+                progress(status["count"], run["capacity"], status["state"])
+            if status["state"] == "done":
+                return False, False
+            if duration is not None and waited >= duration:
+                return False, True
+            step = poll if duration is None else min(poll, duration - waited)
+            await board.transport.sleep(max(step, 1 / clock_hz))
+            waited += step
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        return True, False
+
+
+async def finish_capture(run, *, interrupted=False, timed_out=False):
+    """Stop the capture (if it still runs), wait for its last records, read them out of
+    BAR1. Returns the result of :func:`capture`."""
+    board = run["board"]
+    transport = board.transport
+    clock_hz = run["identity"]["clock_hz"]
+    await board.write("spy.control", stop=1)
+    while not (await board.fields("spy.status"))["done"]:
+        await transport.sleep(16 / clock_hz)
+    status = {name: await board.read(f"spy.{name}")
+              for name in ("capacity", "start", "count", "trigger_index", "lost", "overruns")}
+    status["state"] = RecorderState((await board.fields("spy.status"))["state"]).name.lower()
+    status["trigger_timestamp"] = await board.read64("spy.trigger_time")
+    # The timestamp counts from reset, so a trigger never fires at time 0.
+    status["triggered"] = status["trigger_timestamp"] != 0
+    capture_mode = run["mode"]
+    width = 64 if run["identity"]["config.bus_width"] else 32
+    record_bytes = record_bits(capture_mode) // 8
+    data = await read_trace_memory(transport, status["start"], status["count"],
+                                   status["capacity"], record_bytes)
+    start_timestamp, time_base = run["arm_time"], "arm"
+    if capture_mode is CaptureMode.RAW:
+        anchored = raw_start_timestamp(data, record_bytes, status["trigger_timestamp"],
+                                       width, SPY_MASTERS)
+        if anchored is not None:
+            start_timestamp, time_base = anchored, "trigger"
+    settings = dict(run["settings"], time_base=time_base,
+                    trigger_timestamp=status["trigger_timestamp"],
+                    trigger_index=status["trigger_index"], triggered=status["triggered"],
+                    interrupted=interrupted, timed_out=timed_out)
+    metadata = trace_metadata(mode=capture_mode, width=width, masters=SPY_MASTERS,
+                              clock_mhz=run["identity"]["clock_mhz"],
+                              settings=settings, status=status,
+                              start_timestamp=max(0, start_timestamp),
+                              latency_timer=run["settings"]["latency_timer"])
+    return {"metadata": metadata, "records": base64.b64encode(data).decode(),
+            "records_count": len(data) // record_bytes, "status": status,
+            "interrupted": interrupted, "timed_out": timed_out}
+
+
+async def capture(transport, *, mode="summary", filters=(), combine="any", trigger="now",
+                  pre=0, count=0, ring=False, idle_compress=True, raw_select=False,
+                  latency_timer=0, violations="all", duration=None, poll=0.0005,
+                  progress=None, limit=None):
+    """Capture bus traffic with the spy and read it back.
+
+    Parameters: ``mode`` ``"raw"`` or ``"summary"``; ``filters`` filter specs (strings
+    for :func:`parse_filter`, or FilterSpec dicts); ``combine`` ``"any"``/``"all"``;
+    ``trigger`` a trigger spec (:func:`parse_trigger`); ``pre`` pre-trigger records kept;
+    ``count`` post-trigger records before it stops (0: when memory is full, or never in
+    ring mode); ``ring`` overwrite the oldest records after the trigger; ``idle_compress``
+    and ``raw_select`` (raw mode: leave out idle clocks; keep only clocks of the
+    transactions the filters select); ``latency_timer`` the masters' Latency Timer (to
+    classify endings); ``violations`` the checker rules whose violations are stored as
+    events (:func:`parse_violations`); ``duration`` seconds of bus time to wait at most
+    (None: until the capture stops by itself, in simulation at most ``limit`` seconds of
+    bus time, default :data:`SIM_WAIT_LIMIT`); ``poll`` seconds between status polls;
+    ``progress`` an optional ``callable(count, capacity, state)`` (in-process transports
+    only).
+
+    Returns ``{"metadata": ..., "records": base64 of the records in capture order,
+    "records_count", "status": {...}, "interrupted": bool, "timed_out": bool,
+    "limit_reached": bool, "limit": seconds or None}`` (``timed_out``: the wait ended by
+    ``duration`` or the limit; ``limit_reached``: by the simulation's limit).
+    """
+    run = await start_capture(transport, mode=mode, filters=filters, combine=combine,
+                              trigger=trigger, pre=pre, count=count, ring=ring,
+                              idle_compress=idle_compress, raw_select=raw_select,
+                              latency_timer=latency_timer, violations=violations,
+                              duration=duration)
+    # In simulation nothing else ends a wait: the simulated bus time bounds it.
+    bound = None
+    if duration is None and transport.kind == "sim":
+        bound = SIM_WAIT_LIMIT if limit is None else limit
+        if not 0 < bound < float("inf"):
+            raise UsageError(f"--sim-limit {bound}: give a positive number of seconds")
+    interrupted, timed_out = await wait_capture(
+        run, duration=duration if bound is None else bound, poll=poll, progress=progress)
+    result = await finish_capture(run, interrupted=interrupted, timed_out=timed_out)
+    return dict(result, limit_reached=timed_out and bound is not None, limit=bound)
+
+
+class CaptureCommand(CliCommand):
+    name = "capture"
+    help = "capture bus traffic with the spy (raw clocks or transaction summaries) into a " \
+           ".pcitrace file"
+    examples = (
+        "pcispy --sim=rtc capture --filter io:0x70/0xfffe --count 40 -o rtc.pcitrace",
+        "pcispy --sim=rtc capture --filter io:0x70/0xfffe --violations none --count 40 "
+        "-o rtc-only.pcitrace",
+        "pcispy capture --mode raw --trigger filter --filter MW:0x80000000/0xffff0000 "
+        "--pre 64 --count 512 -o burst.pcitrace",
+        "pcispy capture --trigger register --filter '!mem:0xf0000000/0xfffff000' -o run.pcitrace",
+        "pcispy capture --trigger violation --mode raw --pre 200 --count 200 -o bad.pcitrace",
+        "pcispy decode rtc.pcitrace",
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--mode", choices=("raw", "summary"), default="summary",
+                            help="raw: every bus clock; summary: one record per transaction "
+                                 "(default)")
+        parser.add_argument("--filter", action="append", default=[], metavar="SPEC",
+                            help="[!]WHAT[:VALUE[/MASK]]: WHAT is mem, io, cfg, any or "
+                                 "commands joined by + (MR+MW); ! excludes; repeat for up "
+                                 f"to {SPY_FILTERS} comparators")
+        parser.add_argument("--combine", choices=("any", "all"), default="any",
+                            help="how include filters combine (default any)")
+        parser.add_argument("--trigger", default="now", metavar="SPEC",
+                            help="now (default), filter, register, or violation[:RULE,...]")
+        parser.add_argument("--violations", default="all", metavar="RULES",
+                            help="protocol violations stored as event records among the "
+                                 "transactions: all (default), none, or rule names joined "
+                                 "by commas (pcispy check --list-rules)")
+        parser.add_argument("--pre", type=int_range(0, (1 << 32) - 1), default=0,
+                            metavar="N",
+                            help="records kept from before the trigger (default 0)")
+        parser.add_argument("--count", type=int_range(0, (1 << 32) - 1), default=0,
+                            metavar="N",
+                            help="stop after N records from the trigger on (default 0: when "
+                                 "the memory is full)")
+        parser.add_argument("--ring", action="store_true",
+                            help="after the trigger, overwrite the oldest records until "
+                                 "--count or a stop")
+        parser.add_argument("--no-idle-compress", action="store_true",
+                            help="raw mode: store idle clocks too")
+        parser.add_argument("--select", action="store_true",
+                            help="raw mode: store only the clocks of transactions the "
+                                 "filters select")
+        parser.add_argument("--latency-timer", type=int_range(0, 255), default=0,
+                            metavar="CLOCKS",
+                            help="the masters' Latency Timer, to classify its endings "
+                                 "(default 0: none)")
+        parser.add_argument("--duration", type=positive_seconds, metavar="SECONDS",
+                            help="wait at most this long (bus time), then stop and keep "
+                                 "what was captured")
+        parser.add_argument("--sim-limit", type=positive_seconds, metavar="SECONDS",
+                            help="in simulation, without --duration: the simulated bus time "
+                                 f"to wait at most (default {SIM_WAIT_LIMIT}); if by then "
+                                 "the trigger has not fired or nothing matched, no file is "
+                                 "written and the exit status is 2 (on hardware the capture "
+                                 "waits until it stops by itself or Ctrl-C)")
+        parser.add_argument("-o", "--output", required=True, metavar="FILE",
+                            help="the .pcitrace file to write")
+
+    def run(self, args, out):
+        from pcispy.spy.tracefile import write_trace
+        arguments = dict(mode=args.mode, filters=args.filter, combine=args.combine,
+                         trigger=args.trigger, pre=args.pre, count=args.count,
+                         ring=args.ring, idle_compress=not args.no_idle_compress,
+                         raw_select=args.select, latency_timer=args.latency_timer,
+                         violations=args.violations, duration=args.duration)
+        # Bad settings end here with the usage line, before any board or simulator starts.
+        check_settings(**{k: arguments[k] for k in ("mode", "filters", "combine", "trigger",
+                                                    "pre", "count", "latency_timer",
+                                                    "violations", "ring", "duration")})
+        if args.sim_limit is not None:
+            if args.sysfs is not None or args.uart is not None:
+                raise UsageError("--sim-limit bounds a capture in simulation; on hardware "
+                                 "give --duration (or stop it with Ctrl-C)")
+            arguments["limit"] = args.sim_limit
+        result = _run_with_progress(args, arguments)
+        if result.get("limit_reached"):
+            _refuse_empty(result, args)
+        try:
+            write_trace(args.output, base64.b64decode(result["records"]), result["metadata"])
+        except OSError as error:
+            raise PcispyError(f"cannot write {args.output}: {error.strerror}") from None
+        result = {key: value for key, value in result.items() if key != "records"}
+        result["output"] = args.output
+        if not args.json:
+            status = result["status"]
+            how = ("interrupted" if result["interrupted"] else
+                   f"stopped after {result['limit']} s of simulated bus time (--sim-limit)"
+                   if result.get("limit_reached") else
+                   "stopped at the end of --duration" if result["timed_out"] else status["state"])
+            out.write(f"{args.output}: {result['records_count']} {args.mode} records "
+                      f"({how}; {'triggered' if status['triggered'] else 'not triggered'}"
+                      f", {status['lost']} lost in {status['overruns']} overruns)\n")
+        return result
+
+
+def _observed(result):
+    """Records of a capture result that show the bus: all but the trigger's own mark (a
+    TRIGGER event, or the raw record of the arm clock a trigger 'now' stores) and WRAP
+    time bases."""
+    import numpy as np
+    from pcispy.spy.tracefile import parse_trace, trace_bytes
+    trace = parse_trace(trace_bytes(base64.b64decode(result["records"]), result["metadata"]))
+    marks = np.zeros(len(trace), dtype=bool)
+    raw_at = trace.indices(RecordKind.RAW)
+    marks[raw_at] = trace.columns(RecordKind.RAW, ["trigger"])["trigger"] == 1
+    ignored = np.isin(trace.kinds, [RecordKind.TRIGGER.value, RecordKind.WRAP.value])
+    return int(np.count_nonzero(~marks & ~ignored))
+
+
+def _refuse_empty(result, args):
+    """A simulated capture the limit ended: nothing useful unless its trigger fired and it
+    holds records of the bus. One line says what did not happen within that time (exit
+    2)."""
+    status = result["status"]
+    observed = _observed(result)
+    if status["triggered"] and observed:
+        return
+    waited = (f"within {result['limit']} s of simulated bus time "
+              f"({round(result['limit'] * result['metadata']['clock_mhz'] * 1e6)} clocks)")
+    if not status["triggered"]:
+        what = (f"the trigger ({args.trigger}) did not fire {waited}; the capture held "
+                f"{observed} pre-trigger records")
+    else:
+        what = f"nothing matched the filters {waited}: the capture holds no records"
+    raise PcispyError(f"{what}; no file written (--sim-limit SECONDS waits longer; "
+                      "--sim=rtc has traffic of its own)")
+
+
+def _run_with_progress(args, arguments):
+    """Run the capture feature with a progress display on a terminal: on hardware (every
+    in-process transport: --sysfs, --uart) the live record count and state, named after the
+    board it runs on; in simulation a spinner naming the bound of its wait."""
+    import sys
+    if not sys.stderr.isatty() or args.json:
+        return run_feature(args, capture, **arguments)
+    from rich.progress import Progress
+    label, live = _progress_label(args, arguments)
+    with Progress(transient=True) as bar:
+        task = bar.add_task(label, total=None)
+        if live:
+            def progress(count, capacity, state):
+                bar.update(task, completed=count, total=capacity,
+                           description=f"{label} ({state})")
+            arguments = dict(arguments, progress=progress)
+        return run_feature(args, capture, **arguments)
+
+
+def _progress_label(args, arguments):
+    """``(label, live)``: what the progress display says, and whether the feature can report
+    its count as it goes (it runs in this process on hardware, in the simulator's
+    otherwise)."""
+    if args.sysfs is not None:
+        return f"capturing on the board at {args.sysfs} (Ctrl-C stops)", True
+    if args.uart is not None:
+        return f"capturing on the board over {args.uart} (Ctrl-C stops)", True
+    waits = (f"{arguments['duration']} s" if arguments.get("duration") is not None else
+             f"at most {arguments.get('limit') or SIM_WAIT_LIMIT} s")
+    return f"capturing in the simulator ({waits} of bus time)", False

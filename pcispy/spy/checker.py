@@ -1,0 +1,539 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The PCI protocol checker: watches the resolved bus and flags every broken rule.
+
+The checker is a passive, synthesizable monitor. It sees only line levels (a spy cannot tell
+who drives a line; two drivers on one line are the simulated resolver's business), follows
+each transaction clock by clock, and evaluates every rule of :data:`RULES` on every clock.
+Per rule it keeps a sticky flag and a saturating counter; it remembers which rule broke
+first and at which cycle, logs the first :data:`LOG_DEPTH` clocks with a violation (cycle,
+every rule broken in that clock, the master of the transaction), and it pulses
+:attr:`ProtocolChecker.violation` in the clock of the offending bus sample so that the spy
+can trigger on it.
+
+The rule list is data, declared in :mod:`pcispy.pci.rules`. :data:`RULES` holds
+one :class:`Rule` per check (``id`` is the bit of the violation vector and the counter
+index); the gateware builds one condition per rule name and refuses to elaborate if a rule
+has no condition (or a condition no rule), and the host prints the same tuple (``pcispy
+check --list-rules``).
+
+Clock numbering used in the descriptions: the (last) address phase of a transaction is
+clock 1, so fast DEVSEL# is clock 2, medium 3, slow 4 and subtractive 5. For a Dual Address
+Cycle the numbering starts again at the second address phase. A latency of N clocks means
+the response is sampled N clocks after its reference clock; a rule fires at the first clock
+at which the limit is certainly exceeded.
+"""
+
+from amaranth.hdl import C, Cat, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+from amaranth.utils import bits_for
+
+from pcispy.core.logic import bottom_bit
+from pcispy.pci.bus import BusState, Command
+from pcispy.pci.rules import LATENCY_RULES, RULES, RULES_BY_NAME, Rule
+
+__all__ = ["Rule", "RULES", "RULES_BY_NAME", "LATENCY_RULES", "COUNT_WIDTH", "LOG_DEPTH",
+           "NO_MASTER", "ProtocolChecker"]
+
+
+#: Default bits of each rule's saturating violation counter (the width check.count shows).
+COUNT_WIDTH = 16
+
+#: Entries of the violation log: the first this many clocks with a violation since the
+#: last clear are kept; later ones are only flagged and counted.
+LOG_DEPTH = 16
+#: ``log_master`` when the master is not known (no transaction in progress, no single
+#: GNT# before its address phase, or the checker does not see every GNT#).
+NO_MASTER = 7
+
+# Limits in clocks (PCI LB 3.0 §3.5).
+_TARGET_INITIAL_LIMIT = 16
+_BRIDGE_INITIAL_LIMIT = 32
+_SUBSEQUENT_LIMIT = 8
+_INITIATOR_LIMIT = 8
+_SUBTRACTIVE_CLOCK = 5   # the last clock at which DEVSEL# may first be sampled asserted
+# Bus parking (§3.4.3): the parked agent drives AD and C/BE# within 8 clocks of the first
+# idle clock with its GNT#, PAR one clock later; PAR covers the clock before, so from the
+# 10th clock of the run on PAR must be right.
+_PARKED_DRIVE_LIMIT = 8
+_PARKED_CHECK_CLOCK = _PARKED_DRIVE_LIMIT + 2
+
+_MEMORY_COMMANDS = tuple(c for c in Command if c.is_memory)
+_READ_COMMANDS = tuple(c for c in Command if c.is_read)
+# Data flows from the initiator: every defined command that is not a read (the Special
+# Cycle's message is written), except DAC, which only announces the second address phase.
+_WRITE_COMMANDS = tuple(c for c in Command
+                        if not (c.is_read or c.is_reserved or c is Command.DUAL_ADDRESS))
+_RESERVED_COMMANDS = tuple(c for c in Command if c.is_reserved)
+_IO_COMMANDS = tuple(c for c in Command if c.is_io)
+_CONFIG_COMMANDS = tuple(c for c in Command if c.is_config)
+
+
+def _is_one_of(code, commands):
+    """1 when the 4-bit command ``code`` is one of ``commands``."""
+    return Cat(*(code == c.value for c in commands)).any()
+
+
+def _saturating_increment(counter):
+    return Mux(counter == (1 << len(counter)) - 1, counter, counter + 1)
+
+
+class ProtocolChecker(wiring.Component):
+    """Checks every rule of :data:`RULES` on the sampled bus, every clock (domain ``sync``).
+
+    Parameters:
+        width: bus width, 32 or 64 (the 64-bit rules never fire on a 32-bit bus).
+        masters: bits of ``bus.req``/``bus.gnt``.
+        arbiter_visible: ``bus.gnt`` holds the GNT# of *every* master on the bus (the
+            simulated system); the arbitration rules are evaluated only then, the log
+            names masters only then, and ``busy_bus_start`` then also tells a fast
+            back-to-back start by another master. A board in a slot sees its own GNT#
+            only and leaves this False (``parked_bus_parity`` then checks the board's own
+            parking).
+        count_width: bits of each rule's saturating counter.
+
+    Ports:
+        bus (In, :class:`BusState`): the resolved bus of this clock, inside-level.
+        rule_enable (In, n_rules): bit ``id`` enables rule ``id`` (reset: all enabled). A
+            disabled rule neither pulses, nor flags, nor counts.
+        clear (In, 1): clears flags, counters, ``any``, the first-violation record and the
+            violation log. It takes precedence over violations in the same clock.
+        violation (Out, n_rules): rules broken by this clock's bus sample (combinational
+            from ``bus``; the clock the spy should trigger on).
+        flags (Out, n_rules): sticky per-rule flags.
+        any (Out, 1): sticky, some rule was broken since the last ``clear``.
+        first_rule (Out, range(n_rules)): id of the first broken rule (the lowest id when
+            several broke in that clock); valid while ``any``.
+        first_cycle (Out, 32): value of ``cycle`` at the first violation; valid while ``any``.
+        cycle (Out, 32): free-running clock counter (0 at the first clock after reset,
+            wraps), the timebase of ``first_cycle``.
+        count_index (In, bits_for(n_rules - 1)): which rule's counter to read.
+        count (Out, count_width): that counter, registered (valid the clock after
+            ``count_index``); reads 0 when ``count_index`` names no rule.
+        count_index_error (Out, 1): ``count_index`` names no rule (the read is refused).
+        log_index (In, range(LOG_DEPTH)): which violation-log entry to read.
+        log_entries (Out, range(LOG_DEPTH + 1)): entries stored since the last ``clear``.
+            One entry is stored per clock in which an enabled rule broke, while fewer than
+            :data:`LOG_DEPTH` are stored; later violations are only flagged and counted.
+            ``clear`` empties the log (and wins over a violation in the same clock).
+        log_cycle (Out, 32): ``cycle`` of entry ``log_index``.
+        log_rules (Out, n_rules): the violation vector of that clock (every enabled rule
+            broken in it).
+        log_master (Out, 3): with ``arbiter_visible``, the index of the master whose GNT#
+            alone was asserted in the clock before the address phase of the transaction
+            in progress in that clock (the address phase's own clock included);
+            :data:`NO_MASTER` when there was none, or no single GNT#, or without
+            ``arbiter_visible``.
+            The three are registered: valid the clock after ``log_index``, as of the end
+            of the clock ``log_index`` was presented in (a violation logged in that clock
+            included). An index at or beyond ``log_entries`` reads cycle 0, rules 0 and
+            :data:`NO_MASTER`.
+    """
+
+    def __init__(self, width=32, masters=1, *, arbiter_visible=False, count_width=COUNT_WIDTH):
+        if width not in (32, 64):
+            raise ValueError(f"PCI bus width must be 32 or 64, not {width!r}")
+        if masters < 1:
+            raise ValueError(f"masters must be at least 1, not {masters!r}")
+        if count_width < 1:
+            raise ValueError(f"count_width must be at least 1, not {count_width!r}")
+        self.width = width
+        self.masters = masters
+        self.arbiter_visible = arbiter_visible
+        self.count_width = count_width
+        n_rules = len(RULES)
+        super().__init__({
+            "bus":               In(BusState(width, masters)),
+            "rule_enable":       In(n_rules, init=(1 << n_rules) - 1),
+            "clear":             In(1),
+            "violation":         Out(n_rules),
+            "flags":             Out(n_rules),
+            "any":               Out(1),
+            "first_rule":        Out(range(n_rules)),
+            "first_cycle":       Out(32),
+            "cycle":             Out(32),
+            "count_index":       In(bits_for(n_rules - 1)),
+            "count":             Out(count_width),
+            "count_index_error": Out(1),
+            "log_index":         In(range(LOG_DEPTH)),
+            "log_entries":       Out(range(LOG_DEPTH + 1)),
+            "log_cycle":         Out(32),
+            "log_rules":         Out(n_rules),
+            "log_master":        Out(3, init=NO_MASTER),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        wide = self.width == 64
+        bus = self.bus
+        prev = Signal(BusState(self.width, self.masters))  # the bus one clock earlier
+        m.d.sync += prev.eq(bus)
+
+        # --- transaction tracking -------------------------------------------------------
+        in_txn = Signal()       # a transaction started before this clock and has not ended
+        dac_second = Signal()   # the previous clock was the first address phase of a DAC
+        t_prev = Signal(6)      # clock number (address phase = 1) of the previous clock
+        cmd = Signal(4)         # command of the transaction (of the last address phase)
+        addr_lo = Signal(2)     # AD[1:0] of the first address phase
+        claimed = Signal()      # DEVSEL# was asserted at an earlier clock of this transaction
+        moved = Signal()        # a data word moved earlier in this transaction
+        stopped = Signal()      # a data phase completed with STOP# earlier
+        first_phase = Signal()  # no data phase has completed yet
+        req64_txn = Signal()    # REQ64# was asserted with the address phase
+        stop_hold = Signal()    # previous clock: a phase completed with STOP#, FRAME# still on
+        pend_i = Signal()       # previous clock: IRDY# asserted, data phase not completed
+        pend_t = Signal()       # previous clock: TRDY#/STOP# asserted, waiting for IRDY#
+        tgt_resp = Signal()     # the target answered (TRDY#/STOP#) in this data phase
+        tgt_wait = Signal(6)    # clocks of this data phase without an answer, so far
+        ini_resp = Signal()     # IRDY# was asserted in this data phase
+        ini_wait = Signal(6)    # clocks of this data phase without IRDY#, so far
+        prev_final = Signal()   # previous clock: the final data phase of a transaction
+                                # completed (the one clock a fast back-to-back may follow)
+        txn_gnt = Signal(self.masters)  # GNT# in the clock before the (last) transaction's
+                                        # address phase: who started it, if one bit is set
+        txn_master = Signal(3, init=NO_MASTER)  # the same as an index, for the log
+
+        live = ~bus.rst & ~prev.rst  # rules other than the reset rule look at running buses
+
+        addr_phase = ~in_txn & bus.frame           # first (or only) address phase
+        addr2 = in_txn & dac_second                # second address phase of a DAC
+        data_clk = in_txn & ~dac_second            # a clock of the data phases
+        is_dac = bus.cbe == Command.DUAL_ADDRESS.value
+        last_addr = (addr_phase & ~is_dac) | addr2
+
+        t = Signal(6)           # clock number of this clock
+        with m.If(last_addr):
+            m.d.comb += t.eq(1)
+        with m.Elif(addr_phase):
+            m.d.comb += t.eq(0)
+        with m.Else():
+            m.d.comb += t.eq(_saturating_increment(t_prev))
+
+        answered = bus.trdy | bus.stop
+        complete = data_clk & bus.irdy & answered  # a data phase completes at this clock
+        xfer = data_clk & bus.irdy & bus.trdy      # a data word moves at this clock
+        final = complete & ~bus.frame
+        released = in_txn & ~bus.frame & ~bus.irdy  # bus let go (master abort, or broken)
+        ongoing = (addr_phase | in_txn) & ~final & ~released & ~bus.rst
+
+        is_read = _is_one_of(cmd, _READ_COMMANDS)
+        is_write = _is_one_of(cmd, _WRITE_COMMANDS)
+        is_memory = _is_one_of(cmd, _MEMORY_COMMANDS)
+        ack64 = bus.ack64 if wide else C(0)
+        req64 = bus.req64 if wide else C(0)
+
+        tgt_wait_now = Mux(data_clk & ~answered & ~tgt_resp,
+                           _saturating_increment(tgt_wait), tgt_wait)
+        ini_wait_now = Mux(data_clk & ~bus.irdy & ~ini_resp,
+                           _saturating_increment(ini_wait), ini_wait)
+        tgt_silent = data_clk & ~answered & ~tgt_resp & bus.devsel
+        ini_silent = data_clk & ~bus.irdy & ~ini_resp
+
+        new_phase = last_addr | addr_phase | complete
+        m.d.sync += [
+            in_txn.eq(ongoing),
+            dac_second.eq(addr_phase & is_dac & ongoing),
+            t_prev.eq(t),
+            claimed.eq(ongoing & (claimed | (in_txn & bus.devsel))),
+            moved.eq(ongoing & (moved | xfer)),
+            stopped.eq(ongoing & (stopped | (complete & bus.stop))),
+            first_phase.eq(ongoing & Mux(addr_phase, 1, first_phase & ~complete)),
+            req64_txn.eq(ongoing & Mux(addr_phase, req64, req64_txn)),
+            stop_hold.eq(ongoing & complete & bus.stop),
+            pend_i.eq(ongoing & data_clk & bus.irdy & ~complete),
+            pend_t.eq(ongoing & data_clk & answered & ~bus.irdy),
+            tgt_resp.eq(~new_phase & (tgt_resp | (data_clk & answered))),
+            tgt_wait.eq(Mux(new_phase, 0, tgt_wait_now)),
+            ini_resp.eq(~new_phase & (ini_resp | (data_clk & bus.irdy))),
+            ini_wait.eq(Mux(new_phase, 0, ini_wait_now)),
+        ]
+        m.d.sync += prev_final.eq(final & ~bus.rst)
+        with m.If(last_addr):
+            m.d.sync += cmd.eq(bus.cbe)
+        with m.If(addr_phase):
+            m.d.sync += addr_lo.eq(bus.ad[:2])
+
+        # --- who owns the transaction (only a checker that sees every GNT# can tell) -----
+        if self.arbiter_visible:
+            starter = _master_index(prev.gnt, self.masters)
+            with m.If(bus.rst):
+                m.d.sync += [txn_gnt.eq(0), txn_master.eq(NO_MASTER)]
+            with m.Elif(addr_phase):
+                m.d.sync += [txn_gnt.eq(prev.gnt), txn_master.eq(starter)]
+            master_now = Mux(addr_phase, starter, Mux(in_txn, txn_master, NO_MASTER))
+            # A master other than the one that started the last transaction holds GNT#.
+            other_granted = (prev.gnt.any() & txn_gnt.any() & ~(prev.gnt & txn_gnt).any())
+        else:
+            master_now = C(NO_MASTER, 3)
+            other_granted = C(0)
+
+        # --- parity pipeline: PAR covers the AD/C/BE# of the previous clock --------------
+        chk_addr = Signal()
+        chk_wdata = Signal()
+        chk_rdata = Signal()
+        chk_64 = Signal()
+        par_wrong = bus.par != (prev.ad.xor() ^ prev.cbe.xor())
+        par64_wrong = (bus.par64 != (prev.ad_hi.xor() ^ prev.cbe_hi.xor())) if wide else C(0)
+        m.d.sync += [
+            chk_addr.eq(addr_phase | addr2),
+            chk_wdata.eq(xfer & is_write),
+            chk_rdata.eq(xfer & is_read),
+            chk_64.eq(xfer & ack64 & req64_txn),
+        ]
+
+        # --- PERR# (§3.7.4.1) ------------------------------------------------------------
+        # The receiver of data reports a parity error on PERR#. Data is valid on AD in a
+        # data-phase clock in which its sender is ready: IRDY# on a write, TRDY# on a read
+        # (whether or not the other side is ready; neither may withdraw it before the phase
+        # completes). PAR covering it is on the bus the clock after, so the earliest clock
+        # for PERR# is two after the data was valid. Clock by clock, for data valid at k:
+        #   k      data valid (data_valid)
+        #   k + 1  PAR covers it: whether it was wrong is known (data_bad)
+        #   k + 2  PERR# may be asserted for it: perr_timing asks for valid data at k,
+        #          perr_without_parity_error for wrong parity at k + 1.
+        # A phase that completes at k (no wait states after its data was valid) is
+        # reported at k + 2, one clock. A phase still open at k (data valid, not complete:
+        # the other side waits) may be reported early, at any clock from k + 2, but PERR#
+        # must then stay asserted until two clocks after the phase completes, at c:
+        # PERR# at q - 1 for the data of q - 3, whose phase was still open at q - 3, means
+        # PERR# at q is still owed (q - 3 < c, so q <= c + 2); perr_released_early fires
+        # when it is not there. Each held clock q reports the data of q - 2, which is that
+        # same phase's held data, so perr_timing and perr_without_parity_error stay quiet.
+        data_valid = data_clk & ((is_write & bus.irdy) | (is_read & bus.trdy))
+        data_open = data_valid & ~complete           # the phase goes on after this clock
+        valid_d1 = Signal()     # data was valid one clock ago
+        valid64_d1 = Signal()   # ... and was 64 bits (PAR64 covers the upper half)
+        valid_d2 = Signal()     # data was valid two clocks ago
+        data_bad_d1 = Signal()  # the data valid two clocks ago had wrong parity
+        open_d1 = Signal()
+        open_d2 = Signal()
+        open_d3 = Signal()      # three clocks ago the data was valid and the phase open
+        data_bad = valid_d1 & (par_wrong | (valid64_d1 & par64_wrong))
+        m.d.sync += [
+            valid_d1.eq(data_valid),
+            valid64_d1.eq(data_valid & ack64 & req64_txn),
+            valid_d2.eq(valid_d1),
+            data_bad_d1.eq(data_bad),
+            open_d1.eq(data_open),
+            open_d2.eq(open_d1),
+            open_d3.eq(open_d2),
+        ]
+        perr_released_early = prev.perr & ~bus.perr & open_d3
+
+        # --- bus parking (§3.4.3) ---------------------------------------------------------
+        # park_run: the clock number of the previous clock in a run of idle clocks with one
+        # unchanged GNT# asserted (0: not in such a run), saturating at the checking clock.
+        park_run = Signal(range(_PARKED_CHECK_CLOCK + 1))
+        granted_idle = ~bus.frame & ~bus.irdy & bus.gnt.any() & ~bus.rst
+        park_goes_on = granted_idle & (park_run != 0) & (bus.gnt == prev.gnt)
+        park_run_now = Mux(park_goes_on,
+                           Mux(park_run == _PARKED_CHECK_CLOCK, park_run, park_run + 1),
+                           granted_idle)
+        m.d.sync += park_run.eq(park_run_now)
+        # A floating bus reads all ones on AD and C/BE# (36 ones: parity 0) and 1 on PAR.
+        parked_bus_parity = (park_run_now == _PARKED_CHECK_CLOCK) & par_wrong
+
+        # --- starting on a busy bus (§3.4.1, §3.4.2) ------------------------------------
+        # A master starts only on an idle bus: FRAME# and IRDY# deasserted in the clock
+        # before its address phase. The one exception is a fast back-to-back transaction,
+        # whose address phase follows the completed final data phase of the same master's
+        # transaction at once. The tracking ends a transaction only at that completion or
+        # on an idle clock, so an address phase after a clock with FRAME# or IRDY# asserted
+        # is always a start on a busy bus (after IRDY# asserted without a transaction, say)
+        # unless that clock was the completion, and then it is wrong only when another
+        # master holds GNT#. A FRAME# that rises while a final data phase waits (IRDY#
+        # asserted) is, for the tracking, a clock of the same transaction and breaks
+        # frame_reasserted; when another master holds GNT# it is that master starting on
+        # the busy bus, and breaks this rule as well.
+        busy_bus_start = ((addr_phase & (prev.frame | prev.irdy) &
+                           ~(prev_final & ~other_granted)) |
+                          (data_clk & bus.frame & ~prev.frame & other_granted))
+
+        # --- the rules ------------------------------------------------------------------
+        ma_window = ~claimed & (t > _SUBTRACTIVE_CLOCK)  # a master abort may end the cycle
+        dropped_devsel = prev.devsel & ~bus.devsel
+
+        be = ~bus.cbe  # active-high byte enables
+        io_be_ok_at = [be[0],
+                       be[1] & ~be[0],
+                       be[2] & ~be[0:2].any(),
+                       be[3] & ~be[0:3].any()]
+        io_be_ok = (be == 0) | Mux(addr_lo[1], Mux(addr_lo[0], io_be_ok_at[3], io_be_ok_at[2]),
+                                   Mux(addr_lo[0], io_be_ok_at[1], io_be_ok_at[0]))
+        both_64 = ack64 & prev.ack64 if wide else C(0)
+        cbe_changed = (bus.cbe != prev.cbe) | (both_64 & (bus.cbe_hi != prev.cbe_hi)
+                                               if wide else C(0))
+        ad_changed = (bus.ad != prev.ad) | (both_64 & (bus.ad_hi != prev.ad_hi)
+                                            if wide else C(0))
+        mwi_off = (bus.cbe != 0) | ((ack64 & req64_txn & (bus.cbe_hi != 0)) if wide else C(0))
+
+        if self.arbiter_visible:
+            gnt_count = sum(bus.gnt[i] for i in range(self.masters))
+            gnt_new = (bus.gnt & ~prev.gnt).any()
+            gnt_gone = (prev.gnt & ~bus.gnt).any()
+            frame_without_gnt = addr_phase & ~prev.gnt.any()
+            multiple_gnt = gnt_count > 1
+            gnt_switch_while_idle = ~bus.frame & ~bus.irdy & gnt_new & gnt_gone
+        else:
+            frame_without_gnt = multiple_gnt = gnt_switch_while_idle = C(0)
+
+        if wide:
+            req64_frame_mismatch = ~addr_phase & (bus.req64 != (in_txn & bus.frame & req64_txn))
+            req64_non_memory = last_addr & bus.req64 & ~_is_one_of(bus.cbe, _MEMORY_COMMANDS)
+            ack64_without_req64 = in_txn & bus.ack64 & bus.devsel & ~req64_txn
+            ack64_devsel_mismatch = ((bus.ack64 & ~bus.devsel) |
+                                     (bus.devsel & prev.devsel & (bus.ack64 != prev.ack64)))
+        else:
+            req64_frame_mismatch = req64_non_memory = C(0)
+            ack64_without_req64 = ack64_devsel_mismatch = C(0)
+
+        in_reset_asserted = Cat(bus.frame, bus.irdy, bus.trdy, bus.stop, bus.devsel,
+                                bus.lock, bus.perr, bus.serr, ack64).any()
+
+        conditions = {
+            "frame_without_irdy":      prev.frame & ~bus.frame & ~bus.irdy,
+            "irdy_without_frame":      bus.irdy & ~bus.frame & ~in_txn,
+            "irdy_in_address_phase":   (addr_phase | addr2) & bus.irdy,
+            "frame_reasserted":        data_clk & bus.frame & ~prev.frame,
+            "frame_dropped_in_wait":   pend_i & prev.frame & ~bus.frame & bus.irdy & ~ma_window,
+            "irdy_withdrawn":          pend_i & ~bus.irdy & claimed,
+            "master_abort_early":      pend_i & ~bus.irdy & ~claimed & (t <= _SUBTRACTIVE_CLOCK),
+            "devsel_while_idle":       bus.devsel & ~in_txn,
+            "devsel_late":             data_clk & bus.devsel & ~claimed & (t > _SUBTRACTIVE_CLOCK),
+            "devsel_dropped":          data_clk & dropped_devsel & ~bus.stop,
+            "devsel_on_special_cycle": (data_clk & bus.devsel &
+                                        (cmd == Command.SPECIAL_CYCLE.value)),
+            "trdy_without_devsel":     bus.trdy & ~bus.devsel,
+            "stop_without_claim":      bus.stop & ~bus.devsel & ~claimed,
+            "stop_released_early":     stop_hold & ~bus.stop,
+            "stop_withdrawn":          pend_t & prev.stop & ~bus.stop,
+            "trdy_withdrawn":          pend_t & prev.trdy & ~bus.trdy,
+            "target_response_changed": pend_t & ((bus.trdy & ~prev.trdy) |
+                                                 (bus.stop & ~prev.stop) | dropped_devsel),
+            "trdy_in_read_turnaround": data_clk & is_read & (t == 2) & bus.trdy,
+            "data_after_stop":         xfer & stopped,
+            "initiator_latency":       ini_silent & (ini_wait_now == _INITIATOR_LIMIT),
+            "target_initial_latency":  (tgt_silent & first_phase &
+                                        (tgt_wait_now == _TARGET_INITIAL_LIMIT)),
+            "target_initial_latency_bridge": (tgt_silent & first_phase &
+                                              (tgt_wait_now == _BRIDGE_INITIAL_LIMIT)),
+            "target_subsequent_latency": (tgt_silent & ~first_phase &
+                                          (tgt_wait_now == _SUBSEQUENT_LIMIT)),
+            "reserved_command":        (addr_phase | addr2) & _is_one_of(bus.cbe,
+                                                                         _RESERVED_COMMANDS),
+            "dac_after_dac":           addr2 & is_dac,
+            "config_reserved_type":    (addr_phase & _is_one_of(bus.cbe, _CONFIG_COMMANDS) &
+                                        bus.ad[1]),
+            "io_byte_enables_mismatch": (data_clk & first_phase & bus.irdy &
+                                         _is_one_of(cmd, _IO_COMMANDS) & ~io_be_ok),
+            "mwi_byte_enables":        (data_clk & bus.irdy & mwi_off &
+                                        (cmd == Command.MEM_WRITE_INVALIDATE.value)),
+            "reserved_burst_order_continued": xfer & moved & is_memory & addr_lo[0],
+            "byte_enables_changed_in_wait": pend_i & bus.irdy & cbe_changed,
+            "write_data_changed_in_wait": pend_i & bus.irdy & is_write & ad_changed,
+            "read_data_changed_in_wait": pend_t & prev.trdy & bus.trdy & is_read & ad_changed,
+            "address_parity":          chk_addr & par_wrong,
+            "write_data_parity":       chk_wdata & par_wrong,
+            "read_data_parity":        chk_rdata & par_wrong,
+            "data_parity64":           chk_64 & par64_wrong,
+            "perr_timing":             bus.perr & ~valid_d2,
+            "perr_without_parity_error": bus.perr & valid_d2 & ~data_bad_d1,
+            "frame_without_gnt":       frame_without_gnt,
+            "multiple_gnt":            multiple_gnt,
+            "gnt_switch_while_idle":   gnt_switch_while_idle,
+            "req64_frame_mismatch":    req64_frame_mismatch,
+            "req64_non_memory":        req64_non_memory,
+            "ack64_without_req64":     ack64_without_req64,
+            "ack64_devsel_mismatch":   ack64_devsel_mismatch,
+            "busy_bus_start":          busy_bus_start,
+            # the phase completed with STOP# last clock and FRAME# was on then: the
+            # initiator must now signal the final data phase
+            "frame_held_after_stop":   stop_hold & bus.frame,
+            "perr_released_early":     perr_released_early,
+            # AD[31:0] of the second address phase carries the upper 32 address bits, on
+            # either bus width (a 64-bit master repeats them on AD[63:32])
+            "dac_below_4g":            addr2 & (bus.ad == 0),
+            "parked_bus_parity":       parked_bus_parity,
+        }
+        reset_rule = "signals_during_reset"
+
+        # The rule list is the single source: every rule needs a condition, and no
+        # condition may exist without its rule.
+        expected = {rule.name for rule in RULES} - {reset_rule}
+        if set(conditions) != expected:
+            missing = sorted(expected - set(conditions))
+            extra = sorted(set(conditions) - expected)
+            raise AssertionError(f"checker conditions out of step with RULES: "
+                                 f"missing {missing}, unknown {extra}")
+
+        for rule in RULES:
+            if rule.name == reset_rule:
+                broken = bus.rst & in_reset_asserted
+            else:
+                broken = live & conditions[rule.name]
+            m.d.comb += self.violation[rule.id].eq(broken & self.rule_enable[rule.id])
+
+        # --- flags, counters, first violation ------------------------------------------
+        counts = [Signal(self.count_width, name=f"count_{rule.name}") for rule in RULES]
+        first_now = Signal(range(len(RULES)))
+        # The lowest id wins (rule ids are bit positions), in log2(rules) mux levels.
+        m.d.comb += first_now.eq(bottom_bit(self.violation)[1])
+
+        m.d.sync += self.cycle.eq(self.cycle + 1)
+        with m.If(self.clear):
+            m.d.sync += [self.flags.eq(0), self.any.eq(0), self.first_rule.eq(0),
+                         self.first_cycle.eq(0)]
+            m.d.sync += [count.eq(0) for count in counts]
+        with m.Else():
+            m.d.sync += self.flags.eq(self.flags | self.violation)
+            with m.If(self.violation.any() & ~self.any):
+                m.d.sync += [self.any.eq(1), self.first_rule.eq(first_now),
+                             self.first_cycle.eq(self.cycle)]
+            for rule, count in zip(RULES, counts):
+                with m.If(self.violation[rule.id]):
+                    m.d.sync += count.eq(_saturating_increment(count))
+
+        m.d.comb += self.count_index_error.eq(self.count_index >= len(RULES))
+        with m.Switch(self.count_index):
+            for rule, count in zip(RULES, counts):
+                with m.Case(rule.id):
+                    m.d.sync += self.count.eq(count)
+            with m.Default():
+                m.d.sync += self.count.eq(0)
+
+        # --- violation log: the first LOG_DEPTH clocks with a violation -----------------
+        entry = data.StructLayout({"cycle": 32, "rules": len(RULES), "master": 3})
+        m.submodules.log = log = Memory(shape=entry, depth=LOG_DEPTH, init=[])
+        log_w = log.write_port()
+        # Transparent: an entry written in the clock its index is presented reads new.
+        log_r = log.read_port(transparent_for=(log_w,))
+        entries = Signal(range(LOG_DEPTH + 1))
+        entries_next = Signal.like(entries)
+        log_valid = Signal()    # log_r holds an entry stored since the last clear
+        m.d.comb += [
+            log_w.addr.eq(entries),
+            log_w.data.cycle.eq(self.cycle),
+            log_w.data.rules.eq(self.violation),
+            log_w.data.master.eq(master_now),
+            # clear wins: an entry written in its clock lies beyond the emptied log
+            log_w.en.eq(self.violation.any() & (entries < LOG_DEPTH)),
+            entries_next.eq(Mux(self.clear, 0, entries + log_w.en)),
+            log_r.addr.eq(self.log_index),
+            self.log_entries.eq(entries),
+            self.log_cycle.eq(Mux(log_valid, log_r.data.cycle, 0)),
+            self.log_rules.eq(Mux(log_valid, log_r.data.rules, 0)),
+            self.log_master.eq(Mux(log_valid, log_r.data.master, NO_MASTER)),
+        ]
+        m.d.sync += [entries.eq(entries_next), log_valid.eq(self.log_index < entries_next)]
+
+        return m
+
+
+def _master_index(gnt, masters):
+    """The index of the one asserted bit of ``gnt`` (3 bits); :data:`NO_MASTER` when none
+    or several are asserted, or when the index would not fit below it."""
+    index = C(NO_MASTER, 3)
+    for i in range(min(masters, NO_MASTER)):
+        index = Mux(gnt == (1 << i), i, index)
+    return index

@@ -1,0 +1,401 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Exports of transaction summaries (table, CSV, JSON) and of raw traces (VCD).
+
+- The table has the columns of Pamette Figure 3 (Trans, Addr, R/W, Lgth, Dur, Lat, delta
+  cycle#) plus the command, wait states, termination and data; it is drawn with ``rich`` on
+  a terminal and as plain aligned text otherwise.
+- CSV columns are :data:`CSV_COLUMNS`: addresses and data in hex with ``0x``, ``cmd`` a
+  :data:`~pcispy.pci.bus.COMMAND_MNEMONICS` name, ``rw`` R or W, ``len`` data
+  phases, ``dur``/``lat``/``wait``/``delta`` in clocks (``wait`` = initiator + target wait
+  states, ``delta`` = clocks from the previous transaction's start), ``term`` a
+  :data:`~pcispy.pci.bus.TERMINATION_NAMES` name.
+- JSON holds every field of every summary (enums by name) and reads back losslessly, and
+  beside them ``lost``/``overruns`` and the ``events`` (:func:`trace_events`).
+- VCD shows every bus line of a raw trace at its pin level (active-low lines as on the wire,
+  named ``..._n``) from each record's clock on, for GTKWave or Surfer.
+
+Nothing lost is left unsaid: records the spy could not store (metadata
+``lost``/``overruns``, OVERRUN records) get a line under the table, a warning on standard
+error beside a CSV or VCD (whose formats have no room for it), and fields in the JSON; the
+trigger and protocol violations get a line under the table and their events in the JSON.
+"""
+
+import csv
+import io
+import json
+import sys
+
+import numpy as np
+from vcd import VCDWriter
+
+from pcispy.pci.bus import (ACTIVE_LOW, COMMAND_MNEMONICS, TERMINATION_NAMES, BusState,
+                                     Command, DevselSpeed, Termination)
+from pcispy.spy.format import RecordKind, TriggerSource
+from pcispy.spy.decode import SUMMARY_DTYPE, summarise
+from pcispy.host.errors import PcispyError, TraceFormatError
+
+__all__ = ["CSV_COLUMNS", "TABLE_COLUMNS", "summary_rows", "to_csv", "read_csv",
+           "to_json", "trace_json", "summaries_from_json", "write_table", "write_vcd",
+           "pin_name", "trace_events", "losses", "note_lines", "FORMATS", "export"]
+
+#: The CSV header, in order.
+CSV_COLUMNS = ("trans", "time", "addr", "cmd", "rw", "len", "dur", "lat", "wait", "term",
+               "data", "delta")
+
+#: Table headings and the row key each shows (Pamette Figure 3's first, then ours).
+TABLE_COLUMNS = (("Trans", "trans"), ("Addr", "addr"), ("R/W", "rw"), ("Lgth", "len"),
+                 ("Dur", "dur"), ("Lat", "lat"), ("delta cycle#", "delta"), ("Cmd", "cmd"),
+                 ("Wait", "wait"), ("Term", "term"), ("Data", "data"))
+
+_MNEMONIC_COMMANDS = {name: command for command, name in COMMAND_MNEMONICS.items()}
+_NAMED_TERMINATIONS = {name: term for term, name in TERMINATION_NAMES.items()}
+_HEX = ("addr", "data")
+
+
+def _hex(value, digits=8):
+    return f"0x{value:0{digits}x}"
+
+
+def _address_digits(address):
+    return 16 if address >> 32 else 8
+
+
+def summary_rows(summaries):
+    """One ``{column: value}`` per summary with the CSV columns, typed (ints, and strings for
+    ``cmd``, ``rw``, ``term``); ``trans`` counts from 1."""
+    starts = summaries["timestamp"].astype(np.int64)
+    deltas = np.diff(starts, prepend=starts[:1])
+    rows = []
+    for number, (record, delta) in enumerate(zip(summaries, deltas), start=1):
+        command = Command(int(record["command"]))
+        rows.append({
+            "trans": number,
+            "time": int(record["timestamp"]),
+            "addr": int(record["address"]),
+            "cmd": command.mnemonic,
+            "rw": "R" if command.is_read else "W",
+            "len": int(record["data_phases"]),
+            "dur": int(record["duration"]),
+            "lat": int(record["latency"]),
+            "wait": int(record["initiator_wait"]) + int(record["target_wait"]),
+            "term": Termination(int(record["termination"])).label,
+            "data": int(record["first_data"]),
+            "delta": int(delta),
+        })
+    return rows
+
+
+def _text(row, column):
+    value = row[column]
+    if column == "addr":
+        return _hex(value, _address_digits(value))
+    if column == "data":
+        return _hex(value)
+    return str(value)
+
+
+def to_csv(summaries):
+    """CSV text of ``summaries`` (header :data:`CSV_COLUMNS`)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in summary_rows(summaries):
+        writer.writerow([_text(row, column) for column in CSV_COLUMNS])
+    return out.getvalue()
+
+
+def read_csv(text):
+    """The rows of a CSV export, typed as :func:`summary_rows` gives them."""
+    reader = csv.reader(io.StringIO(text))
+    header = tuple(next(reader, ()))
+    if header != CSV_COLUMNS:
+        raise PcispyError(f"not a pcispy CSV export: header {','.join(header)!r}")
+    rows = []
+    for line, fields in enumerate(reader, start=2):
+        if len(fields) != len(CSV_COLUMNS):
+            raise PcispyError(f"CSV line {line}: {len(fields)} fields, expected "
+                              f"{len(CSV_COLUMNS)}")
+        row = {}
+        for column, text in zip(CSV_COLUMNS, fields):
+            if column in ("cmd", "rw", "term"):
+                row[column] = text
+            else:
+                try:
+                    row[column] = int(text, 16 if column in _HEX else 10)
+                except ValueError:
+                    raise PcispyError(f"CSV line {line}: {column} {text!r} is not a "
+                                      "number") from None
+        rows.append(row)
+    return rows
+
+
+def _rule_names(mask):
+    """The checker rule names of the bits set in ``mask`` (``rule N`` for an id this
+    gateware does not have: a damaged or newer file)."""
+    from pcispy.spy.checker import RULES
+    names = {rule.id: rule.name for rule in RULES}
+    return [names.get(bit, f"rule {bit}") for bit in range(64) if mask >> bit & 1]
+
+
+def trace_events(trace):
+    """What a trace holds besides bus cycles and transactions, in capture order: one dict
+    per OVERRUN, TRIGGER and VIOLATION record (WRAP records are only a time base) and per
+    raw record marked as the trigger or with a violation. Keys: ``kind`` (``overrun``,
+    ``trigger``, ``violation``), ``time`` (clock); ``lost`` (overrun: records dropped
+    before it); ``source`` (a TRIGGER record's :class:`TriggerSource` name); ``rules``
+    (violation: checker rule names; a raw record names its lowest, ``more_rules`` says
+    whether others fired in that clock too) and ``clocks`` (a VIOLATION record: the clocks
+    merged into it)."""
+    times = None
+    found = []
+    for kind in (RecordKind.OVERRUN, RecordKind.TRIGGER, RecordKind.VIOLATION):
+        where = trace.indices(kind)
+        if not len(where):
+            continue
+        times = trace.times() if times is None else times
+        for index, record in zip(where, trace.records(kind)):
+            event = {"kind": kind.name.lower(), "time": int(times[index])}
+            if kind is RecordKind.OVERRUN:
+                event["lost"] = int(record["lost"])
+            elif kind is RecordKind.TRIGGER:
+                event["source"] = TriggerSource(int(record["source"])).name.lower()
+            else:
+                event.update(rules=_rule_names(int(record["rules"])),
+                             clocks=int(record["clocks"]))
+            found.append((int(index), event))
+    raw_at = trace.indices(RecordKind.RAW)
+    if len(raw_at):
+        marks = trace.columns(RecordKind.RAW, ["trigger", "violation", "rule", "many_rules"])
+        marked = np.flatnonzero(marks["trigger"] | marks["violation"])
+        if len(marked):
+            times = trace.times() if times is None else times
+        for at in marked:
+            index = int(raw_at[at])
+            if marks["trigger"][at]:
+                found.append((index, {"kind": "trigger", "time": int(times[index])}))
+            if marks["violation"][at]:
+                found.append((index, {"kind": "violation", "time": int(times[index]),
+                                      "rules": _rule_names(1 << int(marks["rule"][at])),
+                                      "more_rules": bool(marks["many_rules"][at])}))
+    return [event for _, event in sorted(found, key=lambda item: item[0])]
+
+
+def losses(trace, events):
+    """``{"lost", "overruns", "at"}``: records the spy dropped, in how many overruns, and the
+    clocks of the OVERRUN records the trace holds. The counts are the board's (metadata),
+    or what the OVERRUN records say where that is more (a trace built without the board's
+    counts)."""
+    overruns = [event for event in events if event["kind"] == "overrun"]
+    return {"lost": max(trace.metadata["lost"], sum(event["lost"] for event in overruns)),
+            "overruns": max(trace.metadata["overruns"], len(overruns)),
+            "at": [event["time"] for event in overruns]}
+
+
+def _clocks(times, most=8):
+    shown = ", ".join(str(time) for time in times[:most])
+    more = f", ... ({len(times)} in all)" if len(times) > most else ""
+    return f"clock{'s' if len(times) > 1 else ''} {shown}{more}"
+
+
+def _loss_line(lost):
+    if not lost["lost"] and not lost["overruns"]:
+        return None
+    where = f" at {_clocks(lost['at'])}" if lost["at"] else ""
+    return (f"{lost['lost']} records lost in {lost['overruns']} overrun"
+            f"{'s' if lost['overruns'] != 1 else ''} (the spy's trace writer fell behind the "
+            f"bus){where}: transactions around them are missing or left out")
+
+
+def note_lines(trace, events):
+    """The lines printed under the table: records lost (see :func:`losses`), the trigger,
+    and the protocol violations by rule (how often, from which clock)."""
+    lines = []
+    lost = _loss_line(losses(trace, events))
+    if lost:
+        lines.append(lost)
+    for event in events:
+        if event["kind"] == "trigger":
+            source = f" ({event['source']})" if "source" in event else ""
+            lines.append(f"trigger at clock {event['time']}{source}")
+    seen = {}
+    for event in events:
+        if event["kind"] == "violation":
+            for rule in event["rules"]:
+                seen.setdefault(rule, []).append(event["time"])
+    if seen:
+        lines.append("protocol violations: " + "; ".join(
+            f"{rule} x{len(times)} from clock {times[0]}" for rule, times in seen.items()))
+    return lines
+
+
+def to_json(summaries, metadata=None, events=None, lost=None):
+    """A JSON-able object: ``metadata``, ``lost`` and ``overruns`` (:func:`losses`; from the
+    metadata when not given), ``events`` (:func:`trace_events`), and one object per
+    transaction holding every summary field (``command``, ``termination``, ``devsel`` by
+    name) and the CSV's derived columns."""
+    transactions = []
+    for row, record in zip(summary_rows(summaries), summaries):
+        item = {name: int(record[name]) for name in SUMMARY_DTYPE.names if name != "kind"}
+        item["command"] = row["cmd"]
+        item["termination"] = row["term"]
+        item["devsel"] = DevselSpeed(item["devsel"]).name.lower()
+        item.update(trans=row["trans"], rw=row["rw"], wait=row["wait"], delta=row["delta"])
+        transactions.append(item)
+    metadata = metadata or {}
+    if lost is None:
+        lost = {"lost": metadata.get("lost", 0), "overruns": metadata.get("overruns", 0)}
+    return {"metadata": metadata, "lost": lost["lost"], "overruns": lost["overruns"],
+            "events": events or [], "transactions": transactions}
+
+
+def trace_json(trace, latency_timer=None):
+    """:func:`to_json` of a whole trace: its summaries (a raw trace decoded in software),
+    metadata, losses and events."""
+    events = trace_events(trace)
+    return to_json(summarise(trace, latency_timer), trace.metadata, events,
+                   losses(trace, events))
+
+
+def summaries_from_json(document):
+    """The summaries of a :func:`to_json` object, as a :data:`SUMMARY_DTYPE` array."""
+    try:
+        items = document["transactions"]
+        out = np.zeros(len(items), dtype=SUMMARY_DTYPE)
+        out["kind"] = RecordKind.SUMMARY.value
+        for index, item in enumerate(items):
+            for name in SUMMARY_DTYPE.names:
+                if name == "kind":
+                    continue
+                value = item[name]
+                if name == "command":
+                    value = _MNEMONIC_COMMANDS[value].value
+                elif name == "termination":
+                    value = _NAMED_TERMINATIONS[value].value
+                elif name == "devsel":
+                    value = DevselSpeed[value.upper()].value
+                out[index][name] = value
+    except (KeyError, TypeError, AttributeError, OverflowError, ValueError) as error:
+        raise PcispyError(f"not a pcispy JSON export ({type(error).__name__}: {error})") \
+            from None
+    return out
+
+
+def write_table(summaries, out, use_rich=None, notes=()):
+    """Print the table to ``out``, then the ``notes`` lines (:func:`note_lines`) under it;
+    ``use_rich`` defaults to whether ``out`` is a terminal."""
+    rows = [[_text(row, key) for _, key in TABLE_COLUMNS] for row in summary_rows(summaries)]
+    headings = [heading for heading, _ in TABLE_COLUMNS]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headings)]
+    terminal = hasattr(out, "isatty") and out.isatty()
+    if use_rich is None:
+        use_rich = terminal
+    if use_rich:
+        from rich.console import Console
+        from rich.table import Table
+        table = Table(*headings)
+        for column in table.columns[:-1]:
+            column.justify = "right"
+        for row in rows:
+            table.add_row(*row)
+        # Off a terminal rich would assume 80 columns and cut cells: give it the full width.
+        width = None if terminal else sum(widths) + 3 * len(widths) + 1
+        console = Console(file=out, width=width)
+        console.print(table)
+        for line in notes:
+            console.print(line, markup=False, highlight=False)
+        return
+    for row in [headings] + rows:
+        out.write("  ".join(cell.rjust(width) for cell, width in zip(row, widths)).rstrip()
+                  + "\n")
+    for line in notes:
+        out.write(line + "\n")
+
+
+def pin_name(line):
+    """The VCD name of a bus line: active-low lines (and C/BE#, carried at pin level) end in
+    ``_n``."""
+    return f"{line}_n" if line in ACTIVE_LOW or line.startswith("cbe") else line
+
+
+def write_vcd(trace, out):
+    """Write the raw records of ``trace`` to ``out`` (a text stream) as VCD: every line of
+    the bus at its pin level, changing at its record's clock edge, plus the spy's
+    ``trigger`` and ``violation`` marks. Time unit 1 ps; a clock is ``1e6 / clock_mhz`` ps."""
+    raw_at = trace.indices(RecordKind.RAW)
+    if not len(raw_at):
+        raise PcispyError("VCD needs a raw capture; this trace has no raw records")
+    times = trace.times()[raw_at]
+    # A capture's times never go back (and start at 0 or later); a damaged file's may.
+    wrong = np.flatnonzero(np.diff(times, prepend=0) < 0)
+    if len(wrong):
+        index = int(raw_at[wrong[0]])
+        raise TraceFormatError(
+            f"cannot write a VCD: record {index} is at clock {int(times[wrong[0]])}, "
+            + (f"before the raw record before it (clock {int(times[wrong[0] - 1])})"
+               if wrong[0] else "before clock 0")
+            + f"; the trace is damaged at byte offset {trace.offset + index * trace.record_bytes}")
+    period = round(1e6 / trace.metadata["clock_mhz"])
+    raw = trace.columns(RecordKind.RAW)
+    signals = []
+    for line, field in BusState(trace.width, trace.masters):
+        bits = field.width
+        value = raw[f"bus.{line}"].astype(np.uint64)
+        if line in ACTIVE_LOW:
+            value = ~value & np.uint64((1 << bits) - 1)
+        signals.append(("pci", pin_name(line), bits, value))
+    for mark in ("trigger", "violation"):
+        signals.append(("spy", mark, 1, raw[mark].astype(np.uint64)))
+    changed = np.zeros(len(times), dtype=bool)
+    changes = []
+    for *_, value in signals:
+        moved = np.ones(len(value), dtype=bool)
+        moved[1:] = value[1:] != value[:-1]
+        changes.append(moved)
+        changed |= moved
+    with VCDWriter(out, timescale="1 ps", version="pcispy",
+                   init_timestamp=int(times[0]) * period) as writer:
+        variables = [writer.register_var(scope, name, "wire", size=bits, init=int(value[0]))
+                     for scope, name, bits, value in signals]
+        for index in np.flatnonzero(changed[1:]) + 1:
+            stamp = int(times[index]) * period
+            for variable, (*_, value), moved in zip(variables, signals, changes):
+                if moved[index]:
+                    writer.change(variable, stamp, int(value[index]))
+
+
+#: The formats :func:`export` writes.
+FORMATS = ("table", "csv", "json", "vcd")
+
+
+def _warn_on_stderr(line):
+    print(f"pcispy: warning: {line}", file=sys.stderr)
+
+
+def export(trace, fmt, out, latency_timer=None, warn=_warn_on_stderr):
+    """Write ``trace`` (:class:`~pcispy.spy.tracefile.Trace`) to the text stream ``out`` in
+    ``fmt`` (one of :data:`FORMATS`): its summaries (a raw trace is decoded in software), or
+    for ``vcd`` its raw bus cycles. Records lost go under the table, into the JSON, and for
+    CSV and VCD (which keep their formats) to ``warn`` (a callable taking one line; default:
+    standard error). Returns the number of transactions or raw records."""
+    if fmt not in FORMATS:
+        raise PcispyError(f"unknown export format {fmt!r} (one of {', '.join(FORMATS)})")
+    if fmt == "json":
+        document = trace_json(trace, latency_timer)
+        out.write(json.dumps(document, indent=1) + "\n")
+        return len(document["transactions"])
+    events = trace_events(trace)
+    if fmt == "vcd":
+        write_vcd(trace, out)
+        count = len(trace.indices(RecordKind.RAW))
+    elif fmt == "table":
+        summaries = summarise(trace, latency_timer)
+        write_table(summaries, out, notes=note_lines(trace, events))
+        return len(summaries)
+    else:
+        summaries = summarise(trace, latency_timer)
+        out.write(to_csv(summaries))
+        count = len(summaries)
+    lost = _loss_line(losses(trace, events))
+    if lost:
+        warn(lost)
+    return count

@@ -1,0 +1,303 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The bus spy: raw capture, summaries, filters, counters, histograms, trigger and trace
+memory, composed into one component the board wires to its pads, its CSR bank and BAR1.
+
+Data flow, per clock::
+
+    bus -> Summariser -> address/command -> FilterSet -> match (latched per transaction)
+        |            \\-> summary (+ filter hits) -> Counters, Recorder (summary mode)
+        \\-> RawCapture -> Recorder (raw mode) -> TraceWriter (FIFO) -> trace memory
+    violation (from the protocol checker) & violation_mask -> RawCapture, Recorder
+
+Raw records come out one clock after their bus clock (so the filter verdict of a dual
+address cycle covers its first phase): the last clock a capture stores is the one before
+its ``stop``.
+
+Register values come in as plain ports (:class:`SpyConfig`, the comparator array, strobes)
+and status goes out as :class:`SpyStatus` and :class:`~.counters.CounterValues`;
+:func:`connect_spy_registers` wires them to the ``spy`` block of the CSR bank built from
+pcispy/board/registers.py.
+"""
+
+from amaranth.hdl import Module, Signal, Mux, Cat
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out, connect
+
+from pcispy.pci.bus import BusState
+from pcispy.spy.capture import RawCapture
+from pcispy.spy.counters import (Counters, CounterValues, COUNTER_INIT, FilterCountSelect,
+                       FILTER_COUNTER_BITS)
+from pcispy.spy.filters import FilterSet, FilterCombine, Comparator
+from pcispy.spy.format import CaptureMode, TriggerSource, TIMESTAMP_BITS, MAX_RULES
+from pcispy.spy.summary import Summariser
+from pcispy.spy.trigger import Recorder, RecorderState
+from pcispy.core.target import BackendSignature
+from pcispy.spy.tracemem import (BRAMTraceMemory, SRAMTraceMemory, SRAMSignature, TraceWriter,
+                       TraceBackend)
+
+__all__ = ["SpyConfig", "SpyStatus", "Spy", "connect_spy_registers"]
+
+
+class SpyConfig(data.StructLayout):
+    """The spy's settings (the ``spy.config``-like registers of pcispy/board/registers.py)."""
+    def __init__(self):
+        super().__init__({
+            "mode":           CaptureMode,
+            "source":         TriggerSource,
+            "ring":           1,
+            "idle_compress":  1,
+            "raw_select":     1,   # raw mode: store only transactions the filters select
+            "combine":        FilterCombine,
+            "latency_timer":  8,
+            "pre":            32,
+            "post":           32,
+            "violation_mask": MAX_RULES,
+        })
+
+
+class SpyStatus(data.StructLayout):
+    """What the spy reports."""
+    def __init__(self):
+        super().__init__({
+            "state":             RecorderState,
+            "done":              1,   # stopped and every record written
+            "pre_error":         1,   # the last arm was refused: pre >= capacity
+            "clearing":          1,   # histograms or per-filter counters being zeroed
+            "capacity":          32,  # records the memory holds in the armed mode
+            "start":             32,  # index of the oldest valid record
+            "count":             32,  # valid records
+            "trigger_index":     32,
+            "trigger_timestamp": TIMESTAMP_BITS,
+            "lost":              32,
+            "overruns":          32,
+        })
+
+
+class Spy(wiring.Component):
+    """The whole bus spy.
+
+    Ports:
+        bus (In, BusState(width, masters)): the sampled bus (inside-level, one per clock).
+        timestamp (In, 48): free-running PCI clock counter.
+        violation (In, rules): this clock's protocol-checker pulses (rule = bit index).
+        config (In, SpyConfig): settings; ``mode``/``source``/``ring``/``pre``/``post`` are
+            taken at ``arm``.
+        comparators (In, ArrayLayout(Comparator, filters)): filter comparators.
+        arm, stop, trigger, clear (In, 1): strobes: arm a capture, stop it, the trigger
+            register was written, zero the counters and histograms.
+        status (Out, SpyStatus), counters (Out, CounterValues(filters)).
+        hist_select (In, 1), hist_addr (In, 6), hist_data (Out, 32): histogram bins (0:
+            first-data latency, 1: gap), data one clock after the address.
+        fcount_select (In, FilterCountSelect(filters)), fcount_value (Out, 48): the
+            per-filter counters (:class:`~.counters.FilterCounters`), the value two clocks
+            after the select.
+        trace (In, BackendSignature(addr_bits + 3 - width // 32, width)): the BAR1 backend
+            bus of the target: reads of the trace memory (slot ``s`` is at byte offset
+            ``16 * s``); writes are dropped.
+        sram (Out, SRAMSignature): only with ``memory="sram"``: the SRAM pins.
+
+    Parameters:
+        width: 32 or 64. masters: REQ#/GNT# pairs visible. rules: violation vector width.
+        filters: comparators (1..8). memory: "bram" or "sram". addr_bits: log2 of the trace
+        memory depth in 128-bit slots. sram_data_bits: SRAM width. fifo_depth: records
+        buffered in front of the memory.
+    """
+    def __init__(self, width=32, *, masters=1, rules=1, filters=4, memory="bram",
+                 addr_bits=10, sram_data_bits=32, fifo_depth=16):
+        if memory not in ("bram", "sram"):
+            raise ValueError(f"trace memory must be 'bram' or 'sram', not {memory!r}")
+        self.width = width
+        self.masters = masters
+        self.rules = rules
+        self.filters = filters
+        self.memory = memory
+        self.addr_bits = addr_bits
+        self.fifo_depth = fifo_depth
+        if memory == "sram":
+            self._trace = SRAMTraceMemory(addr_bits, sram_data_bits)
+        else:
+            self._trace = BRAMTraceMemory(addr_bits)
+        ports = {
+            "bus":          In(BusState(width, masters)),
+            "timestamp":    In(TIMESTAMP_BITS),
+            "violation":    In(rules),
+            "config":       In(SpyConfig()),
+            "comparators":  In(data.ArrayLayout(Comparator(), filters)),
+            "arm":          In(1), "stop": In(1), "trigger": In(1), "clear": In(1),
+            "status":       Out(SpyStatus()),
+            "counters":     Out(CounterValues(filters)),
+            "hist_select":  In(1), "hist_addr": In(6), "hist_data": Out(32),
+            "fcount_select": In(FilterCountSelect(filters)),
+            "fcount_value": Out(FILTER_COUNTER_BITS),
+            "trace":        In(BackendSignature(addr_bits + 3 - width // 32, width)),
+        }
+        if memory == "sram":
+            ports["sram"] = Out(SRAMSignature(self._trace.sram_addr_bits, sram_data_bits))
+        super().__init__(ports)
+
+    def elaborate(self, platform):
+        m = Module()
+        cfg = self.config
+        m.submodules.summariser = summ = Summariser(self.width, self.masters)
+        m.submodules.filters = filt = FilterSet(self.filters)
+        m.submodules.capture = cap = RawCapture(self.width, self.masters, self.rules)
+        m.submodules.counters = cnt = Counters(self.filters)
+        m.submodules.recorder = rec = Recorder(self.width, self.masters, self.addr_bits,
+                                               self.fifo_depth)
+        m.submodules.writer = wr = TraceWriter(self.addr_bits, self.fifo_depth)
+        m.submodules.trace = trace = self._trace
+        m.submodules.backend = backend = TraceBackend(self.addr_bits, self.width)
+        wiring.connect(m, wiring.flipped(self.trace), backend.bus)
+
+        raw_timestamp = Signal(TIMESTAMP_BITS)   # raw records come one clock late
+        m.d.sync += raw_timestamp.eq(self.timestamp)
+        violation = Signal(MAX_RULES)
+        m.d.comb += violation.eq(self.violation & cfg.violation_mask)
+
+        m.d.comb += [
+            summ.bus.eq(self.bus), summ.timestamp.eq(self.timestamp),
+            summ.latency_timer.eq(cfg.latency_timer),
+            filt.address.eq(summ.address), filt.command.eq(summ.command),
+            filt.comparators.eq(self.comparators), filt.combine.eq(cfg.combine),
+        ]
+        # The filter verdict is known at the (last) address phase; keep it for the summary.
+        match = Signal()
+        hits = Signal(self.filters)
+        with m.If(summ.address_valid):
+            m.d.sync += [match.eq(filt.match), hits.eq(filt.hits)]
+        summary = Signal.like(summ.summary)
+        m.d.comb += [summary.eq(summ.summary), summary.filters.eq(hits)]
+
+        m.d.comb += [
+            cap.bus.eq(self.bus), cap.idle_compress.eq(cfg.idle_compress),
+            cap.violation.eq(violation), cap.trigger.eq(rec.fire),
+            cap.select.eq(cfg.raw_select),
+            cap.in_transaction.eq(summ.in_transaction),
+            cap.address_pending.eq(summ.address_pending),
+            cap.verdict.eq(Mux(summ.address_valid, filt.match, match)),
+
+            cnt.summary_valid.eq(summ.summary_valid), cnt.summary.eq(summary),
+            cnt.match.eq(match), cnt.hits.eq(hits),
+            cnt.address_valid.eq(summ.address_valid), cnt.address_match.eq(filt.match),
+            cnt.transfer.eq(summ.transfer), cnt.transfer_bytes.eq(summ.transfer_bytes),
+            cnt.busy.eq(summ.busy), cnt.clear.eq(self.clear),
+            cnt.hist_select.eq(self.hist_select), cnt.hist_addr.eq(self.hist_addr),
+            self.hist_data.eq(cnt.hist_data), self.counters.eq(cnt.values),
+            cnt.fcount_select.eq(self.fcount_select), self.fcount_value.eq(cnt.fcount_value),
+
+            rec.mode.eq(cfg.mode), rec.source.eq(cfg.source), rec.ring.eq(cfg.ring),
+            rec.pre.eq(cfg.pre), rec.post.eq(cfg.post),
+            rec.arm.eq(self.arm), rec.stop.eq(self.stop), rec.trigger.eq(self.trigger),
+            rec.timestamp.eq(self.timestamp), rec.raw_timestamp.eq(raw_timestamp),
+            rec.filter_trigger.eq(summ.address_valid & filt.match),
+            rec.violation.eq(violation),
+            rec.raw_valid.eq(cap.valid), rec.raw_record.eq(cap.record),
+            rec.summary_valid.eq(summ.summary_valid), rec.summary_record.eq(summary),
+            rec.summary_match.eq(match),
+
+            wr.restart.eq(rec.restart), wr.wide.eq(rec.wide),
+            wr.push.eq(rec.push), wr.push_data.eq(rec.push_data),
+            rec.can_push.eq(wr.can_push), rec.level.eq(wr.level),
+        ]
+        mem = trace.mem
+        m.d.comb += [
+            mem.w_addr.eq(wr.mem.w_addr), mem.w_data.eq(wr.mem.w_data),
+            mem.w_en.eq(wr.mem.w_en), wr.mem.w_ready.eq(mem.w_ready),
+            mem.r_addr.eq(backend.mem.r_addr), mem.r_en.eq(backend.mem.r_en),
+            backend.mem.r_data.eq(mem.r_data), backend.mem.r_valid.eq(mem.r_valid),
+        ]
+        if self.memory == "sram":
+            connect(m, wiring.flipped(self.sram), trace.sram)
+
+        st = self.status
+        m.d.comb += [
+            st.state.eq(rec.state),
+            st.done.eq((rec.state == RecorderState.DONE) & wr.idle),
+            st.pre_error.eq(rec.pre_error), st.clearing.eq(cnt.clearing),
+            st.capacity.eq(rec.capacity), st.start.eq(rec.start), st.count.eq(rec.count),
+            st.trigger_index.eq(rec.trigger_index),
+            st.trigger_timestamp.eq(rec.trigger_timestamp),
+            st.lost.eq(rec.lost), st.overruns.eq(rec.overruns),
+        ]
+        return m
+
+
+def connect_spy_registers(m, regs, spy, domain="pci"):
+    """Wire the CSR bank's ``spy`` block (``bank.spy``) to ``spy``, both clocked by
+    ``domain``. Reading a ``_lo`` register of a wide counter (and ``trigger_time_lo``)
+    latches its high bits, so ``_lo`` then ``_hi`` reads one consistent value.
+
+    The counter registers show the running counters, or from ``control.snapshot`` until
+    ``control.release`` the counters' values of the snapshot's clock: a host reads the
+    counters one register at a time, over a UART many thousand clocks apart, and a
+    latency mean or a throughput computed from two counters is only right when both are
+    of one clock."""
+    from pcispy.board.registers import SPY_FILTERS
+    if spy.filters != SPY_FILTERS:
+        raise ValueError(f"the register map has {SPY_FILTERS} filter comparators, the spy "
+                         f"{spy.filters}")
+    control, config, status = regs.control, regs.config, spy.status
+    cfg = spy.config
+    held = Signal(name="spy_counters_held")
+    frozen = Signal(CounterValues(spy.filters), init=COUNTER_INIT,
+                    name="spy_counters_frozen")
+    with m.If(control.snapshot):
+        m.d[domain] += [held.eq(1), frozen.eq(spy.counters)]
+    with m.Elif(control.release):
+        m.d[domain] += held.eq(0)
+    # In the snapshot's clock a read sees the running counters, the values being frozen
+    # (held or not): a read that follows the write at once is of the snapshot's clock.
+    shown = Signal(CounterValues(spy.filters), name="spy_counters_shown")
+    m.d.comb += shown.eq(Mux(held & ~control.snapshot, frozen, spy.counters))
+    m.d.comb += [
+        spy.arm.eq(control.arm), spy.stop.eq(control.stop),
+        spy.trigger.eq(control.trigger), spy.clear.eq(control.clear),
+        cfg.mode.eq(config.mode), cfg.source.eq(config.source), cfg.ring.eq(config.ring),
+        cfg.idle_compress.eq(config.idle_compress), cfg.raw_select.eq(config.raw_select),
+        cfg.combine.eq(config.combine), cfg.latency_timer.eq(config.latency_timer),
+        cfg.pre.eq(regs.pre.pre), cfg.post.eq(regs.post.post),
+        cfg.violation_mask.eq(Cat(regs.violation_mask_lo.violation_mask_lo,
+                                  regs.violation_mask_hi.violation_mask_hi)),
+        regs.status.state.eq(status.state), regs.status.done.eq(status.done),
+        regs.status.pre_error.eq(status.pre_error), regs.status.clearing.eq(status.clearing),
+        regs.status.held.eq(held),
+        spy.hist_select.eq(regs.hist_select.histogram), spy.hist_addr.eq(regs.hist_select.bin),
+        regs.hist_data.hist_data.eq(spy.hist_data),
+        spy.fcount_select.filter.eq(regs.fcount_select.filter),
+        spy.fcount_select.counter.eq(regs.fcount_select.counter),
+    ]
+
+    def whole(name):   # the field of a one-field register (reg32) of the block
+        return getattr(getattr(regs, name), name)
+
+    for name in ("capacity", "start", "count", "trigger_index", "lost", "overruns"):
+        m.d.comb += whole(name).eq(getattr(status, name))
+
+    for i in range(spy.filters):
+        c = spy.comparators[i]
+        ctl = getattr(regs, f"filter{i}_control")
+        m.d.comb += [
+            c.enable.eq(ctl.enable), c.exclude.eq(ctl.exclude), c.commands.eq(ctl.commands),
+            c.address.eq(Cat(whole(f"filter{i}_address_lo"), whole(f"filter{i}_address_hi"))),
+            c.mask.eq(Cat(whole(f"filter{i}_mask_lo"), whole(f"filter{i}_mask_hi"))),
+        ]
+
+    def wide(name, hi_field, value):
+        lo, hi = getattr(regs, f"{name}_lo"), getattr(regs, f"{name}_hi")
+        latched = Signal(len(value) - 32, name=f"spy_{name}_hi_latch")
+        with m.If(lo.r_stb):
+            m.d[domain] += latched.eq(value[32:])
+        m.d.comb += [getattr(lo, f"{name}_lo").eq(value[:32]),
+                     getattr(hi, hi_field).eq(latched)]
+
+    wide("trigger_time", "trigger_time", status.trigger_timestamp)
+    wide("fcount", "fcount", spy.fcount_value)
+    for name, field in shown.shape():
+        value = getattr(shown, name)
+        if name == "hits":
+            for i in range(spy.filters):
+                m.d.comb += whole(f"hits{i}").eq(value[i])
+        elif field.width > 32:
+            wide(name, name, value)
+        else:
+            m.d.comb += whole(name).eq(value)

@@ -1,0 +1,257 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The spy behind the CSR bank, as the host driver sees it: registers by name from
+pcispy/board/registers.py, a capture armed through them, counters read as _lo/_hi pairs, the
+per-filter counters through fcount_select/_lo/_hi, the trace read through the BAR1
+backend."""
+
+import pytest
+
+from amaranth.hdl import Module, DomainRenamer
+from amaranth.sim import Simulator
+
+from pcispy.csr.bank import CSRBank
+from pcispy.pci.bus import Command
+from pcispy.board.registers import REGISTER_MAP
+from pcispy.spy.counters import FILTER_COUNTER_INIT, FilterCounter
+from pcispy.spy.filters import IO_COMMANDS, command_set
+from pcispy.spy.format import CaptureMode, RecordKind, TriggerSource
+from pcispy.spy.spy import Spy, connect_spy_registers
+from pcispy.spy.trigger import RecorderState
+
+try:
+    from pcispy.spy.tests.test_spy_waves import idle, transaction, finish
+    from pcispy.spy.tests.test_spy_capture import decode
+except ImportError:
+    from test_spy_waves import idle, transaction, finish
+    from test_spy_capture import decode
+
+pytestmark = pytest.mark.spy
+
+
+class BankAccess:
+    """Register accesses by name to the ``spy`` block of ``bank``, as the target makes
+    them (a request, the read data one clock later)."""
+    def __init__(self, ctx, bank):
+        self.ctx = ctx
+        self.access = bank.access
+
+    async def write(self, name, value):
+        ctx, acc = self.ctx, self.access
+        ctx.set(acc.addr, REGISTER_MAP[f"spy.{name}"][0] // 4)
+        ctx.set(acc.w_data, value)
+        ctx.set(acc.w_be, 0xF)
+        ctx.set(acc.write, 1)
+        ctx.set(acc.valid, 1)
+        await ctx.tick("pci")
+        ctx.set(acc.valid, 0)
+        ctx.set(acc.write, 0)
+
+    async def read(self, name):
+        ctx, acc = self.ctx, self.access
+        ctx.set(acc.addr, REGISTER_MAP[f"spy.{name}"][0] // 4)
+        ctx.set(acc.valid, 1)
+        await ctx.tick("pci")
+        ctx.set(acc.valid, 0)
+        return ctx.get(acc.r_data)
+
+
+def spy_behind_a_bank():
+    """``(top, bank, spy)``: a 32-bit spy (32 trace slots) wired to a CSR bank."""
+    top = Module()
+    top.submodules.bank = bank = CSRBank(REGISTER_MAP)
+    spy = Spy(32, addr_bits=5)
+    top.submodules.spy = DomainRenamer("pci")(spy)
+    connect_spy_registers(top, bank.spy, spy)
+    return top, bank, spy
+
+
+def test_capture_through_the_register_bank():
+    top, bank, spy = spy_behind_a_bank()
+    wave = (idle(2) + transaction(Command.IO_WRITE, 0x70, [0x0A], be=0xE, devsel=4,
+                                  latency=33) + idle(3) +
+            transaction(Command.MEM_WRITE, 0x1000, [1, 2]) + idle(2) +
+            transaction(Command.IO_READ, 0x71, [0x42], be=0xD, devsel=4, latency=39) +
+            idle(4))
+    got = {}
+
+    async def bench(ctx):
+        access = BankAccess(ctx, bank)
+        write, read = access.write, access.read
+        config = REGISTER_MAP["spy.config"][1]
+        await write("config", CaptureMode.SUMMARY.value << config.field("mode").lsb |
+                    TriggerSource.REGISTER.value << config.field("source").lsb)
+        ctl = REGISTER_MAP["spy.filter0_control"][1]
+        await write("filter0_control", 1 | IO_COMMANDS << ctl.field("commands").lsb)
+        await write("filter0_address_lo", 0x70)
+        await write("filter0_mask_lo", 0xFFFF_FFFE)
+        await write("filter0_mask_hi", 0xFFFF_FFFF)
+        await write("pre", 100)     # more than the 16 summaries 32 slots hold: refused
+        await write("control", 1)   # arm (the strobe comes the clock after the write)
+        await ctx.tick("pci")
+        status = REGISTER_MAP["spy.status"][1]
+        got["refused"] = status.decode(await read("status"))
+        await write("pre", 0)
+        await write("control", 1)       # arm
+        await write("control", 4)       # the trigger register
+        for clock in finish(wave):
+            for name, value in clock.items():
+                ctx.set(getattr(spy.bus, name), value)
+            await ctx.tick("pci")
+        await write("control", 2)   # stop
+        await ctx.tick("pci").repeat(4)
+        got["status"] = status.decode(await read("status"))
+        got["count"] = await read("count")
+        got["transactions"] = await read("transactions")
+        got["bytes"] = (await read("bytes_lo"), await read("bytes_hi"))
+        got["latency"] = (await read("latency_min"), await read("latency_max"),
+                          await read("latency_sum_lo"))
+        got["hits0"] = await read("hits0")
+        # the trace through BAR1: records of 2 slots (8 words) from `start`
+        start = await read("start")
+        records = []
+        for index in range(got["count"]):
+            value = 0
+            for w in range(8):
+                ctx.set(spy.trace.addr, ((start + index) % 16) * 8 + w)
+                ctx.set(spy.trace.valid, 1)
+                await ctx.tick("pci")
+                ctx.set(spy.trace.valid, 0)
+                while not ctx.get(spy.trace.r_valid):
+                    await ctx.tick("pci")
+                value |= ctx.get(spy.trace.r_data) << (32 * w)
+                await ctx.tick("pci")
+            records.append(decode(value))
+        got["records"] = records
+
+    sim = Simulator(top)
+    sim.add_clock(1e-6, domain="pci")
+    sim.add_testbench(bench)
+    sim.run()
+    assert got["refused"]["pre_error"] == 1
+    assert got["refused"]["state"] == RecorderState.IDLE.value
+    assert got["status"]["done"] == 1 and got["status"]["pre_error"] == 0
+    assert got["status"]["state"] == RecorderState.DONE.value
+    assert got["transactions"] == 2 and got["hits0"] == 2
+    assert got["bytes"] == (2, 0)
+    assert got["latency"] == (33, 39, 72)
+    kinds = [r["kind"] for r in got["records"]]
+    assert kinds == [RecordKind.TRIGGER, RecordKind.SUMMARY, RecordKind.SUMMARY]
+    assert [r["address"] for r in got["records"][1:]] == [0x70, 0x71]
+
+
+def test_per_filter_counters_through_the_register_bank():
+    # Two comparators (I/O at 0x70/0x71, memory writes) over a mixed waveform; the host's
+    # reads of fcount_select/_lo/_hi.
+    top, bank, spy = spy_behind_a_bank()
+    wave = (idle(2) + transaction(Command.IO_WRITE, 0x70, [0x0A], be=0xE, devsel=4,
+                                  latency=33) + idle(3) +
+            transaction(Command.MEM_WRITE, 0x1000, [1, 2], be=0x0) + idle(2) +
+            transaction(Command.IO_READ, 0x71, [0x42], be=0xD, devsel=4, latency=39) +
+            idle(2) + transaction(Command.MEM_WRITE, 0x1040, [3], be=0x3) + idle(4))
+    got = {}
+
+    async def bench(ctx):
+        access = BankAccess(ctx, bank)
+        write, read = access.write, access.read
+        ctl = REGISTER_MAP["spy.filter0_control"][1]
+        commands = ctl.field("commands").lsb
+        await write("config", CaptureMode.SUMMARY.value)
+        await write("filter0_control", 1 | IO_COMMANDS << commands)
+        await write("filter0_address_lo", 0x70)
+        await write("filter0_mask_lo", 0xFFFF_FFFE)
+        await write("filter0_mask_hi", 0xFFFF_FFFF)
+        await write("filter1_control", 1 | command_set(Command.MEM_WRITE) << commands)
+        for clock in finish(wave):
+            for name, value in clock.items():
+                ctx.set(getattr(spy.bus, name), value)
+            await ctx.tick("pci")
+        await ctx.tick("pci").repeat(64 + 8)   # every summary counted
+        select = REGISTER_MAP["spy.fcount_select"][1]
+        for f in (0, 1, 2):
+            values = {}
+            for counter in FilterCounter:
+                await write("fcount_select", f << select.field("filter").lsb |
+                            counter.value << select.field("counter").lsb)
+                # The value follows two clocks after the write (a bus never reads sooner).
+                await ctx.tick("pci")
+                lo = await read("fcount_lo")
+                values[counter.name.lower()] = lo | await read("fcount_hi") << 32
+            got[f] = values
+        got["combined"] = {name: await read(name) for name in ("transactions", "bytes_lo")}
+
+    sim = Simulator(top)
+    sim.add_clock(1e-6, domain="pci")
+    sim.add_testbench(bench)
+    sim.run()
+    # I/O: a 1-byte write (first data at clock 33) and a 1-byte read (at clock 39).
+    assert got[0]["transactions"] == 2 and got[0]["bytes"] == 2
+    assert (got[0]["latency_min"], got[0]["latency_max"], got[0]["latency_sum"]) == (33, 39, 72)
+    assert got[0]["data_phases"] == 2 and got[0]["retries"] == 0
+    # Memory writes: 2 phases of 4 bytes and 1 of 2 bytes.
+    assert (got[1]["transactions"], got[1]["data_phases"], got[1]["bytes"]) == (2, 3, 10)
+    # Comparator 2 is disabled: it hits nothing.
+    assert got[2] == {c.name.lower(): FILTER_COUNTER_INIT[c] for c in FilterCounter}
+    # The comparators combine (any): the combined counters see all four.
+    assert got["combined"] == {"transactions": 4, "bytes_lo": 12}
+    assert got[0]["busy_clocks"] + got[1]["busy_clocks"] == \
+        sum(1 for clock in wave if clock.get("frame") or clock.get("irdy"))
+
+
+def test_counter_snapshot_holds_one_clock_while_counting_goes_on():
+    """control.snapshot holds every counter register at one clock's values while the bus
+    keeps running (a host reading the counters one by one over a UART); release shows the
+    running counters again, which counted the whole time; a second snapshot while held
+    takes new values. busy_clocks + idle_clocks, the clocks counted, tells the clocks apart
+    exactly."""
+    top, bank, spy = spy_behind_a_bank()
+    first = finish(idle(2) + transaction(Command.MEM_WRITE, 0x1000, [1, 2]) + idle(3))
+    later = finish(transaction(Command.MEM_WRITE, 0x1040, [3], be=0x3) + idle(2) +
+                    transaction(Command.MEM_WRITE, 0x1080, [4, 5, 6]) + idle(3))
+    control = REGISTER_MAP["spy.control"][1]
+    status = REGISTER_MAP["spy.status"][1]
+    snapshot, release = (1 << control.field(name).lsb for name in ("snapshot", "release"))
+    got = {}
+
+    async def bench(ctx):
+        access = BankAccess(ctx, bank)
+        write, read = access.write, access.read
+
+        async def counters():
+            clocks = (await read("busy_clocks_lo") | await read("busy_clocks_hi") << 32) + \
+                     (await read("idle_clocks_lo") | await read("idle_clocks_hi") << 32)
+            return {"transactions": await read("transactions"),
+                    "bytes": await read("bytes_lo"), "clocks": clocks,
+                    "held": status.decode(await read("status"))["held"]}
+
+        async def drive(wave):
+            for clock in wave:
+                for name, value in clock.items():
+                    ctx.set(getattr(spy.bus, name), value)
+                await ctx.tick("pci")
+
+        await drive(first)
+        await ctx.tick("pci").repeat(8)          # the summary counted
+        await write("control", snapshot)
+        got["held"] = await counters()
+        await drive(later)
+        await ctx.tick("pci").repeat(8)
+        got["still_held"] = await counters()
+        await write("control", snapshot)          # again while held: new values
+        got["second"] = await counters()
+        await write("control", release)
+        await ctx.tick("pci")
+        got["running"] = await counters()
+
+    sim = Simulator(top)
+    sim.add_clock(1e-6, domain="pci")
+    sim.add_testbench(bench)
+    sim.run()
+    held, still, second, running = (got[k] for k in ("held", "still_held", "second", "running"))
+    assert (held["transactions"], held["bytes"], held["held"]) == (1, 8, 1)
+    assert still == held
+    assert (second["transactions"], second["bytes"], second["held"]) == (3, 22, 1)
+    # The two snapshots are `later`'s clocks, 8 waits, two rounds of counters() (7 reads
+    # each) and the second snapshot's write apart.
+    assert second["clocks"] - held["clocks"] == len(later) + 8 + 2 * 7 + 1
+    assert running["held"] == 0 and running["transactions"] == 3
+    assert running["clocks"] > second["clocks"]
