@@ -30,7 +30,8 @@ def _bits(lsb, width):
 
 def registers_markdown():
     """docs/registers.md: every block, register and field of BAR0."""
-    from pcispy.board.registers import BAR0_SIZE, REGISTER_MAP, Access
+    from pcispy.board.registers import BAR0_SIZE, REGISTER_MAP
+    from pcispy.csr.map import Access
     lines = [_NOTICE.format(source="pcispy/board/registers.py"), "", "# Register map (BAR0)", "",
              f"BAR0 is a {BAR0_SIZE}-byte memory window of 32-bit registers at 4-byte aligned "
              "offsets. Host tools reach them by name (`Board.read(\"dma.status\")`, "

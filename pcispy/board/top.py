@@ -54,7 +54,9 @@ from pcispy.spy.spy import Spy, connect_spy_registers
 from pcispy.spy.trigger import RecorderState
 from pcispy.spy.tracemem import SRAMPads, sram_simulation_ports
 from pcispy.core.target import BackendSignature, PCITarget, Window
-from pcispy.board.registers import BAR0_SIZE, IRQ_MARKERS, REGISTER_MAP, TRACE_MEMORY, decode_resets
+from pcispy.board.registers import BAR0_SIZE, REGISTER_MAP, TRACE_MEMORY
+from pcispy.exerciser.registers import decode_resets
+from pcispy.irq.registers import IRQ_MARKERS
 from pcispy.sidechannel.local import LocalAccess, LocalAccessSignature, SharedBackend
 from pcispy.sidechannel.protocol import Space
 

@@ -31,7 +31,7 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from pcispy.board.registers import Access, BAR0_SIZE
+from pcispy.csr.map import Access
 from pcispy.core.target import BackendSignature
 
 __all__ = ["RegisterSignature", "BlockSignature", "CSRBank"]
@@ -87,7 +87,7 @@ class CSRBank(wiring.Component):
     """
     def __init__(self, register_map):
         self.register_map = register_map
-        members = {"access": In(BackendSignature(BAR0_SIZE.bit_length() - 3, 32))}
+        members = {"access": In(BackendSignature(register_map.size.bit_length() - 3, 32))}
         for block in register_map.blocks:
             if block.name in members:
                 raise ValueError(f"register block name {block.name!r} is reserved")

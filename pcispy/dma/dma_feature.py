@@ -3,7 +3,7 @@
 
 :func:`dma` enables bus mastering (and the Cache Line Size / Latency Timer where asked or
 needed) in the board's configuration space, places a buffer in host memory (unless an
-address is given), programs the ``dma`` register block (pcispy/board/registers.py), starts the
+address is given), programs the ``dma`` register block (pcispy/dma/registers.py), starts the
 engine, lets the run's expected time pass on the bus side without touching the bus, then
 polls ``dma.status`` and reads every result counter. After a write the buffer is compared
 with the pattern (:func:`pcispy.dma.patterns.pattern_dwords`); reads are
@@ -18,7 +18,7 @@ import argparse
 
 from pcispy.dma.patterns import Pattern, pattern_dwords
 from pcispy.pci.bus import Command, COMMAND_MNEMONICS
-from pcispy.board.registers import DMA, DMA_MAX_BURST
+from pcispy.dma.registers import DMA, DMA_MAX_BURST
 from pcispy.host.board import Board
 from pcispy.host.command import Command as CliCommand, positive_seconds, run_feature
 from pcispy.host.errors import PcispyError, RefusedSetting

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The DMA exerciser: programmable bus-master traffic and its measurements.
 
-The engine is programmed through the ``dma`` block of the register map (pcispy/board/registers.py):
+The engine is programmed through its ``dma`` register block (pcispy/dma/registers.py):
 command, 64-bit start address, bytes per pass, burst length (data phases per transaction,
 or unlimited), idle clocks between bursts, 32/64-bit, data pattern, read verification,
 passes or continuous mode. ``control.start`` checks the settings; an impossible combination
@@ -33,7 +33,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.csr.bank import BlockSignature
-from pcispy.board.registers import DMA, DMA_MAX_BURST
+from pcispy.dma.registers import DMA, DMA_MAX_BURST
 from pcispy.pci.bus import ADDecision, Command, Termination, PCIBusSignature
 from pcispy.core.initiator import (Initiator, Handshake, InitiatorStatus, DescriptorResult,
                              is_memory_command)

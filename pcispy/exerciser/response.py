@@ -16,8 +16,8 @@ from amaranth.lib.wiring import In, Out
 from pcispy.csr.bank import BlockSignature
 from pcispy.pci.bus import DevselSpeed
 from pcispy.core.target import ResponseKnobs
-from pcispy.board.registers import (REGISTER_MAP, TARGET_MAX_INITIAL_LATENCY,
-                    TARGET_MAX_SUBSEQUENT_LATENCY, decode_resets)
+from pcispy.exerciser.registers import (TARGET, TARGET_MAX_INITIAL_LATENCY,
+                                        TARGET_MAX_SUBSEQUENT_LATENCY, decode_resets)
 
 __all__ = ["ExerciserResponse"]
 
@@ -40,7 +40,7 @@ class ExerciserResponse(wiring.Component):
     """
     def __init__(self, *, decode=DevselSpeed.MEDIUM):
         self.decode = decode
-        block = REGISTER_MAP.with_resets(decode_resets(decode)).block("target")
+        block = TARGET.with_resets(decode_resets(decode))
         super().__init__({
             "regs": In(BlockSignature(block)),
             "knobs": Out(ResponseKnobs), "retry": Out(1),

@@ -2,7 +2,7 @@
 """Program the exerciser target's response, and the ``pcispy target`` command.
 
 :func:`target` changes only the settings it is given (the others keep the values the board
-holds), writes each register of the ``target`` block (pcispy/board/registers.py) and reads
+holds), writes each register of the ``target`` block (pcispy/exerciser/registers.py) and reads
 ``target.status`` back after every write: the board refuses a value it cannot honour
 (the register keeps its old value and a ``bad_*`` bit says why), and the feature then
 raises :class:`~pcispy.host.errors.RefusedSetting` naming the reasons from the register
@@ -12,8 +12,8 @@ map's own field documentation. ``show`` only reads the settings and counters.
 import argparse
 
 from pcispy.pci.bus import DevselSpeed
-from pcispy.board.registers import (REGISTER_MAP, TARGET, TARGET_MAX_INITIAL_LATENCY,
-                                  decode_resets)
+from pcispy.board.registers import REGISTER_MAP
+from pcispy.exerciser.registers import decode_resets, TARGET, TARGET_MAX_INITIAL_LATENCY
 from pcispy.host.board import Board
 from pcispy.host.command import Command as CliCommand, run_feature
 from pcispy.host.errors import PcispyError, RefusedSetting

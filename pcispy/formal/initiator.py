@@ -52,7 +52,9 @@ from pcispy.dma.patterns import Pattern, lfsr_step
 from pcispy.pci.bus import ACTIVE_LOW, Command, Termination, bus_lines
 from pcispy.core.initiator import Descriptor, _Phase
 from pcispy.core.pads import LIVE_LINES, PCIPads, simulation_ports
-from pcispy.board.registers import BAR0_SIZE, DMA, RegisterMap
+from pcispy.board.registers import BAR0_SIZE
+from pcispy.csr.map import RegisterMap
+from pcispy.dma.registers import DMA
 from pcispy.board.top import merge_bus_drivers
 from pcispy.formal.harness import Harness, elaborate, internal_signals
 
@@ -121,7 +123,7 @@ class InitiatorHarness(Harness):
         dma = DMAEngine(32)
         # Elaborated here, so that the lemmas can name the engine's registers.
         m.submodules.dma = self.dma_fragment = elaborate(dma, platform)
-        self.register_map = RegisterMap([DMA])
+        self.register_map = RegisterMap([DMA], BAR0_SIZE)
         m.submodules.bank = bank = CSRBank(self.register_map)
 
         # --- the board, wired as in pcispy/board/top.py -----------------------------------

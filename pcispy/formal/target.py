@@ -40,8 +40,10 @@ from pcispy.exerciser.response import ExerciserResponse
 from pcispy.pci.bus import ACTIVE_LOW, DevselSpeed, bus_lines
 from pcispy.core.pads import PCIPads, simulation_ports
 from pcispy.core.target import READ_FIFO_DEPTH, WRITE_FIFO_DEPTH, PCITarget
-from pcispy.board.registers import (BAR0_SIZE, TARGET, RegisterMap, TARGET_MAX_INITIAL_LATENCY,
-                    TARGET_MAX_SUBSEQUENT_LATENCY, decode_resets)
+from pcispy.board.registers import BAR0_SIZE
+from pcispy.csr.map import RegisterMap
+from pcispy.exerciser.registers import (TARGET, TARGET_MAX_INITIAL_LATENCY,
+                                        TARGET_MAX_SUBSEQUENT_LATENCY, decode_resets)
 from pcispy.board.top import PCIBoard, connect_response
 from pcispy.formal.harness import Harness, elaborate, internal_signals
 
@@ -122,7 +124,7 @@ class TargetHarness(Harness):
         target = PCITarget(32, target_windows(), decode=self.DECODE)
         # Elaborated here, so that the lemmas can name the target's registers.
         m.submodules.target = self.target_fragment = elaborate(target, platform)
-        registers = RegisterMap([TARGET]).with_resets(decode_resets(self.DECODE))
+        registers = RegisterMap([TARGET], BAR0_SIZE).with_resets(decode_resets(self.DECODE))
         m.submodules.bank = bank = CSRBank(registers)
         m.submodules.response = response = ExerciserResponse(decode=self.DECODE)
 
@@ -222,7 +224,7 @@ class TargetHarness(Harness):
         # wait-state setting only it allows is in force, and the target then keeps that
         # setting. The latency proofs take the host's side of the bargain as given: it
         # restores compliant waits before clearing the bit.
-        response_addr = RegisterMap([TARGET])["target.response"][0] // 4
+        response_addr = RegisterMap([TARGET], BAR0_SIZE)["target.response"][0] // 4
         self.assume(~(write & (self.reg_addr == response_addr) & ~self.reg_wdata[31] &
                       (bank.target.wait.clocks + 1 > TARGET_MAX_SUBSEQUENT_LATENCY)))
         m.d.comb += [bank.access.valid.eq(write), bank.access.write.eq(1),

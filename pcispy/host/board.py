@@ -1,11 +1,12 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Register-level driver of one pcispy board, over any transport.
 
-Registers are named as in pcispy/board/registers.py (``"dma.status"``); this module holds no
-offsets of its own. Every method is ``async`` and awaits only the transport.
+Registers are named as in the register map, pcispy/board/registers.py (``"dma.status"``);
+this module holds no offsets of its own. Every method is ``async`` and awaits only the transport.
 """
 
-from pcispy.board.registers import IDENTITY_MAGIC, REGISTER_MAP, Access
+from pcispy.board.registers import IDENTITY_MAGIC, REGISTER_MAP
+from pcispy.csr.map import Access
 from pcispy.spy.counters import FilterCounter
 from pcispy.host.errors import PassiveBuild, TransportError
 

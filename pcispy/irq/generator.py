@@ -3,7 +3,7 @@
 
 Pamette §5.2 raises its interrupt when a settable counter crosses zero, at pseudo-random
 instants so that the measurements sample the whole ensemble of system activity. Three
-reload modes (``irq.ctrl.mode`` in pcispy/board/registers.py):
+reload modes (``irq.ctrl.mode`` in pcispy/irq/registers.py):
 
 - ``one_shot``: fire once, ``delay`` clocks after the arm command, then stop;
 - ``periodic``: then every ``period`` clocks;
@@ -25,13 +25,13 @@ from amaranth.hdl import Module, Signal, Cat
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from pcispy.board.registers import REGISTER_MAP, IRQ_MIN_GAP
+from pcispy.irq.registers import IRQ, IRQ_MIN_GAP
 
 __all__ = ["MODES", "LFSR_MASK", "lfsr_step", "lfsr_draw", "random_gaps", "RefusalLayout",
            "InterruptGenerator"]
 
 #: Mode name -> ``irq.ctrl.mode`` code, from the register map.
-MODES = {name: code for code, name in REGISTER_MAP["irq.ctrl"][1].field("mode").values.items()}
+MODES = {name: code for code, name in IRQ.register("ctrl").field("mode").values.items()}
 
 #: Galois feedback mask of x^32 + x^22 + x^2 + x + 1 (maximal length, 2**32 - 1 states).
 LFSR_MASK = 0x8020_0003

@@ -28,7 +28,8 @@ import math
 
 from pcispy.irq.generator import MODES, random_gaps
 from pcispy.irq.histogram import bin_of, bin_low, bin_high, DEFAULT_BINS
-from pcispy.board.registers import IRQ_MIN_GAP, REGISTER_MAP
+from pcispy.board.registers import REGISTER_MAP
+from pcispy.irq.registers import IRQ_MIN_GAP
 from pcispy.host.board import Board
 from pcispy.host.command import Command, run_feature
 from pcispy.host.errors import PcispyError, RefusedSetting

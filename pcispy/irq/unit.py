@@ -21,7 +21,7 @@ from amaranth.hdl import Module, Signal, unsigned
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from pcispy.board.registers import REGISTER_MAP, IRQ_MARKERS
+from pcispy.irq.registers import IRQ, IRQ_MARKERS
 from pcispy.irq.timer import CycleCounter, AtomicRead64
 from pcispy.irq.generator import InterruptGenerator
 from pcispy.irq.markers import MarkerFIFO
@@ -31,8 +31,8 @@ __all__ = ["register_layout", "InterruptUnit"]
 
 
 def register_layout(name):
-    """The ``data`` layout of register ``name`` of the register map (fields at their bits)."""
-    _, reg = REGISTER_MAP[name]
+    """The ``data`` layout (fields at their bits) of register ``name`` of the ``irq`` block."""
+    reg = IRQ.register(name)
     return data.FlexibleLayout(32, {
         f.name: data.Field(unsigned(f.width), f.lsb) for f in reg.fields})
 
@@ -40,7 +40,7 @@ def register_layout(name):
 class InterruptUnit(wiring.Component):
     """Cycle counter, interrupt generator, acknowledge, checkpoints, counters, histogram.
 
-    Register ports are named after the ``irq`` registers (pcispy/board/registers.py) and are meant
+    Register ports are named after the ``irq`` registers (pcispy/irq/registers.py) and are meant
     to be wired one to one to the CSR bank: ``In`` for RW values and WO pulses, ``Out``
     for RO values, and ``*_read`` strobes for the registers whose read has an effect
     (the bank pulses them in the clock it samples the register; see
@@ -85,13 +85,13 @@ class InterruptUnit(wiring.Component):
             "delay": In(32), "period": In(32), "min_gap": In(32), "max_gap": In(32),
             "seed": In(32),
             "arm": In(1), "stop": In(1), "clear": In(1), "ack": In(1),
-            "status": Out(register_layout("irq.status")),
+            "status": Out(register_layout("status")),
             "now_lo": Out(32), "now_hi": Out(32), "now_lo_read": In(1),
             "raise_ts_lo": Out(32), "raise_ts_hi": Out(32), "raise_ts_lo_read": In(1),
             "ack_ts_lo": Out(32), "ack_ts_hi": Out(32), "ack_ts_lo_read": In(1),
             "raised": Out(32), "acked": Out(32), "missed": Out(32), "overruns": Out(32),
             "marker_ts_lo": Out(32), "marker_ts_hi": Out(32), "marker_ts_lo_read": In(1),
-            "marker_id": Out(register_layout("irq.marker_id")),
+            "marker_id": Out(register_layout("marker_id")),
             "hist_index": In(8), "hist_count": Out(32),
             "marker_write": In(1), "marker_write_id": In(id_bits),
             "timestamp": Out(64),

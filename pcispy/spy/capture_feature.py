@@ -45,7 +45,7 @@ import asyncio
 import base64
 
 from pcispy.pci.bus import COMMAND_MNEMONICS
-from pcispy.board.registers import SPY_FILTERS
+from pcispy.spy.registers import SPY_FILTERS
 from pcispy.spy.filters import (ALL_COMMANDS, CONFIG_COMMANDS, IO_COMMANDS,
                                          MEMORY_COMMANDS, FilterCombine, command_set)
 from pcispy.spy.format import (CaptureMode, RecordKind, TriggerSource, record_bits,

@@ -4,8 +4,8 @@
 The checker (pcispy/spy/checker.py) watches every clock of the bus from power-on: one
 sticky flag and one saturating counter per rule, the rule and cycle of the first violation
 since the last clear, a log of the first clocks with a violation, and an enable mask (the
-``check`` block of pcispy/board/registers.py). :func:`check` reads all of it: which rules fired and
-how often, the first violation, the log, which rules are disabled. ``clear`` clears the
+``check`` block of pcispy/spy/registers.py). :func:`check` reads all of it: which rules
+fired and how often, the first violation, the log, which rules are disabled. ``clear`` clears the
 flags, counters and log after reading;
 ``duration`` clears them first and lets that much bus time pass before reading, to watch
 the bus for a while (in simulation the only way to see traffic: each run is a new system).

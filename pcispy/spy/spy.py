@@ -16,7 +16,7 @@ its ``stop``.
 Register values come in as plain ports (:class:`SpyConfig`, the comparator array, strobes)
 and status goes out as :class:`SpyStatus` and :class:`~.counters.CounterValues`;
 :func:`connect_spy_registers` wires them to the ``spy`` block of the CSR bank built from
-pcispy/board/registers.py.
+pcispy/spy/registers.py.
 """
 
 from amaranth.hdl import Module, Signal, Mux, Cat
@@ -39,7 +39,7 @@ __all__ = ["SpyConfig", "SpyStatus", "Spy", "connect_spy_registers"]
 
 
 class SpyConfig(data.StructLayout):
-    """The spy's settings (the ``spy.config``-like registers of pcispy/board/registers.py)."""
+    """The spy's settings (the ``spy.config``-like registers of pcispy/spy/registers.py)."""
     def __init__(self):
         super().__init__({
             "mode":           CaptureMode,
@@ -232,7 +232,7 @@ def connect_spy_registers(m, regs, spy, domain="pci"):
     counters one register at a time, over a UART many thousand clocks apart, and a
     latency mean or a throughput computed from two counters is only right when both are
     of one clock."""
-    from pcispy.board.registers import SPY_FILTERS
+    from pcispy.spy.registers import SPY_FILTERS
     if spy.filters != SPY_FILTERS:
         raise ValueError(f"the register map has {SPY_FILTERS} filter comparators, the spy "
                          f"{spy.filters}")

@@ -3,7 +3,7 @@
 ``pcispy stats`` command.
 
 :func:`stats` reads every counter of the ``spy`` block (the names and widths come from
-:class:`~pcispy.spy.counters.CounterValues` through pcispy/board/registers.py; all of one
+:class:`~pcispy.spy.counters.CounterValues` through pcispy/spy/registers.py; all of one
 clock, held by ``spy.control.snapshot`` while they are read), the
 counter set of every filter comparator (:class:`~pcispy.spy.counters.FilterCounter`,
 through ``spy.fcount_select``), both hardware histograms (first-data latency, linear bins;
@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from pcispy.pci.bus import Termination
-from pcispy.board.registers import SPY_FILTERS
+from pcispy.spy.registers import SPY_FILTERS
 from pcispy.spy.checker import RULES
 from pcispy.spy.counters import (FILTER_COUNTER_WIDTHS, HISTOGRAM_BINS, CounterValues,
                                           FilterCounter)

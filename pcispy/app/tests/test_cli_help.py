@@ -17,7 +17,7 @@ import pytest
 from pcispy.app import cli
 from pcispy.host.errors import EXIT_BUG, RefusedSetting
 
-from _cli import run_cli
+from pcispy.app.tests._cli import run_cli
 
 pytestmark = pytest.mark.host
 

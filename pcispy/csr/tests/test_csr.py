@@ -6,8 +6,8 @@ import pytest
 from amaranth.sim import Simulator
 
 from pcispy.csr.bank import CSRBank
-from pcispy.board.registers import (Access, Block, Field, IDENTITY_MAGIC, REGISTER_MAP, Register,
-                                  RegisterMap, reg32)
+from pcispy.board.registers import BAR0_SIZE, IDENTITY_MAGIC, REGISTER_MAP
+from pcispy.csr.map import Access, Block, Field, reg32, Register, RegisterMap
 
 from pcispy.core.tests.pci_host import BackendDriver
 
@@ -22,7 +22,7 @@ DEMO = RegisterMap([Block("demo", 0x40, (
     )),
     reg32("limit", 0x04, Access.RW, "a checked value", 7),
     reg32("pop", 0x08, Access.RC, "read to pop"),
-))])
+))], BAR0_SIZE)
 
 
 def run(bench, register_map=DEMO, dut=None):

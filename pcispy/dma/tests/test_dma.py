@@ -13,7 +13,7 @@ from pcispy.pci.bus import Command, bus_lines
 from pcispy.dma.engine import DMAEngine
 from pcispy.dma.patterns import (Pattern, PatternGenerator, pattern_dwords,
                                                 lfsr_step, LFSR_TAPS)
-from pcispy.board.registers import DMA
+from pcispy.dma.registers import DMA
 
 from test_initiator_gw import Harness, ScriptedTarget, simulate
 

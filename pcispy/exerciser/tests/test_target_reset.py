@@ -10,11 +10,12 @@ import asyncio
 import pytest
 
 from pcispy.pci.bus import DevselSpeed
-from pcispy.board.registers import REGISTER_MAP, decode_resets
+from pcispy.board.registers import REGISTER_MAP
+from pcispy.exerciser.registers import decode_resets
 from pcispy.host.errors import RefusedSetting
 from pcispy.exerciser.target_feature import target
 
-from _standin import StandInBoard
+from pcispy.host.tests._standin import StandInBoard
 
 pytestmark = pytest.mark.host
 

@@ -7,7 +7,7 @@ import collections
 import pytest
 from amaranth.sim import Simulator
 
-from pcispy.board.registers import IRQ_MIN_GAP
+from pcispy.irq.registers import IRQ_MIN_GAP
 from pcispy.irq.generator import (
     MODES, LFSR_MASK, lfsr_step, lfsr_draw, random_gaps, InterruptGenerator)
 

@@ -9,7 +9,7 @@ import random
 import pytest
 from amaranth.sim import Simulator
 
-from pcispy.board.registers import IRQ_MARKERS
+from pcispy.irq.registers import IRQ_MARKERS
 from pcispy.irq.generator import MODES, random_gaps
 from pcispy.irq.histogram import bin_of
 from pcispy.irq.unit import InterruptUnit, register_layout
@@ -245,8 +245,8 @@ def test_checkpoints_are_stamped_with_the_clock_of_their_write():
         result["level_after"] = d.status("marker_level")
 
     dut = simulate(bench)
-    assert dut.status.shape() == register_layout("irq.status")
-    assert dut.marker_id.shape() == register_layout("irq.marker_id")
+    assert dut.status.shape() == register_layout("status")
+    assert dut.marker_id.shape() == register_layout("marker_id")
     assert len(dut.marker_write_id) == (IRQ_MARKERS - 1).bit_length()
     assert result["level"] == 4 and result["level_after"] == 0
     assert result["popped"][:4] == result["expected"]

@@ -18,7 +18,7 @@ from pcispy.spy import capture_feature as capture_feature
 from pcispy.spy.capture_feature import SIM_WAIT_LIMIT, trace_metadata
 from pcispy.spy.tracefile import pack_records, read_trace
 
-from _cli import run_cli
+from pcispy.app.tests._cli import run_cli
 
 pytestmark = pytest.mark.spy
 

@@ -17,8 +17,8 @@ from pcispy.spy import check_feature as check_feature
 from pcispy.spy.check_feature import EXIT_VIOLATIONS, check, format_check
 from pcispy.sim.bfm.profiles import RTC
 
-from _cli import run_cli
-from _standin import StandInBoard
+from pcispy.app.tests._cli import run_cli
+from pcispy.host.tests._standin import StandInBoard
 
 pytestmark = pytest.mark.host
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The spy behind the CSR bank, as the host driver sees it: registers by name from
-pcispy/board/registers.py, a capture armed through them, counters read as _lo/_hi pairs, the
+pcispy/spy/registers.py, a capture armed through them, counters read as _lo/_hi pairs, the
 per-filter counters through fcount_select/_lo/_hi, the trace read through the BAR1
 backend."""
 

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from pcispy.pci.bus import Termination
-from pcispy.board.registers import REGISTER_MAP, SPY_FILTERS
+from pcispy.board.registers import REGISTER_MAP
+from pcispy.spy.registers import SPY_FILTERS
 from pcispy.spy.counters import CounterValues, FilterCounter
 from pcispy.app import cli
 from pcispy.host.board import Board

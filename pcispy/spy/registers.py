@@ -1,0 +1,236 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The ``check`` and ``spy`` register blocks: the protocol checker and the bus spy."""
+
+from pcispy.csr.map import Access, Block, Field, Register, reg32
+from pcispy.spy.checker import (COUNT_WIDTH as _CHECK_COUNT_WIDTH, LOG_DEPTH as _CHECK_LOG_DEPTH,
+                                NO_MASTER as _CHECK_NO_MASTER, RULES as _CHECK_RULES)
+from pcispy.spy.counters import (COUNTER_INIT as _COUNTER_INIT, CounterValues as _CounterValues,
+                                 FILTER_COUNTER_BITS as _FILTER_COUNTER_BITS,
+                                 FilterCounter as _FilterCounter)
+from pcispy.spy.filters import FilterCombine as _FilterCombine
+from pcispy.spy.format import (CaptureMode as _CaptureMode, TIMESTAMP_BITS as _TIMESTAMP_BITS,
+                               TriggerSource as _TriggerSource)
+from pcispy.spy.trigger import RecorderState as _RecorderState
+
+__all__ = ["CHECK", "SPY", "SPY_FILTERS"]
+
+# Protocol checker (pcispy/spy/checker.py): one bit per rule of RULES in the enable and
+# flag pairs (rule id n is bit n of enable_lo:enable_hi), counters read through count_index.
+_CHECK_N = len(_CHECK_RULES)
+_CHECK_NAMES = {rule.id: rule.name for rule in _CHECK_RULES}
+_CHECK_INDEX_BITS = max(1, (_CHECK_N - 1).bit_length())
+_CHECK_LOG_INDEX_BITS = max(1, (_CHECK_LOG_DEPTH - 1).bit_length())
+_CHECK_LOG_ENTRIES_BITS = _CHECK_LOG_DEPTH.bit_length()
+assert 32 < _CHECK_N <= 64, "check.enable/flags are one _lo/_hi pair of registers"
+
+CHECK = Block("check", 0x280, (
+    Register("control", 0x00, (
+        Field("clear", 0, 1, Access.WO, 0, "clear every flag and counter, status.any, the "
+              "first-violation record and the violation log (wins over a violation in the "
+              "same clock)"),
+    ), "checker commands"),
+    Register("status", 0x04, (
+        Field("any", 0, 1, Access.RO, 0, "some enabled rule was broken since the last clear"),
+        Field("index_error", 1, 1, Access.RO, 0, "count_index names no rule: the read is "
+              "refused and count reads 0"),
+        Field("first_rule", 8, 8, Access.RO, 0, "id of the first broken rule (lowest id if "
+              "several broke in that clock); valid while any", _CHECK_NAMES),
+        Field("rules", 16, 8, Access.RO, _CHECK_N, "number of rules this gateware checks"),
+    ), "checker status"),
+    reg32("first_cycle", 0x08, Access.RO, "value of `cycle` at the first violation; valid "
+          "while status.any"),
+    reg32("cycle", 0x0C, Access.RO, "the checker's free-running PCI clock counter (wraps)"),
+    Register("enable_lo", 0x10, (
+        Field("enable", 0, 32, Access.RW, (1 << 32) - 1, "bit n enables rule n (rules "
+              "0-31); a disabled rule neither pulses, nor flags, nor counts"),
+    ), "rule enables, rules 0-31"),
+    Register("enable_hi", 0x14, (
+        Field("enable", 0, _CHECK_N - 32, Access.RW, (1 << (_CHECK_N - 32)) - 1,
+              f"bit n enables rule 32+n (rules 32-{_CHECK_N - 1})"),
+    ), f"rule enables, rules 32-{_CHECK_N - 1}"),
+    Register("flags_lo", 0x18, (
+        Field("flags", 0, 32, Access.RO, 0, "bit n: rule n was broken since the last clear"),
+    ), "sticky violation flags, rules 0-31"),
+    Register("flags_hi", 0x1C, (
+        Field("flags", 0, _CHECK_N - 32, Access.RO, 0, "bit n: rule 32+n was broken since "
+              "the last clear"),
+    ), f"sticky violation flags, rules 32-{_CHECK_N - 1}"),
+    Register("count_index", 0x20, (
+        Field("index", 0, _CHECK_INDEX_BITS, Access.RW, 0, "rule whose counter `count` "
+              "shows", _CHECK_NAMES),
+    ), "violation counter select"),
+    Register("count", 0x24, (
+        Field("count", 0, _CHECK_COUNT_WIDTH, Access.RO, 0, "violations of rule count_index "
+              "since the last clear, saturating at all ones"),
+    ), "violation counter of the selected rule"),
+    Register("log_index", 0x28, (
+        Field("index", 0, _CHECK_LOG_INDEX_BITS, Access.RW, 0, "violation-log entry that "
+              "log_cycle, log_rules_lo/_hi and log_info.master show (from the clock after "
+              "this write)"),
+    ), "violation log entry select"),
+    reg32("log_cycle", 0x2C, Access.RO, "`cycle` of the clock of entry log_index (0 at or "
+          "beyond log_info.entries)"),
+    Register("log_rules_lo", 0x30, (
+        Field("rules", 0, 32, Access.RO, 0, "bit n: rule n was broken in the clock of entry "
+              "log_index (rules 0-31)"),
+    ), "rules broken in the clock of the selected log entry, rules 0-31"),
+    Register("log_rules_hi", 0x34, (
+        Field("rules", 0, _CHECK_N - 32, Access.RO, 0, "bit n: rule 32+n was broken in the "
+              "clock of entry log_index"),
+    ), f"rules broken in the clock of the selected log entry, rules 32-{_CHECK_N - 1}"),
+    Register("log_info", 0x38, (
+        Field("entries", 0, _CHECK_LOG_ENTRIES_BITS, Access.RO, 0, f"log entries stored "
+              f"since the last clear: one per clock in which an enabled rule broke, the "
+              f"first {_CHECK_LOG_DEPTH} (later ones are only flagged and counted)"),
+        Field("master", 8, 3, Access.RO, _CHECK_NO_MASTER, "entry log_index: the master of "
+              "the transaction in progress in its clock (the one whose GNT# was asserted "
+              f"in the clock before the address phase); {_CHECK_NO_MASTER}: unknown (no "
+              "transaction, no single GNT#, or the checker does not see every GNT#, as on "
+              "a board in a slot)"),
+    ), "violation log: entries stored, master of the selected entry"),
+), "protocol checker: per-rule flags and counters, first violation, violation log (rules: "
+   "pcispy check --list-rules)")
+
+#: Filter comparators of the board's spy, and the spy registers' layout constants.
+SPY_FILTERS = 4
+_SPY_FILTER_SELECT_BITS = max(1, (SPY_FILTERS - 1).bit_length())
+_SPY_FILTER_BASE, _SPY_FILTER_STRIDE = 0x080, 0x20
+_SPY_COUNTER_BASE = 0x100
+
+
+def _enum_names(enum_class):
+    return {member.value: member.name.lower() for member in enum_class}
+
+
+def _spy_filter_registers(index):
+    base = _SPY_FILTER_BASE + index * _SPY_FILTER_STRIDE
+    name = f"filter{index}"
+    return (
+        Register(f"{name}_control", base, (
+            Field("enable", 0, 1, Access.RW, 0, "this comparator takes part"),
+            Field("exclude", 1, 1, Access.RW, 0, "0: include (combined by config.combine), "
+                  "1: exclude (a hit drops the transaction)"),
+            Field("commands", 16, 16, Access.RW, 0xFFFF, "bit n: command code n passes "
+                  "(selects the address space: memory, I/O, configuration)"),
+        ), f"comparator {index}: enable, include/exclude, command set"),
+        reg32(f"{name}_address_lo", base + 0x04, Access.RW, "address value, bits 31:0"),
+        reg32(f"{name}_address_hi", base + 0x08, Access.RW, "address value, bits 63:32"),
+        reg32(f"{name}_mask_lo", base + 0x0C, Access.RW, "address bits compared (1), 31:0"),
+        reg32(f"{name}_mask_hi", base + 0x10, Access.RW, "address bits compared (1), 63:32"),
+    )
+
+
+def _spy_counter_registers():
+    """One register per counter of :class:`~.spy.counters.CounterValues` (``_lo``/``_hi``
+    pairs for the 48-bit ones; reading ``_lo`` latches ``_hi``), in its field order."""
+    registers = []
+    offset = _SPY_COUNTER_BASE
+    for name, field in _CounterValues(SPY_FILTERS):
+        if name == "hits":
+            for i in range(SPY_FILTERS):
+                registers.append(reg32(f"hits{i}", offset, Access.RO,
+                                       f"transactions comparator {i} hit"))
+                offset += 4
+        elif field.width > 32:
+            registers.append(reg32(f"{name}_lo", offset, Access.RO,
+                                   f"counter {name}, bits 31:0 (reading it latches _hi)"))
+            registers.append(Register(f"{name}_hi", offset + 4, (
+                Field(name, 0, field.width - 32, Access.RO, 0, f"counter {name}, bits "
+                      f"{field.width - 1}:32"),), f"counter {name}, high bits"))
+            offset += 8
+        else:
+            reset = _COUNTER_INIT.get(name, 0)
+            registers.append(Register(name, offset, (
+                Field(name, 0, field.width, Access.RO, reset, f"counter {name} (saturating; "
+                      "latency_min reads 0xFFFF before any transaction)"),), f"counter {name}"))
+            offset += 4
+    return tuple(registers)
+
+
+SPY = Block("spy", 0x400, (
+    Register("control", 0x00, (
+        Field("arm", 0, 1, Access.WO, 0, "arm a capture with the current settings (refused "
+              "with status.pre_error when pre >= capacity)"),
+        Field("stop", 1, 1, Access.WO, 0, "stop the capture now"),
+        Field("trigger", 2, 1, Access.WO, 0, "the trigger register: fires a capture armed "
+              "with config.source = register"),
+        Field("clear", 3, 1, Access.WO, 0, "zero the counters and histograms"),
+        Field("snapshot", 4, 1, Access.WO, 0, "hold the counter registers (transactions "
+              "... hits) at this clock's values until release, so that reading them one by "
+              "one gives one instant's; counting goes on (again while held: a new "
+              "snapshot)"),
+        Field("release", 5, 1, Access.WO, 0, "the counter registers follow the counters "
+              "again"),
+    ), "spy commands"),
+    Register("config", 0x04, (
+        Field("mode", 0, 1, Access.RW, 0, "what is stored: raw clocks or transaction "
+              "summaries (taken at arm)", _enum_names(_CaptureMode)),
+        Field("source", 1, 2, Access.RW, 0, "trigger source (taken at arm)",
+              _enum_names(_TriggerSource)),
+        Field("ring", 3, 1, Access.RW, 0, "after the trigger, overwrite the oldest records "
+              "until stop or post instead of stopping when full"),
+        Field("idle_compress", 4, 1, Access.RW, 0, "raw mode: leave out idle clocks"),
+        Field("raw_select", 6, 1, Access.RW, 0, "raw mode: store only the clocks of "
+              "transactions the filters select (and those with a violation or the trigger)"),
+        Field("combine", 5, 1, Access.RW, 0, "how include comparators combine",
+              _enum_names(_FilterCombine)),
+        Field("latency_timer", 8, 8, Access.RW, 0, "the masters' Latency Timer in clocks, "
+              "to classify latency-timer terminations (0: never)"),
+    ), "capture settings"),
+    reg32("pre", 0x08, Access.RW, "pre-trigger records kept at the trigger (< status "
+          "capacity; stopped before it, the memory keeps all of them)"),
+    reg32("post", 0x0C, Access.RW, "stop after this many post-trigger records (0: when full, "
+          "or never in ring mode)"),
+    reg32("violation_mask_lo", 0x10, Access.RW, "checker rules 0-31 the spy records and "
+          "triggers on (bit n: rule n)"),
+    reg32("violation_mask_hi", 0x14, Access.RW, "checker rules 32-63"),
+    Register("status", 0x18, (
+        Field("state", 0, 2, Access.RO, 0, "capture state", _enum_names(_RecorderState)),
+        Field("done", 2, 1, Access.RO, 0, "stopped and every record written: the trace "
+              "can be read"),
+        Field("pre_error", 3, 1, Access.RO, 0, "the last arm was refused: pre >= capacity"),
+        Field("clearing", 4, 1, Access.RO, 0, "histograms or per-filter counters are "
+              "being zeroed"),
+        Field("held", 5, 1, Access.RO, 0, "the counter registers show a snapshot "
+              "(control.snapshot), not the running counters"),
+    ), "spy status"),
+    reg32("capacity", 0x1C, Access.RO, "records the trace memory holds in the armed mode "
+          "(raw: 1 slot of 16 bytes each, summary: 2 slots)"),
+    reg32("start", 0x20, Access.RO, "index of the oldest valid record; record i is at BAR1 "
+          "byte offset 16 * slots * i"),
+    reg32("count", 0x24, Access.RO, "valid records, from start, wrapping at capacity"),
+    reg32("trigger_index", 0x28, Access.RO, "index of the trigger record"),
+    reg32("trigger_time_lo", 0x2C, Access.RO, "timestamp of the trigger, bits 31:0 (reading "
+          "it latches _hi)"),
+    Register("trigger_time_hi", 0x30, (
+        Field("trigger_time", 0, _TIMESTAMP_BITS - 32, Access.RO, 0, "timestamp of the "
+              "trigger, high bits"),), "trigger timestamp, high bits"),
+    reg32("lost", 0x34, Access.RO, "records dropped since arm (each reported by an OVERRUN "
+          "record in the trace)"),
+    reg32("overruns", 0x38, Access.RO, "OVERRUN records written since arm"),
+    Register("hist_select", 0x3C, (
+        Field("histogram", 0, 1, Access.RW, 0, "0: first-data latency (linear bins), 1: "
+              "clocks between transactions (log2 bins)", {0: "latency", 1: "gap"}),
+        Field("bin", 8, 6, Access.RW, 0, "bin shown by hist_data"),
+    ), "histogram bin select"),
+    reg32("hist_data", 0x40, Access.RO, "count in the selected histogram bin"),
+    Register("fcount_select", 0x44, (
+        Field("filter", 0, _SPY_FILTER_SELECT_BITS, Access.RW, 0, "comparator whose "
+              "counter fcount_lo/_hi show: the transactions that comparator hits, whatever "
+              "the others and config.combine say"),
+        Field("counter", 8, 4, Access.RW, 0, "which counter (busy_clocks: the clocks of "
+              "those transactions; bytes: added when each ends; the rest as the combined "
+              "counters; values 13-15 read 0)", _enum_names(_FilterCounter)),
+    ), "per-filter counter select"),
+    reg32("fcount_lo", 0x48, Access.RO, "the selected per-filter counter, bits 31:0 (valid "
+          "from the second clock after fcount_select is written; reading it latches _hi). "
+          "A transaction is counted within 70 clocks of its end; status.clearing is set "
+          "while a clear is still zeroing them"),
+    Register("fcount_hi", 0x4C, (
+        Field("fcount", 0, _FILTER_COUNTER_BITS - 32, Access.RO, 0, "the selected "
+              "per-filter counter, bits 47:32 (as of the last fcount_lo read)"),
+    ), "selected per-filter counter, high bits"),
+) + sum((_spy_filter_registers(i) for i in range(SPY_FILTERS)), ()) +
+    _spy_counter_registers(),
+    "bus spy: capture control, trigger, filters, counters (combined and per filter), "
+    "histograms (trace in BAR1)")
