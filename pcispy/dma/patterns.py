@@ -6,7 +6,7 @@ goes to (or is expected from) byte ``4 * n`` of the buffer, whatever the bus wid
 64-bit transfer carries DWORDs ``2i`` (AD[31:0]) and ``2i + 1`` (AD[63:32]).
 
 - ``COUNTER``: ``seed + n`` (modulo 2**32).
-- ``LFSR``: the Galois LFSR of :data:`LFSR_TAPS` stepped ``n`` times from ``seed``
+- ``LFSR``: the Galois LFSR of :mod:`pcispy.pci.lfsr` stepped ``n`` times from ``seed``
   (seed 0 is refused: the LFSR would stay at 0).
 - ``CONSTANT``: ``seed``.
 - ``TIMESTAMP``: the low 32 bits of the free-running clock counter in the clock the DWORD
@@ -18,17 +18,15 @@ number the consumer took; :func:`pattern_dwords` is the Python reference the hos
 fill or check host memory.
 """
 
-from amaranth import Module, Signal, Mux
+from amaranth import Module, Signal
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.core.initiator import WDATA_WINDOW
+from pcispy.pci.lfsr import lfsr_step
 
-__all__ = ["Pattern", "LFSR_TAPS", "lfsr_step", "pattern_dwords", "PatternGenerator",
+__all__ = ["Pattern", "pattern_dwords", "PatternGenerator",
            "WINDOW"]
-
-#: Feedback mask of the 32-bit Galois LFSR (x^32 + x^22 + x^2 + x + 1, maximal length).
-LFSR_TAPS = 0x8020_0003
 
 #: DWORDs the generator offers at once: the initiator's write-data window
 #: (``pci.initiator.WDATA_WINDOW``, which says why it holds that many).
@@ -44,13 +42,6 @@ class Pattern(enum.Enum, shape=2):
     @property
     def verifiable(self):
         return self is not Pattern.TIMESTAMP
-
-
-def lfsr_step(state):
-    """One step of the LFSR (Python ints or Amaranth values)."""
-    if isinstance(state, int):
-        return (state >> 1) ^ (LFSR_TAPS if state & 1 else 0)
-    return (state >> 1) ^ Mux(state[0], LFSR_TAPS, 0)
 
 
 def pattern_dwords(pattern, seed, count, start=0):

@@ -48,7 +48,8 @@ from amaranth.lib.wiring import In
 
 from pcispy.csr.bank import CSRBank
 from pcispy.dma.engine import DMAEngine
-from pcispy.dma.patterns import Pattern, lfsr_step
+from pcispy.dma.patterns import Pattern
+from pcispy.pci.lfsr import lfsr_step
 from pcispy.pci.bus import ACTIVE_LOW, Command, Termination, bus_lines
 from pcispy.core.initiator import Descriptor, _Phase
 from pcispy.core.pads import LIVE_LINES, PCIPads, simulation_ports

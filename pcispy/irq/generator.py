@@ -9,7 +9,7 @@ reload modes (``irq.ctrl.mode`` in pcispy/irq/registers.py):
 - ``periodic``: then every ``period`` clocks;
 - ``random``: then after gaps drawn uniformly from ``[min_gap, max_gap]``.
 
-The random gaps come from a 32-bit maximal-length Galois LFSR (:data:`LFSR_MASK`), stepped
+The random gaps come from a 32-bit maximal-length Galois LFSR (:mod:`pcispy.pci.lfsr`), stepped
 32 times per draw so that successive draws share no bits: gap ``k`` (k = 1, 2, ...) is
 ``min_gap + (r_k * span >> 32)`` with ``r_k = lfsr_draw(r_(k-1))``, ``r_0 = seed`` and
 ``span = max_gap - min_gap + 1``. :func:`random_gaps` is that definition; the gateware is
@@ -26,27 +26,18 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.irq.registers import IRQ, IRQ_MIN_GAP
+from pcispy.pci.lfsr import lfsr_advance
 
-__all__ = ["MODES", "LFSR_MASK", "lfsr_step", "lfsr_draw", "random_gaps", "RefusalLayout",
+__all__ = ["MODES", "lfsr_draw", "random_gaps", "RefusalLayout",
            "InterruptGenerator"]
 
 #: Mode name -> ``irq.ctrl.mode`` code, from the register map.
 MODES = {name: code for code, name in IRQ.register("ctrl").field("mode").values.items()}
 
-#: Galois feedback mask of x^32 + x^22 + x^2 + x + 1 (maximal length, 2**32 - 1 states).
-LFSR_MASK = 0x8020_0003
-
-
-def lfsr_step(state):
-    """One step of the Galois LFSR (shift right, feed back the bit shifted out)."""
-    return (state >> 1) ^ (LFSR_MASK if state & 1 else 0)
-
-
 def lfsr_draw(state):
-    """32 steps: a fresh 32-bit pseudo-random word from the previous one."""
-    for _ in range(32):
-        state = lfsr_step(state)
-    return state
+    """32 steps of the LFSR (:mod:`pcispy.pci.lfsr`): a fresh 32-bit pseudo-random word
+    from the previous one."""
+    return lfsr_advance(state, 32)
 
 
 def random_gaps(seed, min_gap, max_gap, count):

@@ -11,11 +11,11 @@ import pytest
 
 from pcispy.pci.bus import Command, bus_lines
 from pcispy.dma.engine import DMAEngine
-from pcispy.dma.patterns import (Pattern, PatternGenerator, pattern_dwords,
-                                                lfsr_step, LFSR_TAPS)
+from pcispy.dma.patterns import Pattern, PatternGenerator, pattern_dwords
+from pcispy.pci.lfsr import LFSR_TAPS, lfsr_step
 from pcispy.dma.registers import DMA
 
-from test_initiator_gw import Harness, ScriptedTarget, simulate
+from pcispy.core.tests.test_initiator_gw import Harness, ScriptedTarget, simulate
 
 pytestmark = pytest.mark.dma
 

@@ -8,8 +8,8 @@ import pytest
 from amaranth.sim import Simulator
 
 from pcispy.irq.registers import IRQ_MIN_GAP
-from pcispy.irq.generator import (
-    MODES, LFSR_MASK, lfsr_step, lfsr_draw, random_gaps, InterruptGenerator)
+from pcispy.irq.generator import MODES, lfsr_draw, random_gaps, InterruptGenerator
+from pcispy.pci.lfsr import LFSR_TAPS, lfsr_step
 
 __all__ = []
 
@@ -77,7 +77,7 @@ def test_lfsr_is_maximal_length():
     assert power(step, order) == identity
     for prime in (3, 5, 17, 257, 65537):                 # 2**32 - 1 = 3*5*17*257*65537
         assert power(step, order // prime) != identity
-    assert lfsr_step(1) == LFSR_MASK ^ 0 and lfsr_draw(0) == 0
+    assert lfsr_step(1) == LFSR_TAPS ^ 0 and lfsr_draw(0) == 0
 
 
 def test_one_shot_fires_once_delay_minus_one_clocks_after_arm():

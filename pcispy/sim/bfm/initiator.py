@@ -52,6 +52,7 @@ from amaranth.lib import data, enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.pci.bus import Command, PCIBusSignature, Termination
+from pcispy.pci.lfsr import lfsr_step
 from pcispy.sim.bfm.backdoor_ram import BackdoorRAM
 from pcispy.sim.control import ControlSignature
 
@@ -180,7 +181,6 @@ STATUS_CONFIG_REFUSED = 1 << 10  # sticky: CONFIG write with a cache line not a 
 BUFFER_PATH = ("buffer", "ram", "bd_storage")
 
 _QUEUE_DEPTH = 4
-_LFSR_TAPS = 0x8020_0003  # x^32 + x^22 + x^2 + x + 1
 _ABORT_CLOCK = 5           # DEVSEL# may come as late as clock 5 (subtractive decode)
 
 
@@ -305,7 +305,7 @@ class BehaviouralInitiator(wiring.Component):
         engaged = busy | (queue.level != 0)
         m.d.comb += ctl.event.eq(results.r_rdy)
 
-        m.d.sync += lfsr.eq((lfsr >> 1) ^ Mux(lfsr[0], _LFSR_TAPS, 0))
+        m.d.sync += lfsr.eq(lfsr_step(lfsr))
 
         writing = ctl.w_en
         buf_data_w = Signal()

@@ -22,6 +22,7 @@ from amaranth.lib import data, enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.pci.bus import Command
+from pcispy.pci.lfsr import lfsr_advance
 from pcispy.sim.bfm.initiator import COMMAND, Status, pack
 from pcispy.sim.control import ControlSignature
 
@@ -74,8 +75,6 @@ class IrqReg(py_enum.IntEnum):
 
 ID_VALUE = 0x5043_4951
 
-#: Galois feedback mask of x^32 + x^22 + x^2 + x + 1 (maximal length: 2**32 - 1 states).
-_LFSR_TAPS = 0x8020_0003
 #: XORed into the seed when it is loaded. The board's interrupt generator runs the same
 #: LFSR, and ``pcispy irq`` in simulation gives both the same seed by default: without
 #: this, the delay drawn for interrupt k would be computed from the very word that sets
@@ -85,15 +84,8 @@ _SEED_MIX = 0x9E37_79B9
 _STEPS_PER_DRAW = 32
 
 
-def _lfsr_step(state):
-    """One step of the Galois LFSR on a Python int: shift right, feed back the bit out."""
-    return (state >> 1) ^ (_LFSR_TAPS if state & 1 else 0)
-
-
 def _lfsr_advance(state, steps=_STEPS_PER_DRAW):
-    for _ in range(steps):
-        state = _lfsr_step(state)
-    return state
+    return lfsr_advance(state, steps)
 
 
 def _seed_state(seed):

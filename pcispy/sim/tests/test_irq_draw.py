@@ -14,6 +14,7 @@ import statistics
 import pytest
 from amaranth.sim import Simulator
 
+from pcispy.pci.lfsr import lfsr_advance, lfsr_step
 from pcispy.sim.bfm.irq_responder import InterruptResponderDriver, UniformDraw, uniform_draws
 from pcispy.sim.control import PysimControl
 from pcispy.sim.tests._initiator_bench import TargetScript, run_bench
@@ -137,15 +138,14 @@ def test_checks_reject_a_skewed_draw():
     """A masked draw redrawn one LFSR step later on rejection (the words of successive
     tries are the same bits shifted by one), with the next interrupt's draw a delay's
     worth of steps on: the figures must flag it."""
-    taps, state = 0x8020_0003, 1
+    state = 1
     span, mask = HIGH - LOW, 511
     values = []
     while len(values) < DRAWS:
         while state & mask > span:
-            state = (state >> 1) ^ (taps if state & 1 else 0)
+            state = lfsr_step(state)
         values.append(LOW + (state & mask))
-        for _ in range(values[-1] + 40):
-            state = (state >> 1) ^ (taps if state & 1 else 0)
+        state = lfsr_advance(state, values[-1] + 40)
     assert _failures(values, LOW, HIGH)
 
 

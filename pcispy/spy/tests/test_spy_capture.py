@@ -16,10 +16,7 @@ from pcispy.spy.spy import Spy
 from pcispy.spy.trigger import RecorderState
 from pcispy.sim.bfm.sram import AsyncSRAM
 
-try:
-    from pcispy.spy.tests.test_spy_waves import idle, transaction, finish
-except ImportError:
-    from test_spy_waves import idle, transaction, finish
+from pcispy.spy.tests.test_spy_waves import idle, transaction, finish
 
 pytestmark = pytest.mark.spy
 

@@ -15,12 +15,8 @@ from pcispy.spy.format import (record_layouts, record_fields, RecordKind,
                                         RAW_RECORD_BITS, SUMMARY_RECORD_BITS, SLOT_BITS,
                                         CaptureMode)
 
-try:
-    from pcispy.spy.tests.test_spy_waves import idle, transaction, finish
-    from pcispy.spy.tests.test_spy_capture import Bench, comparator
-except ImportError:
-    from test_spy_waves import idle, transaction, finish
-    from test_spy_capture import Bench, comparator
+from pcispy.spy.tests.test_spy_waves import idle, transaction, finish
+from pcispy.spy.tests.test_spy_capture import Bench, comparator
 
 pytestmark = pytest.mark.spy
 

@@ -18,12 +18,8 @@ from pcispy.spy.format import CaptureMode, RecordKind, TriggerSource
 from pcispy.spy.spy import Spy, connect_spy_registers
 from pcispy.spy.trigger import RecorderState
 
-try:
-    from pcispy.spy.tests.test_spy_waves import idle, transaction, finish
-    from pcispy.spy.tests.test_spy_capture import decode
-except ImportError:
-    from test_spy_waves import idle, transaction, finish
-    from test_spy_capture import decode
+from pcispy.spy.tests.test_spy_waves import idle, transaction, finish
+from pcispy.spy.tests.test_spy_capture import decode
 
 pytestmark = pytest.mark.spy
 

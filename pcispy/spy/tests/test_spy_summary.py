@@ -9,10 +9,7 @@ import pytest
 from pcispy.pci.bus import Command, Termination, DevselSpeed
 from pcispy.spy.summary import Summariser
 
-try:
-    from pcispy.spy.tests.test_spy_waves import idle, transaction, run_wave
-except ImportError:
-    from test_spy_waves import idle, transaction, run_wave
+from pcispy.spy.tests.test_spy_waves import idle, transaction, run_wave
 
 pytestmark = pytest.mark.spy
 
