@@ -119,9 +119,10 @@ def build_model(verilog, toplevel, *, public=(), sources=(), name=None):
     ``public`` lists ``(module_glob, signal_glob)`` pairs made readable and writable from
     Python (memory backdoors); the top-level ports always are. ``sources`` names extra
     Verilog files (hand-written simulation models such as large backdoor RAMs, which
-    Amaranth would otherwise emit with an initialiser line per word).
+    Amaranth would otherwise emit with an initialiser line per word); a file named twice
+    is read once.
     """
-    sources = [Path(s).resolve() for s in sources]
+    sources = list(dict.fromkeys(Path(s).resolve() for s in sources))
     from cocotb_tools import config as cocotb_config
     env = verilator_environment()
     vlt = ["`verilator_config", f'public_flat_rw -module "{toplevel}" -var "*"']

@@ -45,9 +45,8 @@ def test_wheel_holds_every_package_and_verilog_file(tmp_path):
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
     expected = _expected_files()
-    # The tree has the three Verilog sources and the packages pyproject.toml once missed.
-    assert {"pcispy/exerciser/scratch_ram.v", "pcispy/sim/bfm/backdoor_ram.v",
-            "pcispy/sim/bfm/sram_storage.v", "pcispy/host/transports/__init__.py",
+    # The tree has the Verilog RAM and the packages pyproject.toml once missed.
+    assert {"pcispy/core/ram.v", "pcispy/host/transports/__init__.py",
             "pcispy/sidechannel/__init__.py", "pcispy/platform/ecp5/__init__.py",
             "pcispy/formal/__init__.py"} <= expected
     assert not expected - names, f"missing from the wheel: {sorted(expected - names)}"

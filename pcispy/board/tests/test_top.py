@@ -31,7 +31,7 @@ def test_board_converts_with_pin_ports(width):
     for name in bus_lines(width):
         expected |= {f"{name}__i", f"{name}__o", f"{name}__oe"}
     assert declared == expected
-    assert "pcispy_scratch_ram" in text                 # the scratch RAM is the Verilog one
+    assert "pcispy_ram" in text                         # the scratch RAM is the Verilog one
     assert ("ad_hi__o" in declared) == (width == 64)
 
 

@@ -1,22 +1,18 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""A large simulation RAM with a Python backdoor, for host memory and agent buffers.
+"""A large simulation RAM with a Python backdoor, for host memory and agent buffers: the
+RAM of :mod:`pcispy.core.ram` as a component with ports.
 
-Amaranth's own ``Memory`` would be emitted with an initialiser line per word; a RAM of a
-few megabytes then takes minutes to build. This component instantiates the hand-written
-``backdoor_ram.v`` instead (add :data:`VERILOG_SOURCE` to the build's ``sources``).
-Python reaches the words as ``<instance path>.<name>.bd_storage[index]``.
+Python reaches the words as ``<instance path>.<name>.ram.bd_storage[index]`` in a Verilator
+build (add :data:`pcispy.core.ram.VERILOG_SOURCE` to the build's ``sources``).
 """
 
-from pathlib import Path
-
-from amaranth import Instance, Module, ClockSignal
-from amaranth.lib import memory, wiring
+from amaranth import Module
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["BackdoorRAM", "VERILOG_SOURCE"]
+from pcispy.core.ram import VERILOG_SOURCE, add_ram
 
-#: The Verilog file that must be passed to :func:`pcispy.sim.verilate.build_model`.
-VERILOG_SOURCE = Path(__file__).with_name("backdoor_ram.v")
+__all__ = ["BackdoorRAM", "VERILOG_SOURCE"]
 
 
 class BackdoorRAM(wiring.Component):
@@ -32,8 +28,8 @@ class BackdoorRAM(wiring.Component):
     Parameters:
         width: word width in bits (32 or 64).
         addr_bits: log2 of the depth in words.
-        verilog: True (default) instantiates ``backdoor_ram.v`` for Verilator builds;
-            False builds the same RAM from an Amaranth ``Memory`` named ``bd_storage``,
+        verilog: True (default) keeps the words in ``pcispy/core/ram.v`` for Verilator
+            builds; False builds the same RAM from an Amaranth ``Memory`` named ``bd_storage``,
             for small unit tests under Amaranth's Python simulator (which cannot run a
             Verilog instance).
     """
@@ -48,21 +44,9 @@ class BackdoorRAM(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        if not self.verilog:
-            m.submodules.bd_storage = storage = memory.Memory(
-                shape=self.width, depth=1 << self.addr_bits, init=[])
-            write = storage.write_port(granularity=8)
-            read = storage.read_port()
-            m.d.comb += [
-                write.addr.eq(self.w_addr), write.data.eq(self.w_data), write.en.eq(self.w_en),
-                read.addr.eq(self.r_addr), self.r_data.eq(read.data),
-            ]
-            return m
-        m.submodules.ram = Instance(
-            "pcispy_backdoor_ram",
-            p_WIDTH=self.width, p_ABITS=self.addr_bits,
-            i_clk=ClockSignal("sync"),
-            i_w_addr=self.w_addr, i_w_data=self.w_data, i_w_en=self.w_en,
-            i_r_addr=self.r_addr, o_r_data=self.r_data,
-        )
+        ram = add_ram(m, width=self.width, addr_bits=self.addr_bits, verilog=self.verilog)
+        m.d.comb += [
+            ram.w_addr.eq(self.w_addr), ram.w_data.eq(self.w_data), ram.w_en.eq(self.w_en),
+            ram.r_addr.eq(self.r_addr), self.r_data.eq(ram.r_data),
+        ]
         return m

@@ -13,9 +13,10 @@ OE#, pins active low), not from the controller that drives it:
   no change of address in the clock WE# falls: two pins switching on the same edge race),
   must not change while WE# is low, and it and the data must still be held the clock WE#
   rises (hold time); each breach adds one to ``errors``;
-- the storage is named ``bd_storage`` (the backdoor): an Amaranth memory for Amaranth's
-  Python simulator, or with ``verilog=True`` the hand-written ``sram_storage.v``
-  (:data:`VERILOG_SOURCE`, to pass in the Verilator build's ``sources``) for large depths.
+- the storage is the RAM of :mod:`pcispy.core.ram` with an asynchronous read (the
+  backdoor ``bd_storage``): an Amaranth memory for Amaranth's Python simulator, or with
+  ``verilog=True`` the hand-written ``ram.v`` (:data:`VERILOG_SOURCE`, to pass in the
+  Verilator build's ``sources``) for large depths.
 
 Ports (pin levels):
     a (In, addr_bits), d_i (In, data_bits): what the controller drives;
@@ -24,20 +25,16 @@ Ports (pin levels):
 
 Parameters:
     addr_bits, data_bits; init: initial contents (list of words, Amaranth memory only);
-    verilog: use ``sram_storage.v`` for the storage.
+    verilog: keep the words in ``ram.v``.
 """
 
-from pathlib import Path
-
-
-from amaranth.hdl import Module, Signal, Mux, Instance, ClockSignal
-from amaranth.lib import memory, wiring
+from amaranth.hdl import Module, Signal, Mux
+from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["AsyncSRAM", "UNSTABLE", "VERILOG_SOURCE"]
+from pcispy.core.ram import VERILOG_SOURCE, add_ram
 
-#: The Verilog storage used with ``verilog=True``.
-VERILOG_SOURCE = Path(__file__).with_name("sram_storage.v")
+__all__ = ["AsyncSRAM", "UNSTABLE", "VERILOG_SOURCE"]
 
 #: Pattern driven while the read data is not yet valid (one per 32 bits).
 UNSTABLE = 0xBAD0_BAD0
@@ -60,29 +57,17 @@ class AsyncSRAM(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        read = _Port(self.addr_bits, self.data_bits)
-        write = _Port(self.addr_bits, self.data_bits)
-        if self.verilog:
-            m.submodules.storage = Instance(
-                "pcispy_sram_storage", p_WIDTH=self.data_bits, p_ABITS=self.addr_bits,
-                i_clk=ClockSignal("sync"), i_r_addr=read.addr, o_r_data=read.data,
-                i_w_addr=write.addr, i_w_data=write.data, i_w_en=write.en)
-        else:
-            m.submodules.bd_storage = storage = memory.Memory(
-                shape=self.data_bits, depth=1 << self.addr_bits, init=self.init)
-            async_read = storage.read_port(domain="comb")
-            sync_write = storage.write_port()
-            m.d.comb += [async_read.addr.eq(read.addr), read.data.eq(async_read.data),
-                         sync_write.addr.eq(write.addr), sync_write.data.eq(write.data),
-                         sync_write.en.eq(write.en)]
+        storage = add_ram(m, width=self.data_bits, addr_bits=self.addr_bits,
+                          lane_width=self.data_bits, async_read=True, verilog=self.verilog,
+                          init=self.init)
 
         previous_a = Signal(self.addr_bits)
         m.d.sync += previous_a.eq(self.a)
         unstable = int(f"{UNSTABLE:08x}" * (self.data_bits // 32), 16)
         m.d.comb += [
-            read.addr.eq(self.a),
+            storage.r_addr.eq(self.a),
             self.d_oe.eq(~self.ce_n & ~self.oe_n & self.we_n),
-            self.d_o.eq(Mux(self.a == previous_a, read.data, unstable)),
+            self.d_o.eq(Mux(self.a == previous_a, storage.r_data, unstable)),
         ]
 
         writing = Signal()
@@ -100,17 +85,10 @@ class AsyncSRAM(wiring.Component):
                 m.d.comb += breach.eq(1)          # no address setup before the write
         with m.If(was_writing & ~writing):
             # WE# rose at this clock's edge: the word is written; the data must be held.
-            m.d.comb += [write.addr.eq(latched_a), write.data.eq(latched_d), write.en.eq(1)]
+            m.d.comb += [storage.w_addr.eq(latched_a), storage.w_data.eq(latched_d), storage.w_en.eq(1)]
             with m.If((self.d_i != latched_d) | (self.a != latched_a)):
                 m.d.comb += breach.eq(1)
         with m.If(breach & (self.errors != 0xFFFF)):
             m.d.sync += self.errors.eq(self.errors + 1)
         return m
 
-
-class _Port:
-    """The signals of one storage port (address, data, enable)."""
-    def __init__(self, addr_bits, data_bits):
-        self.addr = Signal(addr_bits)
-        self.data = Signal(data_bits)
-        self.en = Signal()
