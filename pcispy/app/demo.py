@@ -18,7 +18,9 @@ from rich.console import Console
 from rich.table import Table
 
 from pcispy.app import report as suite
+from pcispy.board.identity_feature import config_space, info, lspci_text
 from pcispy.host.errors import PcispyError
+from pcispy.sim.system import SystemConfig, build_system
 
 __all__ = ["main", "run", "build_parser", "STEPS", "DEMO_PROFILES", "DEMO_WIDTH", "DEFAULT_OUTPUT", "identify"]
 
@@ -32,14 +34,12 @@ DEFAULT_OUTPUT = "build/demo"
 
 async def identify(transport):
     """The board's identity (``pcispy info``) and configuration space in one run."""
-    from pcispy.board.identity_feature import config_space, info
     return dict(await info(transport), config=(await config_space(transport))["config"])
 
 
 def _run(context, title, feature, arguments=None, profile="ideal"):
     """Run ``feature`` in the simulator with a spinner naming the step."""
     from pcispy.sim.api import run_feature
-    from pcispy.sim.system import SystemConfig
     with context["console"].status(f"[bold]{title}[/] (in the simulator)"):
         return run_feature(feature, arguments or {}, SystemConfig(width=DEMO_WIDTH),
                            profile=profile, seed=context["seed"])
@@ -48,7 +48,6 @@ def _run(context, title, feature, arguments=None, profile="ideal"):
 def _prepare(console):
     """Elaborate the simulated system and find (or build) its Verilator model, once for
     every step."""
-    from pcispy.sim.system import SystemConfig, build_system
     with console.status(f"[bold]preparing the simulated {DEMO_WIDTH}-bit system[/] (the "
                         "first run builds its model: a few minutes)"):
         build_system(SystemConfig(width=DEMO_WIDTH))
@@ -64,7 +63,6 @@ def _table(headings, rows, title=None):
 
 
 def _step_identify(console, context):
-    from pcispy.board.identity_feature import lspci_text
     info = _run(context, "identifying the board", identify)
     console.print(f"pcispy board [bold]{info['vendor_id']:04x}:{info['device_id']:04x}[/], "
                   f"gateware {info['gateware_version']}, {info['bus_width']}-bit bus at "

@@ -10,6 +10,10 @@ a page cannot go stale).
 import argparse
 import sys
 from pathlib import Path
+from pcispy.board.registers import BAR0_SIZE, REGISTER_MAP
+from pcispy.csr.map import Access
+from pcispy.spy import format as fmt
+from pcispy.spy.format import record_fields
 
 __all__ = ["registers_markdown", "trace_format_markdown", "GENERATED", "DOCS_DIR", "main"]
 
@@ -30,8 +34,6 @@ def _bits(lsb, width):
 
 def registers_markdown():
     """docs/registers.md: every block, register and field of BAR0."""
-    from pcispy.board.registers import BAR0_SIZE, REGISTER_MAP
-    from pcispy.csr.map import Access
     lines = [_NOTICE.format(source="pcispy/board/registers.py"), "", "# Register map (BAR0)", "",
              f"BAR0 is a {BAR0_SIZE}-byte memory window of 32-bit registers at 4-byte aligned "
              "offsets. Host tools reach them by name (`Board.read(\"dma.status\")`, "
@@ -70,7 +72,6 @@ def registers_markdown():
 
 
 def _layout_table(layout):
-    from pcispy.spy.format import record_fields
     lines = ["| Bits | Field | Width |", "|---|---|---|"]
     for name, offset, width in record_fields(layout):
         lines.append(f"| {_bits(offset, width)} | `{name}` | {width} |")
@@ -94,7 +95,6 @@ def trace_format_markdown():
     fields (a 32-bit bus with one master's REQ#/GNT#; a 64-bit bus adds its lines to the
     raw record's ``bus``)."""
     import pcispy.spy.tracefile as trace
-    from pcispy.spy import format as fmt
     lines = [_NOTICE.format(source="pcispy/spy/format.py and pcispy/spy/tracefile.py"), "",
              f"# Trace format (version {fmt.FORMAT_VERSION})", "",
              "## Records", "", _doc(fmt), "",

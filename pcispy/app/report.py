@@ -30,6 +30,18 @@ import os
 from dataclasses import asdict, dataclass
 
 from pcispy.host.errors import PcispyError
+from pcispy.board.identity_feature import info
+from pcispy.dma.sweep_feature import sweep
+from pcispy.exerciser.pio_feature import pio
+from pcispy.host.board import Board
+from pcispy.host.plots import plot_latency_histograms, plot_throughput_by_command
+from pcispy.irq.irq_feature import irq_latency, plot_histograms
+from pcispy.sim.bfm.profiles import profile_by_name
+from pcispy.spy.capture_feature import capture, parse_filter, program_filters
+from pcispy.spy.decode import summarise
+from pcispy.spy.export import TABLE_COLUMNS, summary_rows
+from pcispy.spy.stats_feature import read_histograms
+from pcispy.spy.tracefile import parse_trace, trace_bytes
 
 __all__ = ["PAPER", "PAPER_FIGURE2", "PROFILE_MACHINES", "FIGURES", "Sizes", "SIZES",
            "sizes_of", "characterise", "rtc_summary", "characterise_profiles", "rtc_log",
@@ -147,7 +159,6 @@ def _best(rows, key, settings):
 async def _latency_histogram_start(board, transport):
     """Point the spy's counters at everything but the board's own registers (BAR0, polled
     during runs) and clear them."""
-    from pcispy.spy.capture_feature import parse_filter, program_filters
     bars = getattr(transport, "bars", {}) or {}
     bar0 = bars.get(0) or bars.get("0")
     address = bar0.get("address") if isinstance(bar0, dict) else None
@@ -168,11 +179,6 @@ async def characterise(transport, *, sizes="quick", widths=None):
     {"mbps", settings}}}, "peak_mbps": {width: MB/s}, "latency_histogram": [count per
     clock of first-data latency, the last bin open], "sizes"}``.
     """
-    from pcispy.host.board import Board
-    from pcispy.board.identity_feature import info
-    from pcispy.exerciser.pio_feature import pio
-    from pcispy.spy.stats_feature import read_histograms
-    from pcispy.dma.sweep_feature import sweep
     size = sizes_of(sizes)
     board = Board(transport)
     identity = await info(transport)
@@ -214,7 +220,6 @@ async def characterise_profiles(transport, *, profiles, sizes="quick"):
     system only: the profile is applied to its host memory between runs). 64-bit figures
     only for profiles that answer REQ64# on a 64-bit system. Returns ``{profile: result}``
     plus ``checker``: the protocol checker's report over all of them."""
-    from pcispy.sim.bfm.profiles import profile_by_name
     system = getattr(transport, "system", None)
     if system is None:
         raise PcispyError("characterising several host-bridge profiles needs the simulated "
@@ -235,10 +240,6 @@ async def rtc_log(transport, *, seconds=0.0025):
     """The spy's log of I/O cycles to the real-time clock (0x70/0x71, Pamette Figure 3)
     during ``seconds`` of bus time: ``{"rows": [export.summary_rows row], "seconds",
     "filter", "status"}``. On a machine whose OS leaves the clock alone the log is empty."""
-    from pcispy.spy.decode import summarise
-    from pcispy.spy.export import summary_rows
-    from pcispy.spy.capture_feature import capture
-    from pcispy.spy.tracefile import parse_trace, trace_bytes
     result = await capture(transport, mode="summary", filters=[RTC_FILTER],
                            duration=seconds)
     trace = parse_trace(trace_bytes(base64.b64decode(result["records"]),
@@ -249,7 +250,6 @@ async def rtc_log(transport, *, seconds=0.0025):
 
 async def interrupt_latency(transport, *, count=100, seed=1):
     """``pcispy irq --count COUNT`` without the per-interrupt list."""
-    from pcispy.irq.irq_feature import irq_latency
     result = await irq_latency(transport, count=count, seed=seed)
     result.pop("interrupts")
     return result
@@ -259,7 +259,6 @@ async def suite(transport, *, sizes="full", seed=1):
     """Every experiment on this machine: the report dict (see the module docstring). An
     experiment that fails with an expected error is named in ``errors``; the rest still
     run."""
-    from pcispy.host.board import Board
     size = sizes_of(sizes)
     describe = getattr(transport, "describe", None)
     machine = describe() if describe else {"transport": type(transport).__name__}
@@ -331,7 +330,6 @@ def settings_rows(machines):
 
 def rtc_table(rtc):
     """``(headings, rows)`` of the real-time clock log in Figure 3's columns (and ours)."""
-    from pcispy.spy.export import TABLE_COLUMNS
     columns = [(heading, key) for heading, key in TABLE_COLUMNS if key != "data"]
     rows = []
     for row in rtc["rows"]:
@@ -503,8 +501,6 @@ def write_html(blocks, path, directory):
 
 def write_plots(report, directory):
     """Write the PNGs the report has data for; return the :data:`PLOTS` keys written."""
-    from pcispy.irq.irq_feature import plot_histograms
-    from pcispy.host.plots import plot_latency_histograms, plot_throughput_by_command
     written = []
     machines = report.get("machines")
     if machines:

@@ -26,13 +26,14 @@ found the interrupt pending and were missed.
 
 import math
 
-from pcispy.irq.generator import MODES, random_gaps
+from pcispy.irq.generator import MODES, random_gaps, lfsr_draw
 from pcispy.irq.histogram import bin_of, bin_low, bin_high, DEFAULT_BINS
 from pcispy.board.registers import REGISTER_MAP
 from pcispy.irq.registers import IRQ_MIN_GAP
 from pcispy.host.board import Board
 from pcispy.host.command import Command, run_feature
 from pcispy.host.errors import PcispyError, RefusedSetting
+from pcispy.host.plots import save_figure
 
 __all__ = ["irq_latency", "distribution", "histogram", "attribute_raises",
            "plot_histograms", "IrqCommand", "USER_MARKER", "DEFAULT_MIN_GAP",
@@ -126,7 +127,6 @@ def _fires(first_raise, seed, min_gap, max_gap, batch=256):
 
 
 def _lfsr_after(state, draws):
-    from pcispy.irq.generator import lfsr_draw
     for _ in range(draws):
         state = lfsr_draw(state)
     return state
@@ -293,7 +293,6 @@ def plot_histograms(result, path):
                    f"{result['missed']} missed")
     axes.legend()
     figure.tight_layout()
-    from pcispy.host.plots import save_figure
     try:
         save_figure(figure, path)
     except OSError as error:

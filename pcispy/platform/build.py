@@ -47,10 +47,13 @@ import sys
 import time
 from pathlib import Path
 
-from pcispy.platform.ecp5.floorplan import (DATA_LINES, FABRIC, PCI_PORT, _Netlist, floorplan as place_live_logic,
-                        live_depths, pci_port, pin_tiles, top_module)
+from pcispy.board.board_top import BoardTop
+from pcispy.pci.bus import DECODE_SPEEDS, bus_lines
+from pcispy.platform.boards import BOARDS, PINOUTS, board_platform
 from pcispy.platform.boards.ulx3s import PCI_CLOCK_MHZ
-from pcispy.pci.bus import DECODE_SPEEDS
+from pcispy.platform.ecp5.floorplan import (DATA_LINES, FABRIC, PCI_PORT, _Netlist, live_depths,
+                                            floorplan as place_live_logic, pci_port, pin_tiles,
+                                            top_module)
 
 __all__ = ["build", "read_report", "check", "notes", "fits", "explain_input_path",
            "ExplainError", "main", "PCI_SETUP_BUDGET_NS", "PCI_SETUP_BUDGET_NS_POINT_TO_POINT",
@@ -140,8 +143,6 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
     nextpnr: left to the placer, it lands mid-die and the control paths miss their
     budget by up to 14 ns (docs/timing.md). ``decode`` is the target's decode
     speed by name (a key of :data:`DECODE_NAMES`)."""
-    from pcispy.platform.boards import board_platform
-    from pcispy.board.board_top import BoardTop
 
     platform, width = board_platform(board, passive=passive, clock_mhz=clock_mhz)
     nextpnr = nextpnr_options(board, seed=seed, threads=threads, placer=placer,
@@ -214,7 +215,6 @@ def floorplanned(device, *, passive=False, synth_only=False, floorplan=True):
 def nextpnr_options(board, *, seed=None, threads=None, placer=PLACER, router=ROUTER):
     """nextpnr's options for ``board`` as the report records them: ``seed`` and
     ``threads`` default to the board's pin-out module's ``NEXTPNR_DEFAULTS``."""
-    from pcispy.platform.boards import PINOUTS
     defaults = PINOUTS[board].NEXTPNR_DEFAULTS
     return {"placer": placer, "router": router,
             "threads": defaults["threads"] if threads is None else threads,
@@ -238,7 +238,6 @@ def _default_build_dir(board, passive):
 def _floorplan(build_dir, name, out, width, device, device_args, package):
     """Place the live handshake logic of the synthesised netlist by hand
     (:mod:`.floorplan`); the summary for the report."""
-    from pcispy.pci.bus import bus_lines
     lines = [line for line in bus_lines(width) if line not in _NOT_BUS_INPUTS]
     ports = {pci_port(line): bits for line, bits in bus_lines(width).items()}
     tiles = pin_tiles(_tool("nextpnr"), device_args, package, build_dir / f"{name}.lpf",
@@ -254,7 +253,6 @@ def _live_depth(path, width):
     """:func:`.floorplan.live_depths` of the synthesised netlist ``path`` for the PCI
     input lines, the lines that reach no logic left out: the data paths' depth that
     :func:`check` holds them to, known after synthesis (``--synth-only``)."""
-    from pcispy.pci.bus import bus_lines
     lines = [line for line in bus_lines(width) if line not in _NOT_BUS_INPUTS]
     netlist = _Netlist(json.loads(Path(path).read_text()))
     return {line: depth for line, depth in live_depths(netlist, lines).items()
@@ -791,7 +789,6 @@ def main(argv=None):
                "  make timing                              (fails unless PCI 33 MHz is met)\n"
                "  python -m pcispy.platform.build ulx3s-12f --synth-only",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    from pcispy.platform.boards import BOARDS, PINOUTS
     parser.add_argument("board", choices=sorted(BOARDS))
     parser.add_argument("--passive", action="store_true",
                         help="no output drivers on the PCI pins (a spy that cannot disturb)")

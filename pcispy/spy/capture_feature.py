@@ -55,6 +55,8 @@ from pcispy.spy.trigger import RecorderState
 from pcispy.host.board import Board
 from pcispy.host.command import Command as CliCommand, int_range, positive_seconds, run_feature
 from pcispy.host.errors import PcispyError, RefusedSetting, UsageError
+from pcispy.spy.checker import RULES
+from pcispy.spy.tracefile import Trace, parse_trace, trace_bytes, write_trace
 
 __all__ = ["capture", "start_capture", "wait_capture", "finish_capture", "CaptureCommand",
            "SIM_WAIT_LIMIT",
@@ -123,7 +125,6 @@ def parse_filter(text):
 
 def _rule_mask(names, context):
     """Comma-separated checker rule names -> a mask with bit ``rule.id`` set for each."""
-    from pcispy.spy.checker import RULES
     by_name = {rule.name: rule.id for rule in RULES}
     mask = 0
     for name in names.split(","):
@@ -136,7 +137,6 @@ def _rule_mask(names, context):
 
 
 def _every_rule():
-    from pcispy.spy.checker import RULES
     return (1 << len(RULES)) - 1
 
 
@@ -205,7 +205,6 @@ def raw_start_timestamp(data, record_bytes, trigger_timestamp, width, masters):
     trigger record's time (pcispy/spy/tracefile.py ``Trace.times``) is ``trigger_timestamp``. None
     when no trigger record precedes every time-anchoring event record."""
     import numpy as np
-    from pcispy.spy.tracefile import Trace
     trace = Trace({"mode": "raw", "bus_width": width, "masters": masters,
                    "record_bits": record_bytes * 8, "start_timestamp": 0,
                    "raw_time_offset": 1}, np.frombuffer(data, dtype=np.uint8))
@@ -485,7 +484,6 @@ class CaptureCommand(CliCommand):
                             help="the .pcitrace file to write")
 
     def run(self, args, out):
-        from pcispy.spy.tracefile import write_trace
         arguments = dict(mode=args.mode, filters=args.filter, combine=args.combine,
                          trigger=args.trigger, pre=args.pre, count=args.count,
                          ring=args.ring, idle_compress=not args.no_idle_compress,
@@ -526,7 +524,6 @@ def _observed(result):
     TRIGGER event, or the raw record of the arm clock a trigger 'now' stores) and WRAP
     time bases."""
     import numpy as np
-    from pcispy.spy.tracefile import parse_trace, trace_bytes
     trace = parse_trace(trace_bytes(base64.b64decode(result["records"]), result["metadata"]))
     marks = np.zeros(len(trace), dtype=bool)
     raw_at = trace.indices(RecordKind.RAW)

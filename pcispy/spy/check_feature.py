@@ -24,6 +24,7 @@ from pcispy.spy.checker import LOG_DEPTH, NO_MASTER, RULES
 from pcispy.host.board import Board
 from pcispy.host.command import Command, positive_seconds, run_feature
 from pcispy.host.errors import TransportError, UsageError
+from pcispy.spy.stats_feature import read_checker
 
 __all__ = ["check", "read_log", "format_check", "format_rules", "list_rules", "CheckCommand",
            "EXIT_VIOLATIONS"]
@@ -71,7 +72,6 @@ async def check(transport, *, clear=False, duration=None):
     width.
     """
     # Read beside the stats command's counters, in the same way.
-    from pcispy.spy.stats_feature import read_checker
     board = Board(transport)
     await board.identify()
     status = await board.fields("check.status")

@@ -33,6 +33,7 @@ from pcispy.pci.bus import (ACTIVE_LOW, COMMAND_MNEMONICS, TERMINATION_NAMES, Bu
 from pcispy.spy.format import RecordKind, TriggerSource
 from pcispy.spy.decode import SUMMARY_DTYPE, summarise
 from pcispy.host.errors import PcispyError, TraceFormatError
+from pcispy.spy.checker import RULES
 
 __all__ = ["CSV_COLUMNS", "TABLE_COLUMNS", "summary_rows", "to_csv", "read_csv",
            "to_json", "trace_json", "summaries_from_json", "write_table", "write_vcd",
@@ -132,7 +133,6 @@ def read_csv(text):
 def _rule_names(mask):
     """The checker rule names of the bits set in ``mask`` (``rule N`` for an id this
     gateware does not have: a damaged or newer file)."""
-    from pcispy.spy.checker import RULES
     names = {rule.id: rule.name for rule in RULES}
     return [names.get(bit, f"rule {bit}") for bit in range(64) if mask >> bit & 1]
 

@@ -34,6 +34,7 @@ from pcispy.spy.trigger import Recorder, RecorderState
 from pcispy.core.target import BackendSignature
 from pcispy.spy.tracemem import (BRAMTraceMemory, SRAMTraceMemory, SRAMSignature, TraceWriter,
                        TraceBackend)
+from pcispy.spy.registers import SPY_FILTERS
 
 __all__ = ["SpyConfig", "SpyStatus", "Spy", "connect_spy_registers"]
 
@@ -232,7 +233,6 @@ def connect_spy_registers(m, regs, spy, domain="pci"):
     counters one register at a time, over a UART many thousand clocks apart, and a
     latency mean or a throughput computed from two counters is only right when both are
     of one clock."""
-    from pcispy.spy.registers import SPY_FILTERS
     if spy.filters != SPY_FILTERS:
         raise ValueError(f"the register map has {SPY_FILTERS} filter comparators, the spy "
                          f"{spy.filters}")

@@ -27,6 +27,7 @@ from abc import ABC, abstractmethod
 from pcispy.sidechannel import protocol as P
 from pcispy.host.errors import TransportError
 from pcispy.host.transports.base import Transport
+from pcispy.host.board import Board
 
 __all__ = ["ByteStream", "SerialStream", "UartTransport", "run", "BAR_SPACES"]
 
@@ -294,7 +295,6 @@ class UartTransport(Transport):
 
     async def wait_irq(self, timeout_s):
         """The side channel has no interrupt line: poll ``irq.status.pending``."""
-        from pcispy.host.board import Board
         board = Board(self)
         waited = 0.0
         step = max(self.latency_s / 10, 20 * 10 / self.baud)
