@@ -7,7 +7,6 @@ this module holds no offsets of its own. Every method is ``async`` and awaits on
 
 from pcispy.board.registers import IDENTITY_MAGIC, REGISTER_MAP
 from pcispy.csr.map import Access
-from pcispy.spy.counters import FilterCounter
 from pcispy.host.errors import PassiveBuild, TransportError
 
 __all__ = ["Board", "REGS_BAR", "bus_clock", "c_header"]
@@ -69,24 +68,6 @@ class Board:
         lo = await self.read(f"{name}_lo")
         hi = await self.read(f"{name}_hi")
         return hi << 32 | lo
-
-    async def filter_counter(self, comparator, counter):
-        """The spy's per-filter counter ``counter`` (a
-        :class:`~pcispy.spy.counters.FilterCounter` or its lower-case name, e.g.
-        ``"bytes"``) of filter comparator ``comparator``: select it in
-        ``spy.fcount_select``, then read ``spy.fcount_lo`` (and ``spy.fcount_hi`` for the
-        counters wider than 32 bits)."""
-        if isinstance(counter, str):
-            try:
-                counter = FilterCounter[counter.upper()]
-            except KeyError:
-                raise ValueError(f"no per-filter counter {counter!r}") from None
-        counter = FilterCounter(counter)
-        await self.write("spy.fcount_select", filter=comparator, counter=counter.value)
-        value = await self.read("spy.fcount_lo")
-        if counter.width > 32:
-            value |= (await self.fields("spy.fcount_hi"))["fcount"] << 32
-        return value
 
     async def trace_memory(self):
         """Where the spy keeps its trace, from ``id.config``: ``{"memory": "none" | "bram" |

@@ -30,7 +30,7 @@ from pcispy.host.board import Board
 from pcispy.host.command import Command as CliCommand, positive_seconds, run_feature
 from pcispy.host.errors import PcispyError, UsageError
 
-__all__ = ["stats", "since_previous", "INTERVAL_COUNTERS", "read_counters", "read_filter_counters",
+__all__ = ["stats", "since_previous", "INTERVAL_COUNTERS", "read_counters", "read_filter_counter", "read_filter_counters",
            "read_histograms", "read_checker", "histogram_edges", "comparator_hits",
            "filter_counters_from_summaries", "format_stats",
            "StatsCommand", "HISTOGRAMS", "FILTER_COUNTERS"]
@@ -77,6 +77,26 @@ def _latency_summary(values):
     return values
 
 
+async def read_filter_counter(board, comparator, counter):
+    """The spy's per-filter counter ``counter`` (a
+    :class:`~pcispy.spy.counters.FilterCounter` or its lower-case name, e.g.
+    ``"bytes"``) of filter comparator ``comparator``: select it in
+    ``spy.fcount_select``, then read ``spy.fcount_lo`` (and ``spy.fcount_hi`` for the
+    counters wider than 32 bits)."""
+    if isinstance(counter, str):
+        try:
+            counter = FilterCounter[counter.upper()]
+        except KeyError:
+            raise ValueError(f"no per-filter counter {counter!r}") from None
+    counter = FilterCounter(counter)
+    await board.write("spy.fcount_select", filter=comparator, counter=counter.value)
+    value = await board.read("spy.fcount_lo")
+    if counter.width > 32:
+        value |= (await board.fields("spy.fcount_hi"))["fcount"] << 32
+    return value
+
+
+
 async def read_filter_counters(board):
     """``[{"comparator", "enabled", counter: value, ..., "latency_mean"}]``, one per filter
     comparator: the transactions it hits (whether or not the others select them)."""
@@ -85,7 +105,7 @@ async def read_filter_counters(board):
         control = await board.fields(f"spy.filter{comparator}_control")
         values = {"comparator": comparator, "enabled": bool(control["enable"])}
         for name in FILTER_COUNTERS:
-            values[name] = await board.filter_counter(comparator, name)
+            values[name] = await read_filter_counter(board, comparator, name)
         sets.append(_latency_summary(values))
     return sets
 

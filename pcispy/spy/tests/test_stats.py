@@ -22,7 +22,8 @@ from pcispy.spy.decode import SUMMARY_DTYPE
 from pcispy.spy import stats_feature as stats_feature
 from pcispy.spy.stats_feature import (FILTER_COUNTERS, comparator_hits,
                                         filter_counters_from_summaries, format_stats,
-                                        read_filter_counters, since_previous)
+                                        read_filter_counter, read_filter_counters,
+                                        since_previous)
 
 pytestmark = pytest.mark.spy
 
@@ -69,17 +70,17 @@ def _counters(comparator):
 def test_board_reads_a_per_filter_counter_through_the_index_registers():
     regs = RegisterFile(_counters(2))
     board = Board(regs)
-    assert asyncio.run(board.filter_counter(2, "bytes")) == (7 << 32) + 3002
+    assert asyncio.run(read_filter_counter(board, 2, "bytes")) == (7 << 32) + 3002
     select = REGISTER_MAP["spy.fcount_select"]
     # select = filter 2, counter bytes (2); then _lo, then _hi for a 48-bit counter.
     assert regs.accesses == [("write", select[0], 2 | 2 << 8),
                              ("read", REGISTER_MAP["spy.fcount_lo"][0]),
                              ("read", REGISTER_MAP["spy.fcount_hi"][0])]
     regs.accesses.clear()
-    assert asyncio.run(board.filter_counter(2, FilterCounter.RETRIES)) == 7002
+    assert asyncio.run(read_filter_counter(board, 2, FilterCounter.RETRIES)) == 7002
     assert len(regs.accesses) == 2                  # a 32-bit counter: no _hi read
     with pytest.raises(ValueError, match="no per-filter counter 'idle_clocks'"):
-        asyncio.run(board.filter_counter(0, "idle_clocks"))
+        asyncio.run(read_filter_counter(board, 0, "idle_clocks"))
 
 
 def test_read_filter_counters_names_every_comparator():
