@@ -21,8 +21,8 @@ from amaranth.lib.wiring import In, Out
 
 from pcispy.sidechannel.local import ADDR_BITS
 from pcispy.sidechannel.protocol import (CRC_INIT, CRC_POLY, ESC, ESC_XOR, MAX_REQUEST_PAYLOAD, MAX_WORDS,
-                       PROTOCOL_VERSION, REQUEST_PAYLOAD, SOF, STATUS_COUNTERS, STATUS_FLAGS,
-                       STATUS_PAYLOAD, Command, Status)
+                                         PROTOCOL_VERSION, REQUEST_PAYLOAD, SOF, STATUS_COUNTERS, STATUS_FLAGS,
+                                         STATUS_PAYLOAD, Command, Status)
 
 __all__ = ["FrameEngine", "crc16_step"]
 

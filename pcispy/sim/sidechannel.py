@@ -32,7 +32,7 @@ from pcispy.core.target import BackendSignature
 from pcispy.board.registers import BAR0_SIZE, REGISTER_MAP
 from pcispy.sidechannel.local import LocalAccess, LocalAccessSignature, SharedBackend
 from pcispy.sidechannel.protocol import (MAX_WORDS, SOF, STATUS_COUNTERS, Command,
-                                                Space, Status, frame)
+                                         Space, Status, frame)
 from pcispy.sidechannel.sidechannel import SideChannel
 from pcispy.board.top import PCIBoard
 from pcispy.host.transports.uart import ByteStream, UartTransport

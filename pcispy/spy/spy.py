@@ -26,14 +26,14 @@ from amaranth.lib.wiring import In, Out, connect
 from pcispy.pci.bus import BusState
 from pcispy.spy.capture import RawCapture
 from pcispy.spy.counters import (Counters, CounterValues, COUNTER_INIT, FilterCountSelect,
-                       FILTER_COUNTER_BITS)
+                                 FILTER_COUNTER_BITS)
 from pcispy.spy.filters import FilterSet, FilterCombine, Comparator
 from pcispy.spy.format import CaptureMode, TriggerSource, TIMESTAMP_BITS, MAX_RULES
 from pcispy.spy.summary import Summariser
 from pcispy.spy.trigger import Recorder, RecorderState
 from pcispy.core.target import BackendSignature
 from pcispy.spy.tracemem import (BRAMTraceMemory, SRAMTraceMemory, SRAMSignature, TraceWriter,
-                       TraceBackend)
+                                 TraceBackend)
 from pcispy.spy.registers import SPY_FILTERS
 
 __all__ = ["SpyConfig", "SpyStatus", "Spy", "connect_spy_registers"]

@@ -32,8 +32,8 @@ from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.spy.format import (RawRecord, SummaryRecord, TriggerEvent, OverrunEvent, WrapEvent,
-                     ViolationEvent, RecordKind, TriggerSource, CaptureMode, MAX_DELTA,
-                     MAX_RULES, TIMESTAMP_BITS, SUMMARY_RECORD_BITS)
+                               ViolationEvent, RecordKind, TriggerSource, CaptureMode, MAX_DELTA,
+                               MAX_RULES, TIMESTAMP_BITS, SUMMARY_RECORD_BITS)
 from pcispy.spy.summary import saturating_increment
 
 __all__ = ["RecorderState", "Recorder"]

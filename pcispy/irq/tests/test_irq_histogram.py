@@ -12,7 +12,7 @@ from amaranth.hdl import UnusedElaboratable
 from amaranth.sim import Simulator
 
 from pcispy.irq.histogram import (
-    BINS_PER_OCTAVE, DEFAULT_BINS, bin_of, bin_low, bin_high, bin_edges, LatencyHistogram)
+                                  BINS_PER_OCTAVE, DEFAULT_BINS, bin_of, bin_low, bin_high, bin_edges, LatencyHistogram)
 
 __all__ = []
 

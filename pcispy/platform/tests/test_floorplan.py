@@ -13,7 +13,7 @@ import pytest
 
 from pcispy.platform.build import _floorplan, _tool, analyse_io, parse_sdf
 from pcispy.platform.ecp5.floorplan import (FABRIC, _Netlist, assign_bels, floorplan,
-                                          live_depths, live_logic, pin_tiles)
+                                            live_depths, live_logic, pin_tiles)
 
 pytestmark = pytest.mark.board
 

@@ -10,7 +10,7 @@ from amaranth.sim import Simulator
 
 from pcispy.pci.bus import Command, Termination
 from pcispy.spy.format import (RecordKind, TriggerSource, CaptureMode, record_layouts,
-                                        record_fields, MAX_DELTA)
+                               record_fields, MAX_DELTA)
 from pcispy.spy.filters import IO_COMMANDS, ALL_COMMANDS, MEMORY_COMMANDS
 from pcispy.spy.spy import Spy
 from pcispy.spy.trigger import RecorderState

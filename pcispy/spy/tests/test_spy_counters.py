@@ -12,7 +12,7 @@ from amaranth.sim import Simulator
 
 from pcispy.pci.bus import Termination
 from pcispy.spy.counters import (FILTER_COUNTER_INIT, FilterCounter, FilterCounters,
-                                          TRANSACTION_BYTES_BITS)
+                                 TRANSACTION_BYTES_BITS)
 pytestmark = pytest.mark.spy
 
 C = FilterCounter

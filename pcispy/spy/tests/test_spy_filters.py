@@ -8,12 +8,12 @@ from amaranth.sim import Simulator
 
 from pcispy.pci.bus import Command
 from pcispy.spy.filters import (FilterSet, FilterCombine, IO_COMMANDS,
-                                         MEMORY_COMMANDS, CONFIG_COMMANDS,
-                                         command_set)
+                                MEMORY_COMMANDS, CONFIG_COMMANDS,
+                                command_set)
 from pcispy.spy.counters import latency_bin, gap_bin, HISTOGRAM_BINS
 from pcispy.spy.format import (record_layouts, record_fields, RecordKind,
-                                        RAW_RECORD_BITS, SUMMARY_RECORD_BITS, SLOT_BITS,
-                                        CaptureMode)
+                               RAW_RECORD_BITS, SUMMARY_RECORD_BITS, SLOT_BITS,
+                               CaptureMode)
 
 from pcispy.spy.tests.test_spy_waves import idle, transaction, finish
 from pcispy.spy.tests.test_spy_capture import Bench, comparator

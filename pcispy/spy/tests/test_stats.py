@@ -21,9 +21,9 @@ from pcispy.host.board import Board
 from pcispy.spy.decode import SUMMARY_DTYPE
 from pcispy.spy import stats_feature as stats_feature
 from pcispy.spy.stats_feature import (FILTER_COUNTERS, comparator_hits,
-                                        filter_counters_from_summaries, format_stats,
-                                        read_filter_counter, read_filter_counters,
-                                        since_previous)
+                                      filter_counters_from_summaries, format_stats,
+                                      read_filter_counter, read_filter_counters,
+                                      since_previous)
 
 pytestmark = pytest.mark.spy
 
