@@ -48,7 +48,7 @@ from pcispy.dma.engine import DMAEngine
 from pcispy.irq.unit import InterruptUnit
 from pcispy.pci.bus import BusState
 from pcispy.core.pads import (AD_DECISION_GROUPS, CORE_GATED_LINES, LIVE_LINES, PCIPads,
-                       simulation_ports)
+                              simulation_ports)
 from pcispy.spy.checker import RULES, ProtocolChecker
 from pcispy.spy.spy import Spy, connect_spy_registers
 from pcispy.spy.trigger import RecorderState

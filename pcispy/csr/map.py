@@ -6,7 +6,9 @@ Each part of the board declares its own block beside its gateware (``pcispy/dma/
 ...); :mod:`pcispy.board.registers` assembles the map of BAR0. From the map come the
 board's register bank (:mod:`pcispy.csr.bank`), the host driver's accessors
 (``board.read("dma.status")``), ``pcispy regs --header`` (a C header) and docs/registers.md.
-Nothing else in the project may hold a copy of an offset.
+Nothing else in the project may hold a copy of an offset. Likewise a setting whose legal
+values are fewer than its bits hold declares them on its field (:class:`Legal`): the
+block's refusal, the host's check and the command-line option follow from it.
 
 Registers are 32 bits wide, at 4-byte aligned offsets. Each block owns a contiguous range
 starting at ``base`` (a multiple of 0x40), so blocks can grow without moving others. Wider
@@ -17,7 +19,7 @@ reading ``_lo`` latches ``_hi`` where the field doc says so (atomic 64-bit reads
 from dataclasses import dataclass, field as dc_field, replace
 import enum
 
-__all__ = ["Access", "Field", "Register", "reg32", "Block", "RegisterMap"]
+__all__ = ["Access", "Legal", "Field", "Register", "reg32", "Block", "RegisterMap"]
 
 
 class Access(enum.Enum):
@@ -27,6 +29,48 @@ class Access(enum.Enum):
     W1C = "w1c"  # read; writing 1 clears (sticky status / error bits)
     WO  = "wo"   # write-only strobe: reads as 0, a write of 1 triggers an action
     RC  = "rc"   # read-only, cleared (or popped) by the read
+
+
+@dataclass(frozen=True)
+class Legal:
+    """The values a setting may be programmed with: ``low..high`` (``high`` None: up to
+    what the field holds). The block refuses to start with any other (it sets a status
+    ``err_*`` bit), and the host's option for the setting takes only these.
+
+    ``unlimited`` names a one-bit field of the same register that stands for "no limit"
+    when set (the setting's own value then does not matter). The host's option says it
+    with 0, so a setting with ``unlimited`` starts at 1.
+    """
+    low: int
+    high: int = None
+    unlimited: str = ""
+
+    def __post_init__(self):
+        if self.low < 0 or (self.high is not None and self.high < self.low) or \
+                (self.low == 0 and self.high is None):
+            raise ValueError(f"legal values {self}: no range to declare")
+        if self.unlimited and self.low != 1:
+            raise ValueError(f"legal values {self}: 0 stands for {self.unlimited}, so the "
+                             "range starts at 1")
+
+    def __str__(self):
+        return f"{self.low}..{'' if self.high is None else self.high}"
+
+    def __contains__(self, value):
+        return self.low <= value and (self.high is None or value <= self.high)
+
+    @property
+    def refused(self):
+        """The values outside the range, in words (``"0 or over 4096"``)."""
+        below = {0: [], 1: ["0"]}.get(self.low, [f"below {self.low}"])
+        return " or ".join(below + ([] if self.high is None else [f"over {self.high}"]))
+
+    def excludes(self, value):
+        """Whether ``value`` (an int, or an unsigned Amaranth value) lies outside the range:
+        the block's refusal, without the ``unlimited`` flag."""
+        terms = ([value < self.low] if self.low else []) + \
+            ([value > self.high] if self.high is not None else [])
+        return terms[0] if len(terms) == 1 else terms[0] | terms[1]
 
 
 @dataclass(frozen=True)
@@ -40,16 +84,45 @@ class Field:
     doc: str = ""
     #: Optional mapping of value -> name, for decoding in ``pcispy regs``.
     values: dict = dc_field(default_factory=dict)
+    #: A setting's :class:`Legal` values, when not every value of its bits is one.
+    legal: Legal = None
 
     def __post_init__(self):
         if not (0 <= self.lsb and self.lsb + self.width <= 32 and self.width > 0):
             raise ValueError(f"field {self.name}: bits {self.lsb}+{self.width} outside 32")
         if not 0 <= self.reset < (1 << self.width):
             raise ValueError(f"field {self.name}: reset {self.reset:#x} does not fit")
+        if self.legal is not None:
+            if self.access != Access.RW or max(self.legal.low, self.legal.high or 0) > self.top:
+                raise ValueError(f"field {self.name}: legal values {self.legal} do not fit "
+                                 "a read/write field of its width")
+            if self.reset not in self.legal:
+                raise ValueError(f"field {self.name}: reset {self.reset} is not legal")
 
     @property
     def mask(self):
         return ((1 << self.width) - 1) << self.lsb
+
+    @property
+    def top(self):
+        """The largest value the field holds."""
+        return (1 << self.width) - 1
+
+    @property
+    def accepted(self):
+        """The ``range`` of values software may give the setting: the :class:`Legal` ones
+        (with 0 for ``unlimited``), else every value the field holds."""
+        if self.legal is None:
+            return range(self.top + 1)
+        high = self.top if self.legal.high is None else self.legal.high
+        return range(0 if self.legal.unlimited else self.legal.low, high + 1)
+
+    def encode(self, value):
+        """``{field name: value}`` that program the setting to ``value`` (one of
+        :attr:`accepted`; 0 sets the ``unlimited`` flag, if the field has one)."""
+        if self.legal is not None and self.legal.unlimited:
+            return {self.name: value, self.legal.unlimited: int(value == 0)}
+        return {self.name: value}
 
 
 @dataclass(frozen=True)
@@ -68,6 +141,11 @@ class Register:
             if used & f.mask:
                 raise ValueError(f"register {self.name}: field {f.name} overlaps another")
             used |= f.mask
+        for f in self.fields:
+            flag = f.legal.unlimited if f.legal else ""
+            if flag and not any(g.name == flag and g.width == 1 for g in self.fields):
+                raise ValueError(f"register {self.name}: field {f.name}'s {flag!r} is not a "
+                                 "one-bit field of the register")
 
     @property
     def reset(self):
@@ -93,9 +171,9 @@ def _named(items, name, missing):
     raise KeyError(missing)
 
 
-def reg32(name, offset, access, doc, reset=0):
+def reg32(name, offset, access, doc, reset=0, *, legal=None):
     """A register holding one 32-bit field of the same name."""
-    return Register(name, offset, (Field(name, 0, 32, access, reset, doc),), doc)
+    return Register(name, offset, (Field(name, 0, 32, access, reset, doc, legal=legal),), doc)
 
 
 @dataclass(frozen=True)

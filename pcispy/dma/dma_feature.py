@@ -18,13 +18,14 @@ import argparse
 
 from pcispy.dma.patterns import Pattern, pattern_dwords
 from pcispy.pci.bus import Command, COMMAND_MNEMONICS
-from pcispy.dma.registers import DMA, DMA_MAX_BURST
+from pcispy.dma.registers import DMA
 from pcispy.host.board import Board
-from pcispy.host.command import Command as CliCommand, positive_seconds, run_feature
+from pcispy.host.command import Command as CliCommand, int_range, positive_seconds, run_feature
 from pcispy.host.errors import PcispyError, RefusedSetting
 
-__all__ = ["COMMANDS", "PATTERNS", "dma", "parse_size", "parse_address", "DmaCommand",
-           "add_dma_arguments", "format_result"]
+__all__ = ["COMMANDS", "PATTERNS", "SETTINGS", "dma", "parse_size", "parse_address",
+           "setting_field", "setting_type", "DmaCommand", "add_dma_arguments",
+           "format_result"]
 
 #: The commands a DMA run may use, by mnemonic (``--cmd``).
 COMMANDS = {COMMAND_MNEMONICS[c]: c for c in (
@@ -33,6 +34,15 @@ COMMANDS = {COMMAND_MNEMONICS[c]: c for c in (
 
 #: Data patterns by name (``--pattern``).
 PATTERNS = {p.name.lower(): p for p in Pattern}
+
+#: The arguments of :func:`dma` that each program one field of the ``dma`` block
+#: ("register.field"), in the order they are written. Their values are the field's
+#: (:attr:`~pcispy.csr.map.Field.accepted`: pcispy/dma/registers.py declares any narrower
+#: range), which the options and :func:`dma` check before the board does.
+SETTINGS = {"length": "length.length", "burst": "burst.phases", "idle": "idle.clocks",
+            "seed": "seed.seed", "passes": "passes.count", "irdy_wait": "wait.irdy"}
+#: How messages name a setting, where not by its argument.
+_SAYS = {"irdy_wait": "IRDY# wait"}
 
 _IO_COMMANDS = (Command.IO_READ, Command.IO_WRITE)
 _STATUS = next(r for r in DMA.registers if r.name == "status")
@@ -75,6 +85,37 @@ def parse_size(text):
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r}: a size cannot be negative")
     return value
+
+
+def setting_field(argument):
+    """The :class:`~pcispy.csr.map.Field` that the :func:`dma` ``argument`` programs."""
+    register, _, field = SETTINGS[argument].partition(".")
+    return DMA.register(register).field(field)
+
+
+def _values_text(argument):
+    """The values a setting takes, in words: ``"0..7"``, ``"1..4096, 0 for unlimited"``."""
+    field = setting_field(argument)
+    if field.legal is not None and field.legal.unlimited:
+        return f"{field.legal}, 0 for {field.legal.unlimited}"
+    return f"{field.accepted[0]}..{field.accepted[-1]}"
+
+
+def setting_type(argument, *, parse=None):
+    """An argparse ``type`` for the :func:`dma` ``argument``: a number the board takes
+    (read by ``parse``, an argparse type, if given)."""
+    accepted = setting_field(argument).accepted
+    return int_range(accepted[0], accepted[-1], parse=parse)
+
+
+def _check_settings(values):
+    """Raise :class:`PcispyError` for the first of ``values`` ({argument: value}) that its
+    field does not accept."""
+    for argument, value in values.items():
+        accepted = setting_field(argument).accepted
+        if value not in accepted:
+            raise PcispyError(f"{_SAYS.get(argument, argument)} {value}: the board takes "
+                              f"{accepted[0]}..{accepted[-1]}")
 
 
 def parse_address(text):
@@ -200,15 +241,13 @@ async def dma(transport, *, cmd="MW", addr=None, length=4096, burst=256, idle=0,
                           f" {error.args[0]!r}") from None
     if width not in (32, 64):
         raise PcispyError(f"width {width}: the bus is 32 or 64 bits wide")
-    for name, value, limit in (("burst", burst, DMA_MAX_BURST), ("cache line", cache_line, 255),
-                               ("latency timer", latency_timer, 255), ("idle", idle, 0xFFFF),
-                               ("passes", passes, 0xFFFF), ("IRDY# wait", irdy_wait, 7)):
-        if value is not None and not 0 <= value <= limit:
-            raise PcispyError(f"{name} {value}: the board takes 0..{limit}")
-    if not 0 <= seed < 1 << 32:
-        raise PcispyError(f"seed {seed}: the pattern seed is 32 bits")
-    if length >= 1 << 32:
-        raise PcispyError(f"length {length}: the board moves at most 4 GiB - 1 per pass")
+    settings = {"length": length, "burst": burst, "idle": idle, "seed": seed,
+                "passes": passes, "irdy_wait": irdy_wait}
+    _check_settings(settings)
+    # Configuration space bytes, not settings of the dma block.
+    for name, value in (("cache line", cache_line), ("latency timer", latency_timer)):
+        if value is not None and not 0 <= value <= 255:
+            raise PcispyError(f"{name} {value}: the board takes 0..255")
     write = bool(command.value & 1)
     board = Board(transport)
     identity = await board.identify(drives_bus="pcispy dma")
@@ -220,8 +259,6 @@ async def dma(transport, *, cmd="MW", addr=None, length=4096, burst=256, idle=0,
     dwords = length // 4
     checkable = pattern_kind.verifiable and length % 4 == 0 and length > 0
     if addr is None:
-        if length == 0:
-            raise PcispyError("length 0: nothing to move")
         get = transport.io_dma_buffer if command in _IO_COMMANDS else transport.dma_buffer
         buffer = await get(length)
         addr = buffer.bus_address
@@ -235,12 +272,10 @@ async def dma(transport, *, cmd="MW", addr=None, length=4096, burst=256, idle=0,
                       pattern=pattern_kind.value, verify=int(verify))
     await board.write("dma.addr_lo", addr & _NONE)
     await board.write("dma.addr_hi", addr >> 32)
-    await board.write("dma.length", length)
-    await board.write("dma.burst", phases=burst, unlimited=int(burst == 0))
-    await board.write("dma.idle", clocks=idle)
-    await board.write("dma.seed", seed)
-    await board.write("dma.passes", count=passes)
-    await board.write("dma.wait", irdy=irdy_wait)
+    for argument, setting in SETTINGS.items():
+        register = setting.partition(".")[0]
+        fields = setting_field(argument).encode(settings[argument])
+        await board.write(f"dma.{register}", **fields)
     await board.write("dma.status", **_W1C)
     await board.write("dma.control", start=1)
     # No register read until the run can be over: a read would take the bus from the
@@ -278,13 +313,14 @@ async def dma(transport, *, cmd="MW", addr=None, length=4096, burst=256, idle=0,
 
 def add_dma_arguments(parser, *, single=True):
     """The options ``pcispy dma`` and ``pcispy sweep`` share."""
-    parser.add_argument("--len", "--size", dest="length", type=parse_size, default=4096,
+    parser.add_argument("--len", "--size", dest="length",
+                        type=setting_type("length", parse=parse_size), default=4096,
                         metavar="N", help="bytes per pass, K/M suffixes (default 4096)")
     parser.add_argument("--width", type=int, choices=(32, 64), default=32,
                         help="data phase width (64 needs --bus-width 64; default 32)")
     parser.add_argument("--pattern", choices=sorted(PATTERNS), default="counter",
                         help="write data / read reference pattern (default counter)")
-    parser.add_argument("--seed-pattern", dest="pattern_seed", type=lambda t: int(t, 0),
+    parser.add_argument("--seed-pattern", dest="pattern_seed", type=setting_type("seed"),
                         default=1, metavar="S", help="pattern seed (default 1)")
     parser.add_argument("--cache-line", type=int, metavar="DWORDS",
                         help="set the Cache Line Size (MWI gets 8 when none is set)")
@@ -340,16 +376,18 @@ class DmaCommand(CliCommand):
                             help="bus command (default MW)")
         parser.add_argument("--addr", type=parse_address, metavar="A",
                             help="bus address (default: a host-memory buffer)")
-        parser.add_argument("--burst", type=int, default=256, metavar="B",
-                            help=f"data phases per transaction, 1..{DMA_MAX_BURST}, 0 for "
-                                 "unlimited (default 256)")
-        parser.add_argument("--idle", type=int, default=0, metavar="I",
+        parser.add_argument("--burst", type=setting_type("burst"), default=256, metavar="B",
+                            help=f"data phases per transaction, {_values_text('burst')} "
+                                 "(default 256)")
+        parser.add_argument("--idle", type=setting_type("idle"), default=0, metavar="I",
                             help="extra idle clocks between bursts (default 0)")
         parser.add_argument("--verify", action="store_true",
                             help="reads: compare the data with the pattern")
-        parser.add_argument("--passes", type=int, default=1, help="passes over the buffer")
-        parser.add_argument("--irdy-wait", type=int, default=0, metavar="N",
-                            help="IRDY# wait states per data phase (0..7)")
+        parser.add_argument("--passes", type=setting_type("passes"), default=1,
+                            help="passes over the buffer")
+        parser.add_argument("--irdy-wait", type=setting_type("irdy_wait"), default=0,
+                            metavar="N", help="IRDY# wait states per data phase "
+                                              f"({_values_text('irdy_wait')})")
         add_dma_arguments(parser)
 
     def run(self, args, out):

@@ -28,12 +28,14 @@ frozen while the engine runs): the initiator decides its start in the clock it r
 offer, and no comparison of the engine's lies in front of that decision.
 """
 
+from types import SimpleNamespace
+
 from amaranth import Module, Signal, Mux, Cat
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.csr.bank import BlockSignature
-from pcispy.dma.registers import DMA, DMA_MAX_BURST
+from pcispy.dma.registers import DMA
 from pcispy.pci.bus import ADDecision, Command, Termination, PCIBusSignature
 from pcispy.core.initiator import (Initiator, Handshake, InitiatorStatus, DescriptorResult,
                              is_memory_command)
@@ -47,6 +49,34 @@ SETTINGS_REGISTERS = ("mode", "addr_lo", "addr_hi", "length", "burst", "idle", "
 
 #: 64-bit results readable atomically: reading ``<name>_lo`` latches ``<name>_hi``.
 _WIDE_RESULTS = ("clocks", "bus_clocks", "bytes", "gnt_wait_sum", "latency_sum")
+#: Result counters, each the register (pair) of its name.
+_COUNTERS = ("clocks", "bus_clocks", "bytes", "gnt_wait_sum", "latency_sum", "data_phases",
+             "transactions", "retries", "disconnects_data", "disconnects_nodata",
+             "master_aborts", "target_aborts", "latency_timer_ends", "latency_count")
+#: Counters of the transactions ended by each termination.
+_ENDED_BY = {
+    "retries": Termination.RETRY,
+    "disconnects_data": Termination.DISCONNECT_DATA,
+    "disconnects_nodata": Termination.DISCONNECT_NODATA,
+    "master_aborts": Termination.MASTER_ABORT,
+    "target_aborts": Termination.TARGET_ABORT,
+    "latency_timer_ends": Termination.LATENCY_TIMER,
+}
+_NONE = 0xFFFF_FFFF     # a minimum or index before its first sample
+
+
+def _illegal(port):
+    """1 when the settings register behind ``port`` holds a value its declaration
+    (pcispy/dma/registers.py) does not allow: a field outside its
+    :class:`~pcispy.csr.map.Legal` values, unless the field's ``unlimited`` flag is set."""
+    refusals = []
+    for field in port.signature.register.fields:
+        if field.legal is not None:
+            outside = field.legal.excludes(getattr(port, field.name))
+            if field.legal.unlimited:
+                outside &= ~getattr(port, field.legal.unlimited)
+            refusals.append(outside)
+    return Cat(*refusals).any()
 
 
 class DMAEngine(wiring.Component):
@@ -100,12 +130,26 @@ class DMAEngine(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        regs = self.regs
         m.submodules.initiator = ini = Initiator(self.width, ad_groups=self.ad_groups)
         m.submodules.writer = writer = PatternGenerator()
         m.submodules.checker = checker = PatternGenerator()
-        ev = ini.events
+        self._connect_master(m, ini)
+        settings = self._settings(m)
+        # The run's state, shared by the parts below (which add their own results to it).
+        running = Signal()
+        stop_pending = Signal()
+        finish = Signal()       # the run ends now: last pass done, stopped or aborted
+        launch = self._start(m, settings, running)
+        run = SimpleNamespace(running=running, stop_pending=stop_pending, finish=finish,
+                              launch=launch)
+        self._walk(m, ini, settings, run)
+        self._run_control(m, ini, run)
+        self._data(m, ini, writer, checker, settings, run)
+        self._results(m, ini.events, run)
+        return m
 
+    def _connect_master(self, m, ini):
+        """The bus master :class:`~pcispy.core.initiator.Initiator` on the engine's ports."""
         wiring.connect(m, wiring.flipped(self.bus), ini.bus)
         m.d.comb += [
             ini.now.eq(self.now), ini.gnt_allowed.eq(self.gnt_allowed),
@@ -113,30 +157,62 @@ class DMAEngine(wiring.Component):
             ini.par_error.eq(self.par_error), ini.par64_error.eq(self.par64_error),
             ini.latency_timer.eq(self.latency_timer), ini.cache_line.eq(self.cache_line),
             ini.parity_response.eq(self.parity_response),
-            ini.irdy_wait.eq(regs.wait.irdy),
+            ini.irdy_wait.eq(self.regs.wait.irdy),
             self.status.eq(ini.status),
         ]
         if self.width == 32:
             m.d.comb += self.ad_decision.eq(ini.ad_decision)
 
-        # --- settings -----------------------------------------------------------------------
-        mode = regs.mode
+    def _settings(self, m):
+        """The settings registers as the engine reads them: the typed command and pattern,
+        the 64-bit start address, bytes per pass, bytes per data phase, DWORDs per burst."""
+        regs = self.regs
         cmd = Signal(Command)
-        m.d.comb += cmd.eq(mode.cmd)
-        start_addr = Cat(regs.addr_lo.addr_lo, regs.addr_hi.addr_hi)
-        length = regs.length.length
         pattern = Signal(Pattern)
-        m.d.comb += pattern.eq(mode.pattern)
-        is_write = cmd.as_value()[0]
-        width_bytes = Mux(mode.width64, 8, 4)
         burst_dwords = Signal(14)
-        m.d.comb += burst_dwords.eq(Mux(mode.width64, regs.burst.phases << 1,
-                                        regs.burst.phases))
+        m.d.comb += [
+            cmd.eq(regs.mode.cmd),
+            pattern.eq(regs.mode.pattern),
+            burst_dwords.eq(Mux(regs.mode.width64, regs.burst.phases << 1,
+                                regs.burst.phases)),
+        ]
+        return SimpleNamespace(
+            mode=regs.mode, cmd=cmd, pattern=pattern, is_write=cmd.as_value()[0],
+            start_addr=Cat(regs.addr_lo.addr_lo, regs.addr_hi.addr_hi),
+            length=regs.length.length, width_bytes=Mux(regs.mode.width64, 8, 4),
+            burst_dwords=burst_dwords)
 
-        running = Signal()
-        stop_pending = Signal()
+    def _refusals(self, m, s):
+        """Every reason ``control.start`` refuses the settings ``s``, by its status bit."""
+        regs = self.regs
+        line = self.cache_line
+        line_ok = (line != 0) & ((line & (line - 1)) == 0)
+        line_bytes_mask = Signal(10)
+        m.d.comb += line_bytes_mask.eq((line << 2) - 1)
+        mwi = s.cmd == Command.MEM_WRITE_INVALIDATE
+        return {
+            "err_burst": _illegal(regs.burst),
+            "err_length": _illegal(regs.length) | ((s.length & (s.width_bytes - 1)) != 0),
+            "err_width": s.mode.width64 & ((self.width != 64) | ~is_memory_command(s.cmd)),
+            "err_align": (s.start_addr[:3] & (s.width_bytes - 1)) != 0,
+            "err_cmd": s.cmd.as_value().matches(
+                Command.RESERVED_4, Command.RESERVED_5, Command.RESERVED_8,
+                Command.RESERVED_9, Command.DUAL_ADDRESS, Command.SPECIAL_CYCLE),
+            "err_mwi_line": mwi & (~self.mwi_enable | ~line_ok),
+            "err_mwi_align": mwi & line_ok & (((s.start_addr[:10] | s.length[:10]) &
+                                                line_bytes_mask) != 0),
+            "err_addr": ~is_memory_command(s.cmd) & (regs.addr_hi.addr_hi != 0),
+            "err_seed": (s.pattern == Pattern.LFSR) & (regs.seed.seed == 0),
+            "err_verify": s.mode.verify & (s.is_write | (s.pattern == Pattern.TIMESTAMP)),
+            "err_master": ~self.bus_master,
+        }
+
+    def _start(self, m, s, running):
+        """``control.start``: check the settings ``s`` (the refusals stay in
+        ``status.err_*`` until the next start) and return the launch pulse; refuse settings
+        writes and starts while ``running`` (``status.err_busy``)."""
+        regs = self.regs
         m.d.comb += regs.status.busy.eq(running)
-
         # Settings stay fixed while running, and from the clock the run is launched: a
         # write arriving with the start pulse (a burst write to control, then mode ...)
         # would otherwise change a checked setting under the starting run.
@@ -148,29 +224,7 @@ class DMAEngine(wiring.Component):
             with m.If(frozen & reg.w_stb):
                 m.d.comb += refused_write.eq(1)
 
-        # --- the checks of control.start -------------------------------------------------
-        line = self.cache_line
-        line_ok = (line != 0) & ((line & (line - 1)) == 0)
-        line_bytes_mask = Signal(10)
-        m.d.comb += line_bytes_mask.eq((line << 2) - 1)
-        mwi = cmd == Command.MEM_WRITE_INVALIDATE
-        checks = {
-            "err_burst": ~regs.burst.unlimited & ((regs.burst.phases == 0) |
-                                                  (regs.burst.phases > DMA_MAX_BURST)),
-            "err_length": (length == 0) | ((length & (width_bytes - 1)) != 0),
-            "err_width": mode.width64 & ((self.width != 64) | ~is_memory_command(cmd)),
-            "err_align": (start_addr[:3] & (width_bytes - 1)) != 0,
-            "err_cmd": cmd.as_value().matches(
-                Command.RESERVED_4, Command.RESERVED_5, Command.RESERVED_8,
-                Command.RESERVED_9, Command.DUAL_ADDRESS, Command.SPECIAL_CYCLE),
-            "err_mwi_line": mwi & (~self.mwi_enable | ~line_ok),
-            "err_mwi_align": mwi & line_ok & (((start_addr[:10] | length[:10]) &
-                                                line_bytes_mask) != 0),
-            "err_addr": ~is_memory_command(cmd) & (regs.addr_hi.addr_hi != 0),
-            "err_seed": (pattern == Pattern.LFSR) & (regs.seed.seed == 0),
-            "err_verify": mode.verify & (is_write | (pattern == Pattern.TIMESTAMP)),
-            "err_master": ~self.bus_master,
-        }
+        checks = self._refusals(m, s)
         errors = {name: Signal(name=name) for name in checks}
         err_busy = Signal()
         m.d.comb += regs.status.err_busy.eq(err_busy)
@@ -187,16 +241,21 @@ class DMAEngine(wiring.Component):
             m.d.pci += err_busy.eq(0)
         with m.If((regs.control.start & running) | refused_write):
             m.d.pci += err_busy.eq(1)
+        return launch
 
-        # --- the pass: bursts over the buffer --------------------------------------------
+    def _walk(self, m, ini, s, run):
+        """The passes over the buffer, in bursts: each burst is one descriptor offered to
+        the master ``ini``; idle clocks between bursts; the passes counted. Sets
+        ``run.pass_end`` (a pass's last burst ended, seen a clock late),
+        ``run.another_pass`` and drives ``run.finish`` after the last pass."""
+        regs, mode, length = self.regs, s.mode, s.length
+        ev = ini.events
         next_addr = Signal(64)
         left = Signal(31)            # DWORDs of this pass not yet handed to the initiator
         passes_left = Signal(16)
         last_issued = Signal()       # the pass's final descriptor is with the initiator
         idle_left = Signal(16)
         pass_end = Signal()
-        timestamp = Signal(32)
-        m.d.pci += timestamp.eq(timestamp + 1)
 
         # A pass continues after its last burst: the next pass starts from the beginning.
         another_pass = mode.continuous | (passes_left > 1)
@@ -215,8 +274,8 @@ class DMAEngine(wiring.Component):
         def burst_of(dwords, fits_q, chunk_q):
             """Statements that register whether ``dwords`` go in one burst (``fits_q``) and
             the burst (``chunk_q``: all of them, or the burst length)."""
-            fits = regs.burst.unlimited | (dwords <= burst_dwords)
-            return [fits_q.eq(fits), chunk_q.eq(Mux(fits, dwords, burst_dwords))]
+            fits = regs.burst.unlimited | (dwords <= s.burst_dwords)
+            return [fits_q.eq(fits), chunk_q.eq(Mux(fits, dwords, s.burst_dwords))]
 
         left_fits = Signal()            # of ``left``
         left_chunk = Signal(31)
@@ -232,7 +291,7 @@ class DMAEngine(wiring.Component):
         offer_left = Signal(31)
         offer_fits = Signal()
         m.d.comb += [
-            offer_addr.eq(Mux(fresh, start_addr, next_addr)),
+            offer_addr.eq(Mux(fresh, s.start_addr, next_addr)),
             offer_left.eq(Mux(fresh, length[2:], left)),
             offer_fits.eq(Mux(fresh, fresh_fits, left_fits)),
         ]
@@ -243,22 +302,22 @@ class DMAEngine(wiring.Component):
         more_passes = Mux(fresh & ~mode.continuous, passes_left > 2, passes_left > 1)
         more = ~offer_fits | mode.continuous | more_passes
         m.d.comb += [
-            ini.desc.valid.eq(running & (~last_issued | fresh) & ~stop_pending &
+            ini.desc.valid.eq(run.running & (~last_issued | fresh) & ~run.stop_pending &
                               (idle_left == 0) & ~gap_armed & ~regs.control.stop),
-            ini.desc.payload.cmd.eq(cmd),
+            ini.desc.payload.cmd.eq(s.cmd),
             ini.desc.payload.addr.eq(offer_addr),
             ini.desc.payload.dwords.eq(chunk),
             ini.desc.payload.wide.eq(mode.width64),
             ini.desc.payload.more.eq(more & (regs.idle.clocks == 0)),
-            ini.stop.eq(regs.control.stop & running),
+            ini.stop.eq(regs.control.stop & run.running),
         ]
         # The offer with the master free (``busy`` 0: a fresh pass then waits only for the
         # pass's end and another pass to come), for its start decision: from registers, not
         # behind the master's busy. Every burst offered moves something (the length and
         # the burst are checked at the start).
         m.d.comb += ini.offer_when_free.eq(
-            running & (~last_issued | another_pass) & ~stop_pending & (idle_left == 0) &
-            ~gap_armed & ~regs.control.stop)
+            run.running & (~last_issued | another_pass) & ~run.stop_pending &
+            (idle_left == 0) & ~gap_armed & ~regs.control.stop)
         issued = ini.desc.valid & ini.desc.ready
 
         with m.If(idle_left != 0):
@@ -272,7 +331,6 @@ class DMAEngine(wiring.Component):
         with m.If(issued & (regs.idle.clocks != 0)):
             m.d.pci += gap_armed.eq(1)
 
-        finish = Signal()
         passes_done = Signal(32)
         m.d.comb += regs.passes_done.passes_done.eq(passes_done)
         m.d.comb += pass_end.eq(ok_done & last_issued)
@@ -280,70 +338,84 @@ class DMAEngine(wiring.Component):
             m.d.pci += passes_done.eq(passes_done + 1)
             with m.If(another_pass):
                 m.d.pci += [
-                    next_addr.eq(start_addr), *keep_left(length[2:]), last_issued.eq(0),
+                    next_addr.eq(s.start_addr), *keep_left(length[2:]), last_issued.eq(0),
                     passes_left.eq(passes_left - ~mode.continuous),
                 ]
             with m.Else():
-                m.d.comb += finish.eq(1)
+                m.d.comb += run.finish.eq(1)
         # A burst issued now (after a pass's reload above: the fresh pass's first burst).
         with m.If(issued):
             m.d.pci += [next_addr.eq(offer_addr + (chunk << 2)), last_issued.eq(offer_fits),
                         *keep_left(offer_left - chunk)]
+        with m.If(run.launch):
+            m.d.pci += [
+                last_issued.eq(0), idle_left.eq(0),
+                next_addr.eq(s.start_addr), *keep_left(length[2:]),
+                passes_left.eq(Mux(regs.passes.count == 0, 1, regs.passes.count)),
+                passes_done.eq(0),
+            ]
+        run.pass_end, run.another_pass = pass_end, another_pass
 
+    def _run_control(self, m, ini, run):
+        """The run from launch to done: ``control.stop`` ends it once the master is idle, an
+        abort ends it at once, ``run.finish`` after the last pass. Sets the outcome bits of
+        ``status`` and ``run.counting``: the clocks the run counts."""
+        regs, ev, running, stop_pending = self.regs, ini.events, run.running, run.stop_pending
         with m.If(regs.control.stop & running):
             m.d.pci += stop_pending.eq(1)
         stopped_now = stop_pending & ~ini.busy
         aborted = ev.done & ev.result.as_value().matches(DescriptorResult.MASTER_ABORT,
                                                          DescriptorResult.TARGET_ABORT)
         with m.If(aborted | stopped_now):
-            m.d.comb += finish.eq(1)
+            m.d.comb += run.finish.eq(1)
         # The clocks the run would have counted with its end seen at once: not the clock
         # in which a burst's (registered) end finishes it.
         counting = Signal()
-        m.d.pci += counting.eq(running & ~((pass_end & ~another_pass) | aborted))
+        m.d.pci += counting.eq(running & ~((run.pass_end & ~run.another_pass) | aborted))
         m.d.comb += [
-            regs.status.done_set.eq(finish),
+            regs.status.done_set.eq(run.finish),
             regs.status.stopped_set.eq(stopped_now & ~aborted),
             regs.status.master_abort_set.eq(ev.done &
                                             (ev.result == DescriptorResult.MASTER_ABORT)),
             regs.status.target_abort_set.eq(ev.done &
                                             (ev.result == DescriptorResult.TARGET_ABORT)),
         ]
-        with m.If(finish):
+        with m.If(run.finish):
             m.d.pci += [running.eq(0), stop_pending.eq(0)]
-        with m.If(launch):
-            m.d.pci += [
-                running.eq(1), stop_pending.eq(0), last_issued.eq(0), idle_left.eq(0),
-                next_addr.eq(start_addr), *keep_left(length[2:]),
-                passes_left.eq(Mux(regs.passes.count == 0, 1, regs.passes.count)),
-                passes_done.eq(0),
-            ]
+        with m.If(run.launch):
+            m.d.pci += [running.eq(1), stop_pending.eq(0)]
+        run.counting = counting
 
-        # --- data: write pattern, read verification ---------------------------------------
+    def _data(self, m, ini, writer, checker, s, run):
+        """The data: ``writer`` gives the master the write pattern, ``checker`` follows the
+        read data with the same pattern and counts the mismatching DWORDs."""
+        regs = self.regs
+        timestamp = Signal(32)
+        m.d.pci += timestamp.eq(timestamp + 1)
         # Read words arrive a clock after their data phase: the checker restarts a clock
         # after the launch, and with the pass end (which comes a clock late itself).
         checker_restart = Signal()
-        m.d.pci += checker_restart.eq(launch)
+        m.d.pci += checker_restart.eq(run.launch)
         for gen in (writer, checker):
-            m.d.comb += [gen.pattern.eq(pattern), gen.seed.eq(regs.seed.seed),
+            m.d.comb += [gen.pattern.eq(s.pattern), gen.seed.eq(regs.seed.seed),
                          gen.timestamp.eq(timestamp)]
         m.d.comb += [
-            writer.restart.eq(launch | pass_end),
+            writer.restart.eq(run.launch | run.pass_end),
             writer.take.eq(ini.wdata_take),
             ini.wdata.eq(writer.window),
-            checker.restart.eq(checker_restart | pass_end),
+            checker.restart.eq(checker_restart | run.pass_end),
             checker.take.eq(ini.rdata.count),
         ]
         rd = ini.rdata
         bad0 = Signal()
         bad1 = Signal()
         m.d.comb += [
-            bad0.eq(mode.verify & (rd.count != 0) & (rd.dw[0] != checker.window[0])),
-            bad1.eq(mode.verify & (rd.count == 2) & (rd.dw[1] != checker.window[1])),
+            bad0.eq(s.mode.verify & (rd.count != 0) & (rd.dw[0] != checker.window[0])),
+            bad1.eq(s.mode.verify & (rd.count == 2) & (rd.dw[1] != checker.window[1])),
         ]
         rx_index = Signal(32)         # DWORDs received in this pass
         mismatches = Signal(32)
-        first_mismatch = Signal(32, init=0xFFFF_FFFF)
+        first_mismatch = Signal(32, init=_NONE)
         m.d.comb += [regs.mismatches.mismatches.eq(mismatches),
                      regs.first_mismatch.first_mismatch.eq(first_mismatch)]
         with m.If(checker_restart):
@@ -351,26 +423,20 @@ class DMAEngine(wiring.Component):
         with m.Else():
             m.d.pci += rx_index.eq(rx_index + rd.count)
         m.d.pci += mismatches.eq(mismatches + bad0 + bad1)
-        with m.If((bad0 | bad1) & (first_mismatch == 0xFFFF_FFFF)):
+        with m.If((bad0 | bad1) & (first_mismatch == _NONE)):
             m.d.pci += first_mismatch.eq(rx_index + ~bad0)
+        with m.If(run.launch):
+            m.d.pci += [mismatches.eq(0), first_mismatch.eq(_NONE)]
 
-        # --- results ------------------------------------------------------------------------
+    def _results(self, m, ev, run):
+        """The result counters, from the master's events ``ev``: zeroed at launch; clocks
+        while ``run.counting``; GNT# wait and first-data latency also as min/max."""
+        regs = self.regs
         counters = {name: Signal(64 if name in _WIDE_RESULTS else 32, name=f"r_{name}")
-                    for name in ("clocks", "bus_clocks", "bytes", "gnt_wait_sum",
-                                 "latency_sum", "data_phases", "transactions", "retries",
-                                 "disconnects_data", "disconnects_nodata", "master_aborts",
-                                 "target_aborts", "latency_timer_ends", "latency_count")}
-        ended = {
-            "retries": Termination.RETRY,
-            "disconnects_data": Termination.DISCONNECT_DATA,
-            "disconnects_nodata": Termination.DISCONNECT_NODATA,
-            "master_aborts": Termination.MASTER_ABORT,
-            "target_aborts": Termination.TARGET_ABORT,
-            "latency_timer_ends": Termination.LATENCY_TIMER,
-        }
+                    for name in _COUNTERS}
         increments = {
-            "clocks": counting,
-            "bus_clocks": counting & ev.owning,
+            "clocks": run.counting,
+            "bus_clocks": run.counting & ev.owning,
             "bytes": Mux(ev.phase, ev.dwords << 2, 0),
             "gnt_wait_sum": Mux(ev.start, ev.gnt_wait, 0),
             "latency_sum": Mux(ev.first & ev.phase, ev.latency, 0),
@@ -378,11 +444,11 @@ class DMAEngine(wiring.Component):
             "transactions": ev.start,
             "latency_count": ev.first & ev.phase,
         }
-        for name, term in ended.items():
+        for name, term in _ENDED_BY.items():
             increments[name] = ev.end & (ev.term == term)
-        gnt_min = Signal(32, init=0xFFFF_FFFF)
+        gnt_min = Signal(32, init=_NONE)
         gnt_max = Signal(32)
-        lat_min = Signal(32, init=0xFFFF_FFFF)
+        lat_min = Signal(32, init=_NONE)
         lat_max = Signal(32)
         with m.If(ev.start):
             with m.If(ev.gnt_wait < gnt_min):
@@ -396,16 +462,21 @@ class DMAEngine(wiring.Component):
                 m.d.pci += lat_max.eq(ev.latency)
         for name, counter in counters.items():
             m.d.pci += counter.eq(counter + increments[name])
-        with m.If(launch):
+        with m.If(run.launch):
             m.d.pci += [counter.eq(0) for counter in counters.values()]
-            m.d.pci += [gnt_min.eq(0xFFFF_FFFF), gnt_max.eq(0), lat_min.eq(0xFFFF_FFFF),
-                        lat_max.eq(0), mismatches.eq(0), first_mismatch.eq(0xFFFF_FFFF)]
+            m.d.pci += [gnt_min.eq(_NONE), gnt_max.eq(0), lat_min.eq(_NONE), lat_max.eq(0)]
         m.d.comb += [
             regs.gnt_wait_min.gnt_wait_min.eq(gnt_min),
             regs.gnt_wait_max.gnt_wait_max.eq(gnt_max),
             regs.latency_min.latency_min.eq(lat_min),
             regs.latency_max.latency_max.eq(lat_max),
         ]
+        self._show_counters(m, counters)
+
+    def _show_counters(self, m, counters):
+        """The ``counters`` in their registers; a 64-bit one's high word latched when its
+        low word is read."""
+        regs = self.regs
         for name, counter in counters.items():
             if name in _WIDE_RESULTS:
                 lo = getattr(regs, f"{name}_lo")
@@ -417,4 +488,3 @@ class DMAEngine(wiring.Component):
                              getattr(hi, f"{name}_hi").eq(latched)]
             else:
                 m.d.comb += getattr(getattr(regs, name), name).eq(counter)
-        return m

@@ -1,19 +1,24 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The ``dma`` register block: the DMA engine's settings, commands and results."""
 
-from pcispy.csr.map import Access, Block, Field, Register, reg32
+from pcispy.csr.map import Access, Block, Field, Legal, Register, reg32
 from pcispy.dma.patterns import Pattern as _Pattern
 from pcispy.pci.bus import Command as _Command, COMMAND_MNEMONICS as _MNEMONICS
 
-__all__ = ["DMA", "DMA_MAX_BURST"]
+__all__ = ["DMA", "BURST", "LENGTH"]
 
 # DMA exerciser (pcispy/dma/engine.py): the bus master's programmable traffic. The
 # settings are checked at start: an impossible combination sets status.err_* and the
 # engine does not start. Settings cannot change while the engine runs (writes refused,
 # status.err_busy).
+#
+# A setting with a narrower range than its bits declares it here (Field.legal), once: the
+# engine's refusal, the host's check and ``pcispy dma``'s option all follow from it.
 
-#: Longest burst the DMA engine can be asked for, in data phases (besides "unlimited").
-DMA_MAX_BURST = 4096
+#: Data phases per transaction the engine can be asked for, or unlimited (the host's 0).
+BURST = Legal(1, 4096, unlimited="unlimited")
+#: Bytes per pass: at least one (and a multiple of the width, which the engine checks).
+LENGTH = Legal(1)
 
 DMA = Block("dma", 0x100, (
     Register("control", 0x00, (
@@ -36,10 +41,11 @@ DMA = Block("dma", 0x100, (
     reg32("addr_lo", 0x08, Access.RW, "start byte address, low word (aligned to the width)"),
     reg32("addr_hi", 0x0C, Access.RW, "start byte address, high word (non-zero: Dual "
           "Address Cycles, memory commands only)"),
-    reg32("length", 0x10, Access.RW, "bytes per pass (a multiple of the width)", 4096),
+    reg32("length", 0x10, Access.RW, "bytes per pass (a multiple of the width)", 4096,
+          legal=LENGTH),
     Register("burst", 0x14, (
-        Field("phases", 0, 13, Access.RW, 256, f"data phases per transaction, "
-              f"1..{DMA_MAX_BURST}"),
+        Field("phases", 0, 13, Access.RW, 256, f"data phases per transaction, {BURST}",
+              legal=BURST),
         Field("unlimited", 16, 1, Access.RW, 0, "one transaction for the whole pass (ends "
               "only when the target or the latency timer ends it)"),
     ), "burst length"),
@@ -64,9 +70,9 @@ DMA = Block("dma", 0x100, (
         Field("target_abort", 4, 1, Access.W1C, 0, "the last run ended in a target abort"),
         Field("err_busy", 8, 1, Access.RO, 0, "refused: start or a settings write while "
               "running"),
-        Field("err_burst", 9, 1, Access.RO, 0, f"refused: burst 0 or over {DMA_MAX_BURST}"),
-        Field("err_length", 10, 1, Access.RO, 0, "refused: length 0 or not a multiple of "
-              "the width"),
+        Field("err_burst", 9, 1, Access.RO, 0, f"refused: burst {BURST.refused}"),
+        Field("err_length", 10, 1, Access.RO, 0, f"refused: length {LENGTH.refused} or not a "
+              "multiple of the width"),
         Field("err_width", 11, 1, Access.RO, 0, "refused: 64-bit on a 32-bit board or with "
               "a non-memory command"),
         Field("err_align", 12, 1, Access.RO, 0, "refused: address not aligned to the width"),

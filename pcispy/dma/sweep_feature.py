@@ -6,7 +6,8 @@ command with the settings that reached it, and a throughput-against-burst-length
 from pcispy.host.board import Board
 from pcispy.host.command import Command as CliCommand, run_feature
 from pcispy.host.errors import PcispyError
-from pcispy.dma.dma_feature import COMMANDS, add_dma_arguments, arguments_of, dma
+from pcispy.dma.dma_feature import (COMMANDS, add_dma_arguments, arguments_of, dma,
+                                    setting_type)
 
 __all__ = ["sweep", "best_per_command", "SweepCommand"]
 
@@ -52,6 +53,16 @@ def _int_list(text):
     return values
 
 
+def _setting_list(argument):
+    """An argparse ``type``: comma-separated values of the ``dma`` argument ``argument``
+    (:data:`~pcispy.dma.dma_feature.SETTINGS`), each one the board takes."""
+    one = setting_type(argument)
+
+    def values(text):
+        return [one(str(value)) for value in _int_list(text)]
+    return values
+
+
 def _cmd_list(text):
     cmds = [part.strip().upper() for part in text.split(",") if part.strip()]
     unknown = [c for c in cmds if c not in COMMANDS]
@@ -74,10 +85,11 @@ class SweepCommand(CliCommand):
     def add_arguments(self, parser):
         parser.add_argument("--cmds", type=_cmd_list, default=["MW", "MRM"],
                             help="commands, comma-separated (default MW,MRM)")
-        parser.add_argument("--bursts", type=_int_list, default=[1, 4, 16, 64, 256],
+        parser.add_argument("--bursts", type=_setting_list("burst"),
+                            default=[1, 4, 16, 64, 256],
                             help="burst lengths in data phases, 0 = unlimited "
                                  "(default 1,4,16,64,256)")
-        parser.add_argument("--idles", type=_int_list, default=[0],
+        parser.add_argument("--idles", type=_setting_list("idle"), default=[0],
                             help="idle clocks between bursts (default 0)")
         parser.add_argument("--plot", metavar="FILE.png",
                             help="write throughput against burst length as a PNG")

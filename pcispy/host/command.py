@@ -35,11 +35,12 @@ class Command:
         return 0
 
 
-def int_range(low, high):
-    """An argparse ``type``: a whole number (decimal or 0x hex) in ``low..high``."""
+def int_range(low, high, *, parse=None):
+    """An argparse ``type``: a whole number (decimal or 0x hex; or what the argparse type
+    ``parse`` reads) in ``low..high``."""
     def whole_number(text):
         try:
-            value = int(text, 0)
+            value = int(text, 0) if parse is None else parse(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
         if not low <= value <= high:

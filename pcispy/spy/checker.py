@@ -23,6 +23,8 @@ the response is sampled N clocks after its reference clock; a rule fires at the 
 at which the limit is certainly exceeded.
 """
 
+from types import SimpleNamespace
+
 from amaranth.hdl import C, Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
@@ -165,12 +167,26 @@ class ProtocolChecker(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        prev = Signal(BusState(self.width, self.masters))  # the bus one clock earlier
+        m.d.sync += prev.eq(self.bus)
+        txn = self._track(m, prev)
+        self._follow_owner(m, prev, txn)
+        conditions = {
+            **self._protocol_conditions(prev, txn),
+            **self._parity_conditions(m, prev, txn),
+            **self._arbitration_conditions(prev, txn),
+            **self._wide_conditions(prev, txn),
+        }
+        self._evaluate(m, prev, txn, conditions)
+        self._flags_and_counts(m)
+        self._violation_log(m, txn.master_now)
+        return m
+
+    def _track(self, m, prev):
+        """Follow the transaction clock by clock: which kind of clock this is (address
+        phase, data phase), its number, and what happened earlier in the transaction."""
         wide = self.width == 64
         bus = self.bus
-        prev = Signal(BusState(self.width, self.masters))  # the bus one clock earlier
-        m.d.sync += prev.eq(bus)
-
-        # --- transaction tracking -------------------------------------------------------
         in_txn = Signal()       # a transaction started before this clock and has not ended
         dac_second = Signal()   # the previous clock was the first address phase of a DAC
         t_prev = Signal(6)      # clock number (address phase = 1) of the previous clock
@@ -190,11 +206,6 @@ class ProtocolChecker(wiring.Component):
         ini_wait = Signal(6)    # clocks of this data phase without IRDY#, so far
         prev_final = Signal()   # previous clock: the final data phase of a transaction
                                 # completed (the one clock a fast back-to-back may follow)
-        txn_gnt = Signal(self.masters)  # GNT# in the clock before the (last) transaction's
-                                        # address phase: who started it, if one bit is set
-        txn_master = Signal(3, init=NO_MASTER)  # the same as an index, for the log
-
-        live = ~bus.rst & ~prev.rst  # rules other than the reset rule look at running buses
 
         addr_phase = ~in_txn & bus.frame           # first (or only) address phase
         addr2 = in_txn & dac_second                # second address phase of a DAC
@@ -216,10 +227,6 @@ class ProtocolChecker(wiring.Component):
         final = complete & ~bus.frame
         released = in_txn & ~bus.frame & ~bus.irdy  # bus let go (master abort, or broken)
         ongoing = (addr_phase | in_txn) & ~final & ~released & ~bus.rst
-
-        is_read = _is_one_of(cmd, _READ_COMMANDS)
-        is_write = _is_one_of(cmd, _WRITE_COMMANDS)
-        is_memory = _is_one_of(cmd, _MEMORY_COMMANDS)
         ack64 = bus.ack64 if wide else C(0)
         req64 = bus.req64 if wide else C(0)
 
@@ -227,8 +234,6 @@ class ProtocolChecker(wiring.Component):
                            _saturating_increment(tgt_wait), tgt_wait)
         ini_wait_now = Mux(data_clk & ~bus.irdy & ~ini_resp,
                            _saturating_increment(ini_wait), ini_wait)
-        tgt_silent = data_clk & ~answered & ~tgt_resp & bus.devsel
-        ini_silent = data_clk & ~bus.irdy & ~ini_resp
 
         new_phase = last_addr | addr_phase | complete
         m.d.sync += [
@@ -254,21 +259,138 @@ class ProtocolChecker(wiring.Component):
         with m.If(addr_phase):
             m.d.sync += addr_lo.eq(bus.ad[:2])
 
-        # --- who owns the transaction (only a checker that sees every GNT# can tell) -----
-        if self.arbiter_visible:
-            starter = _master_index(prev.gnt, self.masters)
-            with m.If(bus.rst):
-                m.d.sync += [txn_gnt.eq(0), txn_master.eq(NO_MASTER)]
-            with m.Elif(addr_phase):
-                m.d.sync += [txn_gnt.eq(prev.gnt), txn_master.eq(starter)]
-            master_now = Mux(addr_phase, starter, Mux(in_txn, txn_master, NO_MASTER))
-            # A master other than the one that started the last transaction holds GNT#.
-            other_granted = (prev.gnt.any() & txn_gnt.any() & ~(prev.gnt & txn_gnt).any())
-        else:
-            master_now = C(NO_MASTER, 3)
-            other_granted = C(0)
+        return SimpleNamespace(
+            in_txn=in_txn, addr_phase=addr_phase, addr2=addr2, data_clk=data_clk,
+            is_dac=is_dac, last_addr=last_addr, t=t, cmd=cmd, addr_lo=addr_lo,
+            claimed=claimed, moved=moved, stopped=stopped, first_phase=first_phase,
+            req64_txn=req64_txn, stop_hold=stop_hold, pend_i=pend_i, pend_t=pend_t,
+            prev_final=prev_final, complete=complete, xfer=xfer, ack64=ack64, req64=req64,
+            is_read=_is_one_of(cmd, _READ_COMMANDS), is_write=_is_one_of(cmd, _WRITE_COMMANDS),
+            is_memory=_is_one_of(cmd, _MEMORY_COMMANDS),
+            tgt_wait_now=tgt_wait_now, ini_wait_now=ini_wait_now,
+            tgt_silent=data_clk & ~answered & ~tgt_resp & bus.devsel,
+            ini_silent=data_clk & ~bus.irdy & ~ini_resp)
 
-        # --- parity pipeline: PAR covers the AD/C/BE# of the previous clock --------------
+    def _follow_owner(self, m, prev, txn):
+        """Who owns the transaction (only a checker that sees every GNT# can tell): sets
+        ``txn.master_now`` (the log's master) and ``txn.other_granted`` (a master other
+        than the one that started the last transaction holds GNT#)."""
+        bus = self.bus
+        if not self.arbiter_visible:
+            txn.master_now, txn.other_granted = C(NO_MASTER, 3), C(0)
+            return
+        txn_gnt = Signal(self.masters)  # GNT# in the clock before the (last) transaction's
+                                        # address phase: who started it, if one bit is set
+        txn_master = Signal(3, init=NO_MASTER)  # the same as an index, for the log
+        starter = _master_index(prev.gnt, self.masters)
+        with m.If(bus.rst):
+            m.d.sync += [txn_gnt.eq(0), txn_master.eq(NO_MASTER)]
+        with m.Elif(txn.addr_phase):
+            m.d.sync += [txn_gnt.eq(prev.gnt), txn_master.eq(starter)]
+        txn.master_now = Mux(txn.addr_phase, starter,
+                             Mux(txn.in_txn, txn_master, NO_MASTER))
+        txn.other_granted = prev.gnt.any() & txn_gnt.any() & ~(prev.gnt & txn_gnt).any()
+
+    def _protocol_conditions(self, prev, txn):
+        """The conditions of the rules about the handshake lines, the commands, the byte
+        enables, the data in wait states and starting on a busy bus, by rule name."""
+        wide = self.width == 64
+        bus = self.bus
+        addr_phase, addr2, data_clk, t = txn.addr_phase, txn.addr2, txn.data_clk, txn.t
+        claimed, pend_i, pend_t, cmd = txn.claimed, txn.pend_i, txn.pend_t, txn.cmd
+        is_read, is_write = txn.is_read, txn.is_write
+        ma_window = ~claimed & (t > _SUBTRACTIVE_CLOCK)  # a master abort may end the cycle
+        dropped_devsel = prev.devsel & ~bus.devsel
+
+        be = ~bus.cbe  # active-high byte enables
+        io_be_ok_at = [be[0],
+                       be[1] & ~be[0],
+                       be[2] & ~be[0:2].any(),
+                       be[3] & ~be[0:3].any()]
+        addr_lo = txn.addr_lo
+        io_be_ok = (be == 0) | Mux(addr_lo[1], Mux(addr_lo[0], io_be_ok_at[3], io_be_ok_at[2]),
+                                   Mux(addr_lo[0], io_be_ok_at[1], io_be_ok_at[0]))
+        both_64 = txn.ack64 & prev.ack64 if wide else C(0)
+        cbe_changed = (bus.cbe != prev.cbe) | (both_64 & (bus.cbe_hi != prev.cbe_hi)
+                                               if wide else C(0))
+        ad_changed = (bus.ad != prev.ad) | (both_64 & (bus.ad_hi != prev.ad_hi)
+                                            if wide else C(0))
+        mwi_off = (bus.cbe != 0) | ((txn.ack64 & txn.req64_txn & (bus.cbe_hi != 0))
+                                    if wide else C(0))
+
+        # --- starting on a busy bus (§3.4.1, §3.4.2) ------------------------------------
+        # A master starts only on an idle bus: FRAME# and IRDY# deasserted in the clock
+        # before its address phase. The one exception is a fast back-to-back transaction,
+        # whose address phase follows the completed final data phase of the same master's
+        # transaction at once. The tracking ends a transaction only at that completion or
+        # on an idle clock, so an address phase after a clock with FRAME# or IRDY# asserted
+        # is always a start on a busy bus (after IRDY# asserted without a transaction, say)
+        # unless that clock was the completion, and then it is wrong only when another
+        # master holds GNT#. A FRAME# that rises while a final data phase waits (IRDY#
+        # asserted) is, for the tracking, a clock of the same transaction and breaks
+        # frame_reasserted; when another master holds GNT# it is that master starting on
+        # the busy bus, and breaks this rule as well.
+        busy_bus_start = ((addr_phase & (prev.frame | prev.irdy) &
+                           ~(txn.prev_final & ~txn.other_granted)) |
+                          (data_clk & bus.frame & ~prev.frame & txn.other_granted))
+
+        return {
+            "frame_without_irdy":      prev.frame & ~bus.frame & ~bus.irdy,
+            "irdy_without_frame":      bus.irdy & ~bus.frame & ~txn.in_txn,
+            "irdy_in_address_phase":   (addr_phase | addr2) & bus.irdy,
+            "frame_reasserted":        data_clk & bus.frame & ~prev.frame,
+            "frame_dropped_in_wait":   pend_i & prev.frame & ~bus.frame & bus.irdy & ~ma_window,
+            "irdy_withdrawn":          pend_i & ~bus.irdy & claimed,
+            "master_abort_early":      pend_i & ~bus.irdy & ~claimed & (t <= _SUBTRACTIVE_CLOCK),
+            "devsel_while_idle":       bus.devsel & ~txn.in_txn,
+            "devsel_late":             data_clk & bus.devsel & ~claimed & (t > _SUBTRACTIVE_CLOCK),
+            "devsel_dropped":          data_clk & dropped_devsel & ~bus.stop,
+            "devsel_on_special_cycle": (data_clk & bus.devsel &
+                                        (cmd == Command.SPECIAL_CYCLE.value)),
+            "trdy_without_devsel":     bus.trdy & ~bus.devsel,
+            "stop_without_claim":      bus.stop & ~bus.devsel & ~claimed,
+            "stop_released_early":     txn.stop_hold & ~bus.stop,
+            "stop_withdrawn":          pend_t & prev.stop & ~bus.stop,
+            "trdy_withdrawn":          pend_t & prev.trdy & ~bus.trdy,
+            "target_response_changed": pend_t & ((bus.trdy & ~prev.trdy) |
+                                                 (bus.stop & ~prev.stop) | dropped_devsel),
+            "trdy_in_read_turnaround": data_clk & is_read & (t == 2) & bus.trdy,
+            "data_after_stop":         txn.xfer & txn.stopped,
+            "initiator_latency":       txn.ini_silent & (txn.ini_wait_now == _INITIATOR_LIMIT),
+            "target_initial_latency":  (txn.tgt_silent & txn.first_phase &
+                                        (txn.tgt_wait_now == _TARGET_INITIAL_LIMIT)),
+            "target_initial_latency_bridge": (txn.tgt_silent & txn.first_phase &
+                                              (txn.tgt_wait_now == _BRIDGE_INITIAL_LIMIT)),
+            "target_subsequent_latency": (txn.tgt_silent & ~txn.first_phase &
+                                          (txn.tgt_wait_now == _SUBSEQUENT_LIMIT)),
+            "reserved_command":        (addr_phase | addr2) & _is_one_of(bus.cbe,
+                                                                         _RESERVED_COMMANDS),
+            "dac_after_dac":           addr2 & txn.is_dac,
+            "config_reserved_type":    (addr_phase & _is_one_of(bus.cbe, _CONFIG_COMMANDS) &
+                                        bus.ad[1]),
+            "io_byte_enables_mismatch": (data_clk & txn.first_phase & bus.irdy &
+                                         _is_one_of(cmd, _IO_COMMANDS) & ~io_be_ok),
+            "mwi_byte_enables":        (data_clk & bus.irdy & mwi_off &
+                                        (cmd == Command.MEM_WRITE_INVALIDATE.value)),
+            "reserved_burst_order_continued": (txn.xfer & txn.moved & txn.is_memory &
+                                               addr_lo[0]),
+            "byte_enables_changed_in_wait": pend_i & bus.irdy & cbe_changed,
+            "write_data_changed_in_wait": pend_i & bus.irdy & is_write & ad_changed,
+            "read_data_changed_in_wait": pend_t & prev.trdy & bus.trdy & is_read & ad_changed,
+            "busy_bus_start":          busy_bus_start,
+            # the phase completed with STOP# last clock and FRAME# was on then: the
+            # initiator must now signal the final data phase
+            "frame_held_after_stop":   txn.stop_hold & bus.frame,
+            # AD[31:0] of the second address phase carries the upper 32 address bits, on
+            # either bus width (a 64-bit master repeats them on AD[63:32])
+            "dac_below_4g":            addr2 & (bus.ad == 0),
+        }
+
+    def _parity_conditions(self, m, prev, txn):
+        """The conditions of the parity rules (PAR, PAR64, PERR#, a parked bus's PAR), by
+        rule name: PAR covers the AD and C/BE# of the previous clock."""
+        wide = self.width == 64
+        bus = self.bus
         chk_addr = Signal()
         chk_wdata = Signal()
         chk_rdata = Signal()
@@ -276,10 +398,10 @@ class ProtocolChecker(wiring.Component):
         par_wrong = bus.par != (prev.ad.xor() ^ prev.cbe.xor())
         par64_wrong = (bus.par64 != (prev.ad_hi.xor() ^ prev.cbe_hi.xor())) if wide else C(0)
         m.d.sync += [
-            chk_addr.eq(addr_phase | addr2),
-            chk_wdata.eq(xfer & is_write),
-            chk_rdata.eq(xfer & is_read),
-            chk_64.eq(xfer & ack64 & req64_txn),
+            chk_addr.eq(txn.addr_phase | txn.addr2),
+            chk_wdata.eq(txn.xfer & txn.is_write),
+            chk_rdata.eq(txn.xfer & txn.is_read),
+            chk_64.eq(txn.xfer & txn.ack64 & txn.req64_txn),
         ]
 
         # --- PERR# (§3.7.4.1) ------------------------------------------------------------
@@ -300,8 +422,8 @@ class ProtocolChecker(wiring.Component):
         # PERR# at q is still owed (q - 3 < c, so q <= c + 2); perr_released_early fires
         # when it is not there. Each held clock q reports the data of q - 2, which is that
         # same phase's held data, so perr_timing and perr_without_parity_error stay quiet.
-        data_valid = data_clk & ((is_write & bus.irdy) | (is_read & bus.trdy))
-        data_open = data_valid & ~complete           # the phase goes on after this clock
+        data_valid = txn.data_clk & ((txn.is_write & bus.irdy) | (txn.is_read & bus.trdy))
+        data_open = data_valid & ~txn.complete       # the phase goes on after this clock
         valid_d1 = Signal()     # data was valid one clock ago
         valid64_d1 = Signal()   # ... and was 64 bits (PAR64 covers the upper half)
         valid_d2 = Signal()     # data was valid two clocks ago
@@ -312,16 +434,30 @@ class ProtocolChecker(wiring.Component):
         data_bad = valid_d1 & (par_wrong | (valid64_d1 & par64_wrong))
         m.d.sync += [
             valid_d1.eq(data_valid),
-            valid64_d1.eq(data_valid & ack64 & req64_txn),
+            valid64_d1.eq(data_valid & txn.ack64 & txn.req64_txn),
             valid_d2.eq(valid_d1),
             data_bad_d1.eq(data_bad),
             open_d1.eq(data_open),
             open_d2.eq(open_d1),
             open_d3.eq(open_d2),
         ]
-        perr_released_early = prev.perr & ~bus.perr & open_d3
 
-        # --- bus parking (§3.4.3) ---------------------------------------------------------
+        return {
+            "address_parity":            chk_addr & par_wrong,
+            "write_data_parity":         chk_wdata & par_wrong,
+            "read_data_parity":          chk_rdata & par_wrong,
+            "data_parity64":             chk_64 & par64_wrong,
+            "perr_timing":               bus.perr & ~valid_d2,
+            "perr_without_parity_error": bus.perr & valid_d2 & ~data_bad_d1,
+            "perr_released_early":       prev.perr & ~bus.perr & open_d3,
+            "parked_bus_parity":         self._parked_run_done(m, prev) & par_wrong,
+        }
+
+    def _parked_run_done(self, m, prev):
+        """Bus parking (§3.4.3): 1 from the clock on which a parked bus's PAR must be right
+        (the :data:`_PARKED_CHECK_CLOCK`-th idle clock with one unchanged GNT#). A floating
+        bus reads all ones on AD and C/BE# (36 ones: parity 0) and 1 on PAR."""
+        bus = self.bus
         # park_run: the clock number of the previous clock in a run of idle clocks with one
         # unchanged GNT# asserted (0: not in such a run), saturating at the checking clock.
         park_run = Signal(range(_PARKED_CHECK_CLOCK + 1))
@@ -331,131 +467,48 @@ class ProtocolChecker(wiring.Component):
                            Mux(park_run == _PARKED_CHECK_CLOCK, park_run, park_run + 1),
                            granted_idle)
         m.d.sync += park_run.eq(park_run_now)
-        # A floating bus reads all ones on AD and C/BE# (36 ones: parity 0) and 1 on PAR.
-        parked_bus_parity = (park_run_now == _PARKED_CHECK_CLOCK) & par_wrong
+        return park_run_now == _PARKED_CHECK_CLOCK
 
-        # --- starting on a busy bus (§3.4.1, §3.4.2) ------------------------------------
-        # A master starts only on an idle bus: FRAME# and IRDY# deasserted in the clock
-        # before its address phase. The one exception is a fast back-to-back transaction,
-        # whose address phase follows the completed final data phase of the same master's
-        # transaction at once. The tracking ends a transaction only at that completion or
-        # on an idle clock, so an address phase after a clock with FRAME# or IRDY# asserted
-        # is always a start on a busy bus (after IRDY# asserted without a transaction, say)
-        # unless that clock was the completion, and then it is wrong only when another
-        # master holds GNT#. A FRAME# that rises while a final data phase waits (IRDY#
-        # asserted) is, for the tracking, a clock of the same transaction and breaks
-        # frame_reasserted; when another master holds GNT# it is that master starting on
-        # the busy bus, and breaks this rule as well.
-        busy_bus_start = ((addr_phase & (prev.frame | prev.irdy) &
-                           ~(prev_final & ~other_granted)) |
-                          (data_clk & bus.frame & ~prev.frame & other_granted))
-
-        # --- the rules ------------------------------------------------------------------
-        ma_window = ~claimed & (t > _SUBTRACTIVE_CLOCK)  # a master abort may end the cycle
-        dropped_devsel = prev.devsel & ~bus.devsel
-
-        be = ~bus.cbe  # active-high byte enables
-        io_be_ok_at = [be[0],
-                       be[1] & ~be[0],
-                       be[2] & ~be[0:2].any(),
-                       be[3] & ~be[0:3].any()]
-        io_be_ok = (be == 0) | Mux(addr_lo[1], Mux(addr_lo[0], io_be_ok_at[3], io_be_ok_at[2]),
-                                   Mux(addr_lo[0], io_be_ok_at[1], io_be_ok_at[0]))
-        both_64 = ack64 & prev.ack64 if wide else C(0)
-        cbe_changed = (bus.cbe != prev.cbe) | (both_64 & (bus.cbe_hi != prev.cbe_hi)
-                                               if wide else C(0))
-        ad_changed = (bus.ad != prev.ad) | (both_64 & (bus.ad_hi != prev.ad_hi)
-                                            if wide else C(0))
-        mwi_off = (bus.cbe != 0) | ((ack64 & req64_txn & (bus.cbe_hi != 0)) if wide else C(0))
-
-        if self.arbiter_visible:
-            gnt_count = sum(bus.gnt[i] for i in range(self.masters))
-            gnt_new = (bus.gnt & ~prev.gnt).any()
-            gnt_gone = (prev.gnt & ~bus.gnt).any()
-            frame_without_gnt = addr_phase & ~prev.gnt.any()
-            multiple_gnt = gnt_count > 1
-            gnt_switch_while_idle = ~bus.frame & ~bus.irdy & gnt_new & gnt_gone
-        else:
-            frame_without_gnt = multiple_gnt = gnt_switch_while_idle = C(0)
-
-        if wide:
-            req64_frame_mismatch = ~addr_phase & (bus.req64 != (in_txn & bus.frame & req64_txn))
-            req64_non_memory = last_addr & bus.req64 & ~_is_one_of(bus.cbe, _MEMORY_COMMANDS)
-            ack64_without_req64 = in_txn & bus.ack64 & bus.devsel & ~req64_txn
-            ack64_devsel_mismatch = ((bus.ack64 & ~bus.devsel) |
-                                     (bus.devsel & prev.devsel & (bus.ack64 != prev.ack64)))
-        else:
-            req64_frame_mismatch = req64_non_memory = C(0)
-            ack64_without_req64 = ack64_devsel_mismatch = C(0)
-
-        in_reset_asserted = Cat(bus.frame, bus.irdy, bus.trdy, bus.stop, bus.devsel,
-                                bus.lock, bus.perr, bus.serr, ack64).any()
-
-        conditions = {
-            "frame_without_irdy":      prev.frame & ~bus.frame & ~bus.irdy,
-            "irdy_without_frame":      bus.irdy & ~bus.frame & ~in_txn,
-            "irdy_in_address_phase":   (addr_phase | addr2) & bus.irdy,
-            "frame_reasserted":        data_clk & bus.frame & ~prev.frame,
-            "frame_dropped_in_wait":   pend_i & prev.frame & ~bus.frame & bus.irdy & ~ma_window,
-            "irdy_withdrawn":          pend_i & ~bus.irdy & claimed,
-            "master_abort_early":      pend_i & ~bus.irdy & ~claimed & (t <= _SUBTRACTIVE_CLOCK),
-            "devsel_while_idle":       bus.devsel & ~in_txn,
-            "devsel_late":             data_clk & bus.devsel & ~claimed & (t > _SUBTRACTIVE_CLOCK),
-            "devsel_dropped":          data_clk & dropped_devsel & ~bus.stop,
-            "devsel_on_special_cycle": (data_clk & bus.devsel &
-                                        (cmd == Command.SPECIAL_CYCLE.value)),
-            "trdy_without_devsel":     bus.trdy & ~bus.devsel,
-            "stop_without_claim":      bus.stop & ~bus.devsel & ~claimed,
-            "stop_released_early":     stop_hold & ~bus.stop,
-            "stop_withdrawn":          pend_t & prev.stop & ~bus.stop,
-            "trdy_withdrawn":          pend_t & prev.trdy & ~bus.trdy,
-            "target_response_changed": pend_t & ((bus.trdy & ~prev.trdy) |
-                                                 (bus.stop & ~prev.stop) | dropped_devsel),
-            "trdy_in_read_turnaround": data_clk & is_read & (t == 2) & bus.trdy,
-            "data_after_stop":         xfer & stopped,
-            "initiator_latency":       ini_silent & (ini_wait_now == _INITIATOR_LIMIT),
-            "target_initial_latency":  (tgt_silent & first_phase &
-                                        (tgt_wait_now == _TARGET_INITIAL_LIMIT)),
-            "target_initial_latency_bridge": (tgt_silent & first_phase &
-                                              (tgt_wait_now == _BRIDGE_INITIAL_LIMIT)),
-            "target_subsequent_latency": (tgt_silent & ~first_phase &
-                                          (tgt_wait_now == _SUBSEQUENT_LIMIT)),
-            "reserved_command":        (addr_phase | addr2) & _is_one_of(bus.cbe,
-                                                                         _RESERVED_COMMANDS),
-            "dac_after_dac":           addr2 & is_dac,
-            "config_reserved_type":    (addr_phase & _is_one_of(bus.cbe, _CONFIG_COMMANDS) &
-                                        bus.ad[1]),
-            "io_byte_enables_mismatch": (data_clk & first_phase & bus.irdy &
-                                         _is_one_of(cmd, _IO_COMMANDS) & ~io_be_ok),
-            "mwi_byte_enables":        (data_clk & bus.irdy & mwi_off &
-                                        (cmd == Command.MEM_WRITE_INVALIDATE.value)),
-            "reserved_burst_order_continued": xfer & moved & is_memory & addr_lo[0],
-            "byte_enables_changed_in_wait": pend_i & bus.irdy & cbe_changed,
-            "write_data_changed_in_wait": pend_i & bus.irdy & is_write & ad_changed,
-            "read_data_changed_in_wait": pend_t & prev.trdy & bus.trdy & is_read & ad_changed,
-            "address_parity":          chk_addr & par_wrong,
-            "write_data_parity":       chk_wdata & par_wrong,
-            "read_data_parity":        chk_rdata & par_wrong,
-            "data_parity64":           chk_64 & par64_wrong,
-            "perr_timing":             bus.perr & ~valid_d2,
-            "perr_without_parity_error": bus.perr & valid_d2 & ~data_bad_d1,
-            "frame_without_gnt":       frame_without_gnt,
-            "multiple_gnt":            multiple_gnt,
-            "gnt_switch_while_idle":   gnt_switch_while_idle,
-            "req64_frame_mismatch":    req64_frame_mismatch,
-            "req64_non_memory":        req64_non_memory,
-            "ack64_without_req64":     ack64_without_req64,
-            "ack64_devsel_mismatch":   ack64_devsel_mismatch,
-            "busy_bus_start":          busy_bus_start,
-            # the phase completed with STOP# last clock and FRAME# was on then: the
-            # initiator must now signal the final data phase
-            "frame_held_after_stop":   stop_hold & bus.frame,
-            "perr_released_early":     perr_released_early,
-            # AD[31:0] of the second address phase carries the upper 32 address bits, on
-            # either bus width (a 64-bit master repeats them on AD[63:32])
-            "dac_below_4g":            addr2 & (bus.ad == 0),
-            "parked_bus_parity":       parked_bus_parity,
+    def _arbitration_conditions(self, prev, txn):
+        """The conditions of the arbitration rules, by rule name: evaluated only by a
+        checker that sees every master's GNT# (else never broken)."""
+        bus = self.bus
+        if not self.arbiter_visible:
+            return dict.fromkeys(("frame_without_gnt", "multiple_gnt",
+                                  "gnt_switch_while_idle"), C(0))
+        gnt_count = sum(bus.gnt[i] for i in range(self.masters))
+        gnt_new = (bus.gnt & ~prev.gnt).any()
+        gnt_gone = (prev.gnt & ~bus.gnt).any()
+        return {
+            "frame_without_gnt":     txn.addr_phase & ~prev.gnt.any(),
+            "multiple_gnt":          gnt_count > 1,
+            "gnt_switch_while_idle": ~bus.frame & ~bus.irdy & gnt_new & gnt_gone,
         }
+
+    def _wide_conditions(self, prev, txn):
+        """The conditions of the 64-bit extension's rules (REQ64#, ACK64#), by rule name:
+        never broken on a 32-bit bus."""
+        bus = self.bus
+        if self.width != 64:
+            return dict.fromkeys(("req64_frame_mismatch", "req64_non_memory",
+                                  "ack64_without_req64", "ack64_devsel_mismatch"), C(0))
+        return {
+            "req64_frame_mismatch":  ~txn.addr_phase & (bus.req64 != (txn.in_txn & bus.frame &
+                                                                      txn.req64_txn)),
+            "req64_non_memory":      (txn.last_addr & bus.req64 &
+                                      ~_is_one_of(bus.cbe, _MEMORY_COMMANDS)),
+            "ack64_without_req64":   txn.in_txn & bus.ack64 & bus.devsel & ~txn.req64_txn,
+            "ack64_devsel_mismatch": ((bus.ack64 & ~bus.devsel) |
+                                      (bus.devsel & prev.devsel & (bus.ack64 != prev.ack64))),
+        }
+
+    def _evaluate(self, m, prev, txn, conditions):
+        """Drive ``violation``: each enabled rule whose condition holds on a running bus
+        (the reset rule: a line asserted during reset)."""
+        bus = self.bus
+        live = ~bus.rst & ~prev.rst  # rules other than the reset rule look at running buses
+        in_reset_asserted = Cat(bus.frame, bus.irdy, bus.trdy, bus.stop, bus.devsel,
+                                bus.lock, bus.perr, bus.serr, txn.ack64).any()
         reset_rule = "signals_during_reset"
 
         # The rule list is the single source: every rule needs a condition, and no
@@ -474,7 +527,9 @@ class ProtocolChecker(wiring.Component):
                 broken = live & conditions[rule.name]
             m.d.comb += self.violation[rule.id].eq(broken & self.rule_enable[rule.id])
 
-        # --- flags, counters, first violation ------------------------------------------
+    def _flags_and_counts(self, m):
+        """The sticky flags, ``any``, the first violation and the per-rule saturating
+        counters (read one at a time through ``count_index``); ``clear`` zeroes them."""
         counts = [Signal(self.count_width, name=f"count_{rule.name}") for rule in RULES]
         first_now = Signal(range(len(RULES)))
         # The lowest id wins (rule ids are bit positions), in log2(rules) mux levels.
@@ -502,7 +557,9 @@ class ProtocolChecker(wiring.Component):
             with m.Default():
                 m.d.sync += self.count.eq(0)
 
-        # --- violation log: the first LOG_DEPTH clocks with a violation -----------------
+    def _violation_log(self, m, master_now):
+        """The violation log: the first :data:`LOG_DEPTH` clocks with a violation (cycle,
+        rules, ``master_now``), read through ``log_index``; ``clear`` empties it."""
         entry = data.StructLayout({"cycle": 32, "rules": len(RULES), "master": 3})
         m.submodules.log = log = Memory(shape=entry, depth=LOG_DEPTH, init=[])
         log_w = log.write_port()
@@ -526,8 +583,6 @@ class ProtocolChecker(wiring.Component):
             self.log_master.eq(Mux(log_valid, log_r.data.master, NO_MASTER)),
         ]
         m.d.sync += [entries.eq(entries_next), log_valid.eq(self.log_index < entries_next)]
-
-        return m
 
 
 def _master_index(gnt, masters):

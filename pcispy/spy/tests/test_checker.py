@@ -31,7 +31,7 @@ from amaranth.sim import Simulator
 from pcispy.pci.bus import Command, parity
 from pcispy.board.registers import REGISTER_MAP
 from pcispy.spy.checker import (COUNT_WIDTH, LATENCY_RULES, LOG_DEPTH, NO_MASTER,
-                                         RULES, RULES_BY_NAME, ProtocolChecker)
+                                RULES, RULES_BY_NAME, ProtocolChecker)
 
 pytestmark = pytest.mark.bfm
 
