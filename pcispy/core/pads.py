@@ -38,13 +38,14 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import io, wiring
 from amaranth.lib.wiring import In, Out
 
-from pcispy.platform.ecp5.cells import enable_lut4, kept_lut4, lut4
+from pcispy.core.live import cells_for
+from pcispy.platform.ecp5.cells import kept_lut4, lut4
 from pcispy.platform.ecp5.iocell import IOCellFlops
 from pcispy.pci.bus import (ACTIVE_LOW, OPEN_DRAIN, PRESENTED_GATED, SUSTAINED_TRISTATE,
-                  ADDecision, PCIBusSignature, bus_lines)
+                            ADDecision, PCIBusSignature, bus_lines)
 
 __all__ = ["LIVE_LINES", "live_lines", "INPUT_ONLY_LINES", "DECODE_LINES", "JOINED_LINES",
-           "AD_DECISION_GROUPS", "CORE_GATED_LINES",
+           "PIN_GROUP", "AD_DECISION_GROUPS", "ad_decision_groups", "CORE_GATED_LINES",
            "decode_signature", "simulation_ports", "decision_cell", "decided_word", "decided_floats",
            "PCIPads"]
 
@@ -68,13 +69,23 @@ _PARITY_LIVE_LINES = frozenset({"cbe", "par", "cbe_hi", "par64"})
 #: FPGA, and OR the cores' words as they are, so each core presents 0 where it does not
 #: drive (:func:`pcispy.board.top.merge_bus_drivers`).
 JOINED_LINES = ("ad", "ad_hi")
-# The group of pins each enable copy serves (a pin pair: the two pins of one I/O tile on
-# the ULX3S header).
-_FAN_OUT_GROUP = 2
+#: The default group of AD pins each enable copy serves (:class:`PCIPads`'s
+#: ``pin_group``): a pin pair, the two pins of one I/O tile on the ULX3S header, as the
+#: board's wiring places them.
+PIN_GROUP = 2
 
-#: The copies of a master's AD decision the pads take (``master_ad``): one per group of
-#: AD[31:0]'s pins, each formed next to its pins.
-AD_DECISION_GROUPS = 32 // _FAN_OUT_GROUP
+
+def ad_decision_groups(pin_group=PIN_GROUP):
+    """The copies of a master's AD decision pads serving AD in groups of ``pin_group``
+    pins take (``master_ad``): one per group of AD[31:0]'s pins, each formed next to
+    its pins."""
+    if pin_group < 1 or 32 % pin_group:
+        raise ValueError(f"AD[31:0] does not split into groups of {pin_group} pins")
+    return 32 // pin_group
+
+
+#: :func:`ad_decision_groups` of the default :data:`PIN_GROUP`.
+AD_DECISION_GROUPS = ad_decision_groups()
 
 # How many enables of their own a float copy can join besides ``bus.NAME.oe``.
 _MAX_AD_DRIVERS = 2
@@ -166,8 +177,8 @@ class PCIPads(wiring.Component):
             costs no logic level and no wire of its own (AD's enable is the board's
             longest same-clock decision).
         ad_hi_oe_by (In, ad_drivers): the same for AD[63:32] (64-bit only).
-        master_ad (In, ADDecision(AD_DECISION_GROUPS)): with ``master_ad`` only (32-bit,
-            one ``ad_drivers``): the master's AD[31:0] as a decision between two
+        master_ad (In, ADDecision(ad_decision_groups(pin_group))): with ``master_ad``
+            only (32-bit, one ``ad_drivers``): the master's AD[31:0] as a decision between two
             registered words, apart from ``bus.ad`` (the other cores', ORed) and
             ``ad_oe_by`` (the target's enable). The pads form the decision (the OR of
             its terms) in one cell per pin pair, from that pair's copy of the terms, next
@@ -198,8 +209,12 @@ class PCIPads(wiring.Component):
             rather than ``bus.ad.oe``.
         master_ad: also take a master's AD[31:0] as a decision (``master_ad``): 32-bit,
             with ``ad_drivers=1``.
+        pin_group: on an FPGA, the AD pins each enable copy (and decision copy) serves:
+            board geometry, the pins the board's wiring puts in one I/O tile
+            (:data:`PIN_GROUP`, a pin pair, by default).
     """
-    def __init__(self, width, ports, *, fast_decode=False, ad_drivers=0, master_ad=False):
+    def __init__(self, width, ports, *, fast_decode=False, ad_drivers=0, master_ad=False,
+                 pin_group=PIN_GROUP):
         lines = bus_lines(width)
         missing = set(lines) - set(ports)
         if missing:
@@ -207,6 +222,8 @@ class PCIPads(wiring.Component):
         self.width = width
         self.ports = ports
         self.fast_decode = fast_decode
+        self.pin_group = pin_group
+        ad_decision_groups(pin_group)      # (a group size that splits AD[31:0])
         self.listen_only = all(port.direction == io.Direction.Input for port in ports.values())
         if self.listen_only:
             if fast_decode or ad_drivers or master_ad:
@@ -241,7 +258,7 @@ class PCIPads(wiring.Component):
                 members["ad_hi_oe_by"] = In(ad_drivers)
                 members["ad_hi_driven"] = Out(1)
         if master_ad:
-            members["master_ad"] = In(ADDecision(AD_DECISION_GROUPS))
+            members["master_ad"] = In(ADDecision(ad_decision_groups(pin_group)))
         super().__init__(members)
 
     def joined_enables(self):
@@ -268,9 +285,9 @@ class PCIPads(wiring.Component):
             return [line.oe, *(by[i] for i in range(self.ad_drivers))]
         return [line.oe]
 
-    def _next_drive(self, m, name, line, *, allowed=True, fpga=False):
+    def _next_drive(self, m, name, line, *, allowed=True, cells=None):
         """(value, enable) the pin must show during the next clock, inside-level; with
-        ``allowed``, only while ``drive_allowed`` (else the caller applies it). ``fpga``:
+        ``allowed``, only while ``drive_allowed`` (else the caller applies it). ``cells``:
         a sustained tri-state line's enable is one hand-placed cell (below)."""
         wanted = Cat(*self._enables(name, line)).any()
         permitted = self.drive_allowed if allowed and name not in CORE_GATED_LINES else 1
@@ -295,15 +312,14 @@ class PCIPads(wiring.Component):
             # live lines then reach the output register through the cores' choice and
             # ``drive_allowed`` only, not through the choice of the enable as well.
             value = line.o & permitted if name in PRESENTED_GATED else line.o & oe
-            if fpga:
+            if cells is not None:
                 # The tristate register's input (1 floats) as one cell of the enable, the
                 # permission and the owned register: the enable crosses one cell after
                 # the core's choice. Left to synthesis, abc shared the permitted enable
                 # between this and the owned register and the pin took two.
-                return value, enable_lut4(m, lambda wanted, allowed, owned, _:
-                                          (wanted and allowed) or owned,
-                                          [wanted, permitted, owned], f"{name}_floats",
-                                          fpga=True)
+                return value, cells.enable_lut4(m, lambda wanted, allowed, owned, _:
+                                                (wanted and allowed) or owned,
+                                                [wanted, permitted, owned], f"{name}_floats")
             return value, oe | owned
         return line.o, oe
 
@@ -344,12 +360,12 @@ class PCIPads(wiring.Component):
             floats = (lambda a, b, c, allowed: not ((a or b or c) and allowed),
                       [*enables, self.drive_allowed])
         sampled, copies, words = [], [], []
-        for low in range(0, len(port), _FAN_OUT_GROUP):
-            high = min(low + _FAN_OUT_GROUP, len(port))
+        for low in range(0, len(port), self.pin_group):
+            high = min(low + self.pin_group, len(port))
             buf = io.FFBuffer("io", port[low:high], i_domain="pci", o_domain="pci")
             m.submodules[f"{name}_buffer_{low}"] = buf
             if decided:
-                take_high = decision_cell(m, decision, low // _FAN_OUT_GROUP,
+                take_high = decision_cell(m, decision, low // self.pin_group,
                                           f"{name}_take_high_{low}")
                 words.append(decided_word(m, take_high, decision.high[low:high],
                                           decision.low[low:high], line.o[low:high],
@@ -378,6 +394,7 @@ class PCIPads(wiring.Component):
                 m.d.comb += getattr(self.bus, name).i.eq(buf.i)
             return m
         bus = self.bus
+        cells = cells_for(platform)
         live_values = {}
         ad_driven = {}       # AD group name -> AD driven during this clock (registered)
         float_copies = {}    # AD group name -> its enable copies (FPGA only)
@@ -396,14 +413,14 @@ class PCIPads(wiring.Component):
             direction = "io" if port.direction == io.Direction.Bidir else "i"
             unregistered = name in live_lines(self.width) or name in _PARITY_LIVE_LINES or (
                 self.fast_decode and name in DECODE_LINES)
-            if unregistered and platform is not None:
+            if unregistered and cells.fpga:
                 # On an FPGA the output and enable registers go into the I/O cell.
                 cell = IOCellFlops(direction, port)
                 m.submodules[f"{name}_buffer"] = cell
                 m.d.comb += line.i.eq(cell.i)
                 live_values[name] = cell.live
                 if direction == "io" and name not in ("par", "par64"):
-                    value, enables[name] = self._next_drive(m, name, line, fpga=True)
+                    value, enables[name] = self._next_drive(m, name, line, cells=cells)
                     m.d.comb += [cell.o.eq(value), cell.oe.eq(enables[name])]
                 if name in ("par", "par64"):
                     sampled[name] = cell
@@ -422,7 +439,7 @@ class PCIPads(wiring.Component):
                     m.d.comb += [buf.o.eq(out_ff), buf.oe.eq(oe_ff)]
                 if name in ("par", "par64"):
                     sampled[name] = buf
-            elif name in JOINED_LINES and direction == "io" and platform is not None:
+            elif name in JOINED_LINES and direction == "io" and cells.fpga:
                 driven_words[name], float_copies[name] = self._fanned_out_buffers(
                     m, name, line, port)
             else:
@@ -486,8 +503,7 @@ class PCIPads(wiring.Component):
                     m.d.comb += [par_buf.o.eq(par_out_ff), par_buf.oe.eq(par_oe_ff)]
             # Checking: PAR now must cover AD and C/BE# sampled at the previous edge.
             # (A kept net on an FPGA: the live PAR meets it in one LUT, after the XOR tree.)
-            expected = Signal(name=f"{par}_expected",
-                              attrs={"keep": 1} if platform is not None else {})
-            m.d.comb += expected.eq(Cat(getattr(bus, ad).i, getattr(bus, cbe).i).xor())
+            expected = cells.kept(m, Cat(getattr(bus, ad).i, getattr(bus, cbe).i).xor(),
+                                  f"{par}_expected")
             m.d.comb += error.eq(expected ^ live_values[par])
         return m

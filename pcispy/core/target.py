@@ -45,12 +45,12 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Optional
 
-from amaranth import Array, Cat, Const, Module, Mux, Signal, Value
+from amaranth import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.pci.bus import DECODE_SPEEDS, Command, DevselSpeed, PCIBusSignature
-from pcispy.platform.ecp5.cells import enable_lut4, live_choice
+from pcispy.core.live import LiveLines, cells_for
 from pcispy.core.pads import LIVE_LINES, decode_signature
 
 __all__ = ["BackendSignature", "Window", "ResponseKnobs", "PCITarget", "WRITE_FIFO_DEPTH",
@@ -310,14 +310,45 @@ class PCITarget(wiring.Component):
         super().__init__(members)
 
     def elaborate(self, platform):
+        """The target, in the order its parts feed one another: the address phase's
+        decode (:meth:`_address_phase`) and parity (:meth:`_address_parity`), the claim
+        (:meth:`_claim`), the transaction's state (:meth:`_transaction_state`), the read
+        prefetch and posted-write buffers (:meth:`_read_prefetch`,
+        :meth:`_posted_writes`), the next clock's arithmetic (:meth:`_next_clock`) and the
+        next read word (:meth:`_read_word`); then the decision (:meth:`_decide`), built
+        per value of the live IRDY# and FRAME#, which choose the handshake outputs
+        (:meth:`_handshake_outputs`) and, a clock later, the one-bit state
+        (:meth:`_chosen_state`); last AD (:meth:`_read_data_out`), the backend requests
+        (:meth:`_backend_requests`) and the write data and its parity
+        (:meth:`_write_data_and_parity`).
+
+        ``s`` holds the nets one step makes for the later ones."""
         m = Module()
-        bus, live = self.bus, self.live
-        wide = self.width == 64
         backends = [self.config] + [getattr(self, f"bar{i}")
                                     for i, w in enumerate(self.windows) if w is not None]
-        n_sel = len(backends)
+        s = SimpleNamespace(m=m, bus=self.bus, live=self.live, wide=self.width == 64,
+                            cells=cells_for(platform), backends=backends,
+                            n_sel=len(backends), knobs=self.knobs)
+        self._address_phase(m, s)
+        self._address_parity(m, s)
+        self._claim(m, s)
+        self._transaction_state(m, s)
+        self._read_prefetch(m, s)
+        self._posted_writes(m, s)
+        self._next_clock(m, s)
+        self._read_word(m, s)
+        self._handshake_outputs(m, s)
+        self._chosen_state(m, s)
+        self._read_data_out(m, s)
+        self._backend_requests(m, s)
+        self._write_data_and_parity(m, s)
+        return m
 
-        # --- Address phase: decode (registered inputs in clock 2, or live in clock 1) -----
+    def _address_phase(self, m, s):
+        """The address phase and its decode: which window (or configuration space) the
+        address hits (``hits``), from the registered inputs in clock 2 or, with fast
+        decode, the live ones in clock 1."""
+        bus, live = s.bus, s.live
         if self.fast_decode:
             def address_phase_with(frame_now):
                 """FRAME# asserted now and deasserted at the previous edge."""
@@ -354,6 +385,13 @@ class PCITarget(wiring.Component):
 
         any_hit = Signal()
         m.d.comb += any_hit.eq(Cat(h for _, h, _, _, _ in hits).any())
+        vars(s).update(
+            ad=ad, address_phase=address_phase, address_phase_with=address_phase_with,
+            any_hit=any_hit, cmd_read=cmd_read, hits=hits, source=source)
+
+    def _address_parity(self, m, s):
+        """The address phase's parity check: SERR# and the Status pulses."""
+        address_phase, cells = s.address_phase, s.cells
         # The PAR of the address phase is on the pins in the clock after it: at the
         # claim with medium decode, one clock after it with fast decode. The claim does
         # not wait for it: PCI lets a target that detects an address parity error claim
@@ -372,21 +410,27 @@ class PCITarget(wiring.Component):
         # permission, held inverted as SERR#'s tristate register takes it (the pads'
         # inversion cancels): PAR crosses two cells to that register (left to synthesis,
         # four: 0.13 ns over the budget, floorplanned; docs/timing.md).
-        serr_armed = Signal(attrs={"keep": 1} if platform is not None else {})
+        serr_armed = cells.kept(m, address_par_clock & self.parity_response &
+                                self.serr_enable & self.claim_enable, "serr_armed")
         address_parity_bad = Signal()
-        m.d.comb += [
-            serr_armed.eq(address_par_clock & self.parity_response & self.serr_enable &
-                          self.claim_enable),
-            address_parity_bad.eq(address_par_clock & self.par_error),
-        ]
-        serr_next = enable_lut4(m, lambda error, armed, allowed, _: error and armed and allowed,
-                                [self.par_error, serr_armed, self.drive_allowed],
-                                "serr_floats", fpga=platform is not None)
+        m.d.comb += address_parity_bad.eq(address_par_clock & self.par_error)
+        serr_next = cells.enable_lut4(m, lambda error, armed, allowed, _:
+                                      error and armed and allowed,
+                                      [self.par_error, serr_armed, self.drive_allowed],
+                                      "serr_floats")
         m.d.comb += [self.bus.serr.o.eq(serr_next), self.bus.serr.oe.eq(serr_next)]
         # The Status pulse restates the cell's condition rather than reading the cell, so
         # that SERR#'s tristate register stays the cell's one load.
         m.d.pci += self.signaled_serr.eq(self.par_error & serr_armed & self.drive_allowed)
+        vars(s).update(address_parity_bad=address_parity_bad)
 
+    def _claim(self, m, s):
+        """The claim and the transaction's parameters chosen with it (``c_*``), per
+        window beside the BAR compare, registered a clock first with slow decode."""
+        (ad, address_phase, address_phase_with, any_hit, hits, live, n_sel, source) = (
+            s.ad, s.address_phase, s.address_phase_with, s.any_hit, s.hits, s.live,
+            s.n_sel, s.source)
+        cmd_read = s.cmd_read
         # Per-transaction parameters, chosen at the claim.
         c_sel = Signal(range(n_sel))
         c_offset = Signal(30)
@@ -505,14 +549,29 @@ class PCITarget(wiring.Component):
         c_devsel_delay = Signal(2)
         with m.If(c_exerciser):
             m.d.comb += [c_retry.eq(self.retry), c_devsel_delay.eq(knobs.devsel_delay)]
+        vars(s).update(
+            abort_range=abort_range, c_abort_range=c_abort_range, c_at_end=c_at_end,
+            c_data64=c_data64, c_devsel_delay=c_devsel_delay, c_exerciser=c_exerciser,
+            c_last=c_last, c_offset=c_offset, c_prefetch=c_prefetch,
+            c_read_only=c_read_only, c_retry=c_retry, c_sel=c_sel, c_single=c_single,
+            c_xfer64=c_xfer64, claim=claim, claim_with=claim_with, cmd_read=cmd_read,
+            exerciser_wait=exerciser_wait, knobs=knobs)
 
-        # --- Transaction state and the effective state at this edge --------------------
-        # Timing (docs/architecture.md, "I/O timing"): the live IRDY# and FRAME# reach the
-        # output flip-flops and a few one-bit registers only. The decision below is built
-        # once for each value of the two lines and they select among the results last;
-        # every wider register whose next value depends on them is a :class:`_Retimed` (its
-        # candidates registered, a registered one-bit event choosing), so the values are the
-        # same clock for clock and the live lines never fan out into the datapath.
+    def _transaction_state(self, m, s):
+        """The transaction's state (``t_*`` and the retimed counters) and the state as the
+        decision at this edge sees it (``e_*``: the claim's values in the claim's clock).
+
+        Timing (docs/architecture.md, "I/O timing"): the live IRDY# and FRAME# reach the
+        output flip-flops and a few one-bit registers only. The decision is built once
+        for each value of the two lines and they select among the results last; every
+        wider register whose next value depends on them is a :class:`_Retimed` (its
+        candidates registered, a registered one-bit event choosing), so the values are
+        the same clock for clock and the live lines never fan out into the datapath."""
+        (c_data64, c_devsel_delay, c_exerciser, c_last, c_offset, c_prefetch, c_read_only,
+         c_retry, c_sel, c_single, c_xfer64, claim, cmd_read, exerciser_wait, n_sel) = (
+            s.c_data64, s.c_devsel_delay, s.c_exerciser, s.c_last, s.c_offset,
+            s.c_prefetch, s.c_read_only, s.c_retry, s.c_sel, s.c_single, s.c_xfer64,
+            s.claim, s.cmd_read, s.exerciser_wait, s.n_sel)
         active = Signal()        # claimed, in data phases (DEVSEL# may still be delayed)
         backoff = Signal()       # STOP# asserted, waiting for FRAME# to be deasserted
         t_sel = Signal(range(n_sel))
@@ -575,8 +634,20 @@ class PCITarget(wiring.Component):
                         t_last.eq(c_last)]
 
         step = Mux(e_xfer64, 2, 1)
+        vars(s).update(
+            active=active, addr=addr, backoff=backoff, devsel_p=devsel_p,
+            devsel_wait=devsel_wait, e_active=e_active, e_addr=e_addr,
+            e_devsel_wait=e_devsel_wait, e_read=e_read, e_retry=e_retry, e_sel=e_sel,
+            e_xfer64=e_xfer64, group=group, moved_q=moved_q, phases=phases, retimed=retimed,
+            stall=stall, step=step, stop_p=stop_p, t_data64=t_data64,
+            t_exerciser=t_exerciser, t_last=t_last, t_read=t_read, t_read_only=t_read_only,
+            t_retry=t_retry, t_single=t_single, t_xfer64=t_xfer64, trdy_p=trdy_p,
+            wait_cnt=wait_cnt)
 
-        # --- Read prefetch ------------------------------------------------------------
+    def _read_prefetch(self, m, s):
+        """The read prefetch: the FIFO of words read ahead, the requests outstanding and
+        the answers to discard, and the word on AD."""
+        backends, wide = s.backends, s.wide
         data_bits = 64 if wide else 32
         end_q = Signal()             # the transaction ended at the previous edge
         load_q = Signal()            # AD was loaded with the next word at the previous edge
@@ -601,8 +672,16 @@ class PCITarget(wiring.Component):
             with m.If(backend.r_valid):
                 m.d.comb += [r_valid.eq(1), r_data.eq(backend.r_data)]
         read_avail = rfifo.nonempty | (r_valid & (discard == 0))
+        vars(s).update(
+            ad_cur=ad_cur, cur_corrupt=cur_corrupt, cur_valid=cur_valid,
+            data_bits=data_bits, discard=discard, discard_r=discard_r, end_q=end_q,
+            load_addr=load_addr, load_q=load_q, loaded=loaded, outstanding=outstanding,
+            r_data=r_data, r_valid=r_valid, read_avail=read_avail, req_addr=req_addr,
+            req_count=req_count, rfifo=rfifo)
 
-        # --- Posted writes -------------------------------------------------------------
+    def _posted_writes(self, m, s):
+        """The posted-write FIFO and the write phase sampled at the previous edge."""
+        data_bits, n_sel = s.data_bits, s.n_sel
         wr_layout = data.StructLayout({"sel": range(n_sel), "addr": 30,
                                        "data": data_bits, "be": data_bits // 8, "x64": 1})
         wfifo = _RegisterFIFO(m, "wfifo", wr_layout, WRITE_FIFO_DEPTH)
@@ -611,9 +690,22 @@ class PCITarget(wiring.Component):
         wr_sel = Signal(range(n_sel))
         wr_x64 = Signal()
         w_entry = Signal(wr_layout)  # the write phase sampled at the previous edge
+        vars(s).update(
+            w_entry=w_entry, wfifo=wfifo, wr_addr=wr_addr, wr_layout=wr_layout,
+            wr_moved=wr_moved, wr_sel=wr_sel, wr_x64=wr_x64)
 
-        # --- The next-clock arithmetic, for a phase that moves at this edge or not -------
-        # (plain logic of registers: the live IRDY# only chooses between the two later).
+    def _next_clock(self, m, s):
+        """The next-clock arithmetic, for a phase that moves at this edge or not (plain
+        logic of registers: the live IRDY# only chooses between the two later)."""
+        (abort_range, active, addr, c_abort_range, c_at_end, c_devsel_delay, c_exerciser,
+         c_last, c_offset, c_retry, c_single, c_xfer64, cmd_read, devsel_wait,
+         exerciser_wait, group, knobs, phases, stall, t_exerciser, t_last, t_read, t_retry,
+         t_single, t_xfer64, trdy_p, wait_cnt, wfifo, wr_moved) = (
+            s.abort_range, s.active, s.addr, s.c_abort_range, s.c_at_end,
+            s.c_devsel_delay, s.c_exerciser, s.c_last, s.c_offset, s.c_retry, s.c_single,
+            s.c_xfer64, s.cmd_read, s.devsel_wait, s.exerciser_wait, s.group, s.knobs,
+            s.phases, s.stall, s.t_exerciser, s.t_last, s.t_read, s.t_retry, s.t_single,
+            s.t_xfer64, s.trdy_p, s.wait_cnt, s.wfifo, s.wr_moved)
         def after(address, xfer64, mv):
             """The dword offset after this edge (30 bits, as ``next_addr``)."""
             return (address + Mux(xfer64, 2, 1))[:30] if mv else address
@@ -690,8 +782,14 @@ class PCITarget(wiring.Component):
         # moves[claimed][mv]; a moving phase is the running transaction's.
         moves = {claimed: {0: by_move(False, views[claimed]), 1: by_move(True, views[False])}
                  for claimed in (False, True)}
+        vars(s).update(moves=moves, views=views)
 
-        # --- Read data for the next phase: the FIFO head, or a word arriving now ---------
+    def _read_word(self, m, s):
+        """Read data for the next phase: the FIFO head, or a word arriving now, and its
+        parity corruption."""
+        (data_bits, knobs, load_addr, r_data, rfifo, t_data64, t_exerciser, t_xfer64, wide) = (
+            s.data_bits, s.knobs, s.load_addr, s.r_data, s.rfifo, s.t_data64,
+            s.t_exerciser, s.t_xfer64, s.wide)
         # (A word is never loaded in the claim's clock: the running transaction's values.)
         lane_hi = load_addr[0] & ~t_xfer64
         head = Mux(rfifo.nonempty, rfifo.head, r_data)
@@ -705,177 +803,186 @@ class PCITarget(wiring.Component):
         # A one-shot corruption is disarmed a clock after the word that took it: skip the
         # word loaded in between.
         new_corrupt = t_exerciser & (knobs.corrupt | (knobs.corrupt_once & ~corrupt_taken_q))
+        vars(s).update(
+            corrupt_taken_q=corrupt_taken_q, head_word=head_word, new_corrupt=new_corrupt)
 
-        # --- The decision at this edge, for each value of the live IRDY# and FRAME# ------
-        def decide(irdy, frame, v):
-            """What to drive next clock and the one-bit next state, were IRDY# and FRAME#
-            on the pins now ``irdy`` and ``frame`` (Python ints), for the transaction
-            ``v`` (a :func:`view`)."""
-            claiming = Const(int(v.claimed), 1)
-            irdy, frame = Const(irdy, 1), Const(frame, 1)
-            moved = irdy & trdy_p
-            by = moves[v.claimed]
-            mv = {name: Mux(moved, getattr(by[1], name), getattr(by[0], name))
-                  for name in vars(by[0])}
-            final = moved & ~frame
-            d = SimpleNamespace()
-            # No word is loaded in the claim's clock: its first read request leaves now and
-            # every answer of an earlier transaction is discarded.
-            d.load = ~claiming & v.active & v.read & read_avail & (moved | ~cur_valid) & ~final
-            d.next_valid = d.load | (cur_valid & ~moved)
-            ready = mv["wcount_zero"] & ~mv["in_abort"] & Mux(v.read, d.next_valid,
-                                                            mv["write_room"])
-            # Latency rules for the plain windows (the exerciser breaks them only on
-            # purpose): clocks since the claim or the last data phase.
-            late = (~v.exerciser & ~(claiming | moved)
-                    & (stall >= Mux(phases == 0, INITIAL_STALL_LIMIT, SUBSEQUENT_STALL_LIMIT)))
-            suffix = f"_{int(v.claimed)}{irdy.value}{frame.value}"
-            devsel_n, trdy_n, stop_n, next_active, next_backoff, abort_now = (
-                Signal(name=n + suffix) for n in ("devsel_n", "trdy_n", "stop_n",
-                                                  "next_active", "next_backoff", "abort_now"))
-            release = final | (~frame & ~irdy)
-            with m.If(backoff):
-                # Hold STOP# (and DEVSEL#, unless aborting) until FRAME# is deasserted.
-                with m.If(frame):
-                    m.d.comb += [devsel_n.eq(devsel_p), stop_n.eq(1), next_backoff.eq(1)]
-            with m.Elif(v.active):
-                with m.If(release):
-                    # Last phase moved, or the initiator gave up (master abort): release.
-                    pass
-                with m.Elif(trdy_p & ~moved):
-                    # TRDY# is asserted until its data phase completes: hold everything.
-                    m.d.comb += [devsel_n.eq(1), trdy_n.eq(1), stop_n.eq(stop_p),
-                                 next_active.eq(1)]
-                with m.Elif(moved & stop_p):
-                    # Disconnect with data done; FRAME# still asserted: wait for it.
-                    m.d.comb += [devsel_n.eq(1), stop_n.eq(1), next_backoff.eq(1)]
-                with m.Elif(v.devsel_wait != 0):
-                    m.d.comb += next_active.eq(1)
-                with m.Elif(v.retry | mv["without_data"]):
-                    m.d.comb += [devsel_n.eq(1), stop_n.eq(1), next_backoff.eq(1)]
-                with m.Elif(mv["in_abort"] & devsel_p):
-                    m.d.comb += [stop_n.eq(1), next_backoff.eq(1), abort_now.eq(1)]
-                with m.Elif(late & ~ready):
-                    # The backend is too slow for the latency rules: retry (no data yet) or
-                    # disconnect without data, rather than hold the bus.
-                    m.d.comb += [devsel_n.eq(1), stop_n.eq(1), next_backoff.eq(1)]
-                with m.Else():
-                    m.d.comb += [devsel_n.eq(1), trdy_n.eq(ready),
-                                 stop_n.eq(ready & frame & mv["with_data"]),
-                                 next_active.eq(1)]
-            d.devsel_n, d.trdy_n, d.stop_n = devsel_n, trdy_n, stop_n
-            d.next_active, d.next_backoff, d.abort_now = next_active, next_backoff, abort_now
-            d.end_txn = (active | backoff) & ~next_active & ~next_backoff
-            # The lines are owned (driven) in exactly the branches above that assert one of
-            # them. Written from the branch conditions rather than as DEVSEL# | TRDY# |
-            # STOP#: the same value, but the enables (AD's above all, 32 or 64 pads away)
-            # then wait for neither the ready nor the disconnect and abort arithmetic of
-            # the claim's address, which only choose between the asserting branches.
-            d.own = Mux(backoff, frame,
-                        v.active & ~release
-                        & ((trdy_p & ~moved) | (moved & stop_p) | (v.devsel_wait == 0)))
-            # AD is driven while the lines are owned in a read, never in the turnaround
-            # clock after the address phase (fast decode claims then). A claim never meets
-            # a backoff (STOP# is held only while FRAME# is asserted, and a claim follows a
-            # clock with FRAME# deasserted).
-            if v.claimed:
-                d.drive_ad = Const(0) if self.fast_decode else d.own & v.read
-            else:
-                d.drive_ad = d.own & v.read & (v.active | backoff)
-            d.ad = Mux(d.load, head_word, ad_cur)
-            d.corrupt = Mux(d.load, new_corrupt, cur_corrupt)
-            d.xfer64 = v.xfer64 & devsel_n
-            # The word as presented to the pads: 0 on lanes not driven (the pads OR the
-            # cores' AD words without their enables: ``merge_bus_drivers``).
-            lanes = d.drive_ad.replicate(32)
-            if wide:
-                lanes = Cat(lanes, (d.drive_ad & d.xfer64).replicate(32))
-            d.ad_presented = d.ad & lanes
-            return d
-        cases = {(c, i, f): decide(i, f, views[c])
+    def _decide(self, s, irdy, frame, v):
+        """What to drive next clock and the one-bit next state, were IRDY# and FRAME#
+        on the pins now ``irdy`` and ``frame`` (Python ints), for the transaction
+        ``v`` (a :func:`view`)."""
+        (active, ad_cur, backoff, cur_corrupt, cur_valid, devsel_p, head_word, m, moves,
+         new_corrupt, phases, read_avail, stall, stop_p, trdy_p, wide) = (
+            s.active, s.ad_cur, s.backoff, s.cur_corrupt, s.cur_valid, s.devsel_p,
+            s.head_word, s.m, s.moves, s.new_corrupt, s.phases, s.read_avail, s.stall,
+            s.stop_p, s.trdy_p, s.wide)
+        claiming = Const(int(v.claimed), 1)
+        irdy, frame = Const(irdy, 1), Const(frame, 1)
+        moved = irdy & trdy_p
+        by = moves[v.claimed]
+        mv = {name: Mux(moved, getattr(by[1], name), getattr(by[0], name))
+              for name in vars(by[0])}
+        final = moved & ~frame
+        d = SimpleNamespace()
+        # No word is loaded in the claim's clock: its first read request leaves now and
+        # every answer of an earlier transaction is discarded.
+        d.load = ~claiming & v.active & v.read & read_avail & (moved | ~cur_valid) & ~final
+        d.next_valid = d.load | (cur_valid & ~moved)
+        ready = mv["wcount_zero"] & ~mv["in_abort"] & Mux(v.read, d.next_valid,
+                                                        mv["write_room"])
+        # Latency rules for the plain windows (the exerciser breaks them only on
+        # purpose): clocks since the claim or the last data phase.
+        late = (~v.exerciser & ~(claiming | moved)
+                & (stall >= Mux(phases == 0, INITIAL_STALL_LIMIT, SUBSEQUENT_STALL_LIMIT)))
+        suffix = f"_{int(v.claimed)}{irdy.value}{frame.value}"
+        devsel_n, trdy_n, stop_n, next_active, next_backoff, abort_now = (
+            Signal(name=n + suffix) for n in ("devsel_n", "trdy_n", "stop_n",
+                                              "next_active", "next_backoff", "abort_now"))
+        release = final | (~frame & ~irdy)
+        with m.If(backoff):
+            # Hold STOP# (and DEVSEL#, unless aborting) until FRAME# is deasserted.
+            with m.If(frame):
+                m.d.comb += [devsel_n.eq(devsel_p), stop_n.eq(1), next_backoff.eq(1)]
+        with m.Elif(v.active):
+            with m.If(release):
+                # Last phase moved, or the initiator gave up (master abort): release.
+                pass
+            with m.Elif(trdy_p & ~moved):
+                # TRDY# is asserted until its data phase completes: hold everything.
+                m.d.comb += [devsel_n.eq(1), trdy_n.eq(1), stop_n.eq(stop_p),
+                             next_active.eq(1)]
+            with m.Elif(moved & stop_p):
+                # Disconnect with data done; FRAME# still asserted: wait for it.
+                m.d.comb += [devsel_n.eq(1), stop_n.eq(1), next_backoff.eq(1)]
+            with m.Elif(v.devsel_wait != 0):
+                m.d.comb += next_active.eq(1)
+            with m.Elif(v.retry | mv["without_data"]):
+                m.d.comb += [devsel_n.eq(1), stop_n.eq(1), next_backoff.eq(1)]
+            with m.Elif(mv["in_abort"] & devsel_p):
+                m.d.comb += [stop_n.eq(1), next_backoff.eq(1), abort_now.eq(1)]
+            with m.Elif(late & ~ready):
+                # The backend is too slow for the latency rules: retry (no data yet) or
+                # disconnect without data, rather than hold the bus.
+                m.d.comb += [devsel_n.eq(1), stop_n.eq(1), next_backoff.eq(1)]
+            with m.Else():
+                m.d.comb += [devsel_n.eq(1), trdy_n.eq(ready),
+                             stop_n.eq(ready & frame & mv["with_data"]),
+                             next_active.eq(1)]
+        d.devsel_n, d.trdy_n, d.stop_n = devsel_n, trdy_n, stop_n
+        d.next_active, d.next_backoff, d.abort_now = next_active, next_backoff, abort_now
+        d.end_txn = (active | backoff) & ~next_active & ~next_backoff
+        # The lines are owned (driven) in exactly the branches above that assert one of
+        # them. Written from the branch conditions rather than as DEVSEL# | TRDY# |
+        # STOP#: the same value, but the enables (AD's above all, 32 or 64 pads away)
+        # then wait for neither the ready nor the disconnect and abort arithmetic of
+        # the claim's address, which only choose between the asserting branches.
+        d.own = Mux(backoff, frame,
+                    v.active & ~release
+                    & ((trdy_p & ~moved) | (moved & stop_p) | (v.devsel_wait == 0)))
+        # AD is driven while the lines are owned in a read, never in the turnaround
+        # clock after the address phase (fast decode claims then). A claim never meets
+        # a backoff (STOP# is held only while FRAME# is asserted, and a claim follows a
+        # clock with FRAME# deasserted).
+        if v.claimed:
+            d.drive_ad = Const(0) if self.fast_decode else d.own & v.read
+        else:
+            d.drive_ad = d.own & v.read & (v.active | backoff)
+        d.ad = Mux(d.load, head_word, ad_cur)
+        d.corrupt = Mux(d.load, new_corrupt, cur_corrupt)
+        d.xfer64 = v.xfer64 & devsel_n
+        # The word as presented to the pads: 0 on lanes not driven (the pads OR the
+        # cores' AD words without their enables: ``merge_bus_drivers``).
+        lanes = d.drive_ad.replicate(32)
+        if wide:
+            lanes = Cat(lanes, (d.drive_ad & d.xfer64).replicate(32))
+        d.ad_presented = d.ad & lanes
+        return d
+
+    def _handshake_outputs(self, m, s):
+        """DEVSEL#, TRDY#, STOP# and their enable, chosen by the live IRDY# and FRAME#
+        among the decision's cofactors (:class:`~.live.LiveLines`, FRAME# choosing
+        last). Within each cofactor the claim chooses between the decisions for the
+        running and a newly claimed transaction (from registers, or decoded in the
+        address phase), so that the live lines only pick among four kept nets at the
+        output registers, in a slice of hand-placed cells per bit (IRDY# into two LUT4s,
+        FRAME# their PFUMX). With fast decode the claim reads the live FRAME# (the
+        address phase is the clock it is first asserted): within the cofactor for
+        FRAME# = f it is that value."""
+        cells, claim_with, live, views = s.cells, s.claim_with, s.live, s.views
+        cases = {(c, i, f): self._decide(s, i, f, views[c])
                  for c in (False, True) for i in (0, 1) for f in (0, 1)}
+        lines = LiveLines(m, cells, {"frame": live.frame, "irdy": live.irdy})
 
-        # With fast decode the claim reads the live FRAME# (the address phase is the clock
-        # it is first asserted): within the cofactor for FRAME# = f it is that value.
-        kept = {}
+        def decision(name, claimable=True):
+            """The decision's ``name`` as a function of a cofactor's ``values``, the
+            claim chosen (``claimable``; else the running transaction's, for a value the
+            claim's clock does not need)."""
+            def value(values):
+                i, f = lines.value(values, "irdy"), lines.value(values, "frame")
+                running = getattr(cases[False, i, f], name)
+                if not claimable:
+                    return running
+                return Mux(claim_with(Const(f, 1)), getattr(cases[True, i, f], name), running)
+            return value
 
-        def cofactor(i, f, name, claimable=True):
-            """The decision's ``name`` for one IRDY# and FRAME# value, the claim chosen
-            (``claimable``; else the running transaction's, for a value the claim's clock
-            does not need). On an FPGA a kept net (the reports name the cells' inputs by
-            it); the claim (from registers, or decoded in the address phase) chooses
-            inside it, so that the live lines only pick among four nets at the output
-            registers (``live_pick``)."""
-            key = (i, f, name, claimable)
-            if key not in kept:
-                value = getattr(cases[False, i, f], name)
-                if claimable:
-                    value = Mux(claim_with(Const(f, 1)), getattr(cases[True, i, f], name),
-                                value)
-                if platform is not None:
-                    running = "" if claimable else "_running"
-                    net = Signal(Value.cast(value).shape(),
-                                 name=f"{name}{running}_kept_{i}{f}", attrs={"keep": 1})
-                    m.d.comb += net.eq(value)
-                    value = net
-                kept[key] = value
-            return kept[key]
+        def cofactor(name):
+            """The decision's ``name`` (the claim chosen) as a function of a cofactor's
+            ``values``: the kept net the live choice takes it from."""
+            return lambda values: lines.kept(name, values, decision(name))
 
         def live_pick(name, claimable=True, gate=None):
-            """The decision's ``name`` for IRDY# and FRAME# as they are on the pins now:
-            per bit a slice of hand-placed cells (IRDY# into two LUT4s, FRAME# their
-            PFUMX), so that the lines cross two cells whatever synthesis makes of the
-            cofactors (:mod:`.cells`); 0 where ``gate`` (a register) is 0."""
-            return live_choice(m, [live.irdy, live.frame], {
-                i | f << 1: cofactor(i, f, name, claimable) for i in (0, 1) for f in (0, 1)},
-                f"{name}_live", fpga=platform is not None, inverted=True, gate=gate)
+            """The decision's ``name`` for IRDY# and FRAME# as they are on the pins now;
+            0 where ``gate`` (a register) is 0."""
+            return lines.choose_now(name if claimable else f"{name}_running",
+                                    decision(name, claimable), gate=gate)
 
         devsel_n, trdy_n, stop_n, own = (Signal(name=n) for n in
                                          ("devsel_n", "trdy_n", "stop_n", "own"))
         m.d.comb += [devsel_n.eq(live_pick("devsel_n")), trdy_n.eq(live_pick("trdy_n")),
                      stop_n.eq(live_pick("stop_n")), own.eq(live_pick("own"))]
+        vars(s).update(
+            cofactor=cofactor, devsel_n=devsel_n, lines=lines, live_pick=live_pick, own=own,
+            stop_n=stop_n, trdy_n=trdy_n)
 
-        # One-bit state and registered events, chosen a clock late: each is registered
-        # once per value of IRDY# and FRAME# (the claim already chosen: it comes from
-        # registers), the two lines are registered beside them, and the registered lines
-        # choose. The same value clock for clock as registering the live choice, while
-        # the live lines end at their own two flip-flops.
-        irdy_q = Signal()
-        frame_now_q = Signal()      # (frame_q is the registered sample's own copy)
-        m.d.pci += [irdy_q.eq(live.irdy), frame_now_q.eq(live.frame)]
+    def _chosen_state(self, m, s):
+        """One-bit state and registered events, chosen a clock late: each is registered
+        once per value of IRDY# and FRAME# (the claim already chosen: it comes from
+        registers), the two lines are registered beside them, and the registered lines
+        choose (:meth:`~.live.LiveLines.choose_later`). The same value clock for clock as
+        registering the live choice, while the live lines end at their own two
+        flip-flops. Then the retimed registers' updates and the handshake lines."""
+        (active, backoff, bus, claim, cofactor, corrupt_taken_q, cur_valid, devsel_n,
+         devsel_p, devsel_wait, e_active, e_devsel_wait, e_read, end_q, lines, live_pick,
+         load_q, moved_q, moves, new_corrupt, outstanding, own, retimed, stop_n, stop_p,
+         trdy_n, trdy_p, wfifo, wide, wr_moved) = (
+            s.active, s.backoff, s.bus, s.claim, s.cofactor, s.corrupt_taken_q,
+            s.cur_valid, s.devsel_n, s.devsel_p, s.devsel_wait, s.e_active,
+            s.e_devsel_wait, s.e_read, s.end_q, s.lines, s.live_pick, s.load_q, s.moved_q,
+            s.moves, s.new_corrupt, s.outstanding, s.own, s.retimed, s.stop_n, s.stop_p,
+            s.trdy_n, s.trdy_p, s.wfifo, s.wide, s.wr_moved)
 
-        def chosen_later(name, value):
-            """``value(irdy, frame)`` (one bit) of the previous edge's lines, from
-            registers."""
-            q = {}
-            for i in (0, 1):
-                for f in (0, 1):
-                    q[i, f] = Signal(name=f"{name}_{i}{f}_q")
-                    m.d.pci += q[i, f].eq(value(i, f))
-            return Mux(irdy_q, Mux(frame_now_q, q[1, 1], q[1, 0]),
-                       Mux(frame_now_q, q[0, 1], q[0, 0]))
+        chosen_later = lines.choose_later
 
-        def decision(name):
-            return lambda i, f: cofactor(i, f, name)
+        def irdy(values):
+            return Const(lines.value(values, "irdy"))
 
         signaled_target_abort = Signal()
         m.d.comb += [
-            active.eq(chosen_later("active", decision("next_active"))),
-            backoff.eq(chosen_later("backoff", decision("next_backoff"))),
-            devsel_p.eq(chosen_later("devsel_p", decision("devsel_n"))),
-            trdy_p.eq(chosen_later("trdy_p", decision("trdy_n"))),
-            stop_p.eq(chosen_later("stop_p", decision("stop_n"))),
-            moved_q.eq(chosen_later("moved", lambda i, f: Const(i) & trdy_p)),
-            load_q.eq(chosen_later("load", decision("load"))),
-            end_q.eq(chosen_later("end_txn", decision("end_txn"))),
-            cur_valid.eq(chosen_later("cur_valid", lambda i, f: (
-                cofactor(i, f, "next_valid") & cofactor(i, f, "next_active")))),
-            signaled_target_abort.eq(chosen_later("abort", decision("abort_now"))),
-            corrupt_taken_q.eq(chosen_later("corrupt_taken", lambda i, f: (
-                cofactor(i, f, "load") & new_corrupt))),
+            active.eq(chosen_later("active", cofactor("next_active"))),
+            backoff.eq(chosen_later("backoff", cofactor("next_backoff"))),
+            devsel_p.eq(chosen_later("devsel_p", cofactor("devsel_n"))),
+            trdy_p.eq(chosen_later("trdy_p", cofactor("trdy_n"))),
+            stop_p.eq(chosen_later("stop_p", cofactor("stop_n"))),
+            moved_q.eq(chosen_later("moved", lambda values: irdy(values) & trdy_p)),
+            load_q.eq(chosen_later("load", cofactor("load"))),
+            end_q.eq(chosen_later("end_txn", cofactor("end_txn"))),
+            cur_valid.eq(chosen_later("cur_valid", lambda values: (
+                cofactor("next_valid")(values) & cofactor("next_active")(values)))),
+            signaled_target_abort.eq(chosen_later("abort", cofactor("abort_now"))),
+            corrupt_taken_q.eq(chosen_later("corrupt_taken", lambda values: (
+                cofactor("load")(values) & new_corrupt))),
             # A write phase moved at the previous edge.
-            wr_moved.eq(chosen_later("wr_moved", lambda i, f: (
-                Const(i) & trdy_p & ~e_read & e_active))),
+            wr_moved.eq(chosen_later("wr_moved", lambda values: (
+                irdy(values) & trdy_p & ~e_read & e_active))),
         ]
         m.d.comb += [self.signaled_target_abort.eq(signaled_target_abort),
                      self.corrupt_taken.eq(corrupt_taken_q)]
@@ -897,10 +1004,15 @@ class PCITarget(wiring.Component):
             self.busy.eq(active | backoff | wfifo.nonempty | wr_moved | (outstanding != 0)),
         ]
         if wide:
-            xfer64_n = live_pick("xfer64")
-            m.d.comb += [bus.ack64.o.eq(xfer64_n), bus.ack64.oe.eq(own)]
+            s.xfer64_n = live_pick("xfer64")
+            m.d.comb += [bus.ack64.o.eq(s.xfer64_n), bus.ack64.oe.eq(own)]
 
-        # --- Read data onto AD ------------------------------------------------------------
+    def _read_data_out(self, m, s):
+        """Read data onto AD, with its enable and its parity's corruption."""
+        (ad_cur, bus, c_offset, claim, cur_corrupt, head_word, live_pick, load_addr,
+         loaded, new_corrupt, step, wide) = (
+            s.ad_cur, s.bus, s.c_offset, s.claim, s.cur_corrupt, s.head_word, s.live_pick,
+            s.load_addr, s.loaded, s.new_corrupt, s.step, s.wide)
         # The word (and its parity's corruption) leaves without the claim: AD's value then
         # waits for no address decode (only its enable does). In the claim's clock the
         # target drives AD for the first time and TRDY# cannot be asserted yet (no word is
@@ -919,7 +1031,7 @@ class PCITarget(wiring.Component):
         if wide:
             m.d.comb += [
                 bus.ad_hi.o.eq(ad_next[32:]),
-                bus.ad_hi.oe.eq(drive_ad & xfer64_n),
+                bus.ad_hi.oe.eq(drive_ad & s.xfer64_n),
                 self.corrupt_par64.eq(corrupt_next),
             ]
         loaded["ad_cur"].update(head_word, ad_cur)
@@ -928,7 +1040,18 @@ class PCITarget(wiring.Component):
         # was requested yet); otherwise the claim starts the offset.
         loaded["load_addr"].update(load_addr + step, Mux(claim, c_offset, load_addr))
 
-        # --- Backend requests: drain posted writes first, then read requests ---------------
+    def _backend_requests(self, m, s):
+        """Backend requests: posted writes drained first, then read requests; the read
+        answers into the prefetch FIFO."""
+        (backends, backoff, c_offset, claim, discard, discard_r, e_active, e_read, e_retry,
+         e_sel, knobs, n_sel, outstanding, r_data, r_valid, req_addr, req_count, rfifo,
+         step, t_exerciser, t_last, t_read_only, t_single, w_entry, wfifo, wr_layout,
+         wr_moved) = (
+            s.backends, s.backoff, s.c_offset, s.claim, s.discard, s.discard_r,
+            s.e_active, s.e_read, s.e_retry, s.e_sel, s.knobs, s.n_sel, s.outstanding,
+            s.r_data, s.r_valid, s.req_addr, s.req_count, s.rfifo, s.step, s.t_exerciser,
+            s.t_last, s.t_read_only, s.t_single, s.w_entry, s.wfifo, s.wr_layout,
+            s.wr_moved)
         # Read requests of the running transaction stop at its phase limit: one for a
         # single-phase one, the exerciser's disconnect point, else unlimited.
         read_phase_limit = Signal(16)
@@ -1002,8 +1125,16 @@ class PCITarget(wiring.Component):
             m.d.pci += [req_addr.eq(c_offset), req_count.eq(0)]
         with m.If(read_taken):
             m.d.pci += [req_addr.eq(e_req_addr + step), req_count.eq(e_req_count + 1)]
+        vars(s).update(taken=taken, w_direct=w_direct)
 
-        # --- Write data: sampled one clock after its phase, posted to the FIFO ---------------
+    def _write_data_and_parity(self, m, s):
+        """Write data, sampled one clock after its phase and posted to the FIFO, and its
+        parity check (PERR#, Detected Parity Error)."""
+        (address_parity_bad, bus, e_addr, e_sel, e_xfer64, t_read_only, taken, w_direct,
+         w_entry, wfifo, wide, wr_addr, wr_moved, wr_sel, wr_x64) = (
+            s.address_parity_bad, s.bus, s.e_addr, s.e_sel, s.e_xfer64, s.t_read_only,
+            s.taken, s.w_direct, s.w_entry, s.wfifo, s.wide, s.wr_addr, s.wr_moved,
+            s.wr_sel, s.wr_x64)
         m.d.pci += [wr_addr.eq(e_addr), wr_sel.eq(e_sel), wr_x64.eq(e_xfer64)]
         be = Cat(~bus.cbe.i, ~bus.cbe_hi.i) if wide else ~bus.cbe.i
         wdata = Cat(bus.ad.i, bus.ad_hi.i) if wide else bus.ad.i
@@ -1022,4 +1153,3 @@ class PCITarget(wiring.Component):
                      perr_n.eq(write_parity_bad & self.parity_response)]
         m.d.comb += [bus.perr.o.eq(perr_n), bus.perr.oe.eq(perr_n)]
         m.d.pci += self.detected_parity.eq(address_parity_bad | write_parity_bad)
-        return m

@@ -15,7 +15,7 @@ from amaranth import Cat, Module, Signal
 from amaranth.lib import io
 
 from pcispy.pci.bus import (ACTIVE_LOW, OPEN_DRAIN, Command, Termination, bus_lines,
-                                     parity)
+                            parity)
 from pcispy.core.pads import INPUT_ONLY_LINES
 
 __all__ = ["PinBus", "ScriptedInitiator", "Result", "build_bench", "enumerate_board",

@@ -10,7 +10,9 @@ net, comes out 5 to 7 cells deep from DEVSEL#, and the depth moves with unrelate
 changes). A cell instantiated here is a primitive to synthesis: the live line meets
 exactly the cells written.
 
-Every function takes ``fpga``: on an FPGA the ECP5 primitives (``LUT4``, ``PFUMX``,
+The cores take them as a backend object (:class:`ECP5Cells` on an ECP5 platform,
+:class:`ECP5CellModel` elsewhere; :func:`pcispy.core.live.cells_for` chooses). Every
+function takes ``fpga``: on an FPGA the ECP5 primitives (``LUT4``, ``PFUMX``,
 ``L6MUX21``, with ``keep``); elsewhere the same functions in logic: a ``LUT4`` as its
 ``INIT`` table indexed by its inputs, so that simulation and the formal proofs run the
 tables the FPGA gets, and :func:`live_choice` as the plain choice (one per word, where
@@ -26,7 +28,7 @@ from amaranth import Array, Cat, Const, Signal, Value
 from amaranth.hdl import Instance
 
 __all__ = ["lut4_init", "two_way", "gated_two_way", "lut4", "enable_lut4", "kept_lut4",
-           "live_choice"]
+           "live_choice", "ECP5Cells", "ECP5CellModel"]
 
 
 def lut4_init(function):
@@ -149,3 +151,45 @@ def live_choice(m, selects, leaves, name, *, fpga, inverted=False, gate=None):
                          for index in range(0, len(level), 2)]
         m.d.comb += output[bit].eq(level[0])
     return output
+
+
+class ECP5Cells:
+    """The live paths' cells as ECP5 primitives: the backend the cores are handed on an
+    ECP5 platform (:func:`pcispy.core.live.cells_for`).
+
+    The cores write their live paths against this interface only (``lut4``,
+    ``enable_lut4``, ``live_choice``, ``kept``), so that the protocol code does not know
+    whether it runs on an FPGA: :class:`ECP5CellModel` is the same interface as logic."""
+    #: The cells are primitives (instances) rather than their tables in logic.
+    fpga = True
+
+    def lut4(self, m, function, inputs, name, *, inverted=()):
+        """See :func:`lut4`."""
+        return lut4(m, function, inputs, name, fpga=self.fpga, inverted=inverted)
+
+    def enable_lut4(self, m, function, inputs, name):
+        """See :func:`enable_lut4`."""
+        return enable_lut4(m, function, inputs, name, fpga=self.fpga)
+
+    def live_choice(self, m, selects, leaves, name, *, inverted=False, gate=None):
+        """See :func:`live_choice`."""
+        return live_choice(m, selects, leaves, name, fpga=self.fpga, inverted=inverted,
+                           gate=gate)
+
+    def kept(self, m, value, name):
+        """``value`` through a net named ``name`` that synthesis keeps: logic is not
+        folded across it (the live lines are not decoded again in front of it)."""
+        net = Signal(Value.cast(value).shape(), name=name, attrs={"keep": 1})
+        m.d.comb += net.eq(value)
+        return net
+
+
+class ECP5CellModel(ECP5Cells):
+    """:class:`ECP5Cells` as Amaranth logic, for simulation and the formal proofs: every
+    ``LUT4`` is its ``INIT`` table indexed by its inputs (the tables the FPGA gets),
+    :func:`live_choice` the plain choice, and a kept net the value itself (nothing to
+    keep it from)."""
+    fpga = False
+
+    def kept(self, m, value, name):
+        return value
