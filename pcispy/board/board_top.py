@@ -16,6 +16,7 @@ from amaranth.lib import io, wiring
 from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
 
 from pcispy.board.clock_meter import OscillatorGate
+from pcispy.core.pads import PIN_GROUP
 from pcispy.pci.bus import bus_lines
 from pcispy.sidechannel.protocol import DEFAULT_BAUD
 from pcispy.sidechannel.sidechannel import SideChannel
@@ -77,8 +78,11 @@ class BoardTop(wiring.Component):
         m.d.comb += ClockSignal("pci").eq(clk_buffer.i)
         m.submodules.pci_reset = ResetSynchronizer(rst_buffer.i, domain="pci")
 
+        # The pin-out says how many AD pins share an I/O tile (pcispy.platform.boards).
+        board_args = {"pin_group": getattr(platform, "pci_pin_group", PIN_GROUP),
+                      **self.board_args}
         m.submodules.board = board = PCIBoard(self.width, ports, clock_mhz=self.clock_mhz,
-                                              **self.board_args)
+                                              **board_args)
         # The board oscillator gates the meter of the PCI clock (id.clock).
         m.submodules.clock_gate = clock_gate = OscillatorGate(
             platform.default_clk_frequency, board.clock_gate_log2)

@@ -47,8 +47,8 @@ from pcispy.core.config import BarSpec, ConfigSpace
 from pcispy.dma.engine import DMAEngine
 from pcispy.irq.unit import InterruptUnit
 from pcispy.pci.bus import BusState
-from pcispy.core.pads import (AD_DECISION_GROUPS, CORE_GATED_LINES, LIVE_LINES, PCIPads,
-                              simulation_ports)
+from pcispy.core.pads import (CORE_GATED_LINES, LIVE_LINES, PIN_GROUP, PCIPads,
+                              ad_decision_groups, simulation_ports)
 from pcispy.spy.checker import RULES, ProtocolChecker
 from pcispy.spy.spy import Spy, connect_spy_registers
 from pcispy.spy.trigger import RecorderState
@@ -180,9 +180,9 @@ class PCIBoard(wiring.Component):
             built): unit tests use it to put a deliberately slow backend behind BAR1.
         clock_mhz: nominal PCI clock (reported in ``id.config`` and ``66 MHz capable``).
         clock_gate_log2: log2 of the ``clock_gate`` period in microseconds.
-        scratch_verilog: build the scratch RAM from the hand-written Verilog
-            (:data:`pcispy.exerciser.scratch.VERILOG_SOURCE`, for Verilator and
-            synthesis) instead of an Amaranth Memory (Python-simulator unit tests).
+        scratch_verilog: keep the scratch RAM's words in the hand-written Verilog RAM
+            (:data:`pcispy.core.ram.VERILOG_SOURCE`, for Verilator) instead of an Amaranth
+            Memory (the FPGA's block RAM, Python-simulator unit tests).
         decode: the target's decode speed (one of :data:`~pcispy.pci.bus.DECODE_SPEEDS`,
             reported in Status and id.config). MEDIUM: DEVSEL# on clock 3, what the
             simulated system runs. FAST: within the address phase, DEVSEL# on clock 2 (the
@@ -190,11 +190,14 @@ class PCIBoard(wiring.Component):
             SLOW: the decode registered before the claim, DEVSEL# on clock 4 (the address
             pins do not reach AD's drivers in one clock).
         config: extra keyword arguments of :class:`ConfigSpace` (IDs, class code ...).
+        pin_group: AD pins per I/O tile on the board's pin-out (the pads' ``pin_group``;
+            the platform's ``pci_pin_group``).
     """
     def __init__(self, width=32, ports=None, *, exerciser_size=16 * 1024, spy_addr_bits=None,
                  trace_memory="bram", sram_addr_bits=None, sram_data_bits=32, sram_ports=None,
                  external_trace=False, clock_mhz=33, clock_gate_log2=DEFAULT_GATE_LOG2,
-                 scratch_verilog=False, decode=DevselSpeed.MEDIUM, config=None):
+                 scratch_verilog=False, decode=DevselSpeed.MEDIUM, config=None,
+                 pin_group=PIN_GROUP):
         if width not in (32, 64):
             raise ValueError(f"PCI bus width must be 32 or 64, not {width!r}")
         spy_addr_bits = self._trace_memory(trace_memory, spy_addr_bits, sram_addr_bits,
@@ -206,6 +209,7 @@ class PCIBoard(wiring.Component):
         self.scratch_verilog = scratch_verilog
         self.decode = decode
         self.config_args = dict(config or {})
+        self.pin_group = pin_group
         exerciser_bar = BarSpec("exerciser", "mem", exerciser_size)
         self.spy_addr_bits = spy_addr_bits
         # BAR1 is the spy's trace memory: 2**spy_addr_bits slots of 16 bytes.
@@ -275,7 +279,7 @@ class PCIBoard(wiring.Component):
         m.submodules.pads = pads = PCIPads(
             self.width, self.ports, fast_decode=self.decode is DevselSpeed.FAST and not
             passive_build, ad_drivers=0 if passive_build else 1 if decided else 2,
-            master_ad=decided)
+            master_ad=decided, pin_group=self.pin_group)
         m.submodules.bank = bank = CSRBank(REGISTER_MAP.with_resets(decode_resets(self.decode)))
         # A passive build keeps the interrupt unit's cycle counter alone: the timestamps.
         m.submodules.irq = irq = DomainRenamer("pci")(InterruptUnit(clock_only=passive_build))
@@ -368,7 +372,8 @@ class PCIBoard(wiring.Component):
         if self.decode is DevselSpeed.FAST:
             wiring.connect(m, pads.decode, target.decode)
 
-        m.submodules.dma = dma = DMAEngine(self.width, ad_groups=AD_DECISION_GROUPS)
+        m.submodules.dma = dma = DMAEngine(self.width,
+                                                  ad_groups=ad_decision_groups(self.pin_group))
 
         # The bus: the target and the DMA master drive it; the interrupt unit pulls INTA#.
         # Passive mode (id.mode.passive), once asked for, starts nothing new: the target

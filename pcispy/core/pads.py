@@ -45,7 +45,7 @@ from pcispy.pci.bus import (ACTIVE_LOW, OPEN_DRAIN, PRESENTED_GATED, SUSTAINED_T
                             ADDecision, PCIBusSignature, bus_lines)
 
 __all__ = ["LIVE_LINES", "live_lines", "INPUT_ONLY_LINES", "DECODE_LINES", "JOINED_LINES",
-           "PIN_GROUP", "AD_DECISION_GROUPS", "ad_decision_groups", "CORE_GATED_LINES",
+           "PIN_GROUP", "ad_decision_groups", "CORE_GATED_LINES",
            "decode_signature", "simulation_ports", "decision_cell", "decided_word", "decided_floats",
            "PCIPads"]
 
@@ -69,9 +69,9 @@ _PARITY_LIVE_LINES = frozenset({"cbe", "par", "cbe_hi", "par64"})
 #: FPGA, and OR the cores' words as they are, so each core presents 0 where it does not
 #: drive (:func:`pcispy.board.top.merge_bus_drivers`).
 JOINED_LINES = ("ad", "ad_hi")
-#: The default group of AD pins each enable copy serves (:class:`PCIPads`'s
-#: ``pin_group``): a pin pair, the two pins of one I/O tile on the ULX3S header, as the
-#: board's wiring places them.
+#: The group of AD pins each enable copy serves (:class:`PCIPads`'s ``pin_group``) when the
+#: platform does not say (its ``pci_pin_group``, set by the boards' pin-outs): a pin pair,
+#: the two pins of one I/O tile.
 PIN_GROUP = 2
 
 
@@ -83,9 +83,6 @@ def ad_decision_groups(pin_group=PIN_GROUP):
         raise ValueError(f"AD[31:0] does not split into groups of {pin_group} pins")
     return 32 // pin_group
 
-
-#: :func:`ad_decision_groups` of the default :data:`PIN_GROUP`.
-AD_DECISION_GROUPS = ad_decision_groups()
 
 # How many enables of their own a float copy can join besides ``bus.NAME.oe``.
 _MAX_AD_DRIVERS = 2

@@ -110,9 +110,15 @@ def platform():
     return ECP55GEVNPlatform(VCCIO1="3V3", VCCIO6="3V3")
 
 
+#: AD pins per I/O tile as the pin-out places them (:class:`~pcispy.core.pads.PCIPads`'s
+#: ``pin_group``): the expansion headers' pins are taken in pairs, as on the ULX3S.
+PCI_PIN_GROUP = 2
+
+
 def add_pci(board, passive=False, clock_mhz=PCI_CLOCK_MHZ):
-    """Add the ``pci`` resource to ``board`` and return it."""
+    """Add the ``pci`` resource to ``board`` and return it, with its ``pci_pin_group``."""
     board.add_resources([pci_resource(board, passive, clock_mhz)])
+    board.pci_pin_group = PCI_PIN_GROUP
     return board
 
 

@@ -108,9 +108,17 @@ def pci_subsignal(name, pins, passive, clock_mhz=PCI_CLOCK_MHZ, **pins_args):
     return Subsignal(name, Pins(pins, dir="i" if inputs else "io", **pins_args), attrs, *extra)
 
 
+#: AD pins per I/O tile as the pin-out places them: each pin pair of the header is the two
+#: pins of one tile, so the pads make one copy of AD's enable and decision per pair
+#: (:class:`~pcispy.core.pads.PCIPads`'s ``pin_group``).
+PCI_PIN_GROUP = 2
+
+
 def add_pci(platform, passive=False, clock_mhz=PCI_CLOCK_MHZ):
-    """Add the ``pci`` resource to ``platform`` and return it."""
+    """Add the ``pci`` resource to ``platform`` and return it, with its
+    ``pci_pin_group``."""
     platform.add_resources([pci_resource(passive, clock_mhz)])
+    platform.pci_pin_group = PCI_PIN_GROUP
     return platform
 
 
