@@ -4,7 +4,11 @@
 Global options pick the transport and the output: ``--sim[=PROFILE]`` (the simulated
 system; the default when no other transport is given), ``--sysfs BDF``, ``--uart DEV``;
 ``--seed N`` for every randomised behaviour; ``--json`` prints one JSON object on stdout;
-``--verbose`` shows details (and the traceback of an unexpected failure).
+``--verbose`` shows details (and the traceback of an unexpected failure). A transport's
+settings need that transport (``--baud`` and ``--uart-timeout`` with ``--uart``,
+``--buffer`` with ``--sysfs``, ``--bus-width`` with the simulator): given without it, they
+would do nothing, and the command line is refused. Files a command writes are checked as
+they are parsed (:func:`~pcispy.host.command.output_path`), before any work starts.
 
 Each command is a small class: its arguments, and either a *local* action (needs no
 board: ``check --list-rules``, ``regs --header``, ``decode``) or a *feature*: an
@@ -31,11 +35,13 @@ import sys
 import traceback
 
 from pcispy.board import identity_feature
-from pcispy.host.command import Command, int_range, positive_seconds, run_feature
+from pcispy.host.command import (Command, int_range, output_path, positive_seconds,
+                                 run_feature)
 from pcispy.host.transports.sysfs import normalise_bdf, parse_buffer
 from pcispy.host.errors import EXIT_BUG, EXIT_ERROR, PcispyError, UsageError
 
-__all__ = ["main", "build_parser", "commands", "bare_sim_is_ideal", "BUG_REPORTS"]
+__all__ = ["main", "build_parser", "commands", "bare_sim_is_ideal",
+           "BUG_REPORTS"]
 
 #: Where users report a bug (named by the last-resort error handler).
 BUG_REPORTS = "the pcispy issue tracker"
@@ -193,7 +199,7 @@ class DecodeCommand(Command):
         parser.add_argument("file", help="the trace file")
         parser.add_argument("--format", choices=FORMATS, default="table",
                             help="output format (default: table); vcd needs a raw capture")
-        parser.add_argument("-o", "--output", metavar="OUT",
+        parser.add_argument("-o", "--output", metavar="OUT", type=output_path,
                             help="write to this file instead of standard output")
         parser.add_argument("--latency-timer", type=int_range(0, 255), metavar="CLOCKS",
                             help="the masters' Latency Timer (0..255), to recognise "
@@ -267,18 +273,22 @@ def build_parser():
                            help="a board in a PCI slot of this Linux machine, e.g. 0000:03:00.0")
     transport.add_argument("--uart", metavar="DEV",
                            help="the board's UART side channel, e.g. /dev/ttyUSB0")
-    parser.add_argument("--baud", type=int_range(300, 12_000_000), default=115200,
-                        help="with --uart: the side channel's line rate (default: 115200)")
-    parser.add_argument("--uart-timeout", type=positive_seconds, default=0.25,
-                        metavar="SECONDS",
+    # The transport settings default to None so that one given without its transport is
+    # seen (and refused: _refuse_idle_options); their real defaults are _TRANSPORT_DEFAULTS.
+    parser.add_argument("--baud", type=int_range(300, 12_000_000),
+                        help="with --uart: the side channel's line rate (default: "
+                             f"{_TRANSPORT_DEFAULTS['baud']})")
+    parser.add_argument("--uart-timeout", type=positive_seconds, metavar="SECONDS",
                         help="with --uart: time an answer may take beyond its bytes' wire "
-                             "time before the request is sent again (default: 0.25)")
+                             "time before the request is sent again (default: "
+                             f"{_TRANSPORT_DEFAULTS['uart_timeout']})")
     parser.add_argument("--buffer", metavar="ADDR:SIZE",
                         type=_transport_option(parse_buffer),
                         help="with --sysfs: physical memory reserved at boot for DMA "
                              "(memmap=SIZE$ADDR), e.g. 0x7f000000:16M")
-    parser.add_argument("--bus-width", type=int, choices=(32, 64), default=32,
-                        help="bus width of the simulated system (default: 32)")
+    parser.add_argument("--bus-width", type=int, choices=(32, 64),
+                        help="bus width of the simulated system (default: "
+                             f"{_TRANSPORT_DEFAULTS['bus_width']})")
     parser.add_argument("--seed", type=int, default=1,
                         help="seed of every randomised behaviour (default: 1)")
     parser.add_argument("--json", action="store_true",
@@ -303,6 +313,33 @@ def build_parser():
     return parser
 
 
+#: The transport settings' values when not given: ``{dest: value}``.
+_TRANSPORT_DEFAULTS = {"baud": 115200, "uart_timeout": 0.25, "bus_width": 32}
+#: Each transport setting and the transport option it needs: ``(option, dest, transport
+#: option, transport dest)``.
+_TRANSPORT_SETTINGS = (("--baud", "baud", "--uart", "uart"),
+                       ("--uart-timeout", "uart_timeout", "--uart", "uart"),
+                       ("--buffer", "buffer", "--sysfs", "sysfs"))
+
+
+def _refuse_idle_options(parser, args):
+    """End with the usage line (exit 2) when a transport setting is given without its
+    transport (it would do nothing: ``--baud`` with the simulator, ``--bus-width`` with a
+    board); then fill in the settings' defaults."""
+    for option, dest, transport, transport_dest in _TRANSPORT_SETTINGS:
+        if getattr(args, dest) is not None and getattr(args, transport_dest) is None:
+            parser.error(f"{option} applies to {transport} only; without {transport} it "
+                         "would do nothing")
+    board = "--sysfs" if args.sysfs is not None else "--uart" if args.uart is not None \
+        else None
+    if args.bus_width is not None and board:
+        parser.error(f"--bus-width sets the simulated system's bus; with {board} the "
+                     "board's own bus width applies")
+    for dest, value in _TRANSPORT_DEFAULTS.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, value)
+
+
 def bare_sim_is_ideal(argv):
     """A bare ``--sim`` means the ideal profile; its value is only ever given as
     ``--sim=PROFILE``, so ``--sim info`` is the ideal profile and the info command."""
@@ -324,7 +361,8 @@ def main(argv=None, out=None):
     out = out or sys.stdout
     parser = build_parser()
     args = parser.parse_args(bare_sim_is_ideal(sys.argv[1:] if argv is None else argv))
-    # (parse_args exits 2 with a usage line on bad arguments)
+    # (parse_args exits 2 with a usage line on bad arguments, as does this)
+    _refuse_idle_options(parser, args)
     args.simulate = functools.partial(_simulate, args)
     try:
         result = args.handler.run(args, out)

@@ -9,10 +9,12 @@ global options.
 """
 
 import argparse
+import os
 
 from pcispy.host.errors import PcispyError
 
-__all__ = ["Command", "int_range", "positive_seconds", "run_feature"]
+__all__ = ["Command", "int_range", "output_path", "parse_size", "positive_seconds",
+           "run_feature"]
 
 
 class Command:
@@ -58,6 +60,50 @@ def positive_seconds(text):
     if not 0 < value < float("inf"):
         raise argparse.ArgumentTypeError(f"{text}: give a positive, finite number of seconds")
     return value
+
+
+def parse_size(text):
+    """``"4096"``, ``"64K"``, ``"1M"`` (K = 1024, M = 1048576), ``"0x1000"`` -> bytes."""
+    text = str(text).strip()
+    scale = {"k": 1 << 10, "m": 1 << 20}.get(text[-1:].lower(), 1)
+    digits = text[:-1] if scale != 1 else text
+    try:
+        value = int(digits, 0) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a size (a number of bytes, with K or M for KiB or MiB)") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a size cannot be negative")
+    return value
+
+
+def output_path(path):
+    """An argparse ``type`` for a file to write: refuses, as the command line is parsed and
+    so before any work starts, a path that cannot be written (empty, a directory, in a
+    directory that is missing or not writable, an existing file that is not writable),
+    naming the path."""
+    reason = _unwritable(path)
+    if reason:
+        raise argparse.ArgumentTypeError(f"cannot write {path!r}: {reason}")
+    return path
+
+
+def _unwritable(path):
+    """Why ``path`` cannot be written as a file (None: it can, as far as can be told
+    without writing it)."""
+    if not path:
+        return "give a file name"
+    if os.path.isdir(path):
+        return "it is a directory; give a file name in it"
+    parent = os.path.dirname(path) or os.curdir
+    if not os.path.exists(parent):
+        return f"there is no directory {parent}"
+    if not os.path.isdir(parent):
+        return f"{parent} is not a directory"
+    if os.path.exists(path):
+        return None if os.access(path, os.W_OK) else "no permission to write it"
+    return None if os.access(parent, os.W_OK | os.X_OK) else \
+        f"no permission to create files in {parent}"
 
 
 def run_feature(args, feature, **arguments):

@@ -31,7 +31,7 @@ from pcispy.irq.histogram import bin_of, bin_low, bin_high, DEFAULT_BINS
 from pcispy.board.registers import REGISTER_MAP
 from pcispy.irq.registers import IRQ_MIN_GAP
 from pcispy.host.board import Board
-from pcispy.host.command import Command, run_feature
+from pcispy.host.command import Command, output_path, run_feature
 from pcispy.host.errors import PcispyError, RefusedSetting
 from pcispy.host.plots import save_figure
 
@@ -327,7 +327,9 @@ class IrqCommand(Command):
         parser.add_argument("--max-gap", type=_positive, default=DEFAULT_MAX_GAP,
                             metavar="C", help="longest gap between raises, in clocks "
                             f"(default: {DEFAULT_MAX_GAP})")
-        parser.add_argument("--hist", metavar="FILE.png",
+        # Checked as it is parsed, so that a path that cannot be written ends the command
+        # before the measurement starts.
+        parser.add_argument("--hist", metavar="FILE.png", type=output_path,
                             help="write a log-log histogram plot of both latencies")
 
     def run(self, args, out):

@@ -53,7 +53,8 @@ from pcispy.spy.format import (CaptureMode, RecordKind, TriggerSource, record_bi
 from pcispy.spy.spy import Spy
 from pcispy.spy.trigger import RecorderState
 from pcispy.host.board import Board
-from pcispy.host.command import Command as CliCommand, int_range, positive_seconds, run_feature
+from pcispy.host.command import (Command as CliCommand, int_range, output_path, positive_seconds,
+                                 run_feature)
 from pcispy.host.errors import PcispyError, RefusedSetting, UsageError
 from pcispy.spy.checker import RULES
 from pcispy.spy.tracefile import Trace, parse_trace, trace_bytes, write_trace
@@ -246,13 +247,21 @@ _LIMITS = {"pre": ("--pre", 1 << 32), "count": ("--count", 1 << 32),
 
 
 def check_settings(*, mode, filters, combine, trigger, pre, count, latency_timer,
-                   violations="all", ring=False, duration=None):
-    """Refuse settings the spy cannot honour: one :class:`UsageError` naming the option as
-    the CLI spells it. Return the comparator settings, the trigger source and the violation
-    mask (the rules recorded, and the rules a violation trigger fires on: the board has one
-    mask for both)."""
+                   violations="all", ring=False, duration=None, idle_compress=True,
+                   raw_select=False):
+    """Refuse settings the spy cannot honour, or that would do nothing (a raw-mode setting
+    of a summary capture): one :class:`UsageError` naming the option as the CLI spells it.
+    Return the comparator settings, the trigger source and the violation mask (the rules
+    recorded, and the rules a violation trigger fires on: the board has one mask for
+    both)."""
     if mode not in ("raw", "summary"):
         raise UsageError(f"--mode {mode!r}: give 'raw' or 'summary'")
+    if mode == "summary":
+        for option, given in (("--no-idle-compress", not idle_compress),
+                              ("--select", raw_select)):
+            if given:
+                raise UsageError(f"{option} applies to --mode raw only; a summary capture "
+                                 "stores one record per selected transaction")
     specs = [parse_filter(f) if isinstance(f, str) else FilterSpec(f) for f in filters]
     if len(specs) > SPY_FILTERS:
         raise UsageError(f"{len(specs)} --filter options given; the spy has {SPY_FILTERS} "
@@ -287,7 +296,9 @@ async def start_capture(transport, *, mode="summary", filters=(), combine="any",
                                                    combine=combine, trigger=trigger, pre=pre,
                                                    count=count, latency_timer=latency_timer,
                                                    violations=violations, ring=ring,
-                                                   duration=duration)
+                                                   duration=duration,
+                                                   idle_compress=idle_compress,
+                                                   raw_select=raw_select)
     board = Board(transport)
     identity = await board.identify()
     capture_mode = CaptureMode[mode.upper()]
@@ -480,8 +491,10 @@ class CaptureCommand(CliCommand):
                                  "the trigger has not fired or nothing matched, no file is "
                                  "written and the exit status is 2 (on hardware the capture "
                                  "waits until it stops by itself or Ctrl-C)")
+        # Checked as it is parsed: a path that cannot be written ends the command before
+        # the capture (or the simulator) starts, not after it.
         parser.add_argument("-o", "--output", required=True, metavar="FILE",
-                            help="the .pcitrace file to write")
+                            type=output_path, help="the .pcitrace file to write")
 
     def run(self, args, out):
         arguments = dict(mode=args.mode, filters=args.filter, combine=args.combine,
@@ -492,7 +505,8 @@ class CaptureCommand(CliCommand):
         # Bad settings end here with the usage line, before any board or simulator starts.
         check_settings(**{k: arguments[k] for k in ("mode", "filters", "combine", "trigger",
                                                     "pre", "count", "latency_timer",
-                                                    "violations", "ring", "duration")})
+                                                    "violations", "ring", "duration",
+                                                    "idle_compress", "raw_select")})
         if args.sim_limit is not None:
             if args.sysfs is not None or args.uart is not None:
                 raise UsageError("--sim-limit bounds a capture in simulation; on hardware "

@@ -49,8 +49,8 @@ from pcispy.spy.format import (
 )
 from pcispy.spy.tracefile import pack_records, record_dtype, trace_bytes, parse_trace
 
-__all__ = ["SUMMARY_DTYPE", "summarise", "summarise_raw", "raw_records", "synthetic_trace",
-           "measure_decode_speed"]
+__all__ = ["SUMMARY_DTYPE", "summarise", "summarise_raw", "is_select_capture",
+           "after_lost_records", "raw_records", "synthetic_trace", "measure_decode_speed"]
 
 #: dtype of a summary: the fields of the hardware record.
 SUMMARY_DTYPE = record_dtype(SummaryRecord())
@@ -272,18 +272,36 @@ def summarise(trace, latency_timer=None):
     if latency_timer is None:
         latency_timer = trace.metadata["latency_timer"]
     raw_at = trace.indices(RecordKind.RAW)
-    overruns = trace.indices(RecordKind.OVERRUN)
-    # A raw record is a segment start when an OVERRUN event precedes it since the last one.
-    seen = np.searchsorted(overruns, raw_at)
-    segment_start = np.ones(len(raw_at), dtype=bool)
-    segment_start[1:] = seen[1:] != seen[:-1]
+    # The history before the first record, and before records lost, is unknown.
+    segment_start = after_lost_records(trace)
+    if len(segment_start):
+        segment_start[0] = True
     names = [f"bus.{name}" for name in bus_lines(trace.width)]
-    # The capture settings are free-form metadata: only a capture that says so is selected.
-    settings = trace.metadata.get("capture")
-    selected = isinstance(settings, dict) and settings.get("raw_select") is True
     return summarise_raw(trace.columns(RecordKind.RAW, names), trace.times()[raw_at],
                          segment_start, width=trace.width, masters=trace.masters,
-                         latency_timer=latency_timer, selected=selected)
+                         latency_timer=latency_timer, selected=is_select_capture(trace))
+
+
+def is_select_capture(trace):
+    """Whether ``trace`` is a raw capture of selected transactions only (``--select``): its
+    gaps between records are clocks the spy left out whatever they held, not idle clocks.
+    The capture settings are free-form metadata: only a capture that says so is one."""
+    settings = trace.metadata.get("capture")
+    return isinstance(settings, dict) and settings.get("raw_select") is True
+
+
+def after_lost_records(trace):
+    """``(n,) bool`` over the raw records of ``trace`` (in capture order): the record has an
+    OVERRUN record between it and the raw record before it, so the clocks between the two
+    are not known (records were lost there). The first raw record is marked when an
+    OVERRUN record precedes it."""
+    raw_at = trace.indices(RecordKind.RAW)
+    seen = np.searchsorted(trace.indices(RecordKind.OVERRUN), raw_at)
+    lost = np.zeros(len(raw_at), dtype=bool)
+    if len(raw_at):
+        lost[0] = seen[0] > 0
+        lost[1:] = seen[1:] != seen[:-1]
+    return lost
 
 
 def raw_records(clocks, width=32, masters=1, deltas=1):

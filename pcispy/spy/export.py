@@ -9,10 +9,13 @@
   phases, ``dur``/``lat``/``wait``/``delta`` in clocks (``wait`` = initiator + target wait
   states, ``delta`` = clocks from the previous transaction's start), ``term`` a
   :data:`~pcispy.pci.bus.TERMINATION_NAMES` name.
-- JSON holds every field of every summary (enums by name) and reads back losslessly, and
-  beside them ``lost``/``overruns`` and the ``events`` (:func:`trace_events`).
+- JSON holds every field of every summary (enums by name; ``devsel`` null for a master
+  abort, which no target claimed) and reads back losslessly, and beside them
+  ``lost``/``overruns`` and the ``events`` (:func:`trace_events`).
 - VCD shows every bus line of a raw trace at its pin level (active-low lines as on the wire,
-  named ``..._n``) from each record's clock on, for GTKWave or Surfer.
+  named ``..._n``) from each record's clock on, for GTKWave or Surfer, at the nominal PCI
+  clock period (:func:`vcd_clock_period`); clocks the trace does not hold are ``x``
+  (:func:`write_vcd`).
 
 Nothing lost is left unsaid: records the spy could not store (metadata
 ``lost``/``overruns``, OVERRUN records) get a line under the table, a warning on standard
@@ -31,13 +34,15 @@ from vcd import VCDWriter
 from pcispy.pci.bus import (ACTIVE_LOW, COMMAND_MNEMONICS, TERMINATION_NAMES, BusState,
                                      Command, DevselSpeed, Termination)
 from pcispy.spy.format import RecordKind, TriggerSource
-from pcispy.spy.decode import SUMMARY_DTYPE, summarise
+from pcispy.spy.decode import (SUMMARY_DTYPE, after_lost_records, is_select_capture,
+                                summarise)
 from pcispy.host.errors import PcispyError, TraceFormatError
 from pcispy.spy.checker import RULES
 
 __all__ = ["CSV_COLUMNS", "TABLE_COLUMNS", "summary_rows", "to_csv", "read_csv",
            "to_json", "trace_json", "summaries_from_json", "write_table", "write_vcd",
-           "pin_name", "trace_events", "losses", "note_lines", "FORMATS", "export"]
+           "vcd_clock_period", "unknown_after", "NOMINAL_PCI_PERIODS_PS", "pin_name",
+           "trace_events", "losses", "note_lines", "FORMATS", "export"]
 
 #: The CSV header, in order.
 CSV_COLUMNS = ("trans", "time", "addr", "cmd", "rw", "len", "dur", "lat", "wait", "term",
@@ -228,17 +233,30 @@ def note_lines(trace, events):
     return lines
 
 
+_MASTER_ABORT = Termination.MASTER_ABORT.label
+
+
+def _devsel_name(devsel, termination):
+    """A summary's ``devsel`` field as the JSON has it: the speed's name, or None for a
+    master abort (no target claimed it; the spy and the decoder write 0 there). A master
+    abort with another value is kept by name, so that every record reads back."""
+    if termination == _MASTER_ABORT and devsel == 0:
+        return None
+    return DevselSpeed(devsel).name.lower()
+
+
 def to_json(summaries, metadata=None, events=None, lost=None):
     """A JSON-able object: ``metadata``, ``lost`` and ``overruns`` (:func:`losses`; from the
     metadata when not given), ``events`` (:func:`trace_events`), and one object per
     transaction holding every summary field (``command``, ``termination``, ``devsel`` by
-    name) and the CSV's derived columns."""
+    name; ``devsel`` null for a master abort, which no target claimed) and the CSV's
+    derived columns."""
     transactions = []
     for row, record in zip(summary_rows(summaries), summaries):
         item = {name: int(record[name]) for name in SUMMARY_DTYPE.names if name != "kind"}
         item["command"] = row["cmd"]
         item["termination"] = row["term"]
-        item["devsel"] = DevselSpeed(item["devsel"]).name.lower()
+        item["devsel"] = _devsel_name(item["devsel"], row["term"])
         item.update(trans=row["trans"], rw=row["rw"], wait=row["wait"], delta=row["delta"])
         transactions.append(item)
     metadata = metadata or {}
@@ -271,6 +289,11 @@ def summaries_from_json(document):
                     value = _MNEMONIC_COMMANDS[value].value
                 elif name == "termination":
                     value = _NAMED_TERMINATIONS[value].value
+                elif name == "devsel" and value is None:
+                    if item["termination"] != _MASTER_ABORT:
+                        raise ValueError(f"devsel null for a {item['termination']} (only "
+                                         "a master abort has no DEVSEL#)")
+                    value = 0
                 elif name == "devsel":
                     value = DevselSpeed[value.upper()].value
                 out[index][name] = value
@@ -317,10 +340,54 @@ def pin_name(line):
     return f"{line}_n" if line in ACTIVE_LOW or line.startswith("cbe") else line
 
 
+#: The PCI clocks by the names boards report them with (``id.config.clock_mhz``, the trace
+#: metadata's ``clock_mhz``) and their periods in ps: the specification gives each by its
+#: minimum cycle time Tcyc, 30 ns for "33 MHz" PCI (33.33 MHz) and 15 ns for "66 MHz" PCI
+#: (66.67 MHz).
+NOMINAL_PCI_PERIODS_PS = {33: 30_000, 66: 15_000}
+#: How far a trace's ``clock_mhz`` may be from a nominal PCI clock's frequency and still be
+#: that clock: the board reports the nominal name (33 or 66, 1 % below) or the clock it
+#: measured (within an oscillator's tolerance of 33.33 or 66.67 MHz).
+NOMINAL_CLOCK_TOLERANCE = 0.02
+
+
+def vcd_clock_period(clock_mhz):
+    """The period in ps of one bus clock of a trace whose metadata says ``clock_mhz``: the
+    nominal PCI period (:data:`NOMINAL_PCI_PERIODS_PS`) when ``clock_mhz`` is within
+    :data:`NOMINAL_CLOCK_TOLERANCE` of a nominal PCI clock (33 or 33.333 -> 30 000 ps, 66
+    or 66.667 -> 15 000 ps); else (a bus run slower, e.g. 25 MHz) ``1e6 / clock_mhz``
+    rounded to whole ps."""
+    for period in NOMINAL_PCI_PERIODS_PS.values():
+        if abs(clock_mhz * period / 1e6 - 1) <= NOMINAL_CLOCK_TOLERANCE:
+            return period
+    return max(1, round(1e6 / clock_mhz))
+
+
+def unknown_after(trace, times):
+    """``(n,) bool`` over the raw records of ``trace`` at clocks ``times``: the clocks from
+    the one after the record up to the next record's are not in the trace. That is every
+    gap of a ``--select`` capture (the spy left out whatever was on the bus between the
+    selected transactions) and a gap with an OVERRUN record in it (records lost there).
+    Any other gap is idle compression's: idle clocks, as the record before them."""
+    gap = np.zeros(len(times), dtype=bool)
+    gap[:-1] = times[1:] > times[:-1] + 1
+    if is_select_capture(trace):
+        return gap
+    lost_before_next = np.zeros(len(times), dtype=bool)
+    lost_before_next[:-1] = after_lost_records(trace)[1:]
+    return gap & lost_before_next
+
+
 def write_vcd(trace, out):
     """Write the raw records of ``trace`` to ``out`` (a text stream) as VCD: every line of
     the bus at its pin level, changing at its record's clock edge, plus the spy's
-    ``trigger`` and ``violation`` marks. Time unit 1 ps; a clock is ``1e6 / clock_mhz`` ps."""
+    ``trigger`` and ``violation`` marks. Time unit 1 ps; a clock is
+    :func:`vcd_clock_period` of the metadata's ``clock_mhz`` (30 000 ps at 33 MHz).
+
+    Idle clocks left out by idle compression show the record before them (they were idle).
+    Clocks the trace does not hold (:func:`unknown_after`: between the transactions of a
+    ``--select`` capture, or where records were lost) are ``x`` on every signal, from the
+    clock after the last record before them to the next record's clock."""
     raw_at = trace.indices(RecordKind.RAW)
     if not len(raw_at):
         raise PcispyError("VCD needs a raw capture; this trace has no raw records")
@@ -334,7 +401,7 @@ def write_vcd(trace, out):
             + (f"before the raw record before it (clock {int(times[wrong[0] - 1])})"
                if wrong[0] else "before clock 0")
             + f"; the trace is damaged at byte offset {trace.offset + index * trace.record_bytes}")
-    period = round(1e6 / trace.metadata["clock_mhz"])
+    period = vcd_clock_period(trace.metadata["clock_mhz"])
     raw = trace.columns(RecordKind.RAW)
     signals = []
     for line, field in BusState(trace.width, trace.masters):
@@ -345,22 +412,32 @@ def write_vcd(trace, out):
         signals.append(("pci", pin_name(line), bits, value))
     for mark in ("trigger", "violation"):
         signals.append(("spy", mark, 1, raw[mark].astype(np.uint64)))
+    unknown = unknown_after(trace, times)
+    # After unknown clocks every signal is set again, changed or not.
+    known_again = np.zeros(len(times), dtype=bool)
+    known_again[1:] = unknown[:-1]
     changed = np.zeros(len(times), dtype=bool)
     changes = []
     for *_, value in signals:
-        moved = np.ones(len(value), dtype=bool)
-        moved[1:] = value[1:] != value[:-1]
+        moved = known_again.copy()
+        moved[1:] |= value[1:] != value[:-1]
         changes.append(moved)
         changed |= moved
+    changed[0] = False                      # the first record is the initial value
     with VCDWriter(out, timescale="1 ps", version="pcispy",
                    init_timestamp=int(times[0]) * period) as writer:
         variables = [writer.register_var(scope, name, "wire", size=bits, init=int(value[0]))
                      for scope, name, bits, value in signals]
-        for index in np.flatnonzero(changed[1:]) + 1:
-            stamp = int(times[index]) * period
-            for variable, (*_, value), moved in zip(variables, signals, changes):
-                if moved[index]:
-                    writer.change(variable, stamp, int(value[index]))
+        for index in np.flatnonzero(changed | unknown):
+            if changed[index]:
+                stamp = int(times[index]) * period
+                for variable, (*_, value), moved in zip(variables, signals, changes):
+                    if moved[index]:
+                        writer.change(variable, stamp, int(value[index]))
+            if unknown[index]:
+                stamp = (int(times[index]) + 1) * period
+                for variable in variables:
+                    writer.change(variable, stamp, "x")
 
 
 #: The formats :func:`export` writes.

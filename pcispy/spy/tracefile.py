@@ -32,9 +32,9 @@ import numpy as np
 from amaranth.lib import data
 
 from pcispy.spy.format import (
-    FORMAT_VERSION, TIMESTAMP_BITS, CaptureMode, RecordKind, record_bits, record_fields,
-    record_layouts,
-)
+                               FORMAT_VERSION, TIMESTAMP_BITS, CaptureMode, RecordKind, record_bits, record_fields,
+                               record_layouts,
+                               )
 from pcispy.host.errors import PcispyError, TraceFormatError
 
 __all__ = [

@@ -254,3 +254,97 @@ def test_closed_pipe_through_the_installed_command():
         os.close(write)
     assert result.returncode == 0
     assert result.stderr == ""
+
+
+# -- options that would do nothing, and outputs that cannot be written -----------------------
+
+_DOES_NOTHING = "would do nothing"
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--baud", "9600", "info"], f"--baud applies to --uart only; without --uart it "
+                                 f"{_DOES_NOTHING}"),
+    (["--sim=rtc", "--uart-timeout", "1", "info"],
+     f"--uart-timeout applies to --uart only; without --uart it {_DOES_NOTHING}"),
+    (["--sysfs", ABSENT_BDF, "--baud", "9600", "info"],
+     f"--baud applies to --uart only; without --uart it {_DOES_NOTHING}"),
+    (["--uart", "/dev/ttyNONE", "--buffer", "0x7f000000:16M", "dma"],
+     f"--buffer applies to --sysfs only; without --sysfs it {_DOES_NOTHING}"),
+    (["--buffer", "0x7f000000:16M", "dma"],
+     f"--buffer applies to --sysfs only; without --sysfs it {_DOES_NOTHING}"),
+    (["--sysfs", ABSENT_BDF, "--bus-width", "64", "info"],
+     "--bus-width sets the simulated system's bus; with --sysfs the board's own bus width "
+     "applies"),
+])
+def test_option_that_would_do_nothing_is_refused(no_board, argv, says):
+    status, out, err = run_cli(*argv)
+    lines = err.splitlines()
+    assert (status, out) == (2, "") and lines[0].startswith("usage: pcispy [-h]")
+    assert lines[-1] == f"pcispy: error: {says}", err
+
+
+def test_transport_settings_keep_their_defaults(no_board, monkeypatch):
+    import pcispy.host.transports.uart
+    import pcispy.sim.api
+    from pcispy.host.errors import TransportError
+    seen = []
+
+    def uart_run(feature, arguments, device, baud, latency_s):
+        seen.append((device, baud, latency_s))
+        raise TransportError("stop here")
+
+    def simulate(feature, arguments, config, **options):
+        seen.append(config.width)
+        raise TransportError("stop here")
+    monkeypatch.setattr(pcispy.host.transports.uart, "run", uart_run)
+    monkeypatch.setattr(pcispy.sim.api, "run_feature", simulate)
+    assert run_cli("--uart", "dev", "info")[0] == 2
+    assert run_cli("--uart", "dev", "--baud", "9600", "--uart-timeout", "2", "info")[0] == 2
+    assert run_cli("info")[0] == 2
+    assert run_cli("--bus-width", "64", "info")[0] == 2
+    assert seen == [("dev", 115200, 0.25), ("dev", 9600, 2.0), 32, 64]
+
+
+@pytest.mark.parametrize("options, says", [
+    (["--mode", "summary", "--no-idle-compress"],
+     "--no-idle-compress applies to --mode raw only; a summary capture stores one record per "
+     "selected transaction"),
+    (["--no-idle-compress"], "--no-idle-compress applies to --mode raw only; a summary "
+                             "capture stores one record per selected transaction"),
+    (["--mode", "summary", "--select"], "--select applies to --mode raw only; a summary "
+                                        "capture stores one record per selected transaction"),
+])
+def test_raw_setting_of_a_summary_capture_is_refused(no_board, options, says):
+    status, out, err = run_cli("capture", "-o", str(no_board / "x.pcitrace"), *options)
+    lines = err.splitlines()
+    assert (status, out) == (2, "") and lines[0].startswith("usage: pcispy capture ")
+    assert lines[-1] == f"pcispy capture: error: {says}", err
+
+
+@pytest.mark.parametrize("where, says", [
+    ("", "it is a directory; give a file name in it"),
+    ("missing/x.out", "there is no directory {dir}/missing"),
+    ("file/x.out", "{dir}/file is not a directory"),
+], ids=["directory", "missing directory", "file as directory"])
+@pytest.mark.parametrize("command, option", [("capture", "-o"), ("decode", "-o"),
+                                             ("irq", "--hist")])
+def test_output_that_cannot_be_written_is_refused_before_the_work(no_board, command, option,
+                                                                   where, says):
+    (no_board / "file").write_text("")
+    path = str(no_board / where) if where else str(no_board)
+    inputs = [str(no_board / "in.pcitrace")] if command == "decode" else []
+    # No simulator and no board are there (nor the decoded file): a run that got past
+    # its arguments would fail in another way than this.
+    status, out, err = run_cli(command, *inputs, option, path)
+    lines = err.splitlines()
+    assert (status, out) == (2, "") and lines[0].startswith(f"usage: pcispy {command} ")
+    name = "-o/--output" if option == "-o" else option
+    assert lines[-1] == (f"pcispy {command}: error: argument {name}: cannot write {path!r}: "
+                         + says.format(dir=no_board)), err
+
+
+def test_missing_serial_port_is_named_once(no_board):
+    device = str(no_board / "ttyNONE")
+    status, out, err = run_cli("--uart", device, "info")
+    assert (status, out) == (2, "")
+    assert err == f"pcispy: error: cannot open {device}: No such file or directory\n"

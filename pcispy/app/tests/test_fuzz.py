@@ -23,9 +23,9 @@ import pytest
 
 from pcispy.pci.bus import Termination
 from pcispy.spy.format import (
-    OverrunEvent, RawRecord, SummaryRecord, TriggerEvent, ViolationEvent, WrapEvent,
-    record_fields,
-)
+                               OverrunEvent, RawRecord, SummaryRecord, TriggerEvent, ViolationEvent, WrapEvent,
+                               record_fields,
+                               )
 from pcispy.app import cli
 from pcispy.spy.decode import synthetic_trace
 from pcispy.spy.export import FORMATS

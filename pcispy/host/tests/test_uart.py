@@ -20,7 +20,7 @@ from pcispy.sidechannel import protocol as P
 from pcispy.app import cli
 from pcispy.host.board import Board
 from pcispy.host.errors import PassiveBuild, TransportError
-from pcispy.host.transports.uart import ByteStream, UartTransport
+from pcispy.host.transports.uart import ByteStream, SerialStream, UartTransport
 from pcispy.sim.sidechannel import (CLOCK_GATE_LOG2, DIVISOR, PCI_PERIOD,
                                     SimulatedSideChannel, measure_bulk_read, trace_word)
 
@@ -265,6 +265,24 @@ def test_transport_errors_are_one_line(stream, message):
     with pytest.raises(TransportError) as error:
         asyncio.run(UartTransport(stream, latency_s=0).open())
     assert str(error.value) == message
+
+
+@pytest.mark.parametrize("where, reason", [("ttyNONE", "No such file or directory"),
+                                           ("", "Is a directory")])
+def test_a_port_that_cannot_be_opened_is_named_once(tmp_path, where, reason):
+    device = str(tmp_path / where) if where else str(tmp_path)
+    with pytest.raises(TransportError) as error:
+        SerialStream(device, 115200)
+    assert str(error.value) == f"cannot open {device}: {reason}"
+
+
+def test_a_url_that_cannot_be_opened_is_named_once():
+    listener = socket.create_server(("127.0.0.1", 0))
+    url = f"socket://127.0.0.1:{listener.getsockname()[1]}"
+    listener.close()                        # nobody listens there any more
+    with pytest.raises(TransportError) as error:
+        SerialStream(url, 115200)
+    assert str(error.value) == f"cannot open {url}: Connection refused"
 
 
 def test_whole_board():

@@ -21,6 +21,7 @@ side does not answer.
 
 import asyncio
 import os
+import re
 import struct
 from abc import ABC, abstractmethod
 
@@ -64,7 +65,8 @@ class SerialStream(ByteStream):
         try:
             self.port = serial.serial_for_url(device, baudrate=baud, timeout=0)
         except (serial.SerialException, ValueError, OSError) as error:
-            raise TransportError(f"cannot open {device}: {error}") from None
+            raise TransportError(f"cannot open {device}: {_open_failure(error, device)}") \
+                from None
 
     async def write(self, data):
         import serial
@@ -88,6 +90,20 @@ class SerialStream(ByteStream):
 
     def close(self):
         self.port.close()
+
+
+def _open_failure(error, device):
+    """Why pyserial could not open ``device``, without the device: its messages name the
+    port once or twice themselves ("[Errno 2] could not open port DEV: [Errno 2] No such
+    file or directory: 'DEV'"), and the caller names it already."""
+    if isinstance(getattr(error, "errno", None), int) and error.errno > 0:
+        return os.strerror(error.errno)
+    reason = str(error)
+    # The innermost reason: what follows the last "...port DEV: " and "[Errno N] ".
+    reason = reason.rpartition(f"{device}: ")[2] if f"{device}: " in reason else reason
+    reason = re.sub(r"^\[Errno -?\d+\]\s*", "", reason)
+    reason = reason.removesuffix(f": {device!r}")
+    return reason or type(error).__name__
 
 
 class _Answer:

@@ -78,6 +78,20 @@ def test_refused_settings(overrides, message):
     assert message in str(error.value)
 
 
+@pytest.mark.parametrize("overrides, message", [
+    ({"idle_compress": False}, "--no-idle-compress applies to --mode raw only; a summary "
+                               "capture stores one record per selected transaction"),
+    ({"raw_select": True}, "--select applies to --mode raw only; a summary capture stores "
+                           "one record per selected transaction"),
+])
+def test_raw_settings_of_a_summary_capture_are_refused(overrides, message):
+    # They would do nothing: a summary capture has no clocks to compress or select.
+    with pytest.raises(UsageError) as error:
+        _settings(**overrides)
+    assert str(error.value) == message
+    _settings(mode="raw", **overrides)
+
+
 def test_ring_capture_stops_by_count_duration_or_trigger():
     for overrides in ({"count": 10}, {"duration": 0.001}, {"trigger": "register"}):
         _settings(ring=True, **overrides)

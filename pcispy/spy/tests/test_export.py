@@ -261,3 +261,94 @@ def test_raw_trigger_and_violation_marks_are_events():
     assert trace_events(trace) == [
         {"kind": "trigger", "time": 1},
         {"kind": "violation", "time": 5, "rules": [RULES[5].name], "more_rules": True}]
+
+
+# -- what the VCD does not know, and its clock ------------------------------------------------
+
+#: Ps per clock at the nominal 33 MHz PCI clock (a 30 ns cycle).
+CLOCK_PS = 30_000
+#: A write of one word to 0x1000 whose last record shows TRDY# (times 1..3 of its trace).
+WRITE_CLOCKS = [dict(frame=1, ad=0x1000, cbe=Command.MEM_WRITE.value),
+                dict(irdy=1, ad=0x1234, cbe=0x0),
+                dict(irdy=1, devsel=1, trdy=1, ad=0x1234, cbe=0x0)]
+
+
+def _vcd(trace):
+    out = io.StringIO()
+    write_vcd(trace, out)
+    return out.getvalue(), VCDVCD(vcd_string=out.getvalue())
+
+
+def _two_writes(gap, **metadata):
+    """Two :data:`WRITE_CLOCKS` transactions, the second ``gap`` clocks after the first's
+    last record (times 1..3 and 3 + gap ..)."""
+    deltas = [1, 1, 1, gap, 1, 1]
+    return trace_bytes(raw_records(WRITE_CLOCKS * 2, deltas=deltas), {"mode": "raw",
+                                                                       **metadata})
+
+
+def test_vcd_of_a_select_capture_is_unknown_between_its_transactions():
+    # 31 528 clocks the spy left out: TRDY# must not show asserted through them.
+    trace = parse_trace(_two_writes(31_528, capture={"raw_select": True}))
+    text, vcd = _vcd(trace)
+    unknown_from, known_again = 4 * CLOCK_PS, (3 + 31_528) * CLOCK_PS
+    assert vcd["pci.trdy_n"].tv == [(CLOCK_PS, "1"), (3 * CLOCK_PS, "0"),
+                                    (unknown_from, "x"), (known_again, "1"),
+                                    (known_again + 2 * CLOCK_PS, "0")]
+    assert vcd["pci.ad"].tv[2:4] == [(unknown_from, "x"), (known_again, bin(0x1000)[2:])]
+    for name in vcd.signals:
+        assert vcd[name][unknown_from] == "x" and vcd[name][known_again - 1] == "x", name
+        assert vcd[name][known_again] != "x", name
+    # One time stamp for the unknown span, where every signal of the file goes x.
+    block = text.split(f"\n#{unknown_from}\n")[1].split("\n#")[0].splitlines()
+    assert len(block) == len(vcd.signals)
+    assert all(line.startswith(("x", "bx ")) for line in block), block
+
+
+def test_vcd_of_lost_records_is_unknown_and_idle_compression_is_idle():
+    records = raw_records(WRITE_CLOCKS * 3, deltas=[1, 1, 1, 50, 1, 1, 1, 1, 1])
+    overrun = pack_records(OverrunEvent(), {"timestamp": 40, "lost": 12}, size_bits=128)
+    # The records after the OVERRUN count from its time (40): the second write is at
+    # 90..92, and nothing of clocks 4..89 is known (12 records were lost among them); the
+    # third write follows at 100 after idle clocks left out by idle compression.
+    records[6:, :] = raw_records(WRITE_CLOCKS, deltas=[8, 1, 1])
+    trace = parse_trace(trace_bytes(np.concatenate([records[:3], overrun, records[3:]]),
+                                    {"mode": "raw"}))
+    assert trace.times()[trace.indices(0x1)].tolist() == [1, 2, 3, 90, 91, 92, 100, 101, 102]
+    _, vcd = _vcd(trace)
+    assert vcd["pci.frame_n"].tv == [(CLOCK_PS, "0"), (2 * CLOCK_PS, "1"),
+                                     (4 * CLOCK_PS, "x"), (90 * CLOCK_PS, "0"),
+                                     (91 * CLOCK_PS, "1"), (100 * CLOCK_PS, "0"),
+                                     (101 * CLOCK_PS, "1")]
+    # The idle clocks 93..99 show the record before them (TRDY# of its last phase).
+    assert vcd["pci.trdy_n"][99 * CLOCK_PS] == "0"
+    assert all(vcd[name][89 * CLOCK_PS] == "x" for name in vcd.signals)
+
+
+@pytest.mark.parametrize("clock_mhz, period_ps", [
+    (33, 30_000), (100 / 3, 30_000), (33.333, 30_000), (66, 15_000), (66.667, 15_000),
+    (25, 40_000), (50, 20_000)])
+def test_vcd_clock_is_the_nominal_pci_period(clock_mhz, period_ps):
+    trace = parse_trace(_two_writes(10, clock_mhz=clock_mhz))
+    text, vcd = _vcd(trace)
+    assert "$timescale 1 ps $end" in text
+    assert vcd["pci.frame_n"].tv == [(period_ps, "0"), (2 * period_ps, "1"),
+                                     (13 * period_ps, "0"), (14 * period_ps, "1")]
+
+
+#: A memory read nobody claims: the master gives up five clocks after its address phase.
+MASTER_ABORT_CLOCKS = ([{}, dict(frame=1, ad=0x2000, cbe=Command.MEM_READ.value)] +
+                       [dict(frame=1, irdy=1, cbe=0x0)] * 4 + [dict(irdy=1, cbe=0x0), {}])
+
+
+def test_json_master_abort_has_no_devsel_speed():
+    trace = parse_trace(trace_bytes(raw_records(MASTER_ABORT_CLOCKS + RTC_CLOCKS[2:7]),
+                                    {"mode": "raw"}))
+    summaries = summarise(trace)
+    document = json.loads(json.dumps(to_json(summaries)))
+    assert [(t["termination"], t["devsel"]) for t in document["transactions"]] == [
+        ("master_abort", None), ("retry", "medium")]
+    assert np.array_equal(summaries_from_json(document), summaries)
+    document["transactions"][1]["devsel"] = None
+    with pytest.raises(PcispyError, match="devsel null for a retry"):
+        summaries_from_json(document)

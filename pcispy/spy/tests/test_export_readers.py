@@ -137,6 +137,15 @@ READS = {"IOR", "MR", "CFGR", "MRM", "MRL"}
 TERMINATIONS = {0: "completion", 1: "master_abort", 2: "retry", 3: "disconnect_data",
                 4: "disconnect_nodata", 5: "target_abort", 6: "latency_timer"}
 DEVSEL = {0: "fast", 1: "medium", 2: "slow", 3: "subtractive"}
+
+
+def _devsel(record):
+    """The JSON's ``devsel`` of ``record``: none for a master abort (no target asserted
+    DEVSEL#; the spy writes 0 there), else the speed's name. A master abort with another
+    code is not what the spy writes: it keeps its name, so that the file reads back."""
+    if TERMINATIONS[record["termination"]] == "master_abort" and record["devsel"] == 0:
+        return None
+    return DEVSEL[record["devsel"]]
 HEADER = "trans,time,addr,cmd,rw,len,dur,lat,wait,term,data,delta"
 
 
@@ -200,7 +209,7 @@ def test_json_read_by_the_json_module_equals_the_records(tmp_path, seed, capsys)
         mnemonic = MNEMONICS[record["command"]]
         expected = dict(record, command=mnemonic,
                         termination=TERMINATIONS[record["termination"]],
-                        devsel=DEVSEL[record["devsel"]], trans=number,
+                        devsel=_devsel(record), trans=number,
                         rw="R" if mnemonic in READS else "W",
                         wait=record["initiator_wait"] + record["target_wait"],
                         delta=record["timestamp"] - previous)

@@ -12,15 +12,15 @@ import pytest
 
 from pcispy.pci.bus import Termination
 from pcispy.spy.format import (
-    FORMAT_VERSION, RawRecord, RecordKind, SummaryRecord, TriggerEvent, OverrunEvent,
-    WrapEvent, record_fields, record_layouts,
-)
+                               FORMAT_VERSION, RawRecord, RecordKind, SummaryRecord, TriggerEvent, OverrunEvent,
+                               WrapEvent, record_fields, record_layouts,
+                               )
 from pcispy.app.cli import main
 from pcispy.host.errors import TraceFormatError
 from pcispy.spy.tracefile import (
-    HEADER_BYTES, MAGIC, pack_records, parse_trace, read_trace, record_dtype, trace_bytes,
-    unpack_records, write_trace,
-)
+                                  HEADER_BYTES, MAGIC, pack_records, parse_trace, read_trace, record_dtype, trace_bytes,
+                                  unpack_records, write_trace,
+                                  )
 
 pytestmark = pytest.mark.spy
 
