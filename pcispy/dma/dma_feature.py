@@ -20,10 +20,11 @@ from pcispy.dma.patterns import Pattern, pattern_dwords
 from pcispy.pci.bus import Command, COMMAND_MNEMONICS
 from pcispy.dma.registers import DMA
 from pcispy.host.board import Board
-from pcispy.host.command import Command as CliCommand, int_range, positive_seconds, run_feature
+from pcispy.host.command import (Command as CliCommand, int_range, parse_size,
+                                 positive_seconds, run_feature)
 from pcispy.host.errors import PcispyError, RefusedSetting
 
-__all__ = ["COMMANDS", "PATTERNS", "SETTINGS", "dma", "parse_size", "parse_address",
+__all__ = ["COMMANDS", "PATTERNS", "SETTINGS", "dma", "parse_address",
            "setting_field", "setting_type", "DmaCommand", "add_dma_arguments",
            "format_result"]
 
@@ -70,21 +71,6 @@ _COUNTERS = ("data_phases", "transactions", "retries", "disconnects_data",
              "disconnects_nodata", "master_aborts", "target_aborts", "latency_timer_ends",
              "latency_count", "passes_done")
 _NONE = 0xFFFF_FFFF
-
-
-def parse_size(text):
-    """``"4096"``, ``"64K"``, ``"1M"`` (K = 1024, M = 1048576), ``"0x1000"`` -> bytes."""
-    text = str(text).strip()
-    scale = {"k": 1 << 10, "m": 1 << 20}.get(text[-1:].lower(), 1)
-    digits = text[:-1] if scale != 1 else text
-    try:
-        value = int(digits, 0) * scale
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a size (a number of bytes, with K or M for KiB or MiB)") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: a size cannot be negative")
-    return value
 
 
 def setting_field(argument):

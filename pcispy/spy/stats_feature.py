@@ -25,7 +25,7 @@ from pcispy.pci.bus import Termination
 from pcispy.spy.registers import SPY_FILTERS
 from pcispy.spy.checker import RULES
 from pcispy.spy.counters import (FILTER_COUNTER_WIDTHS, HISTOGRAM_BINS, CounterValues,
-                                          FilterCounter)
+                                 FilterCounter)
 from pcispy.host.board import Board
 from pcispy.host.command import Command as CliCommand, positive_seconds, run_feature
 from pcispy.host.errors import PcispyError, UsageError
