@@ -247,8 +247,7 @@ class SimSystem:
         SRAM trace memory also ``"sram": {"errors", "contention"}`` (the SRAM model's
         timing breaches, clocks both sides drove its data pins)."""
         from pcispy.pci.rules import DRIVER_RULES
-        from pcispy.sim.system import (Agent, DRIVER_LOG_FIELDS, MASTERS, SystemReg,
-                                       driver_names)
+        from pcispy.sim.system import Agent, MASTERS, REGISTERS, SystemReg, driver_names
         from pcispy.sim.bfm.resolver import AGENT_NONE, shared_lines
         ctl = self.ctl[Agent.SYSTEM]
         report = {"violations": {}, "first": None, "log": [], "drivers": {},
@@ -274,23 +273,20 @@ class SimSystem:
         def agent(index):
             return None if index == AGENT_NONE else agents[index]
 
-        def field(word, name):
-            shift, bits = DRIVER_LOG_FIELDS[name]
-            return word >> shift & ((1 << bits) - 1)
-
         flags = await ctl.read(SystemReg.DRIVER_FLAGS)
         for rule in DRIVER_RULES:
             if flags >> rule.id & 1:
                 report["drivers"][rule.name] = await ctl.read(SystemReg.DRIVER_COUNT + rule.id)
         for index in range(await ctl.read(SystemReg.DRIVER_LOG_ENTRIES) if flags else 0):
             await ctl.write(SystemReg.DRIVER_LOG_INDEX, index)
-            word = await ctl.read(SystemReg.DRIVER_LOG_ENTRY)
+            entry = REGISTERS["DRIVER_LOG_ENTRY"].unpack(
+                await ctl.read(SystemReg.DRIVER_LOG_ENTRY))
             report["driver_log"].append({
                 "cycle": await ctl.read(SystemReg.DRIVER_LOG_CYCLE),
-                "rule": DRIVER_RULES[field(word, "rule")].name,
-                "line": names[field(word, "line")],
-                "agent_a": agent(field(word, "agent_a")),
-                "agent_b": agent(field(word, "agent_b"))})
+                "rule": DRIVER_RULES[entry["rule"]].name,
+                "line": names[entry["line"]],
+                "agent_a": agent(entry["agent_a"]),
+                "agent_b": agent(entry["agent_b"])})
         lines = await ctl.read(SystemReg.CONTENTION)
         report["contention"] = [names[i] for i in range(len(names)) if lines >> i & 1]
         if lines:

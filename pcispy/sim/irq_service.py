@@ -80,11 +80,12 @@ class ResponderService:
         """Stop responding, and wait until an interrupt already taken is finished (its
         late acknowledge must not land in the next measurement). Its log entry, if any,
         goes to :attr:`extra`."""
-        from pcispy.sim.bfm.irq_responder import IrqReg
+        from pcispy.sim.bfm.irq_responder import REGISTERS, IrqReg
         await self.ctl.write(IrqReg.CONTROL, 0)
+        busy = REGISTERS["STATUS"].field("busy").mask
         # Control-port reads do not touch the bus; one every 16 clocks is plenty.
         for _ in range((self.delay_range[1] + 4 * self.user_offset) // 16 + 64):
-            if not await self.ctl.read(IrqReg.STATUS) & 1:
+            if not await self.ctl.read(IrqReg.STATUS) & busy:
                 break
             await self.ctl.clocks(16)
         else:

@@ -41,14 +41,15 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.pci.bus import ACTIVE_LOW, BusState, DevselSpeed, bus_lines
-from pcispy.sim.control import CONTROL_ADDR_BITS, register_reads
+from pcispy.pci.rules import DRIVER_RULES
+from pcispy.sim.control import (CONTROL_ADDR_BITS, ControlRegisters, ControlSignature, Field,
+                                Register, register_reads, register_writes, written)
 from pcispy.sim.bfm.arbiter import Arbiter
 from pcispy.sim.bfm.resolver import BusResolver, shared_lines
-from pcispy.sim.bfm import backdoor_ram
+from pcispy.core import ram
 
-__all__ = ["Agent", "SystemConfig", "PCISystem", "build_system", "SystemReg",
-           "BOARD_SLOT", "TEST_DEVICE_SLOT", "IDSEL_AD_BIT", "MASTERS", "driver_names",
-           "DRIVER_LOG_FIELDS"]
+__all__ = ["Agent", "SystemConfig", "PCISystem", "build_system", "SystemReg", "REGISTERS",
+           "BOARD_SLOT", "TEST_DEVICE_SLOT", "IDSEL_AD_BIT", "MASTERS", "driver_names"]
 
 #: IDSEL of slot k is AD[IDSEL_AD_BIT + k].
 IDSEL_AD_BIT = 16
@@ -71,43 +72,49 @@ class Agent(enum.IntEnum):
     SABOTEUR = 8
 
 
-class SystemReg:
-    """Registers of the system's own control port (:attr:`Agent.SYSTEM`)."""
-    CYCLE_LO = 0         # cycles since reset; reading LO latches HI
-    CYCLE_HI = 1
-    CONTENTION = 2       # sticky flags, one per shared line (shared_lines order)
-    CONTENTION_LINE = 3  # index of the line of the first contention
-    CONTENTION_CYCLE = 4
-    CLEAR = 5            # write 1: clear contention and checker evidence
-    CHECK_ANY = 8        # 1 when any checker rule fired
-    CHECK_FIRST_RULE = 9
-    CHECK_FIRST_CYCLE = 10
-    CHECK_INDEX = 11     # write a rule index, then read CHECK_COUNT
-    CHECK_COUNT = 12
-    CHECK_ENABLE_LO = 13  # rule enable mask, bits 0..31
-    CHECK_ENABLE_HI = 14  # rule enable mask, bits 32..63
-    SRAM_ERRORS = 15     # with an SRAM trace memory: the SRAM model's timing breaches
-    SRAM_CONTENTION = 16  # clocks both the board and the SRAM drove the SRAM's data pins
+#: The system's own control-port registers (:attr:`Agent.SYSTEM`).
+REGISTERS = ControlRegisters("SystemReg", [
+    Register("CYCLE_LO", 0, doc="cycles since reset; reading LO latches HI"),
+    Register("CYCLE_HI", 1),
+    Register("CONTENTION", 2, doc="sticky flags, one per shared line (shared_lines order)"),
+    Register("CONTENTION_LINE", 3, doc="index of the line of the first contention"),
+    Register("CONTENTION_CYCLE", 4),
+    Register("CLEAR", 5, doc="write 1: clear contention and checker evidence"),
+    Register("CHECK_ANY", 8, doc="1 when any checker rule fired"),
+    Register("CHECK_FIRST_RULE", 9),
+    Register("CHECK_FIRST_CYCLE", 10),
+    Register("CHECK_INDEX", 11, doc="write a rule index, then read CHECK_COUNT"),
+    Register("CHECK_COUNT", 12),
+    Register("CHECK_ENABLE_LO", 13, doc="rule enable mask, bits 0..31"),
+    Register("CHECK_ENABLE_HI", 14, doc="rule enable mask, bits 32..63"),
+    Register("SRAM_ERRORS", 15,
+             doc="with an SRAM trace memory: the SRAM model's timing breaches"),
+    Register("SRAM_CONTENTION", 16,
+             doc="clocks both the board and the SRAM drove the SRAM's data pins"),
     # The resolver's driver rules (pcispy/pci/rules.py DRIVER_RULES; bit/offset = id).
-    DRIVER_FLAGS = 17        # sticky flags, one per driver rule
-    DRIVER_LOG_ENTRIES = 18  # entries in the resolver's violation log (0..16)
-    DRIVER_LOG_INDEX = 19    # write an entry index, then read the entry
-    DRIVER_LOG_CYCLE = 20    # the entry's cycle (clocks since the model started)
-    DRIVER_LOG_ENTRY = 21    # the entry: DRIVER_LOG_FIELDS (rule, line, agent A, agent B)
+    Register("DRIVER_FLAGS", 17, doc="sticky flags, one per driver rule"),
+    Register("DRIVER_LOG_ENTRIES", 18, doc="entries in the resolver's violation log (0..16)"),
+    Register("DRIVER_LOG_INDEX", 19, doc="write an entry index, then read the entry"),
+    Register("DRIVER_LOG_CYCLE", 20, doc="the entry's cycle (clocks since the model started)"),
+    Register("DRIVER_LOG_ENTRY", 21, doc="the entry", fields=(
+        Field("rule", 0, 8, "the driver rule's id"),
+        Field("line", 8, 8, "the line (index into shared_lines)"),
+        Field("agent_a", 16, 8, "agent A (index into driver_names(), 15 = none)"),
+        Field("agent_b", 24, 8, "agent B (likewise)"),
+    )),
     # The protocol checker's violation log (one entry per clock with a violation).
-    CHECK_LOG_ENTRIES = 24   # entries in the checker's log (0..16)
-    CHECK_LOG_INDEX = 25     # write an entry index, then read the entry
-    CHECK_LOG_CYCLE = 26     # the entry's cycle (the checker's timebase)
-    CHECK_LOG_RULES_LO = 27  # the rules broken in that clock, bits 0..31
-    CHECK_LOG_RULES_HI = 28  # bits 32..63
-    CHECK_LOG_MASTER = 29    # the master of the transaction then (7: unknown)
-    DRIVER_COUNT = 32        # + driver rule id: clocks that rule was broken in (saturating)
+    Register("CHECK_LOG_ENTRIES", 24, doc="entries in the checker's log (0..16)"),
+    Register("CHECK_LOG_INDEX", 25, doc="write an entry index, then read the entry"),
+    Register("CHECK_LOG_CYCLE", 26, doc="the entry's cycle (the checker's timebase)"),
+    Register("CHECK_LOG_RULES_LO", 27, doc="the rules broken in that clock, bits 0..31"),
+    Register("CHECK_LOG_RULES_HI", 28, doc="bits 32..63"),
+    Register("CHECK_LOG_MASTER", 29, doc="the master of the transaction then (7: unknown)"),
+    Register("DRIVER_COUNT", 32, words=len(DRIVER_RULES),
+             doc="word = driver rule id: clocks that rule was broken in (saturating)"),
+])
 
-
-#: ``{field: (shift, bits)}`` of :attr:`SystemReg.DRIVER_LOG_ENTRY`: the rule's id, the
-#: line (index into shared_lines), agents A and B (indices into :func:`driver_names`,
-#: 15 = none).
-DRIVER_LOG_FIELDS = {"rule": (0, 8), "line": (8, 8), "agent_a": (16, 8), "agent_b": (24, 8)}
+#: Register indices of the system's control port.
+SystemReg = REGISTERS.enum()
 
 
 @dataclass(frozen=True)
@@ -401,7 +408,6 @@ class _SystemRegisters(wiring.Component):
     """
 
     def __init__(self, resolver, checker, inta, sram=None):
-        from pcispy.sim.control import ControlSignature
         self._resolver = resolver
         self._checker = checker
         self._inta = inta
@@ -416,10 +422,14 @@ class _SystemRegisters(wiring.Component):
         m.d.sync += cycle.eq(cycle + 1)
         m.d.comb += ctl.event.eq(self._inta)
         clear = Signal()
-        m.d.comb += clear.eq(ctl.w_en & (ctl.addr == SystemReg.CLEAR) & ctl.w_data[0])
+        m.d.comb += clear.eq(written(ctl, SystemReg.CLEAR) & ctl.w_data[0])
         m.d.comb += self._resolver.clear.eq(clear)
         checker = self._checker
         resolver = self._resolver
+        log_entry = Signal(REGISTERS["DRIVER_LOG_ENTRY"].layout)
+        m.d.comb += [log_entry.rule.eq(resolver.log_rule), log_entry.line.eq(resolver.log_line),
+                     log_entry.agent_a.eq(resolver.log_agent_a),
+                     log_entry.agent_b.eq(resolver.log_agent_b)]
         values = {
             SystemReg.CYCLE_LO: cycle[:32],
             SystemReg.CYCLE_HI: cycle_hi,
@@ -430,30 +440,20 @@ class _SystemRegisters(wiring.Component):
             SystemReg.DRIVER_LOG_ENTRIES: resolver.log_entries,
             SystemReg.DRIVER_LOG_INDEX: resolver.log_index,
             SystemReg.DRIVER_LOG_CYCLE: resolver.log_cycle,
-            SystemReg.DRIVER_LOG_ENTRY: Cat(resolver.log_rule, Const(0, 8 - len(resolver.log_rule)),
-                                            resolver.log_line, Const(0, 8 - len(resolver.log_line)),
-                                            resolver.log_agent_a, Const(0, 4),
-                                            resolver.log_agent_b, Const(0, 4)),
+            SystemReg.DRIVER_LOG_ENTRY: log_entry.as_value(),
+            **REGISTERS["DRIVER_COUNT"].slices(resolver.counts),
         }
-        for rule in range(len(resolver.flags)):
-            values[SystemReg.DRIVER_COUNT + rule] = resolver.counts[32 * rule:32 * (rule + 1)]
         log_index = Signal.like(resolver.log_index)
         m.d.comb += resolver.log_index.eq(log_index)
-        with m.If(ctl.w_en & (ctl.addr == SystemReg.DRIVER_LOG_INDEX)):
-            m.d.sync += log_index.eq(ctl.w_data)
+        writable = {SystemReg.DRIVER_LOG_INDEX: log_index}
         if checker is not None:
             index = Signal(8)
             enable = Signal(64, init=(1 << 64) - 1)
             m.d.comb += [checker.clear.eq(clear), checker.count_index.eq(index),
                          checker.rule_enable.eq(enable[:len(checker.rule_enable)])]
-            with m.If(ctl.w_en):
-                with m.Switch(ctl.addr):
-                    with m.Case(SystemReg.CHECK_INDEX):
-                        m.d.sync += index.eq(ctl.w_data)
-                    with m.Case(SystemReg.CHECK_ENABLE_LO):
-                        m.d.sync += enable[:32].eq(ctl.w_data)
-                    with m.Case(SystemReg.CHECK_ENABLE_HI):
-                        m.d.sync += enable[32:].eq(ctl.w_data)
+            writable.update({SystemReg.CHECK_INDEX: index,
+                             SystemReg.CHECK_ENABLE_LO: enable[:32],
+                             SystemReg.CHECK_ENABLE_HI: enable[32:]})
             values.update({
                 SystemReg.CHECK_ANY: checker.any,
                 SystemReg.CHECK_FIRST_RULE: checker.first_rule,
@@ -466,8 +466,7 @@ class _SystemRegisters(wiring.Component):
             })
             check_log_index = Signal.like(checker.log_index)
             m.d.comb += checker.log_index.eq(check_log_index)
-            with m.If(ctl.w_en & (ctl.addr == SystemReg.CHECK_LOG_INDEX)):
-                m.d.sync += check_log_index.eq(ctl.w_data)
+            writable[SystemReg.CHECK_LOG_INDEX] = check_log_index
             rules = Signal(64)
             m.d.comb += rules.eq(checker.log_rules)
             values.update({
@@ -487,6 +486,7 @@ class _SystemRegisters(wiring.Component):
                            SystemReg.SRAM_CONTENTION: fights})
         with m.If(ctl.r_en & (ctl.addr == SystemReg.CYCLE_LO)):
             m.d.sync += cycle_hi.eq(cycle[32:])
+        register_writes(m, ctl, writable)
         register_reads(m, ctl, values)
         return m
 
@@ -505,12 +505,9 @@ def build_system(config=SystemConfig()):
         return model
     system = PCISystem(config)
     text = verilog.convert(system, name="pcisystem", emit_src=False)
-    from pcispy.exerciser import scratch
-    from pcispy.sim.bfm import sram
-    sources = [backdoor_ram.VERILOG_SOURCE, scratch.VERILOG_SOURCE]
-    if config.board and config.trace_memory == "sram":
-        sources.append(sram.VERILOG_SOURCE)
-    model = build_model(text, "pcisystem", public=[("*", "bd_*")], sources=sources,
-                        name=config.name)
+    # Every large RAM of the system (the agents' buffers and host memory, the board's
+    # scratch RAM, the SRAM model) keeps its words in the one hand-written Verilog RAM.
+    model = build_model(text, "pcisystem", public=[("*", "bd_*")],
+                        sources=[ram.VERILOG_SOURCE], name=config.name)
     _MODELS[config] = model
     return model

@@ -35,9 +35,10 @@ from amaranth import Module, Signal, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from pcispy.sim.control import ControlSignature, register_reads
+from pcispy.sim.control import (ControlRegisters, ControlSignature, Register, register_reads,
+                                register_writes)
 
-__all__ = ["Arbiter", "ArbiterDriver", "ArbiterReg", "ParkPolicy"]
+__all__ = ["Arbiter", "ArbiterDriver", "ArbiterReg", "REGISTERS", "ParkPolicy"]
 
 
 class ParkPolicy:
@@ -46,18 +47,24 @@ class ParkPolicy:
     FIXED = 1   # GNT# returns to the master in ArbiterReg.PARK when nobody requests
 
 
-class ArbiterReg:
-    """Control-port register indices of :class:`Arbiter`."""
-    PARK = 0          # the fixed park master (0..masters-1), used with ParkPolicy.FIXED
-    REMOVE_AFTER = 1  # remove GNT# this many clocks after the owner's FRAME# (0 = never)
-    DOUBLE_GRANT = 2  # bit 0: grant the next master as well (breaks the one-GNT# rule)
-    GRANTS = 3        # read: number of grant changes since reset
-    REMOVALS = 4      # read: number of forced removals since reset
-    NO_IDLE_GAP = 5   # bit 0: move GNT# on an idle bus with no clock between the grants
-                      # (breaks the idle-bus grant rule)
-    PARK_POLICY = 6   # ParkPolicy: park on the last owner (reset) or on PARK
-    SAME_CLOCK = 7    # bit 0: stress knob, GNT# from this clock's FRAME#/IRDY# (no real
-                      # arbiter can; off after reset)
+#: The control-port registers of :class:`Arbiter`.
+REGISTERS = ControlRegisters("ArbiterReg", [
+    Register("PARK", 0, doc="the fixed park master (0..masters-1), used with ParkPolicy.FIXED"),
+    Register("REMOVE_AFTER", 1,
+             doc="remove GNT# this many clocks after the owner's FRAME# (0 = never)"),
+    Register("DOUBLE_GRANT", 2, doc="bit 0: grant the next master as well (breaks the "
+             "one-GNT# rule)"),
+    Register("GRANTS", 3, doc="read: number of grant changes since reset"),
+    Register("REMOVALS", 4, doc="read: number of forced removals since reset"),
+    Register("NO_IDLE_GAP", 5, doc="bit 0: move GNT# on an idle bus with no clock between "
+             "the grants (breaks the idle-bus grant rule)"),
+    Register("PARK_POLICY", 6, doc="ParkPolicy: park on the last owner (reset) or on PARK"),
+    Register("SAME_CLOCK", 7, doc="bit 0: stress knob, GNT# from this clock's FRAME#/IRDY# "
+             "(no real arbiter can; off after reset)"),
+])
+
+#: Control-port register indices of :class:`Arbiter`.
+ArbiterReg = REGISTERS.enum()
 
 
 class Arbiter(wiring.Component):
@@ -170,11 +177,7 @@ class Arbiter(wiring.Component):
             ArbiterReg.PARK_POLICY: park_fixed,
             ArbiterReg.SAME_CLOCK: same_clock,
         }
-        with m.If(self.ctl.w_en):
-            with m.Switch(self.ctl.addr):
-                for address, register in registers.items():
-                    with m.Case(address):
-                        m.d.sync += register.eq(self.ctl.w_data)
+        register_writes(m, self.ctl, registers)
         readable = dict(registers)
         readable.update({ArbiterReg.GRANTS: grants, ArbiterReg.REMOVALS: removals})
         register_reads(m, self.ctl, readable)

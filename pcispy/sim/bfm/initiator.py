@@ -44,138 +44,149 @@ Who drives what, and when (PCI LB 3.0 §2.1, §3.3.1, §3.4.3, §3.7):
 :class:`pcispy.sim.control.PysimControl` or the cocotb twin in :mod:`pcispy.sim.api`).
 """
 
-import enum as py_enum
 from dataclasses import dataclass
 
 from amaranth import Cat, Const, Module, Mux, Signal
-from amaranth.lib import data, enum, fifo, stream, wiring
+from amaranth.lib import enum, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.pci.bus import Command, PCIBusSignature, Termination
 from pcispy.pci.lfsr import lfsr_step
 from pcispy.sim.bfm.backdoor_ram import BackdoorRAM
-from pcispy.sim.control import ControlSignature
+from pcispy.sim.control import (ControlRegisters, ControlSignature, Field, Register,
+                                register_reads, written)
 
 __all__ = [
-    "COMMAND", "RESULT", "INJECT", "CONFIG", "Reg", "Status", "BUFFER_PATH", "ID_VALUE",
+    "REGISTERS", "COMMAND", "RESULT", "INJECT", "CONFIG", "Reg", "Status", "BUFFER_PATH", "ID_VALUE",
     "STATUS_BUSY", "STATUS_RESULT", "STATUS_QUEUE_FULL", "STATUS_PUSH_REFUSED",
     "STATUS_BUF_REFUSED", "STATUS_CONFIG_REFUSED",
-    "pack", "unpack",
+    "unpack",
     "BehaviouralInitiator", "InitiatorDriver", "InitiatorResult", "InitiatorCommand",
 ]
 
 
-def _fields(size, fields):
-    return data.FlexibleLayout(size, {name: data.Field(shape, offset)
-                                      for name, (shape, offset) in fields.items()})
+def _flags(*names):
+    """One-bit fields, bit 0 first, each ``(name, doc)``."""
+    return tuple(Field(name, bit, 1, doc) for bit, (name, doc) in enumerate(names))
 
 
-#: One command, as written word by word into ``Reg.CMD`` .. ``Reg.CMD + 7`` (bit offsets).
-COMMAND = _fields(256, {
-    "code":       (4, 0),     # bus command (Command), DAC is added automatically
-    "req64":      (1, 4),     # ask for 64-bit data phases (REQ64#)
-    "imm":        (1, 5),     # write data is ``imm_data`` in every DWORD, not the buffer
-    "wait_first": (4, 8),     # IRDY# wait states before the first data phase
-    "wait_next":  (4, 12),    # IRDY# wait states before each later data phase
-    "wait_rand":  (4, 16),    # plus (LFSR & wait_rand) random wait states per phase
-    "idle":       (8, 24),    # idle clocks between transactions of this command
-    "be_first":   (4, 32),    # C/BE# (pin level, 0 = byte enabled) of the first DWORD
-    "be_mid":     (4, 36),    # ... of the DWORDs between
-    "be_last":    (4, 40),    # ... of the last DWORD (a 1-DWORD command uses be_first)
-    "length":     (20, 64),   # DWORDs to move, 1..2**20-1
-    "burst":      (16, 96),   # most data phases per transaction, 0 = no limit
-    "buf_off":    (20, 128),  # buffer DWORD where write data comes from / read data goes
-    "addr":       (64, 160),  # byte address; above 4 GiB a Dual Address Cycle is used
-    "imm_data":   (32, 224),
-})
+#: The control-port registers (indices of 32-bit words). CMD and RESULT are records of
+#: eight words each, written / read word by word.
+REGISTERS = ControlRegisters("Reg", [
+    Register("ID", 0x000, doc='read: ID_VALUE ("PCII")'),
+    Register("STATUS", 0x001, (
+        Field("busy", 0, 1, "a command is queued or running"),
+        Field("result", 1, 1, "a result waits (same as event)"),
+        Field("queue_full", 2, 1),
+        Field("push_refused", 8, 1, "sticky: PUSH while the queue was full"),
+        Field("buf_refused", 9, 1, "sticky: BUF_DATA access while busy (reads all ones)"),
+        Field("config_refused", 10, 1,
+              "sticky: CONFIG write with a cache line not a power of two"),
+    ), doc="read: the bits; write 1s to clear the sticky refusal bits"),
+    Register("CONFIG", 0x002, (
+        Field("lat_timer", 0, 8, "Latency Timer: expired once more clocks than this passed "
+              "since FRAME# (reset 255: never, as the clock count saturates there)",
+              reset=0xFF),
+        Field("perr_enable", 8, 1,
+              "(p) assert PERR# two clocks after a read data phase with bad parity"),
+        Field("cache_line", 9, 8,
+              "Cache Line Size in DWORDs (0 or a power of two; others refused)"),
+    ), doc="settings that hold across commands"),
+    Register("SEED", 0x003, doc="write: seed the LFSR (0 is taken as 1)"),
+    Register("RETRY_LIMIT", 0x004, (Field("retry_limit", 0, 16, reset=1024),),
+             doc="consecutive retries before giving up; 0 = never"),
+    # Error injection: each bit breaks exactly one protocol rule.
+    Register("INJECT", 0x005, _flags(
+        ("irdy_drop", "(a) deassert IRDY# for one clock before its data phase completed"),
+        ("frame_no_irdy", "(b) deassert FRAME# while IRDY# is deasserted (wait before last "
+         "phase), once per command; the bus then looks idle, so the transaction is over "
+         "and the rest follows in a new one"),
+        ("frame_reassert", "(c) reassert FRAME# while the last phase of a burst cut short by "
+         "``burst`` waits, and keep it: the burst goes on (once per command)"),
+        ("irdy_late", "(d) first IRDY# 9 waits after the address phase (clock 11)"),
+        ("addr_parity", "(f) wrong PAR for the address phase(s)"),
+        ("wdata_parity", "(g) wrong PAR for write data"),
+        ("wdata_parity64", "(h) wrong PAR64 for write data"),
+        ("no_gnt", "(i) start FRAME# without GNT#"),
+        ("irdy_idle", "(j) one clock of IRDY# without FRAME# on an idle bus"),
+        ("req64_mismatch", "(k) REQ64# deasserted after the address phase while FRAME# holds"),
+        ("be_change", "(l) change C/BE# during a data-phase wait (TRDY# deasserted)"),
+        ("wdata_change", "(m) change write data during a data-phase wait"),
+        ("early_abort", "(n) give up waiting for DEVSEL# after clock 3, not 5"),
+        ("perr_wrong", "(o) assert PERR# in clock 2 (no data phase two clocks before)"),
+        ("irdy_in_addr", "(q) assert IRDY# in the address phase(s) as well"),
+        ("frame_drop_wait", "(r) deassert FRAME# while IRDY# waits for the target (not last)"),
+        ("dac_twice", "(s) the second address phase of a DAC carries DAC again"),
+        ("busy_start", "(t) with GNT#, take another master's completed final data phase "
+         "(FRAME# deasserted, IRDY# and TRDY# or STOP# asserted) for an idle bus: the "
+         "address phase follows that clock at once, as only that master's own fast "
+         "back-to-back may"),
+        ("frame_after_stop", "(u) once per command, FRAME# stays asserted (with IRDY#) for "
+         "one clock more after a data phase completed with STOP#"),
+        ("dac_low", "(v) a Dual Address Cycle even below 4 GiB (upper address bits 0)"),
+        ("wdata_parity_wait", "(w) wrong PAR for write data while the data phase waits for "
+         "TRDY#/STOP#; right for the clock it completes in"),
+        ("park_no_par", "(x) parked: AD and C/BE# driven, PAR not"),
+        ("park_float", "(y) never park: AD, C/BE#, PAR float on an idle bus with GNT#"),
+    )),
+    Register("PERR_COUNT", 0x006, doc="read: read-data parity errors detected since reset"),
+    Register("BUF_ADDR", 0x008, doc="buffer DWORD index for BUF_DATA (auto-increments)"),
+    Register("BUF_DATA", 0x009, doc="read/write one buffer DWORD (only while not busy)"),
+    Register("CMD", 0x010, words=8, doc="the command being assembled", fields=(
+        Field("code", 0, 4, "bus command (Command), DAC is added automatically"),
+        Field("req64", 4, 1, "ask for 64-bit data phases (REQ64#)"),
+        Field("imm", 5, 1, "write data is ``imm_data`` in every DWORD, not the buffer"),
+        Field("wait_first", 8, 4, "IRDY# wait states before the first data phase"),
+        Field("wait_next", 12, 4, "IRDY# wait states before each later data phase"),
+        Field("wait_rand", 16, 4, "plus (LFSR & wait_rand) random wait states per phase"),
+        Field("idle", 24, 8, "idle clocks between transactions of this command"),
+        Field("be_first", 32, 4, "C/BE# (pin level, 0 = byte enabled) of the first DWORD"),
+        Field("be_mid", 36, 4, "... of the DWORDs between"),
+        Field("be_last", 40, 4, "... of the last DWORD (a 1-DWORD command uses be_first)"),
+        Field("length", 64, 20, "DWORDs to move, 1..2**20-1"),
+        Field("burst", 96, 16, "most data phases per transaction, 0 = no limit"),
+        Field("buf_off", 128, 20, "buffer DWORD where write data comes from / read data goes"),
+        Field("addr", 160, 64, "byte address; above 4 GiB a Dual Address Cycle is used"),
+        Field("imm_data", 224, 32),
+    )),
+    Register("PUSH", 0x018, doc="write: queue the assembled command"),
+    Register("RESULT", 0x020, words=8, doc="the oldest result", fields=(
+        Field("status", 0, 3, "Status"),
+        Field("ack64", 3, 1, "the last transaction was answered with ACK64#"),
+        Field("perr", 8, 8, "read data parity errors detected"),
+        Field("phases", 32, 32, "data phases that moved data"),
+        Field("dwords", 64, 32, "DWORDs moved"),
+        Field("transactions", 96, 16, "address phases (retried ones included)"),
+        Field("retries", 112, 16),
+        Field("disconnects", 128, 16, "with or without data"),
+        Field("lt_ends", 144, 16, "transactions ended by the Latency Timer"),
+        Field("clocks", 160, 32, "from taking the command to its last idle clock, inclusive"),
+        Field("latency", 192, 16, "first transaction: clocks from address phase to TRDY#"),
+        Field("last_data", 224, 32, "last DWORD read (all ones after an abort)"),
+    )),
+    Register("POP", 0x028, doc="write: drop the oldest result"),
+])
 
-#: One result, as read word by word from ``Reg.RESULT`` .. ``Reg.RESULT + 7``.
-RESULT = _fields(256, {
-    "status":       (3, 0),     # Status
-    "ack64":        (1, 3),     # the last transaction was answered with ACK64#
-    "perr":         (8, 8),     # read data parity errors detected
-    "phases":       (32, 32),   # data phases that moved data
-    "dwords":       (32, 64),   # DWORDs moved
-    "transactions": (16, 96),   # address phases (retried ones included)
-    "retries":      (16, 112),
-    "disconnects":  (16, 128),  # with or without data
-    "lt_ends":      (16, 144),  # transactions ended by the Latency Timer
-    "clocks":       (32, 160),  # from taking the command to its last idle clock, inclusive
-    "latency":      (16, 192),  # first transaction: clocks from address phase to TRDY#
-    "last_data":    (32, 224),  # last DWORD read (all ones after an abort)
-})
+#: Control-port register indices.
+Reg = REGISTERS.enum()
 
-#: Error-injection enable bits (``Reg.INJECT``); each breaks exactly one protocol rule.
-INJECT = data.StructLayout({
-    "irdy_drop":       1,  # (a) deassert IRDY# for one clock before its data phase completed
-    "frame_no_irdy":   1,  # (b) deassert FRAME# while IRDY# is deasserted (wait before last
-                           #     phase), once per command; the bus then looks idle, so the
-                           #     transaction is over and the rest follows in a new one
-    "frame_reassert":  1,  # (c) reassert FRAME# while the last phase of a burst cut short by
-                           #     ``burst`` waits, and keep it: the burst goes on (once per command)
-    "irdy_late":       1,  # (d) first IRDY# 9 waits after the address phase (clock 11)
-    "addr_parity":     1,  # (f) wrong PAR for the address phase(s)
-    "wdata_parity":    1,  # (g) wrong PAR for write data
-    "wdata_parity64":  1,  # (h) wrong PAR64 for write data
-    "no_gnt":          1,  # (i) start FRAME# without GNT#
-    "irdy_idle":       1,  # (j) one clock of IRDY# without FRAME# on an idle bus
-    "req64_mismatch":  1,  # (k) REQ64# deasserted after the address phase while FRAME# holds
-    "be_change":       1,  # (l) change C/BE# during a data-phase wait (TRDY# deasserted)
-    "wdata_change":    1,  # (m) change write data during a data-phase wait
-    "early_abort":     1,  # (n) give up waiting for DEVSEL# after clock 3, not 5
-    "perr_wrong":      1,  # (o) assert PERR# in clock 2 (no data phase two clocks before)
-    "irdy_in_addr":    1,  # (q) assert IRDY# in the address phase(s) as well
-    "frame_drop_wait": 1,  # (r) deassert FRAME# while IRDY# waits for the target (not last)
-    "dac_twice":       1,  # (s) the second address phase of a DAC carries DAC again
-    "busy_start":      1,  # (t) with GNT#, take another master's completed final data
-                           #     phase (FRAME# deasserted, IRDY# and TRDY# or STOP# asserted)
-                           #     for an idle bus: the address phase follows that clock at
-                           #     once, as only that master's own fast back-to-back may
-    "frame_after_stop": 1, # (u) once per command, FRAME# stays asserted (with IRDY#) for one
-                           #     clock more after a data phase completed with STOP#
-    "dac_low":         1,  # (v) a Dual Address Cycle even below 4 GiB (upper address bits 0)
-    "wdata_parity_wait": 1,  # (w) wrong PAR for write data while the data phase waits for
-                           #     TRDY#/STOP#; right for the clock it completes in
-    "park_no_par":     1,  # (x) parked: AD and C/BE# driven, PAR not
-    "park_float":      1,  # (y) never park: AD, C/BE#, PAR float on an idle bus with GNT#
-})
-
-#: ``Reg.CONFIG``: settings that hold across commands.
-CONFIG = data.StructLayout({
-    "lat_timer":   8,   # Latency Timer: expired once more clocks than this passed since
-                        # FRAME# (reset 255: never, as the clock count saturates there)
-    "perr_enable": 1,   # (p) assert PERR# two clocks after a read data phase with bad parity
-    "cache_line":  8,   # Cache Line Size in DWORDs (0 or a power of two; others refused)
-})
-
-
-class Reg(py_enum.IntEnum):
-    """Control-port register indices."""
-    ID          = 0x000  # read: 0x50434949 ("PCII")
-    STATUS      = 0x001  # read: STATUS_* bits; write 1s to clear the sticky refusal bits
-    CONFIG      = 0x002  # CONFIG layout
-    SEED        = 0x003  # write: seed the LFSR (0 is taken as 1)
-    RETRY_LIMIT = 0x004  # consecutive retries before giving up; 0 = never
-    INJECT      = 0x005  # INJECT layout
-    PERR_COUNT  = 0x006  # read: read-data parity errors detected since reset
-    BUF_ADDR    = 0x008  # buffer DWORD index for BUF_DATA (auto-increments)
-    BUF_DATA    = 0x009  # read/write one buffer DWORD (only while not STATUS_BUSY)
-    CMD         = 0x010  # .. 0x017: the command being assembled (COMMAND layout)
-    PUSH        = 0x018  # write: queue the assembled command
-    RESULT      = 0x020  # .. 0x027: the oldest result (RESULT layout)
-    POP         = 0x028  # write: drop the oldest result
-
+#: Layouts of the record registers, for signals and streams (``prio``) carrying them.
+COMMAND = REGISTERS["CMD"].layout
+RESULT = REGISTERS["RESULT"].layout
+INJECT = REGISTERS["INJECT"].layout
+CONFIG = REGISTERS["CONFIG"].layout
 
 #: ``Reg.ID`` value.
 ID_VALUE = 0x5043_4949
 
 #: ``Reg.STATUS`` bits.
-STATUS_BUSY          = 1 << 0   # a command is queued or running
-STATUS_RESULT        = 1 << 1   # a result waits (same as ``event``)
-STATUS_QUEUE_FULL    = 1 << 2
-STATUS_PUSH_REFUSED  = 1 << 8   # sticky: PUSH while the queue was full
-STATUS_BUF_REFUSED   = 1 << 9   # sticky: BUF_DATA access while busy (reads return all ones)
-STATUS_CONFIG_REFUSED = 1 << 10  # sticky: CONFIG write with a cache line not a power of two
+_STATUS = REGISTERS["STATUS"]
+STATUS_BUSY = _STATUS.field("busy").mask
+STATUS_RESULT = _STATUS.field("result").mask
+STATUS_QUEUE_FULL = _STATUS.field("queue_full").mask
+STATUS_PUSH_REFUSED = _STATUS.field("push_refused").mask
+STATUS_BUF_REFUSED = _STATUS.field("buf_refused").mask
+STATUS_CONFIG_REFUSED = _STATUS.field("config_refused").mask
 
 #: Path from the initiator's instance to its buffer words, for cocotb backdoor access.
 BUFFER_PATH = ("buffer", "ram", "bd_storage")
@@ -193,21 +204,9 @@ class Status(enum.Enum, shape=3):
     BAD_COMMAND  = 4  # refused before touching the bus (see BehaviouralInitiator)
 
 
-def pack(layout, **fields):
-    """Pack field values into an integer with ``layout`` (Python side of a register)."""
-    value = 0
-    for name, field in layout:
-        v = int(fields.pop(name, 0))
-        if v < 0 or v >> field.width:
-            raise ValueError(f"{name}={v} does not fit in {field.width} bits")
-        value |= v << field.offset
-    if fields:
-        raise ValueError(f"unknown fields: {', '.join(fields)}")
-    return value
-
-
 def unpack(layout, value):
-    """Unpack an integer into ``{field: int}`` with ``layout``."""
+    """Unpack an integer into ``{field: int}`` with an Amaranth ``layout`` (one of the
+    layouts above)."""
     return {name: (value >> field.offset) & ((1 << field.width) - 1) for name, field in layout}
 
 
@@ -244,7 +243,8 @@ class BehaviouralInitiator(wiring.Component):
     Parameters:
         width: bus width, 32 or 64.
         buffer_addr_bits: log2 of the buffer depth in words of ``width`` bits.
-        verilog_ram: build the buffer from ``backdoor_ram.v`` (Verilator); False for
+        verilog_ram: keep the buffer in the hand-written Verilog RAM of
+            :mod:`pcispy.core.ram` (Verilator); False for
             Amaranth's Python simulator.
 
     Commands are refused (Status.BAD_COMMAND, no bus activity) when the length is 0, the
@@ -275,239 +275,322 @@ class BehaviouralInitiator(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        bus, ctl = self.bus, self.ctl
-        wide = self.width == 64
-        lane_bits = 1 if wide else 0
-
         m.submodules.buffer = buffer = BackdoorRAM(
             width=self.width, addr_bits=self.buffer_addr_bits, verilog=self.verilog_ram)
         m.submodules.queue = queue = fifo.SyncFIFOBuffered(width=COMMAND.size, depth=_QUEUE_DEPTH)
         m.submodules.results = results = fifo.SyncFIFOBuffered(width=RESULT.size, depth=_QUEUE_DEPTH)
 
-        # ---- control registers -------------------------------------------------------
-        staging = Signal(COMMAND)
-        config = Signal(CONFIG, init={"lat_timer": 0xFF})
-        inject = Signal(INJECT)
-        retry_limit = Signal(16, init=1024)
-        lfsr = Signal(32, init=1)
-        perr_total = Signal(32)
-        buf_ptr = Signal(21)
-        push_refused = Signal()
-        buf_refused = Signal()
-        config_refused = Signal()
-        head = Signal(RESULT)
-        m.d.comb += head.as_value().eq(results.r_data)
+        # The steps share their signals through ``logic``; their order is the order in
+        # which their statements are added (a later assignment to a signal wins).
+        logic = _InitiatorLogic(self, m, buffer, queue, results)
+        logic.control_port()
+        logic.buffer_port()
+        logic.frame_irdy_req()
+        logic.address_data_lines()
+        logic.parity_outputs()
+        logic.read_parity_check()
+        logic.sequencer()
+        return m
 
-        state = Signal(_State)
-        busy = state != _State.IDLE
-        req_in_end = Signal()
+
+class _InitiatorLogic:
+    """The logic of one :class:`BehaviouralInitiator`, added to its module step by step.
+
+    The attributes are the signals the steps share: the control registers, the command
+    being executed, the transaction under way and its data phase, and the bus outputs'
+    state. ``state`` is the sequencer's (:class:`_State`).
+    """
+
+    def __init__(self, initiator, m, buffer, queue, results):
+        self.m = m
+        self.initiator = initiator
+        self.bus, self.ctl = initiator.bus, initiator.ctl
+        self.buffer, self.queue, self.results = buffer, queue, results
+        self.wide = initiator.width == 64
+        self.lane_bits = 1 if self.wide else 0
+
+        # Control registers.
+        self.staging = Signal(COMMAND)
+        config = REGISTERS["CONFIG"]
+        self.config = Signal(CONFIG, init=config.unpack(config.reset))
+        self.inject = Signal(INJECT)
+        self.retry_limit = Signal(16, init=REGISTERS["RETRY_LIMIT"].reset)
+        self.lfsr = Signal(32, init=1)
+        self.perr_total = Signal(32)
+        self.buf_ptr = Signal(21)
+        self.push_refused = Signal()
+        self.buf_refused = Signal()
+        self.config_refused = Signal()
+
+        self.state = Signal(_State)
+        self.busy = self.state != _State.IDLE
+        self.req_in_end = Signal()
         # Queued or running: the register path to the buffer is closed.
-        engaged = busy | (queue.level != 0)
-        m.d.comb += ctl.event.eq(results.r_rdy)
+        self.engaged = self.busy | (queue.level != 0)
 
-        m.d.sync += lfsr.eq(lfsr_step(lfsr))
+        # The command being executed.
+        self.cur = Signal(COMMAND)
+        self.from_prio = Signal()
+        self.res = Signal(RESULT)
+        self.cur_status = Signal(Status)
+        self.is_read = Signal()
+        self.is_dac = Signal()
+        self.idx = Signal(20)            # DWORDs done
+        self.remaining = Signal(20)
+        self.xfer_addr = Signal(64)      # this transaction's address (idx is fixed until its data)
+        self.retry_run = Signal(16)
+        self.fill_left = Signal(20)
+        self.backoff = Signal(9)
+        self.latency_done = Signal()
+        self.oneshot_irdy_drop = Signal()
+        self.oneshot_irdy_idle = Signal()
+        self.oneshot_frame_after_stop = Signal()
+        self.reassert_done = Signal()        # (c) happens once per command; (b) likewise
+        self.oneshot_frame_no_irdy = Signal()
 
-        writing = ctl.w_en
-        buf_data_w = Signal()
-        buf_data_r = Signal()
+        # The transaction under way.
+        self.xfer_phases = Signal(16)    # data phases moved in this transaction
+        self.is64 = Signal()             # REQ64# asked in this transaction
+        self.clk = Signal(8)             # clock of the transaction, address phase = 1 (saturates)
+        self.devsel_seen = Signal()
+        self.ack64_seen = Signal()
+        self.frame_on = Signal()
+        self.irdy_on = Signal()
+        self.wait_cnt = Signal(5)
+        self.wait_seen = Signal()        # the current IRDY# phase has seen a clock without TRDY#/STOP#
+        self.stop_seen = Signal()
+        self.term_stop = Signal(Termination)  # classification at the first STOP#
+        self.lt_stop = Signal()          # Latency Timer expired while GNT# was removed
+        self.lt_ended = Signal()
+        self.xfer_term = Signal(Termination)
+
+        # Read data parity check.
+        self.chk_pending = Signal()
+        self.chk_ad = Signal(32)
+        self.chk_cbe = Signal(4)
+        self.chk64 = Signal()
+        self.chk_ad_hi = Signal(32)
+        self.chk_cbe_hi = Signal(4)
+        self.perr_cmd = Signal(8)
+
+        # The data phase: how this clock ends it.
+        self.idx_next = Signal(20)
+        self.buf_dw = Signal(21)
+        self.completes = Signal()
+        self.moved = Signal(2)
+        self.stop_valid = Signal()
+        self.term_now = Signal(Termination)
+        self.m_abort = Signal()
+        self.abandon = Signal()   # (b): FRAME# goes in this clock while IRDY# is deasserted
+
+        cur = self.cur
         m.d.comb += [
-            buf_data_w.eq(writing & (ctl.addr == Reg.BUF_DATA)),
-            buf_data_r.eq(ctl.r_en & (ctl.addr == Reg.BUF_DATA)),
+            self.remaining.eq(cur.length - self.idx),
+            self.xfer_addr.eq(cur.addr + (self.idx << 2)),
+            self.is_read.eq(~cur.code[0]),
+            self.is_dac.eq((self.xfer_addr[32:] != 0) | self.inject.dac_low),
         ]
-        with m.If(writing):
-            with m.Switch(ctl.addr):
-                with m.Case(Reg.STATUS):
-                    with m.If(ctl.w_data[8]):
-                        m.d.sync += push_refused.eq(0)
-                    with m.If(ctl.w_data[9]):
-                        m.d.sync += buf_refused.eq(0)
-                    with m.If(ctl.w_data[10]):
-                        m.d.sync += config_refused.eq(0)
-                with m.Case(Reg.CONFIG):
-                    new_config = CONFIG(ctl.w_data[:CONFIG.size])
-                    line = new_config.cache_line
-                    with m.If((line & (line - 1)) != 0):
-                        m.d.sync += config_refused.eq(1)
-                    with m.Else():
-                        m.d.sync += config.eq(new_config)
-                with m.Case(Reg.SEED):
-                    m.d.sync += lfsr.eq(Mux(ctl.w_data == 0, 1, ctl.w_data))
-                with m.Case(Reg.RETRY_LIMIT):
-                    m.d.sync += retry_limit.eq(ctl.w_data)
-                with m.Case(Reg.INJECT):
-                    m.d.sync += inject.as_value().eq(ctl.w_data)
-                with m.Case(Reg.BUF_ADDR):
-                    m.d.sync += buf_ptr.eq(ctl.w_data)
-                for word in range(COMMAND.size // 32):
-                    with m.Case(Reg.CMD + word):
-                        m.d.sync += staging.as_value()[32 * word:32 * word + 32].eq(ctl.w_data)
-                with m.Case(Reg.PUSH):
-                    with m.If(queue.w_rdy):
-                        m.d.comb += queue.w_en.eq(1)
-                    with m.Else():
-                        m.d.sync += push_refused.eq(1)
-                with m.Case(Reg.POP):
-                    m.d.comb += results.r_en.eq(1)
-        m.d.comb += queue.w_data.eq(staging.as_value())
 
-        # Buffer access through registers, only while no command runs (the engine owns
-        # both RAM ports while it works).
-        with m.If((buf_data_w | buf_data_r) & engaged):
-            m.d.sync += buf_refused.eq(1)
-        with m.Elif(buf_data_w | buf_data_r):
-            m.d.sync += buf_ptr.eq(buf_ptr + 1)
-        slow_lane = buf_ptr[0] if wide else Const(0)
-        slow_rdata = Mux(slow_lane, buffer.r_data[32:], buffer.r_data[:32]) if wide else buffer.r_data
-
-        read_mux = Signal(32)
-        with m.Switch(ctl.addr):
-            with m.Case(Reg.ID):
-                m.d.comb += read_mux.eq(ID_VALUE)
-            with m.Case(Reg.STATUS):
-                m.d.comb += read_mux.eq(Cat(engaged, results.r_rdy, ~queue.w_rdy, Const(0, 5),
-                                            push_refused, buf_refused, config_refused))
-            with m.Case(Reg.CONFIG):
-                m.d.comb += read_mux.eq(config.as_value())
-            with m.Case(Reg.SEED):
-                m.d.comb += read_mux.eq(lfsr)
-            with m.Case(Reg.RETRY_LIMIT):
-                m.d.comb += read_mux.eq(retry_limit)
-            with m.Case(Reg.INJECT):
-                m.d.comb += read_mux.eq(inject.as_value())
-            with m.Case(Reg.PERR_COUNT):
-                m.d.comb += read_mux.eq(perr_total)
-            with m.Case(Reg.BUF_ADDR):
-                m.d.comb += read_mux.eq(buf_ptr)
-            with m.Case(Reg.BUF_DATA):
-                m.d.comb += read_mux.eq(Mux(engaged, 0xFFFF_FFFF, slow_rdata))
-            for word in range(COMMAND.size // 32):
-                with m.Case(Reg.CMD + word):
-                    m.d.comb += read_mux.eq(staging.as_value()[32 * word:32 * word + 32])
-            for word in range(RESULT.size // 32):
-                with m.Case(Reg.RESULT + word):
-                    m.d.comb += read_mux.eq(Mux(results.r_rdy, results.r_data[32 * word:32 * word + 32], 0))
-        m.d.sync += ctl.r_data.eq(read_mux)
-
-        # ---- the command being executed ----------------------------------------------
-        cur = Signal(COMMAND)
-        from_prio = Signal()
-        res = Signal(RESULT)
-        is_read = Signal()
-        is_dac = Signal()
-
-        idx = Signal(20)            # DWORDs done
-        xfer_phases = Signal(16)    # data phases moved in this transaction
-        is64 = Signal()             # REQ64# asked in this transaction
-        clk = Signal(8)             # clock of the transaction, address phase = 1 (saturates)
-        devsel_seen = Signal()
-        ack64_seen = Signal()
-        frame_on = Signal()
-        irdy_on = Signal()
-        wait_cnt = Signal(5)
-        wait_seen = Signal()        # the current IRDY# phase has seen a clock without TRDY#/STOP#
-        stop_seen = Signal()
-        term_stop = Signal(Termination)  # classification at the first STOP#
-        lt_stop = Signal()          # Latency Timer expired while GNT# was removed
-        lt_ended = Signal()
-        retry_run = Signal(16)
-        fill_left = Signal(20)
-        backoff = Signal(9)
-        latency_done = Signal()
-        oneshot_irdy_drop = Signal()
-        oneshot_irdy_idle = Signal()
-        oneshot_frame_after_stop = Signal()
-        cur_status = Signal(Status)
-
-        remaining = Signal(20)
-        m.d.comb += remaining.eq(cur.length - idx)
-        xfer_addr = Signal(64)   # this transaction's address (idx is fixed until its data)
-        m.d.comb += xfer_addr.eq(cur.addr + (idx << 2))
-        m.d.comb += [is_read.eq(~cur.code[0]), is_dac.eq((xfer_addr[32:] != 0) | inject.dac_low)]
-
-        # ---- buffer addressing -------------------------------------------------------
-        # The read port is addressed with the DWORD index the next clock will use, so the
-        # registered RAM output holds the current DWORD's write data.
-        idx_next = Signal(20)
-        m.d.comb += idx_next.eq(idx)
-        buf_dw = Signal(21)
-        buf_dw_next = Signal(21)
-        m.d.comb += [buf_dw.eq(cur.buf_off + idx), buf_dw_next.eq(cur.buf_off + idx_next)]
-        # Register path: the RAM must already be addressed with the DWORD a BUF_DATA read
-        # returns, i.e. with the new BUF_ADDR while it is written and the next DWORD while
-        # one is read.
-        slow_next = Mux(writing & (ctl.addr == Reg.BUF_ADDR), ctl.w_data, buf_ptr + buf_data_r)
-        m.d.comb += buffer.r_addr.eq(Mux(busy, buf_dw_next, slow_next) >> lane_bits)
-        with m.If(~engaged & buf_data_w):
-            m.d.comb += buffer.w_addr.eq(buf_ptr >> lane_bits)
-            if wide:
-                m.d.comb += [buffer.w_data.eq(Cat(ctl.w_data, ctl.w_data)),
-                             buffer.w_en.eq(Mux(buf_ptr[0], 0xF0, 0x0F))]
-            else:
-                m.d.comb += [buffer.w_data.eq(ctl.w_data), buffer.w_en.eq(0xF)]
-
-        lane = buf_dw[0] if wide else Const(0)
-        ram_lo = buffer.r_data[:32]
-        ram_hi = buffer.r_data[32:] if wide else buffer.r_data
-        data_lo = Mux(cur.imm, cur.imm_data, Mux(lane, ram_hi, ram_lo))
-        data_hi = Mux(cur.imm, cur.imm_data, ram_hi)
-
-        def be_of(i):
-            return Mux(i == 0, cur.be_first, Mux(i == cur.length - 1, cur.be_last, cur.be_mid))
-
-        # ---- outputs (registers only) --------------------------------------------------
-        in_addr = _is(state, _State.ADDR, _State.ADDR2)
-        in_data = state == _State.DATA
+        # States the bus outputs follow.
+        self.in_addr = _is(self.state, _State.ADDR, _State.ADDR2)
+        self.in_data = self.state == _State.DATA
         # FRAME#, REQ64# and C/BE# are this agent's from the address phase through the last
         # data phase. The clock after it (END) is the idle clock, their turnaround: another
         # master that sampled the bus idle there starts in the clock after, so nothing of
         # this agent may still be driven in it but IRDY# (driven deasserted) and PAR.
-        owning = in_addr | in_data
-        data_cycle = in_data & irdy_on
-        mid_phase_wait = data_cycle & wait_seen
-        # (b) the phase about to start is the last one, estimated from registers.
-        pending_last = (remaining <= Mux(is64 & ack64_seen, 2, 1)) | \
-                       ((cur.burst != 0) & (xfer_phases + 1 >= cur.burst)) | lt_stop
+        self.owning = self.in_addr | self.in_data
+        self.data_cycle = self.in_data & self.irdy_on
+        self.mid_phase_wait = self.data_cycle & self.wait_seen
+        self.frame_out = Signal()
+        self.irdy_out = Signal()
+        self.parked = Signal()
+        self.parking = self.parked & ~self.owning
 
-        # (c) happens once per command; (b) likewise.
-        reassert_done = Signal()
-        oneshot_frame_no_irdy = Signal()
-        abandon = Signal()   # (b): FRAME# goes in this clock while IRDY# is deasserted
-        m.d.comb += abandon.eq(inject.frame_no_irdy & frame_on & pending_last
-                               & ~oneshot_frame_no_irdy)
+        # What the target answers, as sampled in this clock.
+        bus = self.bus
+        self.trdy, self.stop, self.devsel = bus.trdy.i, bus.stop.i, bus.devsel.i
+        ack64_in = bus.ack64.i if self.wide else Const(0)
+        self.bus_idle = ~bus.frame.i & ~bus.irdy.i
+        self.devsel_now = self.devsel_seen | self.devsel
+        self.ack64_now = Mux(self.devsel_seen, self.ack64_seen, self.devsel & ack64_in)
+        self.lt_stop_now = self.lt_stop | ((self.clk > self.config.lat_timer) & ~bus.gnt.i)
+
+    # ---- control port ------------------------------------------------------------------
+
+    def control_port(self):
+        """The registers of :data:`REGISTERS`: writes (the command queue's PUSH, the
+        result FIFO's POP among them), the buffer's register path and the read mux."""
+        m, ctl, queue, results = self.m, self.ctl, self.queue, self.results
+        m.d.comb += ctl.event.eq(results.r_rdy)
+        m.d.sync += self.lfsr.eq(lfsr_step(self.lfsr))
+
+        with m.If(ctl.w_en):
+            with m.Switch(ctl.addr):
+                with m.Case(Reg.STATUS):
+                    for flag in ("push_refused", "buf_refused", "config_refused"):
+                        with m.If(_STATUS.field(flag).get(ctl.w_data)):
+                            m.d.sync += getattr(self, flag).eq(0)
+                with m.Case(Reg.CONFIG):
+                    new_config = CONFIG(ctl.w_data[:CONFIG.size])
+                    line = new_config.cache_line
+                    with m.If((line & (line - 1)) != 0):
+                        m.d.sync += self.config_refused.eq(1)
+                    with m.Else():
+                        m.d.sync += self.config.eq(new_config)
+                with m.Case(Reg.SEED):
+                    m.d.sync += self.lfsr.eq(Mux(ctl.w_data == 0, 1, ctl.w_data))
+                with m.Case(Reg.RETRY_LIMIT):
+                    m.d.sync += self.retry_limit.eq(ctl.w_data)
+                with m.Case(Reg.INJECT):
+                    m.d.sync += self.inject.as_value().eq(ctl.w_data)
+                with m.Case(Reg.BUF_ADDR):
+                    m.d.sync += self.buf_ptr.eq(ctl.w_data)
+                for index, word in REGISTERS["CMD"].slices(self.staging).items():
+                    with m.Case(index):
+                        m.d.sync += word.eq(ctl.w_data)
+                with m.Case(Reg.PUSH):
+                    with m.If(queue.w_rdy):
+                        m.d.comb += queue.w_en.eq(1)
+                    with m.Else():
+                        m.d.sync += self.push_refused.eq(1)
+                with m.Case(Reg.POP):
+                    m.d.comb += results.r_en.eq(1)
+        m.d.comb += queue.w_data.eq(self.staging.as_value())
+
+        # Buffer access through registers, only while no command runs (the engine owns
+        # both RAM ports while it works).
+        buf_access = written(ctl, Reg.BUF_DATA) | (ctl.r_en & (ctl.addr == Reg.BUF_DATA))
+        with m.If(buf_access & self.engaged):
+            m.d.sync += self.buf_refused.eq(1)
+        with m.Elif(buf_access):
+            m.d.sync += self.buf_ptr.eq(self.buf_ptr + 1)
+        buffer = self.buffer
+        if self.wide:
+            buf_word = Mux(self.buf_ptr[0], buffer.r_data[32:], buffer.r_data[:32])
+        else:
+            buf_word = buffer.r_data
+
+        status = Signal(_STATUS.layout)
+        m.d.comb += [
+            status.busy.eq(self.engaged), status.result.eq(results.r_rdy),
+            status.queue_full.eq(~queue.w_rdy), status.push_refused.eq(self.push_refused),
+            status.buf_refused.eq(self.buf_refused),
+            status.config_refused.eq(self.config_refused),
+        ]
+        readable = {
+            Reg.ID: ID_VALUE,
+            Reg.STATUS: status.as_value(),
+            Reg.CONFIG: self.config.as_value(),
+            Reg.SEED: self.lfsr,
+            Reg.RETRY_LIMIT: self.retry_limit,
+            Reg.INJECT: self.inject.as_value(),
+            Reg.PERR_COUNT: self.perr_total,
+            Reg.BUF_ADDR: self.buf_ptr,
+            Reg.BUF_DATA: Mux(self.engaged, 0xFFFF_FFFF, buf_word),
+            **REGISTERS["CMD"].slices(self.staging),
+            **REGISTERS["RESULT"].slices(Mux(results.r_rdy, results.r_data, 0)),
+        }
+        register_reads(m, ctl, readable)
+
+    # ---- buffer ------------------------------------------------------------------------
+
+    def buffer_port(self):
+        """Address the buffer: for the engine, or for the register path while idle.
+
+        The read port is addressed with the DWORD index the next clock will use, so the
+        registered RAM output holds the current DWORD's write data."""
+        m, ctl, buffer, cur = self.m, self.ctl, self.buffer, self.cur
+        m.d.comb += self.idx_next.eq(self.idx)
+        buf_dw_next = Signal(21)
+        m.d.comb += [self.buf_dw.eq(cur.buf_off + self.idx),
+                     buf_dw_next.eq(cur.buf_off + self.idx_next)]
+        # Register path: the RAM must already be addressed with the DWORD a BUF_DATA read
+        # returns, i.e. with the new BUF_ADDR while it is written and the next DWORD while
+        # one is read.
+        buf_data_r = ctl.r_en & (ctl.addr == Reg.BUF_DATA)
+        slow_next = Mux(written(ctl, Reg.BUF_ADDR), ctl.w_data, self.buf_ptr + buf_data_r)
+        m.d.comb += buffer.r_addr.eq(Mux(self.busy, buf_dw_next, slow_next) >> self.lane_bits)
+        with m.If(~self.engaged & written(ctl, Reg.BUF_DATA)):
+            m.d.comb += buffer.w_addr.eq(self.buf_ptr >> self.lane_bits)
+            if self.wide:
+                m.d.comb += [buffer.w_data.eq(Cat(ctl.w_data, ctl.w_data)),
+                             buffer.w_en.eq(Mux(self.buf_ptr[0], 0xF0, 0x0F))]
+            else:
+                m.d.comb += [buffer.w_data.eq(ctl.w_data), buffer.w_en.eq(0xF)]
+
+        self.lane = self.buf_dw[0] if self.wide else Const(0)
+        ram_lo = buffer.r_data[:32]
+        ram_hi = buffer.r_data[32:] if self.wide else buffer.r_data
+        self.data_lo = Mux(cur.imm, cur.imm_data, Mux(self.lane, ram_hi, ram_lo))
+        self.data_hi = Mux(cur.imm, cur.imm_data, ram_hi)
+
+    def be_of(self, i):
+        """C/BE# of the command's DWORD ``i``."""
+        cur = self.cur
+        return Mux(i == 0, cur.be_first, Mux(i == cur.length - 1, cur.be_last, cur.be_mid))
+
+    def write_buffer(self, data_lo, data_hi=None):
+        """Write the buffer at the current DWORD in this clock: ``data_lo`` there, and
+        ``data_hi`` in the next when given (a 64-bit data phase)."""
+        m, buffer = self.m, self.buffer
+        m.d.comb += buffer.w_addr.eq(self.buf_dw >> self.lane_bits)
+        if not self.wide:
+            m.d.comb += [buffer.w_data.eq(data_lo), buffer.w_en.eq(0xF)]
+        elif data_hi is not None:
+            m.d.comb += [buffer.w_data.eq(Cat(data_lo, data_hi)), buffer.w_en.eq(0xFF)]
+        else:
+            m.d.comb += [buffer.w_data.eq(Cat(data_lo, data_lo)),
+                         buffer.w_en.eq(Mux(self.lane, 0xF0, 0x0F))]
+
+    # ---- bus outputs (registers only) --------------------------------------------------
+
+    def frame_irdy_req(self):
+        """FRAME#, IRDY#, REQ# and their enables."""
+        m, bus, inject, cur = self.m, self.bus, self.inject, self.cur
+        state, frame_on, irdy_on = self.state, self.frame_on, self.irdy_on
+        # (b) the phase about to start is the last one, estimated from registers.
+        pending_last = (self.remaining <= Mux(self.is64 & self.ack64_seen, 2, 1)) | \
+                       ((cur.burst != 0) & (self.xfer_phases + 1 >= cur.burst)) | self.lt_stop
+
+        m.d.comb += self.abandon.eq(inject.frame_no_irdy & frame_on & pending_last
+                                    & ~self.oneshot_frame_no_irdy)
         with m.If(state == _State.IDLE):
-            m.d.sync += [reassert_done.eq(0), oneshot_frame_no_irdy.eq(0)]
-        frame_out = Signal()
-        with m.If(in_addr):
-            m.d.comb += frame_out.eq(1)
-        with m.Elif(in_data):
+            m.d.sync += [self.reassert_done.eq(0), self.oneshot_frame_no_irdy.eq(0)]
+        with m.If(self.in_addr):
+            m.d.comb += self.frame_out.eq(1)
+        with m.Elif(self.in_data):
             with m.If(irdy_on):
-                m.d.comb += frame_out.eq(frame_on)
+                m.d.comb += self.frame_out.eq(frame_on)
             with m.Else():
-                m.d.comb += frame_out.eq(frame_on & ~abandon)
+                m.d.comb += self.frame_out.eq(frame_on & ~self.abandon)
         # Every path into END leaves DATA in a clock with FRAME# deasserted (the last data
         # phase, a master abort's last clock, or (b)'s abandon), so FRAME# is always driven
         # deasserted for at least one clock before it is released.
-        irdy_out = Signal()
-        m.d.comb += irdy_out.eq(data_cycle | (state == _State.JUNK)
-                                | (in_addr & inject.irdy_in_addr))
+        m.d.comb += self.irdy_out.eq(self.data_cycle | (state == _State.JUNK)
+                                     | (self.in_addr & inject.irdy_in_addr))
         # IRDY# asserted by this agent in the previous clock: driven deasserted now
         # (sustained tri-state), whatever the state (END, JUNK_END, or an address phase
         # after (q)'s).
         irdy_was = Signal()
-        m.d.sync += irdy_was.eq(irdy_out)
+        m.d.sync += irdy_was.eq(self.irdy_out)
         m.d.comb += [
-            bus.frame.o.eq(frame_out),
-            bus.frame.oe.eq(owning),
-            bus.irdy.o.eq(irdy_out),
+            bus.frame.o.eq(self.frame_out),
+            bus.frame.oe.eq(self.owning),
+            bus.irdy.o.eq(self.irdy_out),
             # Not in the (first) address phase: it is IRDY#'s turnaround clock, in which the
             # previous owner may still drive it deasserted (PCI LB 3.0 §3.3.1).
-            bus.irdy.oe.eq((state == _State.ADDR2) | in_data | irdy_out | irdy_was),
+            bus.irdy.oe.eq((state == _State.ADDR2) | self.in_data | self.irdy_out | irdy_was),
             bus.req.o.eq(_is(state, _State.ARB, _State.JUNK, _State.JUNK_END,
-                                        _State.ADDR, _State.ADDR2, _State.DATA) | req_in_end),
+                             _State.ADDR, _State.ADDR2, _State.DATA) | self.req_in_end),
             # Every PCI output floats while RST# is asserted (PCI LB 3.0 §4.3.2).
             bus.req.oe.eq(~bus.rst.i),
         ]
 
+    def address_data_lines(self):
+        """AD, C/BE# (and their 64-bit extension, REQ64#) in the address and data phases,
+        and parked."""
+        m, bus, inject, cur = self.m, self.bus, self.inject, self.cur
+        state, is_dac, xfer_addr = self.state, self.is_dac, self.xfer_addr
         # Bus parking (PCI LB 3.0 §3.4.3). ``parked`` is loaded at the edge that ends clock
         # K from what clock K showed: GNT# asserted with FRAME# and IRDY# deasserted. So
         #   clock K:     GNT# asserted, bus idle (sampled at the edge ending K);
@@ -523,76 +606,79 @@ class BehaviouralInitiator(wiring.Component):
         # driver). After this agent's own last data phase the bus is not idle in that
         # clock (IRDY# asserted), so the idle clock after it stays the turnaround and the
         # parking begins a clock later. Reset holds ``parked`` at 0.
-        parked = Signal()
-        m.d.sync += parked.eq(bus.gnt.i & ~bus.frame.i & ~bus.irdy.i & ~inject.park_float)
-        parking = parked & ~owning
+        m.d.sync += self.parked.eq(bus.gnt.i & ~bus.frame.i & ~bus.irdy.i & ~inject.park_float)
 
-        dac_phase = ((state == _State.ADDR) & is_dac) | ((state == _State.ADDR2) & inject.dac_twice)
+        dac_phase = (((state == _State.ADDR) & is_dac)
+                     | ((state == _State.ADDR2) & inject.dac_twice))
         addr_cmd = Mux(dac_phase, Command.DUAL_ADDRESS.value, cur.code)
         addr_ad = Mux((state == _State.ADDR2), xfer_addr[32:], xfer_addr[:32])
-        with m.If(in_addr):
+        with m.If(self.in_addr):
             m.d.comb += [bus.ad.o.eq(addr_ad), bus.ad.oe.eq(1),
                          bus.cbe.o.eq(addr_cmd), bus.cbe.oe.eq(1)]
-        with m.Elif(in_data):
+        with m.Elif(self.in_data):
             m.d.comb += [
-                bus.ad.o.eq(data_lo ^ (inject.wdata_change & mid_phase_wait)),
-                bus.ad.oe.eq(~is_read),
-                bus.cbe.o.eq(be_of(idx) ^ (inject.be_change & mid_phase_wait)),
+                bus.ad.o.eq(self.data_lo ^ (inject.wdata_change & self.mid_phase_wait)),
+                bus.ad.oe.eq(~self.is_read),
+                bus.cbe.o.eq(self.be_of(self.idx) ^ (inject.be_change & self.mid_phase_wait)),
                 bus.cbe.oe.eq(1),
             ]
-        with m.Elif(parking):
+        with m.Elif(self.parking):
             # Any stable value will do; zero (with PAR 0) is told apart from a floating
             # bus (all ones, PAR 1) at a glance.
             m.d.comb += [bus.ad.o.eq(0), bus.ad.oe.eq(1), bus.cbe.o.eq(0), bus.cbe.oe.eq(1)]
-        if wide:
+        if self.wide:
+            is64 = self.is64
             m.d.comb += [
-                bus.req64.o.eq(is64 & Mux(inject.req64_mismatch, state == _State.ADDR, frame_out)),
-                bus.req64.oe.eq(owning),
+                bus.req64.o.eq(is64 & Mux(inject.req64_mismatch, state == _State.ADDR,
+                                          self.frame_out)),
+                bus.req64.oe.eq(self.owning),
             ]
-            with m.If(in_addr & is64):
+            with m.If(self.in_addr & is64):
                 m.d.comb += [bus.ad_hi.o.eq(Mux(is_dac, xfer_addr[32:], 0)), bus.ad_hi.oe.eq(1),
                              bus.cbe_hi.o.eq(Mux(is_dac, cur.code, 0)), bus.cbe_hi.oe.eq(1)]
-            with m.Elif(in_data & is64):
+            with m.Elif(self.in_data & is64):
+                idx = self.idx
                 m.d.comb += [
-                    bus.ad_hi.o.eq(data_hi), bus.ad_hi.oe.eq(~is_read),
-                    bus.cbe_hi.o.eq(Mux(idx + 1 < cur.length, be_of(idx + 1), 0xF)),
+                    bus.ad_hi.o.eq(self.data_hi), bus.ad_hi.oe.eq(~self.is_read),
+                    bus.cbe_hi.o.eq(Mux(idx + 1 < cur.length, self.be_of(idx + 1), 0xF)),
                     bus.cbe_hi.oe.eq(1),
                 ]
 
-        # PAR (PAR64) one clock after the AD value it covers, by whoever drove that AD: this
-        # agent drives it exactly in the clocks after those in which it drove AD ((x): not
-        # after a clock in which it drove AD only because it was parked).
-        par_bad = ((in_addr & inject.addr_parity)
-                   | (data_cycle & ~is_read & inject.wdata_parity)
-                   | (data_cycle & ~is_read & ~bus.trdy.i & inject.wdata_parity_wait))
+    def parity_outputs(self):
+        """PAR (PAR64) one clock after the AD value it covers, by whoever drove that AD:
+        this agent drives it exactly in the clocks after those in which it drove AD ((x):
+        not after a clock in which it drove AD only because it was parked)."""
+        m, bus, inject = self.m, self.bus, self.inject
+        writing_data = self.data_cycle & ~self.is_read
+        par_bad = ((self.in_addr & inject.addr_parity)
+                   | (writing_data & inject.wdata_parity)
+                   | (writing_data & ~bus.trdy.i & inject.wdata_parity_wait))
         m.d.sync += [
             bus.par.o.eq(parity_of(bus.ad.o, bus.cbe.o) ^ par_bad),
-            bus.par.oe.eq(bus.ad.oe & ~(parking & inject.park_no_par)),
+            bus.par.oe.eq(bus.ad.oe & ~(self.parking & inject.park_no_par)),
         ]
-        if wide:
-            par64_bad = data_cycle & ~is_read & inject.wdata_parity64
+        if self.wide:
+            par64_bad = writing_data & inject.wdata_parity64
             m.d.sync += [
                 bus.par64.o.eq(parity_of(bus.ad_hi.o, bus.cbe_hi.o) ^ par64_bad),
                 bus.par64.oe.eq(bus.ad_hi.oe),
             ]
 
-        # ---- read data parity check and PERR# -----------------------------------------
-        chk_pending = Signal()
-        chk_ad = Signal(32)
-        chk_cbe = Signal(4)
-        chk64 = Signal()
-        chk_ad_hi = Signal(32)
-        chk_cbe_hi = Signal(4)
+    def read_parity_check(self):
+        """Check PAR (PAR64) of read data one clock after each read data phase; count the
+        errors and answer them with PERR# when enabled (and (o): at the wrong time)."""
+        m, bus, inject, state = self.m, self.bus, self.inject, self.state
         perr_stage = Signal(2)   # 1: PERR# asserted, 2: PERR# driven deasserted
-        perr_cmd = Signal(8)
         parity_error = Signal()
-        chk_bad = parity_of(chk_ad, chk_cbe) != bus.par.i
-        if wide:
-            chk_bad = chk_bad | (chk64 & (parity_of(chk_ad_hi, chk_cbe_hi) != bus.par64.i))
-        m.d.comb += parity_error.eq(chk_pending & chk_bad)
-        m.d.sync += chk_pending.eq(0)
+        chk_bad = parity_of(self.chk_ad, self.chk_cbe) != bus.par.i
+        if self.wide:
+            chk_bad = chk_bad | (self.chk64
+                                 & (parity_of(self.chk_ad_hi, self.chk_cbe_hi) != bus.par64.i))
+        m.d.comb += parity_error.eq(self.chk_pending & chk_bad)
+        m.d.sync += self.chk_pending.eq(0)
         with m.If(parity_error):
-            m.d.sync += [perr_total.eq(perr_total + 1), perr_cmd.eq(perr_cmd + 1)]
+            m.d.sync += [self.perr_total.eq(self.perr_total + 1),
+                         self.perr_cmd.eq(self.perr_cmd + 1)]
         perr_trigger = Signal()
         with m.If(perr_trigger):
             m.d.sync += perr_stage.eq(1)
@@ -601,324 +687,359 @@ class BehaviouralInitiator(wiring.Component):
         with m.Elif(perr_stage == 2):
             m.d.sync += perr_stage.eq(0)
         m.d.comb += [
-            perr_trigger.eq((parity_error & config.perr_enable) |
-                            ((state == _State.ADDR) & ~is_dac & inject.perr_wrong) |
+            perr_trigger.eq((parity_error & self.config.perr_enable) |
+                            ((state == _State.ADDR) & ~self.is_dac & inject.perr_wrong) |
                             ((state == _State.ADDR2) & inject.perr_wrong)),
             bus.perr.o.eq(perr_stage == 1),
             bus.perr.oe.eq(perr_stage != 0),
         ]
 
-        # ---- the sequencer -------------------------------------------------------------
-        trdy, stop, devsel = bus.trdy.i, bus.stop.i, bus.devsel.i
-        ack64_in = bus.ack64.i if wide else Const(0)
-        bus_idle = ~bus.frame.i & ~bus.irdy.i
-        devsel_now = devsel_seen | devsel
-        ack64_now = Mux(devsel_seen, ack64_seen, devsel & ack64_in)
-        abort_clock = Mux(inject.early_abort, 3, _ABORT_CLOCK) + is_dac
-        lt_stop_now = lt_stop | ((clk > config.lat_timer) & ~bus.gnt.i)
-        burst_hit = lambda phases: (cur.burst != 0) & (phases + 1 >= cur.burst)
+    # ---- the sequencer -----------------------------------------------------------------
 
-        def ends_here(rem):
-            return rem <= Mux(is64 & ack64_now, 2, 1)
-
-        def undecided(rem, phases):
-            # 64-bit, two DWORDs left: one phase or two depends on ACK64#, not seen yet.
-            return is64 & ~devsel_now & (rem == 2) & ~burst_hit(phases) & ~lt_stop_now
-
-        m.d.sync += clk.eq(Mux(clk == 0xFF, clk, clk + 1))
-        with m.If(state != _State.IDLE):
+    def sequencer(self):
+        """Take commands, run their transactions, report their results (:class:`_State`)."""
+        m, res = self.m, self.res
+        m.d.sync += self.clk.eq(Mux(self.clk == 0xFF, self.clk, self.clk + 1))
+        with m.If(self.state != _State.IDLE):
             m.d.sync += res.clocks.eq(res.clocks + 1)
+        self.data_phase_outcome()
 
-        line_mask = Mux(config.cache_line == 0, 0, config.cache_line - 1)
-        is_mwi = cur.code == Command.MEM_WRITE_INVALIDATE
+        with m.Switch(self.state):
+            with m.Case(_State.IDLE):
+                self.take_command()
+            with m.Case(_State.CHECK):
+                self.check_command()
+            with m.Case(_State.ARB):
+                self.start_if_granted()
+            with m.Case(_State.JUNK):
+                self.goto(_State.JUNK_END)
+            with m.Case(_State.JUNK_END):
+                self.goto(_State.ARB)
+            with m.Case(_State.ADDR):
+                with m.If(self.is_dac):
+                    self.goto(_State.ADDR2)
+                with m.Else():
+                    self.enter_data()
+            with m.Case(_State.ADDR2):
+                self.enter_data()
+            with m.Case(_State.DATA):
+                self.data_phase_bookkeeping()
+                self.data_phase_control()
+            with m.Case(_State.END):
+                self.end_transaction()
+            with m.Case(_State.BACKOFF):
+                with m.If(self.backoff == 0):
+                    self.goto(_State.ARB)
+                with m.Else():
+                    m.d.sync += self.backoff.eq(self.backoff - 1)
+            with m.Case(_State.FILL):
+                # Write all ones for the DWORDs an aborted read did not return.
+                self.write_buffer(Const(0xFFFF_FFFF, 32))
+                m.d.sync += [self.idx.eq(self.idx + 1), self.fill_left.eq(self.fill_left - 1)]
+                with m.If(self.fill_left == 1):
+                    self.goto(_State.REPORT)
+            with m.Case(_State.REPORT):
+                self.report()
 
-        def start_phase(rem, phases, at):
-            # Decided as IRDY# is asserted: FRAME# may not change again until it completes.
-            # Memory Write and Invalidate only gives way to the Latency Timer at the end of
-            # a cache line (the phase starting at DWORD ``at`` ends one).
-            dw = Mux(is64 & ack64_now, 2, 1)
-            line_end = (((cur.addr >> 2) + at + dw) & line_mask) == 0
-            lt_end = lt_stop_now & (~is_mwi | line_end)
-            m.d.sync += [irdy_on.eq(1), wait_seen.eq(0),
-                         frame_on.eq(~(ends_here(rem) | burst_hit(phases) | lt_end)),
-                         lt_ended.eq(lt_end & ~ends_here(rem) & ~burst_hit(phases))]
+    def goto(self, target):
+        self.m.d.sync += self.state.eq(target)
 
-        def draw_wait(base):
-            return base + (lfsr[:4] & cur.wait_rand)
-
-        def finish(status):
-            m.d.sync += cur_status.eq(status)
-            with m.If(is_read & (status != Status.OK.value) & (idx < cur.length)):
-                m.d.sync += [fill_left.eq(cur.length - idx), res.last_data.eq(0xFFFF_FFFF)]
-                goto(_State.FILL)
-            with m.Else():
-                goto(_State.REPORT)
-
-        def goto(target):
-            m.d.sync += state.eq(target)
-
-        completes = Signal()
-        moved = Signal(2)
-        stop_valid = Signal()
-        term_now = Signal(Termination)
-        xfer_term = Signal(Termination)
+    def data_phase_outcome(self):
+        """How this clock ends the data phase (if it does), and whether REQ# stays on
+        through the idle clock."""
+        m, cur = self.m, self.cur
+        trdy, stop, devsel = self.trdy, self.stop, self.devsel
+        abort_clock = Mux(self.inject.early_abort, 3, _ABORT_CLOCK) + self.is_dac
         # REQ# stays asserted through the idle clock when more transactions follow (a
         # retried master releases it: it backs off through BACKOFF).
-        m.d.comb += req_in_end.eq((state == _State.END) & (remaining != 0) &
-                                  (xfer_term != Termination.RETRY) & (cur.idle == 0))
-        m_abort = Signal()
+        m.d.comb += self.req_in_end.eq((self.state == _State.END) & (self.remaining != 0) &
+                                       (self.xfer_term != Termination.RETRY) & (cur.idle == 0))
         m.d.comb += [
-            completes.eq(in_data & irdy_on & trdy),
-            moved.eq(Mux(completes, Mux(is64 & ack64_now & (remaining >= 2), 2, 1), 0)),
+            self.completes.eq(self.in_data & self.irdy_on & trdy),
+            self.moved.eq(Mux(self.completes,
+                              Mux(self.is64 & self.ack64_now & (self.remaining >= 2), 2, 1), 0)),
             # A data phase completes with IRDY# and STOP# whether or not DEVSEL# was ever
             # asserted (PCI LB 3.0 §3.3.3.2.1): the master then ends the transaction as
             # for any STOP#, so FRAME# is not held after it. STOP# without DEVSEL# is a
             # target abort by its pins (a target that never claimed breaks a rule of its
             # own, which the master does not repeat).
-            stop_valid.eq(stop),
-            m_abort.eq(~devsel_now & (clk >= abort_clock)),
+            self.stop_valid.eq(stop),
+            self.m_abort.eq(~self.devsel_now & (self.clk >= abort_clock)),
         ]
         with m.If(stop & ~devsel):
-            m.d.comb += term_now.eq(Termination.TARGET_ABORT)
+            m.d.comb += self.term_now.eq(Termination.TARGET_ABORT)
         with m.Elif(trdy):
-            m.d.comb += term_now.eq(Termination.DISCONNECT_DATA)
-        with m.Elif(xfer_phases == 0):
-            m.d.comb += term_now.eq(Termination.RETRY)
+            m.d.comb += self.term_now.eq(Termination.DISCONNECT_DATA)
+        with m.Elif(self.xfer_phases == 0):
+            m.d.comb += self.term_now.eq(Termination.RETRY)
         with m.Else():
-            m.d.comb += term_now.eq(Termination.DISCONNECT_NODATA)
+            m.d.comb += self.term_now.eq(Termination.DISCONNECT_NODATA)
 
-        with m.Switch(state):
-            with m.Case(_State.IDLE):
-                m.d.sync += [res.as_value().eq(0), idx.eq(0), retry_run.eq(0),
-                             latency_done.eq(0), oneshot_irdy_drop.eq(0),
-                             oneshot_irdy_idle.eq(0), oneshot_frame_after_stop.eq(0),
-                             cur_status.eq(Status.OK)]
-                with m.If(self.prio.valid):
-                    m.d.comb += self.prio.ready.eq(1)
-                    m.d.sync += [cur.eq(self.prio.payload), from_prio.eq(1)]
-                    goto(_State.CHECK)
-                with m.Elif(queue.r_rdy):
-                    m.d.comb += queue.r_en.eq(1)
-                    m.d.sync += [cur.as_value().eq(queue.r_data), from_prio.eq(0)]
-                    goto(_State.CHECK)
+    def burst_hit(self, phases):
+        """The burst limit ends the transaction after data phase number ``phases``."""
+        return (self.cur.burst != 0) & (phases + 1 >= self.cur.burst)
 
-            with m.Case(_State.CHECK):
-                m.d.sync += perr_cmd.eq(0)
-                uses_buffer = is_read | ~cur.imm
-                bad = ((cur.length == 0) | (cur.code == Command.DUAL_ADDRESS) |
-                       (cur.req64 & (not wide)) |
-                       (uses_buffer & (cur.buf_off + cur.length > self.buffer_dwords)))
-                with m.If(bad):
-                    m.d.sync += cur_status.eq(Status.BAD_COMMAND)
-                    goto(_State.REPORT)
-                with m.Else():
-                    goto(_State.ARB)
+    def ends_here(self, rem):
+        """The data phase starting with ``rem`` DWORDs left is the command's last."""
+        return rem <= Mux(self.is64 & self.ack64_now, 2, 1)
 
-            # (t) the clock in which another master's final data phase completes: the bus
-            # is idle only from the next clock on.
-            final_done = ~bus.frame.i & bus.irdy.i & (bus.trdy.i | bus.stop.i)
+    def undecided(self, rem, phases):
+        """64-bit, two DWORDs left: one phase or two depends on ACK64#, not seen yet."""
+        return (self.is64 & ~self.devsel_now & (rem == 2) & ~self.burst_hit(phases)
+                & ~self.lt_stop_now)
 
-            def start_if_granted(otherwise=None):
-                """With GNT# sampled asserted on an idle bus, the address phase is the next
-                clock."""
-                free = bus_idle | (inject.busy_start & final_done)
-                with m.If((bus.gnt.i | inject.no_gnt) & free):
-                    with m.If(inject.irdy_idle & ~oneshot_irdy_idle):
-                        m.d.sync += oneshot_irdy_idle.eq(1)
-                        goto(_State.JUNK)
+    def draw_wait(self, base):
+        """IRDY# wait states: ``base`` plus the random part the command asks for."""
+        return base + (self.lfsr[:4] & self.cur.wait_rand)
+
+    def start_phase(self, rem, phases, at):
+        """Assert IRDY# for a data phase (``rem`` DWORDs left, ``phases`` done, starting at
+        DWORD ``at``), deciding whether it is the transaction's last.
+
+        Decided as IRDY# is asserted: FRAME# may not change again until it completes.
+        Memory Write and Invalidate only gives way to the Latency Timer at the end of a
+        cache line (the phase starting at DWORD ``at`` ends one)."""
+        cur, config = self.cur, self.config
+        line_mask = Mux(config.cache_line == 0, 0, config.cache_line - 1)
+        is_mwi = cur.code == Command.MEM_WRITE_INVALIDATE
+        dw = Mux(self.is64 & self.ack64_now, 2, 1)
+        line_end = (((cur.addr >> 2) + at + dw) & line_mask) == 0
+        lt_end = self.lt_stop_now & (~is_mwi | line_end)
+        last = self.ends_here(rem) | self.burst_hit(phases)
+        self.m.d.sync += [self.irdy_on.eq(1), self.wait_seen.eq(0),
+                          self.frame_on.eq(~(last | lt_end)),
+                          self.lt_ended.eq(lt_end & ~last)]
+
+    def finish(self, status):
+        """End the command with ``status``: fill what an aborted read did not return, then
+        report."""
+        m, cur = self.m, self.cur
+        m.d.sync += self.cur_status.eq(status)
+        with m.If(self.is_read & (status != Status.OK.value) & (self.idx < cur.length)):
+            m.d.sync += [self.fill_left.eq(cur.length - self.idx),
+                         self.res.last_data.eq(0xFFFF_FFFF)]
+            self.goto(_State.FILL)
+        with m.Else():
+            self.goto(_State.REPORT)
+
+    def take_command(self):
+        """IDLE: take the next command, a ``prio`` one first."""
+        m, prio, queue = self.m, self.initiator.prio, self.queue
+        m.d.sync += [self.res.as_value().eq(0), self.idx.eq(0), self.retry_run.eq(0),
+                     self.latency_done.eq(0), self.oneshot_irdy_drop.eq(0),
+                     self.oneshot_irdy_idle.eq(0), self.oneshot_frame_after_stop.eq(0),
+                     self.cur_status.eq(Status.OK)]
+        with m.If(prio.valid):
+            m.d.comb += prio.ready.eq(1)
+            m.d.sync += [self.cur.eq(prio.payload), self.from_prio.eq(1)]
+            self.goto(_State.CHECK)
+        with m.Elif(queue.r_rdy):
+            m.d.comb += queue.r_en.eq(1)
+            m.d.sync += [self.cur.as_value().eq(queue.r_data), self.from_prio.eq(0)]
+            self.goto(_State.CHECK)
+
+    def check_command(self):
+        """CHECK: refuse a command the initiator cannot run (see BehaviouralInitiator)."""
+        m, cur = self.m, self.cur
+        m.d.sync += self.perr_cmd.eq(0)
+        uses_buffer = self.is_read | ~cur.imm
+        bad = ((cur.length == 0) | (cur.code == Command.DUAL_ADDRESS) |
+               (cur.req64 & (not self.wide)) |
+               (uses_buffer & (cur.buf_off + cur.length > self.initiator.buffer_dwords)))
+        with m.If(bad):
+            m.d.sync += self.cur_status.eq(Status.BAD_COMMAND)
+            self.goto(_State.REPORT)
+        with m.Else():
+            self.goto(_State.ARB)
+
+    def start_if_granted(self, otherwise=None):
+        """With GNT# sampled asserted on an idle bus, the address phase is the next clock
+        (or, once per command with (j), a clock of IRDY# on the idle bus first)."""
+        m, bus, inject, cur = self.m, self.bus, self.inject, self.cur
+        # (t) the clock in which another master's final data phase completes: the bus
+        # is idle only from the next clock on.
+        final_done = ~bus.frame.i & bus.irdy.i & (bus.trdy.i | bus.stop.i)
+        free = self.bus_idle | (inject.busy_start & final_done)
+        with m.If((bus.gnt.i | inject.no_gnt) & free):
+            with m.If(inject.irdy_idle & ~self.oneshot_irdy_idle):
+                m.d.sync += self.oneshot_irdy_idle.eq(1)
+                self.goto(_State.JUNK)
+            with m.Else():
+                m.d.sync += [
+                    self.clk.eq(1), self.devsel_seen.eq(0), self.ack64_seen.eq(0),
+                    self.xfer_phases.eq(0), self.stop_seen.eq(0), self.lt_stop.eq(0),
+                    self.lt_ended.eq(0), self.wait_seen.eq(0),
+                    self.is64.eq(cur.req64 & ~self.xfer_addr[2] & ~self.buf_dw[0]
+                                 & (self.remaining >= 2) if self.wide else 0),
+                    self.res.transactions.eq(self.res.transactions + 1),
+                ]
+                self.goto(_State.ADDR)
+        if otherwise is not None:
+            with m.Else():
+                self.goto(otherwise)
+
+    def enter_data(self):
+        """After the (last) address phase: the first data phase, after its IRDY# waits."""
+        m = self.m
+        self.goto(_State.DATA)
+        first_wait = Mux(self.inject.irdy_late, 9, self.draw_wait(self.cur.wait_first))
+        with m.If((first_wait == 0) & ~self.undecided(self.remaining, 0)):
+            self.start_phase(self.remaining, 0, self.idx)
+        with m.Else():
+            m.d.sync += [self.irdy_on.eq(0), self.frame_on.eq(1), self.wait_cnt.eq(first_wait)]
+
+    def data_phase_bookkeeping(self):
+        """DATA: count what moved, note the first TRDY#, store read data in the buffer and
+        queue it for the parity check."""
+        m, bus, res, moved = self.m, self.bus, self.res, self.moved
+        m.d.comb += self.idx_next.eq(self.idx + moved)
+        m.d.sync += [self.idx.eq(self.idx_next), self.xfer_phases.eq(self.xfer_phases + self.completes),
+                     self.devsel_seen.eq(self.devsel_now), self.ack64_seen.eq(self.ack64_now),
+                     self.lt_stop.eq(self.lt_stop_now)]
+        with m.If(self.trdy & ~self.latency_done):
+            m.d.sync += [res.latency.eq(self.clk - 1), self.latency_done.eq(1)]
+        with m.If(self.completes):
+            m.d.sync += [res.phases.eq(res.phases + 1), res.dwords.eq(res.dwords + moved),
+                         self.retry_run.eq(0)]
+            with m.If(self.is_read):
+                m.d.sync += [
+                    res.last_data.eq(Mux(moved == 2, bus.ad_hi.i if self.wide else 0, bus.ad.i)),
+                    self.chk_pending.eq(1), self.chk_ad.eq(bus.ad.i), self.chk_cbe.eq(bus.cbe.o),
+                ]
+                if self.wide:
+                    m.d.sync += [self.chk64.eq(self.is64 & self.ack64_now),
+                                 self.chk_ad_hi.eq(bus.ad_hi.i), self.chk_cbe_hi.eq(bus.cbe_hi.o)]
+                    with m.If(moved == 2):
+                        self.write_buffer(bus.ad.i, bus.ad_hi.i)
                     with m.Else():
-                        m.d.sync += [
-                            clk.eq(1), devsel_seen.eq(0), ack64_seen.eq(0), xfer_phases.eq(0),
-                            stop_seen.eq(0), lt_stop.eq(0), lt_ended.eq(0), wait_seen.eq(0),
-                            is64.eq(cur.req64 & ~xfer_addr[2] & ~buf_dw[0] & (remaining >= 2)
-                                    if wide else 0),
-                            res.transactions.eq(res.transactions + 1),
-                        ]
-                        goto(_State.ADDR)
-                if otherwise is not None:
-                    with m.Else():
-                        goto(otherwise)
-
-            with m.Case(_State.ARB):
-                start_if_granted()
-
-            with m.Case(_State.JUNK):
-                goto(_State.JUNK_END)
-            with m.Case(_State.JUNK_END):
-                goto(_State.ARB)
-
-            def enter_data():
-                goto(_State.DATA)
-                first_wait = Mux(inject.irdy_late, 9, draw_wait(cur.wait_first))
-                with m.If((first_wait == 0) & ~undecided(remaining, 0)):
-                    start_phase(remaining, 0, idx)
-                with m.Else():
-                    m.d.sync += [irdy_on.eq(0), frame_on.eq(1), wait_cnt.eq(first_wait)]
-
-            with m.Case(_State.ADDR):
-                with m.If(is_dac):
-                    goto(_State.ADDR2)
-                with m.Else():
-                    enter_data()
-            with m.Case(_State.ADDR2):
-                enter_data()
-
-            with m.Case(_State.DATA):
-                rem_n = remaining - moved
-                phases_n = xfer_phases + completes
-                m.d.comb += idx_next.eq(idx + moved)
-                m.d.sync += [idx.eq(idx_next), xfer_phases.eq(phases_n),
-                             devsel_seen.eq(devsel_now), ack64_seen.eq(ack64_now),
-                             lt_stop.eq(lt_stop_now)]
-                with m.If(trdy & ~latency_done):
-                    m.d.sync += [res.latency.eq(clk - 1), latency_done.eq(1)]
-                with m.If(completes):
-                    m.d.sync += [res.phases.eq(res.phases + 1), res.dwords.eq(res.dwords + moved),
-                                 retry_run.eq(0)]
-                    with m.If(is_read):
-                        m.d.sync += [
-                            res.last_data.eq(Mux(moved == 2, bus.ad_hi.i if wide else 0, bus.ad.i)),
-                            chk_pending.eq(1), chk_ad.eq(bus.ad.i), chk_cbe.eq(bus.cbe.o),
-                        ]
-                        m.d.comb += buffer.w_addr.eq(buf_dw >> lane_bits)
-                        if wide:
-                            m.d.sync += [chk64.eq(is64 & ack64_now), chk_ad_hi.eq(bus.ad_hi.i),
-                                         chk_cbe_hi.eq(bus.cbe_hi.o)]
-                            with m.If(moved == 2):
-                                m.d.comb += [buffer.w_data.eq(Cat(bus.ad.i, bus.ad_hi.i)),
-                                             buffer.w_en.eq(0xFF)]
-                            with m.Else():
-                                m.d.comb += [buffer.w_data.eq(Cat(bus.ad.i, bus.ad.i)),
-                                             buffer.w_en.eq(Mux(lane, 0xF0, 0x0F))]
-                        else:
-                            m.d.comb += [buffer.w_data.eq(bus.ad.i), buffer.w_en.eq(0xF)]
-
-                with m.If(irdy_on & ~frame_on & (trdy | stop_valid)):
-                    # The last data phase is over.
-                    m.d.sync += irdy_on.eq(0)
-                    with m.If(stop_seen):
-                        m.d.sync += xfer_term.eq(term_stop)
-                    with m.Elif(stop_valid):
-                        m.d.sync += xfer_term.eq(term_now)
-                    with m.Elif(lt_ended):
-                        m.d.sync += xfer_term.eq(Termination.LATENCY_TIMER)
-                    with m.Else():
-                        m.d.sync += xfer_term.eq(Termination.COMPLETION)
-                    goto(_State.END)
-                with m.Elif(m_abort):
-                    m.d.sync += xfer_term.eq(Termination.MASTER_ABORT)
-                    with m.If(irdy_on & ~frame_on):
-                        m.d.sync += irdy_on.eq(0)
-                        goto(_State.END)
-                    with m.Else():
-                        # FRAME# first (with IRDY# asserted), IRDY# the clock after.
-                        m.d.sync += [irdy_on.eq(1), frame_on.eq(0)]
-                with m.Elif(frame_on & stop_valid):
-                    # How the transaction ends is decided by the first STOP#.
-                    m.d.sync += [stop_seen.eq(1),
-                                 term_stop.eq(Mux(stop_seen, term_stop, term_now))]
-                    with m.If(inject.frame_after_stop & irdy_on & ~oneshot_frame_after_stop):
-                        # (u) this data phase completes with STOP#, yet FRAME# stays
-                        # asserted (with IRDY#) for one more clock; the next one is last.
-                        m.d.sync += [oneshot_frame_after_stop.eq(1), wait_seen.eq(0)]
-                    with m.Else():
-                        # The target ends it: FRAME# deasserted as soon as possible (the
-                        # next clock), with IRDY# asserted.
-                        m.d.sync += [irdy_on.eq(1), frame_on.eq(0), wait_seen.eq(0)]
-                with m.Elif(completes):
-                    next_wait = draw_wait(cur.wait_next)
-                    with m.If(next_wait == 0):
-                        start_phase(rem_n, phases_n, idx_next)
-                    with m.Else():
-                        m.d.sync += [irdy_on.eq(0), wait_cnt.eq(next_wait)]
-                with m.Elif(irdy_on):
-                    m.d.sync += wait_seen.eq(1)
-                    with m.If(inject.irdy_drop & frame_on & ~oneshot_irdy_drop):
-                        m.d.sync += [irdy_on.eq(0), wait_cnt.eq(1), oneshot_irdy_drop.eq(1)]
-                    with m.Elif(inject.frame_reassert & ~frame_on & ~reassert_done
-                                & ~ends_here(remaining)):
-                        # (c) the phase signalled last is not the last after all: FRAME#
-                        # is asserted again while it waits and the burst continues.
-                        m.d.sync += [frame_on.eq(1), reassert_done.eq(1)]
-                    with m.Elif(inject.frame_drop_wait & frame_on):
-                        # (r) the waiting phase becomes the last one after all: FRAME# goes
-                        # while IRDY# waits; the rest follows in a new transaction.
-                        m.d.sync += frame_on.eq(0)
-                with m.Elif(abandon):
-                    # (b) FRAME# went while IRDY# was deasserted: to every agent the bus is
-                    # idle now, so the transaction is over; the rest follows in a new one.
-                    m.d.sync += [oneshot_frame_no_irdy.eq(1),
-                                 xfer_term.eq(Termination.COMPLETION)]
-                    goto(_State.END)
-                with m.Else():
-                    with m.If(wait_cnt > 1):
-                        m.d.sync += wait_cnt.eq(wait_cnt - 1)
-                    with m.Elif(~undecided(remaining, xfer_phases)):
-                        start_phase(remaining, xfer_phases, idx)
-
-            with m.Case(_State.END):
-                m.d.sync += res.ack64.eq(ack64_seen)
-                pause = Mux(xfer_term == Termination.RETRY, Mux(cur.idle == 0, 1, cur.idle), cur.idle)
-
-                def again():
-                    with m.If(pause == 0):
-                        # END is the idle clock after the last data phase: still granted,
-                        # the next transaction's address phase follows at once.
-                        start_if_granted(otherwise=_State.ARB)
-                    with m.Else():
-                        m.d.sync += backoff.eq(pause - 1)
-                        goto(_State.BACKOFF)
-
-                with m.Switch(xfer_term):
-                    with m.Case(Termination.MASTER_ABORT):
-                        finish(Status.MASTER_ABORT)
-                    with m.Case(Termination.TARGET_ABORT):
-                        finish(Status.TARGET_ABORT)
-                    with m.Case(Termination.RETRY):
-                        m.d.sync += [res.retries.eq(res.retries + 1), retry_run.eq(retry_run + 1)]
-                        with m.If((retry_limit != 0) & (retry_run + 1 >= retry_limit)):
-                            finish(Status.RETRY_LIMIT)
-                        with m.Else():
-                            again()
-                    with m.Default():
-                        with m.If(_is(xfer_term, Termination.DISCONNECT_DATA,
-                                                    Termination.DISCONNECT_NODATA)):
-                            m.d.sync += res.disconnects.eq(res.disconnects + 1)
-                        with m.If(xfer_term == Termination.LATENCY_TIMER):
-                            m.d.sync += res.lt_ends.eq(res.lt_ends + 1)
-                        with m.If(remaining == 0):
-                            finish(Status.OK)
-                        with m.Else():
-                            again()
-
-            with m.Case(_State.BACKOFF):
-                with m.If(backoff == 0):
-                    goto(_State.ARB)
-                with m.Else():
-                    m.d.sync += backoff.eq(backoff - 1)
-
-            with m.Case(_State.FILL):
-                m.d.comb += buffer.w_addr.eq(buf_dw >> lane_bits)
-                if wide:
-                    m.d.comb += [buffer.w_data.eq(~0), buffer.w_en.eq(Mux(lane, 0xF0, 0x0F))]
+                        self.write_buffer(bus.ad.i)
                 else:
-                    m.d.comb += [buffer.w_data.eq(~0), buffer.w_en.eq(0xF)]
-                m.d.sync += [idx.eq(idx + 1), fill_left.eq(fill_left - 1)]
-                with m.If(fill_left == 1):
-                    goto(_State.REPORT)
+                    self.write_buffer(bus.ad.i)
 
-            with m.Case(_State.REPORT):
-                out = Signal(RESULT)
-                m.d.comb += [out.eq(res), out.status.eq(cur_status), out.perr.eq(perr_cmd),
-                             results.w_data.eq(out.as_value()),
-                             self.prio_status.eq(cur_status)]
-                with m.If(from_prio):
-                    m.d.comb += self.prio_done.eq(1)
-                    goto(_State.IDLE)
-                with m.Elif(results.w_rdy):
-                    m.d.comb += results.w_en.eq(1)
-                    goto(_State.IDLE)
-        return m
+    def data_phase_control(self):
+        """DATA: FRAME# and IRDY# for the next clock: end the transaction, follow the
+        target's STOP#, start the next data phase after its waits, or break a rule as an
+        injection asks."""
+        m, inject, cur = self.m, self.inject, self.cur
+        trdy, frame_on, irdy_on = self.trdy, self.frame_on, self.irdy_on
+        stop_valid, term_now = self.stop_valid, self.term_now
+        with m.If(irdy_on & ~frame_on & (trdy | stop_valid)):
+            # The last data phase is over.
+            m.d.sync += irdy_on.eq(0)
+            with m.If(self.stop_seen):
+                m.d.sync += self.xfer_term.eq(self.term_stop)
+            with m.Elif(stop_valid):
+                m.d.sync += self.xfer_term.eq(term_now)
+            with m.Elif(self.lt_ended):
+                m.d.sync += self.xfer_term.eq(Termination.LATENCY_TIMER)
+            with m.Else():
+                m.d.sync += self.xfer_term.eq(Termination.COMPLETION)
+            self.goto(_State.END)
+        with m.Elif(self.m_abort):
+            m.d.sync += self.xfer_term.eq(Termination.MASTER_ABORT)
+            with m.If(irdy_on & ~frame_on):
+                m.d.sync += irdy_on.eq(0)
+                self.goto(_State.END)
+            with m.Else():
+                # FRAME# first (with IRDY# asserted), IRDY# the clock after.
+                m.d.sync += [irdy_on.eq(1), frame_on.eq(0)]
+        with m.Elif(frame_on & stop_valid):
+            # How the transaction ends is decided by the first STOP#.
+            m.d.sync += [self.stop_seen.eq(1),
+                         self.term_stop.eq(Mux(self.stop_seen, self.term_stop, term_now))]
+            with m.If(inject.frame_after_stop & irdy_on & ~self.oneshot_frame_after_stop):
+                # (u) this data phase completes with STOP#, yet FRAME# stays
+                # asserted (with IRDY#) for one more clock; the next one is last.
+                m.d.sync += [self.oneshot_frame_after_stop.eq(1), self.wait_seen.eq(0)]
+            with m.Else():
+                # The target ends it: FRAME# deasserted as soon as possible (the
+                # next clock), with IRDY# asserted.
+                m.d.sync += [irdy_on.eq(1), frame_on.eq(0), self.wait_seen.eq(0)]
+        with m.Elif(self.completes):
+            next_wait = self.draw_wait(cur.wait_next)
+            with m.If(next_wait == 0):
+                self.start_phase(self.remaining - self.moved, self.xfer_phases + self.completes,
+                                 self.idx_next)
+            with m.Else():
+                m.d.sync += [irdy_on.eq(0), self.wait_cnt.eq(next_wait)]
+        with m.Elif(irdy_on):
+            m.d.sync += self.wait_seen.eq(1)
+            with m.If(inject.irdy_drop & frame_on & ~self.oneshot_irdy_drop):
+                m.d.sync += [irdy_on.eq(0), self.wait_cnt.eq(1), self.oneshot_irdy_drop.eq(1)]
+            with m.Elif(inject.frame_reassert & ~frame_on & ~self.reassert_done
+                        & ~self.ends_here(self.remaining)):
+                # (c) the phase signalled last is not the last after all: FRAME#
+                # is asserted again while it waits and the burst continues.
+                m.d.sync += [frame_on.eq(1), self.reassert_done.eq(1)]
+            with m.Elif(inject.frame_drop_wait & frame_on):
+                # (r) the waiting phase becomes the last one after all: FRAME# goes
+                # while IRDY# waits; the rest follows in a new transaction.
+                m.d.sync += frame_on.eq(0)
+        with m.Elif(self.abandon):
+            # (b) FRAME# went while IRDY# was deasserted: to every agent the bus is
+            # idle now, so the transaction is over; the rest follows in a new one.
+            m.d.sync += [self.oneshot_frame_no_irdy.eq(1),
+                         self.xfer_term.eq(Termination.COMPLETION)]
+            self.goto(_State.END)
+        with m.Else():
+            with m.If(self.wait_cnt > 1):
+                m.d.sync += self.wait_cnt.eq(self.wait_cnt - 1)
+            with m.Elif(~self.undecided(self.remaining, self.xfer_phases)):
+                self.start_phase(self.remaining, self.xfer_phases, self.idx)
+
+    def end_transaction(self):
+        """END, the idle clock after the transaction: count how it ended, then finish the
+        command or go on with the next transaction (after a pause, or at once)."""
+        m, res, cur, xfer_term = self.m, self.res, self.cur, self.xfer_term
+        m.d.sync += res.ack64.eq(self.ack64_seen)
+        pause = Mux(xfer_term == Termination.RETRY, Mux(cur.idle == 0, 1, cur.idle), cur.idle)
+
+        def again():
+            with m.If(pause == 0):
+                # END is the idle clock after the last data phase: still granted,
+                # the next transaction's address phase follows at once.
+                self.start_if_granted(otherwise=_State.ARB)
+            with m.Else():
+                m.d.sync += self.backoff.eq(pause - 1)
+                self.goto(_State.BACKOFF)
+
+        with m.Switch(xfer_term):
+            with m.Case(Termination.MASTER_ABORT):
+                self.finish(Status.MASTER_ABORT)
+            with m.Case(Termination.TARGET_ABORT):
+                self.finish(Status.TARGET_ABORT)
+            with m.Case(Termination.RETRY):
+                retry_limit, retry_run = self.retry_limit, self.retry_run
+                m.d.sync += [res.retries.eq(res.retries + 1), retry_run.eq(retry_run + 1)]
+                with m.If((retry_limit != 0) & (retry_run + 1 >= retry_limit)):
+                    self.finish(Status.RETRY_LIMIT)
+                with m.Else():
+                    again()
+            with m.Default():
+                with m.If(_is(xfer_term, Termination.DISCONNECT_DATA,
+                              Termination.DISCONNECT_NODATA)):
+                    m.d.sync += res.disconnects.eq(res.disconnects + 1)
+                with m.If(xfer_term == Termination.LATENCY_TIMER):
+                    m.d.sync += res.lt_ends.eq(res.lt_ends + 1)
+                with m.If(self.remaining == 0):
+                    self.finish(Status.OK)
+                with m.Else():
+                    again()
+
+    def report(self):
+        """REPORT: the result into the result FIFO, or to ``prio_done`` for a ``prio``
+        command."""
+        m, initiator, results = self.m, self.initiator, self.results
+        out = Signal(RESULT)
+        m.d.comb += [out.eq(self.res), out.status.eq(self.cur_status),
+                     out.perr.eq(self.perr_cmd), results.w_data.eq(out.as_value()),
+                     initiator.prio_status.eq(self.cur_status)]
+        with m.If(self.from_prio):
+            m.d.comb += initiator.prio_done.eq(1)
+            self.goto(_State.IDLE)
+        with m.Elif(results.w_rdy):
+            m.d.comb += results.w_en.eq(1)
+            self.goto(_State.IDLE)
 
 
 def _is(view, *members):
@@ -964,7 +1085,7 @@ class InitiatorResult:
         raw = 0
         for i, word in enumerate(words):
             raw |= word << (32 * i)
-        fields = unpack(RESULT, raw)
+        fields = REGISTERS["RESULT"].unpack(raw)
         fields["status"] = Status(fields["status"])
         fields["ack64"] = bool(fields["ack64"])
         return cls(**fields)
@@ -1033,8 +1154,8 @@ class InitiatorDriver:
         """Latency Timer (clocks), PERR# on read parity errors, Cache Line Size (DWORDs,
         used by Memory Write and Invalidate), retry limit, LFSR seed. Raises ValueError
         when the initiator refuses the settings (they are then left as they were)."""
-        await self.ctl.write(Reg.CONFIG, pack(CONFIG, lat_timer=lat_timer, perr_enable=perr_enable,
-                                              cache_line=cache_line))
+        await self.ctl.write(Reg.CONFIG, REGISTERS["CONFIG"].pack(
+            lat_timer=lat_timer, perr_enable=perr_enable, cache_line=cache_line))
         if (await self.ctl.read(Reg.STATUS)) & STATUS_CONFIG_REFUSED:
             await self.ctl.write(Reg.STATUS, STATUS_CONFIG_REFUSED)
             raise ValueError(f"the initiator refused cache line size {cache_line} "
@@ -1046,7 +1167,7 @@ class InitiatorDriver:
 
     async def inject(self, **knobs):
         """Enable error-injection knobs by INJECT field name (all others off)."""
-        await self.ctl.write(Reg.INJECT, pack(INJECT, **{k: int(v) for k, v in knobs.items()}))
+        await self.ctl.write(Reg.INJECT, REGISTERS["INJECT"].pack(**knobs))
 
     async def status(self):
         return await self.ctl.read(Reg.STATUS)
@@ -1115,10 +1236,10 @@ class InitiatorDriver:
         """Queue one command (COMMAND fields by name); returns its handle."""
         code = Command(code)
         fields = dict(fields, code=code.value, addr=addr, length=length)
-        raw = pack(COMMAND, **fields)
+        raw = REGISTERS["CMD"].pack(**fields)
         while (await self.ctl.read(Reg.STATUS)) & STATUS_QUEUE_FULL:
             await self._collect()
-        for word in range(COMMAND.size // 32):
+        for word in range(REGISTERS["CMD"].words):
             await self.ctl.write(Reg.CMD + word, (raw >> (32 * word)) & 0xFFFF_FFFF)
         await self.ctl.write(Reg.PUSH, 0)
         handle = InitiatorCommand(self._next_seq, fields, read_bytes, value_shift, value_size)
@@ -1127,7 +1248,7 @@ class InitiatorDriver:
 
     async def _collect(self):
         await self.ctl.wait_event()
-        words = [await self.ctl.read(Reg.RESULT + i) for i in range(RESULT.size // 32)]
+        words = [await self.ctl.read(Reg.RESULT + i) for i in range(REGISTERS["RESULT"].words)]
         await self.ctl.write(Reg.POP, 0)
         self._results[self._collected] = InitiatorResult.from_words(words)
         self._collected += 1

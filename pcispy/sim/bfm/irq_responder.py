@@ -15,63 +15,68 @@ The writes go through the initiator's priority command port
 (:attr:`BehaviouralInitiator.prio`), so they never wait behind queued Python commands.
 """
 
-import enum as py_enum
-
 from amaranth import Cat, Module, Mux, Signal
-from amaranth.lib import data, enum, memory, stream, wiring
+from amaranth.lib import enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.pci.bus import Command
 from pcispy.pci.lfsr import lfsr_advance
-from pcispy.sim.bfm.initiator import COMMAND, Status, pack
-from pcispy.sim.control import ControlSignature
+from pcispy.sim.bfm.initiator import COMMAND, Status
+from pcispy.sim.control import (ControlRegisters, ControlSignature, Field, Register,
+                                register_reads, register_writes)
 
-__all__ = ["InterruptResponder", "IrqReg", "IRQ_CONTROL", "LOG_ENTRY", "CHECKPOINTS",
+__all__ = ["InterruptResponder", "IrqReg", "REGISTERS", "IRQ_CONTROL", "LOG_ENTRY", "CHECKPOINTS",
            "UniformDraw", "uniform_draws", "InterruptResponderDriver"]
 
 #: Most checkpoint writes per interrupt.
 CHECKPOINTS = 4
 
-#: ``IrqReg.CONTROL``.
-IRQ_CONTROL = data.StructLayout({
-    "enable":      1,   # respond to INTA#
-    "uniform":     1,   # delay uniform in [DELAY_MIN, DELAY_MAX]; else fixed DELAY_MIN
-    "checkpoints": 3,   # checkpoint writes per interrupt, 0..CHECKPOINTS
-})
-
-#: One log entry (read as LOG + 0 .. LOG + 3).
-LOG_ENTRY = data.StructLayout({
-    "delay":  32,   # drawn delay: the acknowledge is requested at t_irq + delay (delay >= 2)
-    "t_irq":  32,   # NOW when INTA# was seen asserted
-    "t_ack":  32,   # NOW when the acknowledge write had completed
-    "t_ckpt": 32,   # NOW when the last checkpoint write had completed (t_ack if none)
-})
-
 _LOG_DEPTH = 16
 
+#: The control-port registers of :class:`InterruptResponder`.
+REGISTERS = ControlRegisters("IrqReg", [
+    Register("ID", 0x00, doc='read: ID_VALUE ("PCIQ")'),
+    Register("CONTROL", 0x01, (
+        Field("enable", 0, 1, "respond to INTA#"),
+        Field("uniform", 1, 1, "delay uniform in [DELAY_MIN, DELAY_MAX]; else fixed DELAY_MIN"),
+        Field("checkpoints", 2, 3, "checkpoint writes per interrupt, 0..CHECKPOINTS"),
+    ), doc="a checkpoint count above CHECKPOINTS is refused"),
+    Register("STATUS", 0x02, (
+        Field("busy", 0, 1),
+        Field("refused", 1, 1, "a control write was refused (sticky; write 1 clears)"),
+    )),
+    Register("SEED", 0x03, doc="write: seed the LFSR (0 is taken as 1); read: its state"),
+    Register("DELAY_MIN", 0x04),
+    Register("DELAY_MAX", 0x05, doc="below DELAY_MIN is refused"),
+    Register("ACK_ADDR_LO", 0x06),
+    Register("ACK_ADDR_HI", 0x07),
+    Register("ACK_VALUE", 0x08),
+    Register("CKPT_ADDR_LO", 0x09),
+    Register("CKPT_ADDR_HI", 0x0A),
+    Register("CKPT_VALUE", 0x0B, doc="checkpoint k writes CKPT_VALUE + k"),
+    Register("CKPT_OFFSET", 0x0C, words=CHECKPOINTS,
+             doc="word k: clocks after the acknowledge for checkpoint k"),
+    Register("COUNT", 0x10, doc="read: interrupts seen"),
+    Register("LOGGED", 0x11, doc="read: log entries written (the log keeps the last 16)"),
+    Register("LOG_INDEX", 0x12, doc="which entry LOG reads (modulo 16)"),
+    Register("LOG", 0x14, words=4, doc="the entry at LOG_INDEX", fields=(
+        Field("delay", 0, 32,
+              "drawn delay: the acknowledge is requested at t_irq + delay (delay >= 2)"),
+        Field("t_irq", 32, 32, "NOW when INTA# was seen asserted"),
+        Field("t_ack", 64, 32, "NOW when the acknowledge write had completed"),
+        Field("t_ckpt", 96, 32, "NOW when the last checkpoint write had completed "
+              "(t_ack if none)"),
+    )),
+    Register("SEEN", 0x18, doc="entries Python has handled; ``event`` = LOGGED != SEEN"),
+    Register("NOW", 0x19, doc="read: the free-running clock counter"),
+])
 
-class IrqReg(py_enum.IntEnum):
-    """Control-port register indices of the interrupt responder."""
-    ID          = 0x00   # read: 0x50434951 ("PCIQ")
-    CONTROL     = 0x01   # IRQ_CONTROL; a checkpoint count above CHECKPOINTS is refused
-    STATUS      = 0x02   # read: bit0 busy, bit1 control write refused (sticky; write 1 clears)
-    SEED        = 0x03   # write: seed the LFSR (0 is taken as 1); read: its state
-    DELAY_MIN   = 0x04
-    DELAY_MAX   = 0x05   # below DELAY_MIN is refused
-    ACK_ADDR_LO = 0x06
-    ACK_ADDR_HI = 0x07
-    ACK_VALUE   = 0x08
-    CKPT_ADDR_LO = 0x09
-    CKPT_ADDR_HI = 0x0A
-    CKPT_VALUE  = 0x0B   # checkpoint k writes CKPT_VALUE + k
-    CKPT_OFFSET = 0x0C   # .. 0x0F: clocks after the acknowledge for checkpoint k
-    COUNT       = 0x10   # read: interrupts seen
-    LOGGED      = 0x11   # read: log entries written (the log keeps the last 16)
-    LOG_INDEX   = 0x12   # which entry LOG reads (modulo 16)
-    LOG         = 0x14   # .. 0x17: the entry at LOG_INDEX (LOG_ENTRY)
-    SEEN        = 0x18   # entries Python has handled; ``event`` = LOGGED != SEEN
-    NOW         = 0x19   # read: the free-running clock counter
+#: Control-port register indices of the interrupt responder.
+IrqReg = REGISTERS.enum()
 
+#: Layouts of ``IrqReg.CONTROL`` and of one log entry (``IrqReg.LOG``).
+IRQ_CONTROL = REGISTERS["CONTROL"].layout
+LOG_ENTRY = REGISTERS["LOG"].layout
 
 ID_VALUE = 0x5043_4951
 
@@ -246,18 +251,16 @@ class InterruptResponder(wiring.Component):
         m.d.sync += now.eq(now + 1)
         m.d.comb += ctl.event.eq(logged != seen)
 
-        regs = {
+        plain = {
             IrqReg.DELAY_MIN: delay_min, IrqReg.ACK_ADDR_LO: ack_addr[:32],
             IrqReg.ACK_ADDR_HI: ack_addr[32:], IrqReg.ACK_VALUE: ack_value,
             IrqReg.CKPT_ADDR_LO: ckpt_addr[:32], IrqReg.CKPT_ADDR_HI: ckpt_addr[32:],
             IrqReg.CKPT_VALUE: ckpt_value, IrqReg.SEEN: seen,
             **{IrqReg.CKPT_OFFSET + k: ckpt_offset[k] for k in range(CHECKPOINTS)},
         }
+        register_writes(m, ctl, plain)
         with m.If(ctl.w_en):
             with m.Switch(ctl.addr):
-                for reg, sig in regs.items():
-                    with m.Case(reg):
-                        m.d.sync += sig.eq(ctl.w_data)
                 with m.Case(IrqReg.CONTROL):
                     new = IRQ_CONTROL(ctl.w_data[:IRQ_CONTROL.size])
                     with m.If(new.checkpoints > CHECKPOINTS):
@@ -270,42 +273,29 @@ class InterruptResponder(wiring.Component):
                     with m.Else():
                         m.d.sync += delay_max.eq(ctl.w_data)
                 with m.Case(IrqReg.STATUS):
-                    with m.If(ctl.w_data[1]):
+                    with m.If(REGISTERS["STATUS"].field("refused").get(ctl.w_data)):
                         m.d.sync += refused.eq(0)
                 with m.Case(IrqReg.SEED):
                     m.d.comb += draw.load.eq(1)
                 with m.Case(IrqReg.LOG_INDEX):
                     m.d.sync += log_index.eq(ctl.w_data)
 
-        entry_words = log_r.data.as_value()
         m.d.comb += log_r.addr.eq(log_index)
-        read_mux = Signal(32)
-        with m.Switch(ctl.addr):
-            for reg, sig in regs.items():
-                with m.Case(reg):
-                    m.d.comb += read_mux.eq(sig)
-            with m.Case(IrqReg.ID):
-                m.d.comb += read_mux.eq(ID_VALUE)
-            with m.Case(IrqReg.CONTROL):
-                m.d.comb += read_mux.eq(control.as_value())
-            with m.Case(IrqReg.STATUS):
-                m.d.comb += read_mux.eq(Cat(state != _State.ARMED, refused))
-            with m.Case(IrqReg.SEED):
-                m.d.comb += read_mux.eq(draw.state)
-            with m.Case(IrqReg.DELAY_MAX):
-                m.d.comb += read_mux.eq(delay_max)
-            with m.Case(IrqReg.COUNT):
-                m.d.comb += read_mux.eq(count)
-            with m.Case(IrqReg.LOGGED):
-                m.d.comb += read_mux.eq(logged)
-            with m.Case(IrqReg.LOG_INDEX):
-                m.d.comb += read_mux.eq(log_index)
-            with m.Case(IrqReg.NOW):
-                m.d.comb += read_mux.eq(now)
-            for word in range(LOG_ENTRY.size // 32):
-                with m.Case(IrqReg.LOG + word):
-                    m.d.comb += read_mux.eq(entry_words[32 * word:32 * word + 32])
-        m.d.sync += ctl.r_data.eq(read_mux)
+        status = Signal(REGISTERS["STATUS"].layout)
+        m.d.comb += [status.busy.eq(state != _State.ARMED), status.refused.eq(refused)]
+        register_reads(m, ctl, {
+            **plain,
+            IrqReg.ID: ID_VALUE,
+            IrqReg.CONTROL: control.as_value(),
+            IrqReg.STATUS: status.as_value(),
+            IrqReg.SEED: draw.state,
+            IrqReg.DELAY_MAX: delay_max,
+            IrqReg.COUNT: count,
+            IrqReg.LOGGED: logged,
+            IrqReg.LOG_INDEX: log_index,
+            IrqReg.NOW: now,
+            **REGISTERS["LOG"].slices(log_r.data),
+        })
 
         # ---- response sequence ---------------------------------------------------------
         entry = Signal(LOG_ENTRY)
@@ -405,11 +395,12 @@ class InterruptResponderDriver:
             await self.ctl.write(reg, value)
         for k, offset in enumerate(checkpoints):
             await self.ctl.write(IrqReg.CKPT_OFFSET + k, offset)
-        control = pack(IRQ_CONTROL, enable=1, uniform=delay_range is not None,
-                       checkpoints=len(checkpoints))
+        control = REGISTERS["CONTROL"].pack(enable=1, uniform=delay_range is not None,
+                                            checkpoints=len(checkpoints))
         await self.ctl.write(IrqReg.CONTROL, control)
-        if (await self.ctl.read(IrqReg.STATUS)) & 2:
-            await self.ctl.write(IrqReg.STATUS, 2)
+        refused = REGISTERS["STATUS"].field("refused").mask
+        if (await self.ctl.read(IrqReg.STATUS)) & refused:
+            await self.ctl.write(IrqReg.STATUS, refused)
             raise ValueError(f"the responder refused delay range {low}..{high}")
 
     async def entries(self):
@@ -418,8 +409,9 @@ class InterruptResponderDriver:
         out = []
         for index in range(max(self._seen, logged - _LOG_DEPTH), logged):
             await self.ctl.write(IrqReg.LOG_INDEX, index % _LOG_DEPTH)
-            words = [await self.ctl.read(IrqReg.LOG + w) for w in range(LOG_ENTRY.size // 32)]
-            out.append(dict(zip(("delay", "t_irq", "t_ack", "t_ckpt"), words)))
+            log = REGISTERS["LOG"]
+            words = [await self.ctl.read(IrqReg.LOG + w) for w in range(log.words)]
+            out.append(log.unpack(sum(word << (32 * w) for w, word in enumerate(words))))
         self._seen = logged
         await self.ctl.write(IrqReg.SEEN, logged)
         return out

@@ -28,16 +28,17 @@ outputs are registered or come from registers only: it answers the bus a clock a
 samples it, as a real agent does.
 """
 
-from amaranth import Cat, Const, Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
 from pcispy.pci.bus import PCIBusSignature
 from pcispy.sim.bfm.resolver import shared_lines
-from pcispy.sim.control import ControlSignature, register_reads
+from pcispy.sim.control import (ControlRegisters, ControlSignature, Field, Register,
+                                register_reads, register_writes, written)
 
-__all__ = ["Saboteur", "SaboteurDriver", "SaboteurReg", "ParkMode", "Request", "Trigger",
-           "CHANNELS"]
+__all__ = ["Saboteur", "SaboteurDriver", "SaboteurReg", "REGISTERS", "channel_register",
+           "ParkMode", "Request", "Trigger", "CHANNELS"]
 
 #: Independent channels (``chan_a``, ``chan_b``).
 CHANNELS = 2
@@ -59,36 +60,61 @@ class ParkMode:
 
 
 class Trigger:
-    """When an armed channel starts counting its delay (:attr:`SaboteurReg.TRIGGER`)."""
+    """When an armed channel starts counting its delay (its ``TRIGGER_c`` register)."""
     NOW = 0           # the clock after it is armed
     IDLE = 1          # the first clock FRAME# and IRDY# are deasserted (maybe at once)
     IDLE_AFTER_BUSY = 2  # the first idle clock after one with FRAME# or IRDY# asserted
     RESET = 3         # the first clock RST# is asserted
 
 
-class SaboteurReg:
-    """Control-port registers of :class:`Saboteur`. Channel ``c``'s registers are at
-    ``CHANNEL_BASE + CHANNEL_STRIDE * c`` plus the per-channel offsets."""
-    REQUEST = 0      # Request
-    PARK_MODE = 1    # ParkMode
-    PARK_DELAY = 2   # parked clocks before it drives AD/C/BE# (1..255; 0 reads as 1)
-    PARK_AD = 3      # the AD[31:0] it parks with
-    PARK_CBE = 4     # the C/BE#[3:0] it parks with (pin levels)
-    ARM = 5          # write: bit c arms channel c (both at once with 0b11); bit 8+c
-                     # stops channel c (disarmed, not driving)
-    STATUS = 6       # read: bit c channel c armed or running; bit 8+c it ran since armed
-    PARKED = 7       # read: parked clocks so far (saturates at 255), 0 when not parked
-    CHANNEL_BASE = 8
-    CHANNEL_STRIDE = 8
-    LINE = 0         # channel offset: the line (index into shared_lines)
-    VALUE = 1        # channel offset: the value it drives (inside level, low bits)
-    TRIGGER = 2      # channel offset: Trigger
-    DELAY = 3        # channel offset: clocks between the trigger and the first driven one
-    CLOCKS = 4       # channel offset: clocks it drives
+#: Where the channels' registers start, and how far apart (channel ``c``'s register
+#: ``NAME`` is ``NAME_c``: :func:`channel_register`).
+CHANNEL_BASE = 8
+CHANNEL_STRIDE = 8
 
-    @classmethod
-    def channel(cls, index, offset):
-        return cls.CHANNEL_BASE + cls.CHANNEL_STRIDE * index + offset
+
+def _channel_registers(index):
+    """The registers of channel ``index``."""
+    base = CHANNEL_BASE + CHANNEL_STRIDE * index
+    return [
+        Register(f"LINE_{index}", base + 0, doc="the line (index into shared_lines)"),
+        Register(f"VALUE_{index}", base + 1,
+                 doc="the value it drives (inside level, low bits)"),
+        Register(f"TRIGGER_{index}", base + 2, doc="Trigger"),
+        Register(f"DELAY_{index}", base + 3,
+                 doc="clocks between the trigger and the first driven one"),
+        Register(f"CLOCKS_{index}", base + 4, doc="clocks it drives"),
+    ]
+
+
+#: The control-port registers of :class:`Saboteur`.
+REGISTERS = ControlRegisters("SaboteurReg", [
+    Register("REQUEST", 0, doc="Request"),
+    Register("PARK_MODE", 1, doc="ParkMode"),
+    Register("PARK_DELAY", 2,
+             doc="parked clocks before it drives AD/C/BE# (1..255; 0 reads as 1)"),
+    Register("PARK_AD", 3, doc="the AD[31:0] it parks with"),
+    Register("PARK_CBE", 4, doc="the C/BE#[3:0] it parks with (pin levels)"),
+    Register("ARM", 5, (
+        Field("arm", 0, CHANNELS, "bit c arms channel c (both at once with 0b11)"),
+        Field("stop", 8, CHANNELS, "bit c stops channel c (disarmed, not driving)"),
+    ), doc="write only"),
+    Register("STATUS", 6, (
+        Field("busy", 0, CHANNELS, "bit c: channel c armed or running"),
+        Field("ran", 8, CHANNELS, "bit c: channel c ran since armed"),
+    ), doc="read only"),
+    Register("PARKED", 7, doc="read: parked clocks so far (saturates at 255), 0 when not parked"),
+    *(register for index in range(CHANNELS) for register in _channel_registers(index)),
+])
+
+#: Control-port register indices of :class:`Saboteur`.
+SaboteurReg = REGISTERS.enum()
+
+
+def channel_register(index, name):
+    """The index of channel ``index``'s register ``name`` ("LINE", "VALUE", "TRIGGER",
+    "DELAY", "CLOCKS")."""
+    return SaboteurReg[f"{name}_{index}"]
 
 
 class Saboteur(wiring.Component):
@@ -159,7 +185,10 @@ class Saboteur(wiring.Component):
         }
         prev_busy = Signal()
         m.d.sync += prev_busy.eq(~idle)
-        arming = ctl.w_en & (ctl.addr == SaboteurReg.ARM)
+        arm_register = REGISTERS["ARM"]
+        arming = written(ctl, SaboteurReg.ARM)
+        arm = arm_register.field("arm").get(ctl.w_data)
+        stop = arm_register.field("stop").get(ctl.w_data)
         for index, port in enumerate((self.chan_a, self.chan_b)):
             line = Signal(8, name=f"line_{index}")
             value = Signal(32, name=f"value_{index}")
@@ -168,11 +197,11 @@ class Saboteur(wiring.Component):
             clocks = Signal(16, name=f"clocks_{index}")
             position = Signal(18, name=f"position_{index}")   # clocks since the trigger
             registers.update({
-                SaboteurReg.channel(index, SaboteurReg.LINE): line,
-                SaboteurReg.channel(index, SaboteurReg.VALUE): value,
-                SaboteurReg.channel(index, SaboteurReg.TRIGGER): trigger,
-                SaboteurReg.channel(index, SaboteurReg.DELAY): delay,
-                SaboteurReg.channel(index, SaboteurReg.CLOCKS): clocks,
+                channel_register(index, "LINE"): line,
+                channel_register(index, "VALUE"): value,
+                channel_register(index, "TRIGGER"): trigger,
+                channel_register(index, "DELAY"): delay,
+                channel_register(index, "CLOCKS"): clocks,
             })
             fired = Signal(name=f"fired_{index}")
             with m.Switch(trigger):
@@ -184,9 +213,9 @@ class Saboteur(wiring.Component):
                     m.d.comb += fired.eq(idle & prev_busy)
                 with m.Case(Trigger.RESET):
                     m.d.comb += fired.eq(rst)
-            with m.If(arming & ctl.w_data[8 + index]):
+            with m.If(arming & stop[index]):
                 m.d.sync += [armed[index].eq(0), running[index].eq(0)]
-            with m.Elif(arming & ctl.w_data[index]):
+            with m.Elif(arming & arm[index]):
                 m.d.sync += [armed[index].eq(1), running[index].eq(0), ran[index].eq(0)]
             with m.Elif(armed[index] & fired):
                 m.d.sync += [armed[index].eq(0), running[index].eq(1), position.eq(1)]
@@ -202,13 +231,11 @@ class Saboteur(wiring.Component):
                              getattr(port, name).o.eq(Mux(mine, value[:bits], 0))]
 
         # --- control port ------------------------------------------------------------
-        with m.If(ctl.w_en):
-            with m.Switch(ctl.addr):
-                for address, register in registers.items():
-                    with m.Case(address):
-                        m.d.sync += register.eq(ctl.w_data)
+        register_writes(m, ctl, registers)
+        status = Signal(REGISTERS["STATUS"].layout)
+        m.d.comb += [status.busy.eq(armed | running), status.ran.eq(ran)]
         readable = dict(registers)
-        readable[SaboteurReg.STATUS] = Cat(armed | running, Const(0, 8 - CHANNELS), ran)
+        readable[SaboteurReg.STATUS] = status.as_value()
         readable[SaboteurReg.PARKED] = parked
         register_reads(m, ctl, readable)
         m.d.comb += ctl.event.eq(~(armed | running).any() & ran.any())
@@ -246,22 +273,19 @@ class SaboteurDriver:
         """Set channel ``index`` (0: agent saboteur_a, 1: saboteur_b) to drive ``line`` (a
         name of :func:`shared_lines`) with ``value`` for ``clocks`` clocks, ``delay``
         clocks after its ``trigger`` (:class:`Trigger`); :meth:`arm` starts it."""
-        def reg(offset):
-            return SaboteurReg.channel(index, offset)
-        await self.ctl.write(reg(SaboteurReg.LINE), self.lines.index(line))
-        await self.ctl.write(reg(SaboteurReg.VALUE), value)
-        await self.ctl.write(reg(SaboteurReg.TRIGGER), trigger)
-        await self.ctl.write(reg(SaboteurReg.DELAY), delay)
-        await self.ctl.write(reg(SaboteurReg.CLOCKS), clocks)
+        for name, word in (("LINE", self.lines.index(line)), ("VALUE", value),
+                           ("TRIGGER", trigger), ("DELAY", delay), ("CLOCKS", clocks)):
+            await self.ctl.write(channel_register(index, name), word)
 
     async def arm(self, *indices):
         """Arm the channels ``indices`` in the same clock (all with none given)."""
         indices = indices or range(CHANNELS)
-        await self.ctl.write(SaboteurReg.ARM, sum(1 << index for index in indices))
+        await self.ctl.write(SaboteurReg.ARM, REGISTERS["ARM"].pack(
+            arm=sum(1 << index for index in indices)))
 
     async def stop(self):
         """Disarm both channels and stop them driving."""
-        await self.ctl.write(SaboteurReg.ARM, ((1 << CHANNELS) - 1) << 8)
+        await self.ctl.write(SaboteurReg.ARM, REGISTERS["ARM"].pack(stop=(1 << CHANNELS) - 1))
 
     async def quiet(self):
         """Back to doing nothing: channels stopped, no request, nothing driven when
@@ -272,8 +296,8 @@ class SaboteurDriver:
     async def status(self):
         """``(busy, ran)``: bit masks of the channels armed or running, and of those
         that ran since they were armed."""
-        word = await self.ctl.read(SaboteurReg.STATUS)
-        return word & 0xFF, word >> 8 & 0xFF
+        status = REGISTERS["STATUS"].unpack(await self.ctl.read(SaboteurReg.STATUS))
+        return status["busy"], status["ran"]
 
     async def wait_done(self, timeout=100_000):
         """Wait until every armed channel has run."""

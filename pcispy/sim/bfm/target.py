@@ -24,63 +24,124 @@ Who drives what, and when (PCI LB 3.0 §2.1, §3.2.4, §3.3.1, §3.7.4):
   held until two clocks after the phase completes), driven deasserted one clock,
   released. SERR# (open drain): one clock after an address parity error, when enabled.
 
-Everything is programmed through the control port (:class:`Reg`, :data:`FIELDS`);
+Everything is programmed through the control port (:data:`REGISTERS`);
 :class:`TargetDriver` is the Python side.
 """
 
-import math
-from dataclasses import dataclass
-
 import enum
+import math
 
 from amaranth import Cat, Module, Mux, Signal, C
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
 from pcispy.pci.bus import PCIBusSignature, DevselSpeed, Command
-from pcispy.sim.control import ControlSignature
+from pcispy.sim.control import (ControlRegisters, ControlSignature, Field, Register,
+                                register_reads, written)
 from pcispy.sim.bfm.backdoor_ram import BackdoorRAM
 from pcispy.sim.bfm.profiles import DisconnectMode, RetryMode, PROFILES
 
-__all__ = ["Reg", "Field", "FIELDS", "Knob", "Event", "REFUSALS", "BehaviouralTarget",
+__all__ = ["REGISTERS", "Reg", "FIELDS", "Knob", "Event", "REFUSALS", "BehaviouralTarget",
            "TargetDriver", "profile_fields", "check_profile", "TargetConfigError"]
 
 
-class Reg(enum.IntEnum):
-    """Control-port registers of a behavioural target (32 bits each)."""
-    CONTROL = 0        # fields: enable, devsel_speed, claim_all, config_enable, ...
-    COMMAND = 1        # the PCI Command register image (config 0x04, low half)
-    STATUS = 2         # PCI Status error bits 11/14/15; write 1 to clear
-    MEM_BASE = 3       # memory window base (bytes); also BAR0
-    MEM_SIZE = 4       # memory window size (bytes, power of two, 0 = off)
-    IO_BASE = 5
-    IO_SIZE = 6        # I/O window size (bytes, power of two, 0 = off)
-    IO_RAM_OFFSET = 7  # byte offset in the storage where the I/O window starts
-    CFG_ID = 8         # vendor | device << 16
-    CFG_CLASS = 9      # revision | class code << 8
-    CFG_MISC = 10      # cache line size | latency timer << 8 | interrupt line << 16
-    LAT_READ = 11      # min | max << 8 (clocks)
-    LAT_WRITE = 12
-    WAIT = 13          # mask | period << 16 | clocks << 24
-    DISCONNECT = 14    # mode | every << 8
-    RETRY = 15         # mode | reads << 2 | writes << 3 | count << 8 | prob << 16 | lat << 25
-    ABORT_BASE = 16
-    ABORT_SIZE = 17
-    PARITY = 18        # bad PAR enable | bad PAR64 enable << 1 | phase << 8
-    SEED = 19          # random generator seed (non-zero); writing reseeds
-    INJECT = 20        # one bit per :class:`Knob`
-    EVENT = 21         # latched :class:`Event` bits; write 1 to clear
-    EVENT_MASK = 22    # which events raise the ``event`` line
-    ERROR = 23         # bit 0: a write was refused; bits 25:16: its register; write clears
-    STAT_TRANSACTIONS = 24   # statistics: write any value to clear
-    STAT_DATA_PHASES = 25
-    STAT_RETRIES = 26
-    STAT_DISCONNECTS = 27
-    STAT_ABORTS = 28
-    STAT_PARITY_ERRORS = 29
-    BD_ADDR = 30       # storage backdoor: DWORD index
-    BD_DATA = 31       # read/write the DWORD at BD_ADDR, then BD_ADDR += 1
-    INFO = 32          # read-only: bus width in bits | storage address bits << 8
+def _whole(name, index, doc="", reset=0):
+    """A register holding one 32-bit field of the name ``name.lower()``."""
+    return Register(name, index, (Field(name.lower(), 0, 32, doc, reset),), doc=doc)
+
+
+#: The control-port registers (32 bits each) and their fields; field names are unique
+#: across registers (:meth:`TargetDriver.set_fields` takes them by name). Resets are the
+#: state before any profile: enabled, fast, windows closed.
+REGISTERS = ControlRegisters("Reg", [
+    Register("CONTROL", 0, (
+        Field("enable", 0, 1, reset=1),
+        Field("devsel_speed", 1, 2),
+        Field("claim_all", 3, 1, "subtractive: every memory/I/O command"),
+        Field("config_enable", 4, 1, "answer type-0 config cycles (IDSEL)"),
+        Field("ack64_capable", 5, 1),
+        Field("bar_prefetchable", 6, 1),
+        # Report a write data parity error as soon as PAR shows it while the data phase
+        # waits for TRDY#, holding PERR# until two clocks after the phase completes (PCI LB
+        # 3.0 §3.7.4.1 allows this early report); 0: two clocks after completion only.
+        Field("perr_early", 7, 1),
+    )),
+    Register("COMMAND", 1, (
+        Field("io_enable", 0, 1, reset=1),
+        Field("mem_enable", 1, 1, reset=1),
+        Field("parity_response", 6, 1, reset=1),
+        Field("serr_enable", 8, 1),
+    ), doc="the PCI Command register image (config 0x04, low half)"),
+    Register("STATUS", 2, doc="PCI Status error bits 11/14/15; write 1 to clear"),
+    _whole("MEM_BASE", 3, "memory window base (bytes); also BAR0"),
+    _whole("MEM_SIZE", 4, "memory window size (bytes, power of two, 0 = off)"),
+    _whole("IO_BASE", 5),
+    _whole("IO_SIZE", 6, "I/O window size (bytes, power of two, 0 = off)"),
+    _whole("IO_RAM_OFFSET", 7, "byte offset in the storage where the I/O window starts"),
+    Register("CFG_ID", 8, (
+        Field("vendor_id", 0, 16, reset=0x1172),
+        Field("device_id", 16, 16, reset=0x5043),
+    )),
+    Register("CFG_CLASS", 9, (
+        Field("revision_id", 0, 8),
+        Field("class_code", 8, 24, reset=0x118000),
+    )),
+    Register("CFG_MISC", 10, (
+        Field("cache_line_size", 0, 8, reset=8),
+        Field("latency_timer", 8, 8),
+        Field("interrupt_line", 16, 8),
+    )),
+    Register("LAT_READ", 11, (
+        Field("read_latency_min", 0, 8, "clocks"),
+        Field("read_latency_max", 8, 8),
+    )),
+    Register("LAT_WRITE", 12, (
+        Field("write_latency_min", 0, 8),
+        Field("write_latency_max", 8, 8),
+    )),
+    Register("WAIT", 13, (
+        Field("wait_mask", 0, 16),
+        Field("wait_period", 16, 5, reset=16),
+        Field("wait_clocks", 24, 4),
+    )),
+    Register("DISCONNECT", 14, (
+        Field("disconnect_mode", 0, 2),
+        Field("disconnect_every", 8, 8),
+    )),
+    Register("RETRY", 15, (
+        Field("retry_mode", 0, 2),
+        Field("retry_reads", 2, 1, reset=1),
+        Field("retry_writes", 3, 1, reset=1),
+        Field("retry_count", 8, 8),
+        Field("retry_probability", 16, 9, reset=256),
+        Field("retry_latency", 25, 7),
+    )),
+    _whole("ABORT_BASE", 16),
+    _whole("ABORT_SIZE", 17),
+    Register("PARITY", 18, (
+        Field("bad_par_enable", 0, 1),
+        Field("bad_par64_enable", 1, 1),
+        Field("bad_par_phase", 8, 8),
+    )),
+    _whole("SEED", 19, "random generator seed (non-zero); writing reseeds", reset=1),
+    Register("INJECT", 20, (Field("inject", 0, 23, "one bit per Knob"),)),
+    Register("EVENT", 21, doc="latched Event bits; write 1 to clear"),
+    Register("EVENT_MASK", 22, (Field("event_mask", 0, 3, "which events raise ``event``"),)),
+    Register("ERROR", 23, doc="bit 0: a write was refused; bits 25:16: its register; "
+             "write clears"),
+    Register("STAT_TRANSACTIONS", 24, doc="statistics: write any value to clear"),
+    Register("STAT_DATA_PHASES", 25),
+    Register("STAT_RETRIES", 26),
+    Register("STAT_DISCONNECTS", 27),
+    Register("STAT_ABORTS", 28),
+    Register("STAT_PARITY_ERRORS", 29),
+    Register("BD_ADDR", 30, doc="storage backdoor: DWORD index"),
+    Register("BD_DATA", 31, doc="read/write the DWORD at BD_ADDR, then BD_ADDR += 1"),
+    Register("INFO", 32, doc="read-only: bus width in bits | storage address bits << 8"),
+])
+
+#: Control-port register indices.
+Reg = REGISTERS.enum()
 
 
 #: Statistics registers and the names :meth:`TargetDriver.stats` gives them.
@@ -91,70 +152,8 @@ STATS = {
 }
 
 
-@dataclass(frozen=True)
-class Field:
-    """A field of a control register: ``width`` bits from bit ``lsb`` of ``reg``."""
-    reg: Reg
-    lsb: int
-    width: int
-
-    def insert(self, word, value):
-        mask = (1 << self.width) - 1
-        return (word & ~(mask << self.lsb)) | ((value & mask) << self.lsb)
-
-
-#: Every field of the control registers, by name (the one declaration of the layout).
-FIELDS = {
-    "enable":            Field(Reg.CONTROL, 0, 1),
-    "devsel_speed":      Field(Reg.CONTROL, 1, 2),
-    "claim_all":         Field(Reg.CONTROL, 3, 1),   # subtractive: every memory/I/O command
-    "config_enable":     Field(Reg.CONTROL, 4, 1),   # answer type-0 config cycles (IDSEL)
-    "ack64_capable":     Field(Reg.CONTROL, 5, 1),
-    "bar_prefetchable":  Field(Reg.CONTROL, 6, 1),
-    # Report a write data parity error as soon as PAR shows it while the data phase waits
-    # for TRDY#, holding PERR# until two clocks after the phase completes (PCI LB 3.0
-    # §3.7.4.1 allows this early report); 0: two clocks after completion only.
-    "perr_early":        Field(Reg.CONTROL, 7, 1),
-    "io_enable":         Field(Reg.COMMAND, 0, 1),
-    "mem_enable":        Field(Reg.COMMAND, 1, 1),
-    "parity_response":   Field(Reg.COMMAND, 6, 1),
-    "serr_enable":       Field(Reg.COMMAND, 8, 1),
-    "mem_base":          Field(Reg.MEM_BASE, 0, 32),
-    "mem_size":          Field(Reg.MEM_SIZE, 0, 32),
-    "io_base":           Field(Reg.IO_BASE, 0, 32),
-    "io_size":           Field(Reg.IO_SIZE, 0, 32),
-    "io_ram_offset":     Field(Reg.IO_RAM_OFFSET, 0, 32),
-    "vendor_id":         Field(Reg.CFG_ID, 0, 16),
-    "device_id":         Field(Reg.CFG_ID, 16, 16),
-    "revision_id":       Field(Reg.CFG_CLASS, 0, 8),
-    "class_code":        Field(Reg.CFG_CLASS, 8, 24),
-    "cache_line_size":   Field(Reg.CFG_MISC, 0, 8),
-    "latency_timer":     Field(Reg.CFG_MISC, 8, 8),
-    "interrupt_line":    Field(Reg.CFG_MISC, 16, 8),
-    "read_latency_min":  Field(Reg.LAT_READ, 0, 8),
-    "read_latency_max":  Field(Reg.LAT_READ, 8, 8),
-    "write_latency_min": Field(Reg.LAT_WRITE, 0, 8),
-    "write_latency_max": Field(Reg.LAT_WRITE, 8, 8),
-    "wait_mask":         Field(Reg.WAIT, 0, 16),
-    "wait_period":       Field(Reg.WAIT, 16, 5),
-    "wait_clocks":       Field(Reg.WAIT, 24, 4),
-    "disconnect_mode":   Field(Reg.DISCONNECT, 0, 2),
-    "disconnect_every":  Field(Reg.DISCONNECT, 8, 8),
-    "retry_mode":        Field(Reg.RETRY, 0, 2),
-    "retry_reads":       Field(Reg.RETRY, 2, 1),
-    "retry_writes":      Field(Reg.RETRY, 3, 1),
-    "retry_count":       Field(Reg.RETRY, 8, 8),
-    "retry_probability": Field(Reg.RETRY, 16, 9),
-    "retry_latency":     Field(Reg.RETRY, 25, 7),
-    "abort_base":        Field(Reg.ABORT_BASE, 0, 32),
-    "abort_size":        Field(Reg.ABORT_SIZE, 0, 32),
-    "bad_par_enable":    Field(Reg.PARITY, 0, 1),
-    "bad_par64_enable":  Field(Reg.PARITY, 1, 1),
-    "bad_par_phase":     Field(Reg.PARITY, 8, 8),
-    "seed":              Field(Reg.SEED, 0, 32),
-    "inject":            Field(Reg.INJECT, 0, 23),
-    "event_mask":        Field(Reg.EVENT_MASK, 0, 3),
-}
+#: Every field by name: ``{name: (Reg, Field)}``.
+FIELDS = {f.name: (Reg(reg.index), f) for reg in REGISTERS for f in reg.fields}
 
 #: PCI Status register bits this target sets (write 1 to clear, in config space too).
 STATUS_SIGNALED_TARGET_ABORT = 1 << 11
@@ -216,10 +215,7 @@ class TargetConfigError(ValueError):
 
 def _get(value, name):
     """Field ``name`` of a register word: an Amaranth value or a Python int."""
-    f = FIELDS[name]
-    if isinstance(value, int):
-        return (value >> f.lsb) & ((1 << f.width) - 1)
-    return value[f.lsb:f.lsb + f.width]
+    return FIELDS[name][1].get(value)
 
 
 def _not_pow2(value, width=32):
@@ -314,18 +310,13 @@ def _pack(values, base=None):
     """Fold field values into register words (``{Reg: word}``), starting from ``base``."""
     words = dict(base or {})
     for name, value in values.items():
-        f = FIELDS[name]
-        words[f.reg] = f.insert(words.get(f.reg, 0), value)
+        reg, f = FIELDS[name]
+        words[reg] = f.insert(words.get(reg, 0), value)
     return words
 
 
-#: Register values after reset (before any profile): enabled, fast, windows closed.
-_RESET_FIELDS = {
-    "enable": 1, "mem_enable": 1, "io_enable": 1, "parity_response": 1,
-    "vendor_id": 0x1172, "device_id": 0x5043, "class_code": 0x118000,
-    "wait_period": 16, "cache_line_size": 8, "retry_probability": 256,
-    "retry_reads": 1, "retry_writes": 1, "seed": 1, "event_mask": 0,
-}
+#: The fields whose reset (before any profile) is not 0.
+_RESET_FIELDS = {f.name: f.reset for _, f in FIELDS.values() if f.reset}
 
 
 def _parity(*values):
@@ -373,80 +364,141 @@ class BehaviouralTarget(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        W = self.width
-        wide_bus = W == 64
-        bus, ctl = self.bus, self.ctl
         m.submodules.ram = ram = self._storage()
-        word_shift = int(math.log2(W // 8))
+        # The steps share their signals through ``logic``; their order is the order in
+        # which their statements are added (a later assignment to a signal wins).
+        logic = _TargetLogic(self, m, ram)
+        logic.decode_address()
+        logic.draw_first_answer()
+        logic.latch_transaction()
+        logic.answer()
+        logic.idle_and_reset_knobs()
+        logic.read_data()
+        logic.write_storage()
+        logic.parity_outputs()
+        logic.parity_checks()
+        logic.perr_serr()
+        logic.config_space()
+        logic.control_writes()
+        logic.hardware_updates()
+        logic.control_reads()
+        return m
 
-        # --- control registers --------------------------------------------------------
-        bank = {reg: Signal(32, name=f"reg_{reg.name.lower()}", init=self.reset_words.get(reg, 0))
-                for reg in Reg}
 
-        def fld(name):
-            f = FIELDS[name]
-            return bank[f.reg][f.lsb:f.lsb + f.width]
+class _TargetLogic:
+    """The logic of one :class:`BehaviouralTarget`, added to its module step by step.
 
-        inject = fld("inject")
-        knob = {k: inject[k] for k in Knob}
+    The attributes are the signals the steps share: the control registers (``bank``, one
+    signal per :class:`Reg`; :meth:`fld` reads a field), the live decode of an address
+    phase (``a_*``), the values latched for the transaction (``r``, and ``t``: the values
+    in force at this edge), the transaction's state and the target's outputs.
+    """
 
-        # --- bus inputs ------------------------------------------------------------------
-        frame, irdy = bus.frame.i, bus.irdy.i
-        frame_prev = Signal()
-        irdy_prev = Signal()
-        m.d.sync += [frame_prev.eq(frame), irdy_prev.eq(irdy)]
+    def __init__(self, target, m, ram):
+        self.m, self.ram = m, ram
+        self.target = target
+        self.W = W = target.width
+        self.wide_bus = W == 64
+        self.bus = bus = target.bus
+        self.ctl = target.ctl
+        self.word_shift = int(math.log2(W // 8))
 
-        # --- transaction state -----------------------------------------------------------
-        busy = Signal()          # between an address phase and the end of its transaction
-        claimed = Signal()       # we assert (or have decided to assert) DEVSEL#
-        started = Signal()       # the first data phase's TRDY#/STOP# has been given
-        turnaround = Signal()    # the clock we drive our lines deasserted before release
-        clk = Signal(10)         # number of the current clock (address phase = 1)
-        other_devsel = Signal()  # another agent claimed (seen before our subtractive claim)
+        self.bank = {reg: Signal(32, name=f"reg_{reg.name.lower()}",
+                                 init=target.reset_words.get(reg, 0))
+                     for reg in Reg}
+        inject = self.fld("inject")
+        self.knob = {k: inject[k] for k in Knob}
 
-        trdy_o, stop_o, devsel_o, ack64_o = Signal(), Signal(), Signal(), Signal()
-        ctl_oe = Signal()        # TRDY#/STOP#/DEVSEL#(/ACK64#) driven
-        ad_oe = Signal()
-        ack64_pending = Signal()  # knob (o): ACK64# follows DEVSEL# by a clock
+        # Bus inputs.
+        self.frame, self.irdy = frame, irdy = bus.frame.i, bus.irdy.i
+        self.frame_prev = Signal()
+        self.irdy_prev = Signal()
+        m.d.sync += [self.frame_prev.eq(frame), self.irdy_prev.eq(irdy)]
+        self.bus_idle = ~frame & ~irdy
 
-        # This edge samples an address phase (an unclaimed transaction may be followed back to
-        # back, without an idle clock).
-        start = ~(busy & claimed) & frame & ~frame_prev
-        nclk = Mux(start, 2, Mux(clk == 1023, 1023, clk + 1))
+        # Transaction state.
+        self.busy = Signal()          # between an address phase and the end of its transaction
+        self.claimed = Signal()       # we assert (or have decided to assert) DEVSEL#
+        self.started = Signal()       # the first data phase's TRDY#/STOP# has been given
+        self.turnaround = Signal()    # the clock we drive our lines deasserted before release
+        self.clk = Signal(10)         # number of the current clock (address phase = 1)
+        self.other_devsel = Signal()  # another agent claimed (seen before our subtractive claim)
+        self.off = Signal(32)         # storage offset of the data phase
+        self.phases = Signal(16)      # data phases completed in this transaction
+        self.wcnt = Signal(4)         # wait states left before TRDY#
+        self.stopped = Signal()       # STOP# was given: no more TRDY# in this transaction
+        # Once-per-transaction knobs done: (g)/(s), (e) pending, (f), (t).
+        self.g_done, self.e_drop = Signal(), Signal()
+        self.f_done, self.t_done = Signal(), Signal()
 
-        # Live decode of the address phase (valid when ``start``).
-        a_ad, a_cmd = bus.ad.i, bus.cbe.i
+        # Outputs.
+        self.trdy_o, self.stop_o = Signal(), Signal()
+        self.devsel_o, self.ack64_o = Signal(), Signal()
+        self.ctl_oe = Signal()        # TRDY#/STOP#/DEVSEL#(/ACK64#) driven
+        self.ad_oe = Signal()
+        self.ack64_pending = Signal()  # knob (o): ACK64# follows DEVSEL# by a clock
+        self.idle_pulse = Signal(2)    # knob (c)
+
+        # This edge samples an address phase (an unclaimed transaction may be followed back
+        # to back, without an idle clock).
+        self.start = ~(self.busy & self.claimed) & frame & ~self.frame_prev
+        self.nclk = Mux(self.start, 2, Mux(self.clk == 1023, 1023, self.clk + 1))
+
+        # Shared between the data path, parity, configuration space and control port.
+        self.cfg_rdata = Signal(32)
+        self.bd_index = Signal(32)
+        self.rng = Signal(32, init=target.reset_words[Reg.SEED])
+        self.stat_inc = {name: Signal(name=f"count_{name}") for name in STATS.values()}
+        self.ev_end = Signal()
+        self.abort_signaled = Signal()
+
+    def fld(self, name):
+        """The control-register field ``name`` (a slice of its register)."""
+        reg, f = FIELDS[name]
+        return f.get(self.bank[reg])
+
+    # ---- the address phase ---------------------------------------------------------------
+
+    def decode_address(self):
+        """Live decode of the address phase (valid when ``start``): is it ours, where in the
+        storage, how wide."""
+        bus, fld, knob = self.bus, self.fld, self.knob
+        self.a_ad, self.a_cmd = a_ad, a_cmd = bus.ad.i, bus.cbe.i
         a_is_mem = a_cmd.matches("0110", "0111", "1100", "1110", "1111")
         a_is_io = a_cmd.matches("0010", "0011")
-        a_is_cfg = (a_cmd.matches("1010", "1011") & bus.idsel.i & (a_ad[0:2] == 0)
-                    & (a_ad[8:11] == 0) & fld("config_enable"))
+        self.a_is_cfg = a_is_cfg = (
+            a_cmd.matches("1010", "1011") & bus.idsel.i & (a_ad[0:2] == 0)
+            & (a_ad[8:11] == 0) & fld("config_enable"))
         a_is_special = a_cmd == Command.SPECIAL_CYCLE.value
-        a_read = a_cmd.matches("0010", "0110", "1010", "1100", "1110")
+        self.a_read = a_cmd.matches("0010", "0110", "1010", "1100", "1110")
         mem_off = (a_ad - fld("mem_base"))[:32]
         io_off = (a_ad - fld("io_base"))[:32]
         a_mem_hit = a_is_mem & fld("mem_enable") & (mem_off < fld("mem_size"))
         a_io_hit = a_is_io & fld("io_enable") & (io_off < fld("io_size"))
         a_claim_all = fld("claim_all") & (a_is_mem | a_is_io)
-        a_hit = fld("enable") & (a_mem_hit | a_io_hit | a_is_cfg | a_claim_all
-                                 | (knob[Knob.CLAIM_SPECIAL] & a_is_special))
-        a_storage = a_mem_hit | a_io_hit | a_claim_all
+        self.a_hit = fld("enable") & (a_mem_hit | a_io_hit | a_is_cfg | a_claim_all
+                                      | (knob[Knob.CLAIM_SPECIAL] & a_is_special))
+        self.a_storage = a_mem_hit | a_io_hit | a_claim_all
         a_off = Mux(a_mem_hit, mem_off,
                     Mux(a_io_hit, (io_off + fld("io_ram_offset"))[:32],
                         Mux(a_is_cfg, a_ad[0:8], mem_off)))
-        a_req64 = bus.req64.i if wide_bus else C(0)
-        a_ack64 = (C(wide_bus) & a_is_mem & fld("ack64_capable")
-                   & (a_req64 | knob[Knob.ACK64_WITHOUT_REQ64]))
-        a_wide = a_ack64 & a_req64
-        a_off = Mux(a_wide, a_off & ~7, a_off & ~3)
-        a_nonlinear = a_is_mem & (a_ad[0:2] != 0) & ~knob[Knob.IGNORE_BURST_ORDER]
+        a_req64 = bus.req64.i if self.wide_bus else C(0)
+        self.a_ack64 = (C(self.wide_bus) & a_is_mem & fld("ack64_capable")
+                        & (a_req64 | knob[Knob.ACK64_WITHOUT_REQ64]))
+        self.a_wide = self.a_ack64 & a_req64
+        self.a_off = Mux(self.a_wide, a_off & ~7, a_off & ~3)
+        self.a_nonlinear = a_is_mem & (a_ad[0:2] != 0) & ~knob[Knob.IGNORE_BURST_ORDER]
 
+    def draw_first_answer(self):
+        """When and how the target answers the address phase: the DEVSEL# clock, the
+        latency drawn for the first data phase, and whether it retries or aborts."""
+        m, fld, knob, rng, a_read = self.m, self.fld, self.knob, self.rng, self.a_read
         # Random draws: an xorshift32 step per address phase.
-        rng = Signal(32, init=self.reset_words[Reg.SEED])
         x1 = rng ^ (rng << 13)[:32]
         x2 = x1 ^ (x1 >> 17)
-        rnd = Signal(32)
+        self.rnd = rnd = Signal(32)
         m.d.comb += rnd.eq(x2 ^ (x2 << 5)[:32])
-        with m.If(start):
+        with m.If(self.start):
             m.d.sync += rng.eq(rnd)
         lat_min = Mux(a_read, fld("read_latency_min"), fld("write_latency_min"))
         lat_max = Mux(a_read, fld("read_latency_max"), fld("write_latency_max"))
@@ -461,213 +513,247 @@ class BehaviouralTarget(wiring.Component):
                                  (DevselSpeed.SLOW, 4), (DevselSpeed.SUBTRACTIVE, 5)):
                 with m.Case(speed.value):
                     m.d.comb += dclk.eq(clock)
-        a_dclk = Mux(knob[Knob.DEVSEL_LATE], 6, Mux(turn_read, 2, dclk))
-        a_subtractive = (fld("devsel_speed") == DevselSpeed.SUBTRACTIVE.value) & \
+        self.a_dclk = a_dclk = Mux(knob[Knob.DEVSEL_LATE], 6, Mux(turn_read, 2, dclk))
+        self.a_subtractive = (fld("devsel_speed") == DevselSpeed.SUBTRACTIVE.value) & \
             ~knob[Knob.DEVSEL_LATE] & ~turn_read
         earliest = Mux(turn_read, 2, Mux(a_read, 3, 2))
+        t_data = _at_least(lat + 1, earliest, a_dclk)
 
-        def at_least(*values):
-            result = values[0]
-            for v in values[1:]:
-                result = Mux(v > result, v, result)
-            return result
+        self.retry_policy()
+        t_retry = _at_least(fld("retry_latency") + 1, a_dclk)
+        self.a_abort = (self.a_storage
+                        & ((self.a_ad - fld("abort_base"))[:32] < fld("abort_size"))
+                        & ~self.a_retry_any)
+        t_abort = _at_least(t_data, a_dclk + 1)
+        self.a_first = Mux(self.a_retry_any, t_retry, Mux(self.a_abort, t_abort, t_data))
 
-        t_data = at_least(lat + 1, earliest, a_dclk)
-
-        # Retry policy.
-        pend_valid, pend_addr, pend_cmd = Signal(), Signal(32), Signal(4)
-        pend_count = Signal(8)
-        every_count = Signal(8)
-        retry_dir = Mux(a_read, fld("retry_reads"), fld("retry_writes"))
-        chosen = rnd[16:24] < fld("retry_probability")
-        same = pend_valid & (pend_addr == a_ad) & (pend_cmd == a_cmd)
-        a_retry = Signal()
+    def retry_policy(self):
+        """Whether this address phase is retried (``a_retry``), by the retry mode: the
+        first attempts of a transaction, every n-th one, or at random."""
+        m, fld = self.m, self.fld
+        self.pend_valid, self.pend_addr, self.pend_cmd = Signal(), Signal(32), Signal(4)
+        self.pend_count = Signal(8)
+        self.every_count = Signal(8)
+        self.retry_dir = retry_dir = Mux(self.a_read, fld("retry_reads"), fld("retry_writes"))
+        chosen = self.rnd[16:24] < fld("retry_probability")
+        self.same = same = (self.pend_valid & (self.pend_addr == self.a_ad)
+                            & (self.pend_cmd == self.a_cmd))
+        self.a_retry = a_retry = Signal()
         with m.Switch(fld("retry_mode")):
             with m.Case(RetryMode.FIRST.value):
-                m.d.comb += a_retry.eq(retry_dir & Mux(same, pend_count < fld("retry_count"),
+                m.d.comb += a_retry.eq(retry_dir & Mux(same, self.pend_count < fld("retry_count"),
                                                        chosen & (fld("retry_count") != 0)))
             with m.Case(RetryMode.EVERY.value):
-                m.d.comb += a_retry.eq(retry_dir & (every_count + 1 >= fld("retry_count")))
+                m.d.comb += a_retry.eq(retry_dir & (self.every_count + 1 >= fld("retry_count")))
             with m.Case(RetryMode.RANDOM.value):
                 m.d.comb += a_retry.eq(retry_dir & chosen)
-        a_retry_any = a_retry | knob[Knob.STOP_WITHOUT_CLAIM]
-        t_retry = at_least(fld("retry_latency") + 1, a_dclk)
-        a_abort = (a_storage & ((a_ad - fld("abort_base"))[:32] < fld("abort_size"))
-                   & ~a_retry_any)
-        t_abort = at_least(t_data, a_dclk + 1)
-        a_first = Mux(a_retry_any, t_retry, Mux(a_abort, t_abort, t_data))
+        self.a_retry_any = a_retry | self.knob[Knob.STOP_WITHOUT_CLAIM]
 
-        # Latched per transaction; ``t_*`` are the values in force at this edge.
-        r = {name: Signal(shape, name=f"txn_{name}") for name, shape in (
+    def latch_transaction(self):
+        """Latch the decode for the transaction (``r``); ``t`` are the values in force at
+        this edge. Keep the retry policy's memory of the transactions it retried."""
+        m, knob, start = self.m, self.knob, self.start
+        self.r = r = {name: Signal(shape, name=f"txn_{name}") for name, shape in (
             ("hit", 1), ("read", 1), ("storage", 1), ("cfg", 1), ("wide", 1), ("ack64", 1),
             ("nonlinear", 1), ("dclk", 4), ("first", 10), ("retry", 1), ("abort", 1),
             ("subtractive", 1), ("suppress", 1))}
-        live = {"hit": a_hit, "read": a_read, "storage": a_storage, "cfg": a_is_cfg,
-                "wide": a_wide, "ack64": a_ack64, "nonlinear": a_nonlinear, "dclk": a_dclk,
-                "first": a_first, "retry": a_retry_any, "abort": a_abort,
-                "subtractive": a_subtractive,
+        live = {"hit": self.a_hit, "read": self.a_read, "storage": self.a_storage,
+                "cfg": self.a_is_cfg, "wide": self.a_wide, "ack64": self.a_ack64,
+                "nonlinear": self.a_nonlinear, "dclk": self.a_dclk, "first": self.a_first,
+                "retry": self.a_retry_any, "abort": self.a_abort,
+                "subtractive": self.a_subtractive,
                 "suppress": knob[Knob.TRDY_WITHOUT_DEVSEL] | knob[Knob.STOP_WITHOUT_CLAIM]}
-        t = {name: Mux(start, live[name], r[name]) for name in r}
+        self.t = {name: Mux(start, live[name], r[name]) for name in r}
         with m.If(start):
             m.d.sync += [r[name].eq(live[name]) for name in r]
-            with m.If(a_hit & retry_dir):
-                with m.Switch(fld("retry_mode")):
+            with m.If(self.a_hit & self.retry_dir):
+                with m.Switch(self.fld("retry_mode")):
                     with m.Case(RetryMode.FIRST.value):
-                        with m.If(a_retry):
-                            m.d.sync += [pend_valid.eq(1), pend_addr.eq(a_ad),
-                                         pend_cmd.eq(a_cmd),
-                                         pend_count.eq(Mux(same, pend_count + 1, 1))]
+                        with m.If(self.a_retry):
+                            m.d.sync += [self.pend_valid.eq(1), self.pend_addr.eq(self.a_ad),
+                                         self.pend_cmd.eq(self.a_cmd),
+                                         self.pend_count.eq(Mux(self.same,
+                                                                self.pend_count + 1, 1))]
                         with m.Else():
-                            m.d.sync += pend_valid.eq(0)
+                            m.d.sync += self.pend_valid.eq(0)
                     with m.Case(RetryMode.EVERY.value):
-                        m.d.sync += every_count.eq(Mux(a_retry, 0, every_count + 1))
+                        m.d.sync += self.every_count.eq(Mux(self.a_retry, 0,
+                                                            self.every_count + 1))
 
-        # Offsets into the storage, and the data phase counters.
-        off = Signal(32)
-        phases = Signal(16)      # data phases completed in this transaction
-        wcnt = Signal(4)         # wait states left before TRDY#
-        step = Mux(t["wide"], 8, 4)
-        moved = busy & trdy_o & irdy
-        last_edge = busy & claimed & irdy & ~frame & (trdy_o | stop_o)
-        bus_idle = ~frame & ~irdy
-        g_done, e_drop, f_done, t_done = Signal(), Signal(), Signal(), Signal()
-        stopped = Signal()       # STOP# was given: no more TRDY# in this transaction
+        self.step = Mux(self.t["wide"], 8, 4)
+        self.moved = self.busy & self.trdy_o & self.irdy
+        m.d.comb += self.stat_inc["data_phases"].eq(self.moved & self.claimed)
 
-        # The data phase about to be presented: disconnect-with-data due?
-        def disconnect_with_data(index, addr_off):
-            mode = fld("disconnect_mode")
-            cls = fld("cache_line_size")
-            dword = (fld("mem_base") + addr_off)[2:12]
-            line_last = (cls != 0) & (((dword + Mux(t["wide"], 2, 1)) & (cls - 1)) == 0)
-            return frame & ~t["abort"] & (
-                ((t["cfg"] | t["nonlinear"]) & (index == 0))
-                | ((mode == DisconnectMode.WITH_DATA.value)
-                   & (index + 1 == fld("disconnect_every")))
-                | ((mode == DisconnectMode.CACHE_LINE.value) & line_last))
+    # ---- the answer: DEVSEL#, TRDY#, STOP#, ACK64# ---------------------------------------
 
-        def waits_before(index):
-            period = fld("wait_period")
-            bit = Signal(4)
-            m.d.comb += bit.eq(Mux(period == 0, 0, index % Mux(period == 0, 1, period)))
-            masked = fld("wait_mask").bit_select(bit, 1)
-            return Mux(knob[Knob.SUBSEQUENT_LATENCY_9] & (index == 1), 8,
-                       Mux(masked, fld("wait_clocks"), 0))
+    def disconnect_with_data(self, index, addr_off):
+        """The data phase ``index`` about to be presented (at storage offset ``addr_off``)
+        is to end with a disconnect with data (STOP# beside TRDY#)."""
+        fld, t = self.fld, self.t
+        mode = fld("disconnect_mode")
+        cls = fld("cache_line_size")
+        dword = (fld("mem_base") + addr_off)[2:12]
+        line_last = (cls != 0) & (((dword + Mux(t["wide"], 2, 1)) & (cls - 1)) == 0)
+        return self.frame & ~t["abort"] & (
+            ((t["cfg"] | t["nonlinear"]) & (index == 0))
+            | ((mode == DisconnectMode.WITH_DATA.value)
+               & (index + 1 == fld("disconnect_every")))
+            | ((mode == DisconnectMode.CACHE_LINE.value) & line_last))
 
-        stat_inc = {name: Signal(name=f"count_{name}") for name in STATS.values()}
-        m.d.comb += stat_inc["data_phases"].eq(moved & claimed)
-        ev_end = Signal()
-        abort_signaled = Signal()
+    def waits_before(self, index):
+        """Wait states before data phase ``index`` (after the first), from the wait
+        pattern."""
+        fld = self.fld
+        period = fld("wait_period")
+        bit = Signal(4)
+        self.m.d.comb += bit.eq(Mux(period == 0, 0, index % Mux(period == 0, 1, period)))
+        masked = fld("wait_mask").bit_select(bit, 1)
+        return Mux(self.knob[Knob.SUBSEQUENT_LATENCY_9] & (index == 1), 8,
+                   Mux(masked, fld("wait_clocks"), 0))
 
-        with m.If(turnaround):
+    def present(self, index, addr_off):
+        """Give TRDY# for data phase ``index`` (storage offset ``addr_off``), with STOP# if
+        it is to be a disconnect with data."""
+        dwd = self.disconnect_with_data(index, addr_off)
+        self.m.d.sync += [self.trdy_o.eq(1), self.stop_o.eq(dwd)]
+        self.m.d.comb += self.stat_inc["disconnects"].eq(dwd)
+
+    def answer(self):
+        """Follow the transaction from its address phase to its end: claim it (DEVSEL#) at
+        the decode speed, answer its data phases, and drive the lines deasserted for a clock
+        after it before releasing them."""
+        m, t, start, bus = self.m, self.t, self.start, self.bus
+        claimed, nclk = self.claimed, self.nclk
+        last_edge = (self.busy & claimed & self.irdy & ~self.frame
+                     & (self.trdy_o | self.stop_o))
+        with m.If(self.turnaround):
             # Our lines were driven deasserted for one clock: release them now.
-            m.d.sync += [ctl_oe.eq(0), turnaround.eq(0)]
-        with m.If(start | busy):
-            m.d.sync += clk.eq(nclk)
+            m.d.sync += [self.ctl_oe.eq(0), self.turnaround.eq(0)]
+        with m.If(start | self.busy):
+            m.d.sync += self.clk.eq(nclk)
             with m.If(start):
-                m.d.sync += [busy.eq(1), claimed.eq(0), started.eq(0), other_devsel.eq(0),
-                             off.eq(a_off), phases.eq(0), g_done.eq(0), e_drop.eq(0), f_done.eq(0),
-                             t_done.eq(0), stopped.eq(0)]
+                m.d.sync += [self.busy.eq(1), claimed.eq(0), self.started.eq(0),
+                             self.other_devsel.eq(0), self.off.eq(self.a_off),
+                             self.phases.eq(0), self.g_done.eq(0), self.e_drop.eq(0),
+                             self.f_done.eq(0), self.t_done.eq(0), self.stopped.eq(0)]
             with m.Elif(~claimed):
-                m.d.sync += other_devsel.eq(other_devsel | bus.devsel.i)
+                m.d.sync += self.other_devsel.eq(self.other_devsel | bus.devsel.i)
 
             claim_now = ~claimed & t["hit"] & (nclk == t["dclk"]) & \
-                ~(t["subtractive"] & (other_devsel | (bus.devsel.i & ~start)))
-            first_now = (claimed | claim_now) & ~(started & ~start) & (nclk == t["first"])
+                ~(t["subtractive"] & (self.other_devsel | (bus.devsel.i & ~start)))
+            first_now = (claimed | claim_now) & ~(self.started & ~start) & (nclk == t["first"])
             decline = ~claimed & (~t["hit"] | (nclk > t["dclk"]))
 
-            with m.If(~start & (last_edge | (bus_idle & claimed))):
+            with m.If(~start & (last_edge | (self.bus_idle & claimed))):
                 # The transaction is over: drive our lines deasserted for one clock.
-                m.d.sync += [busy.eq(0), claimed.eq(0), trdy_o.eq(0), stop_o.eq(0),
-                             devsel_o.eq(0), ack64_o.eq(0), ad_oe.eq(0), turnaround.eq(1),
-                             ack64_pending.eq(0)]
-                m.d.comb += ev_end.eq(1)
-            with m.Elif(~start & bus_idle | (decline & ~claim_now)):
+                m.d.sync += [self.busy.eq(0), claimed.eq(0), self.trdy_o.eq(0),
+                             self.stop_o.eq(0), self.devsel_o.eq(0), self.ack64_o.eq(0),
+                             self.ad_oe.eq(0), self.turnaround.eq(1),
+                             self.ack64_pending.eq(0)]
+                m.d.comb += self.ev_end.eq(1)
+            with m.Elif(~start & self.bus_idle | (decline & ~claim_now)):
                 # Not ours (or the initiator gave up before we claimed): watch for the end.
-                with m.If(bus_idle & ~start):
-                    m.d.sync += busy.eq(0)
+                with m.If(self.bus_idle & ~start):
+                    m.d.sync += self.busy.eq(0)
             with m.Else():
-                with m.If(claim_now):
-                    m.d.sync += [claimed.eq(1), ctl_oe.eq(1), turnaround.eq(0),
-                                 devsel_o.eq(~t["suppress"]),
-                                 ack64_o.eq(t["ack64"] & ~t["suppress"] & ~knob[Knob.ACK64_LATE]),
-                                 ack64_pending.eq(t["ack64"] & ~t["suppress"] & knob[Knob.ACK64_LATE])]
-                    m.d.comb += stat_inc["transactions"].eq(1)
-                with m.If(ack64_pending):
-                    m.d.sync += [ack64_o.eq(1), ack64_pending.eq(0)]
-                # Read data from clock 3 (after the turnaround) until the end; not after a
-                # target abort, where DEVSEL# is gone.
-                m.d.sync += ad_oe.eq((claimed | claim_now) & t["read"] & (nclk >= 3)
-                                     & ~(t["abort"] & ((started & ~start) | first_now)))
-
+                self.claim(claim_now, first_now)
                 with m.If(first_now):
-                    m.d.sync += started.eq(1)
-                    with m.If(t["retry"]):
-                        m.d.sync += stop_o.eq(1)
-                        m.d.comb += stat_inc["retries"].eq(1)
-                    with m.Elif(t["abort"]):
-                        m.d.sync += [stop_o.eq(1), devsel_o.eq(0), ack64_o.eq(0)]
-                        m.d.comb += [stat_inc["aborts"].eq(1), abort_signaled.eq(1)]
-                    with m.Else():
-                        dwd = disconnect_with_data(0, Mux(start, a_off, off))
-                        m.d.sync += [trdy_o.eq(1), stop_o.eq(dwd)]
-                        m.d.comb += stat_inc["disconnects"].eq(dwd)
-                with m.Elif(claimed & started):
-                    with m.If(moved):
-                        m.d.sync += [phases.eq(phases + 1), off.eq(off + step)]
-                    nxt = phases + 1
-                    with m.If(stop_o | stopped):
-                        # Hold STOP# until FRAME# goes; TRDY# only until its word moved.
-                        m.d.sync += [trdy_o.eq(trdy_o & ~moved), stopped.eq(1)]
-                        # Knob (t): TRDY# stays for the initiator's final data phase, so
-                        # one more word moves after the disconnect.
-                        with m.If(knob[Knob.TRDY_AFTER_STOP] & ~t_done & trdy_o & moved & frame):
-                            m.d.sync += [trdy_o.eq(1), t_done.eq(1)]
-                        # Knob (f): one clock without STOP# while FRAME# is still asserted,
-                        # then STOP# again, so the initiator can still end the transaction.
-                        with m.If(knob[Knob.STOP_EARLY_RELEASE] & ~f_done & stop_o & frame):
-                            m.d.sync += [stop_o.eq(0), f_done.eq(1)]
-                        with m.Elif(~stop_o):
-                            m.d.sync += stop_o.eq(1)
-                    with m.Elif(trdy_o & ~moved):
-                        with m.If(knob[Knob.TRDY_WITHDRAW] & ~g_done):
-                            m.d.sync += [trdy_o.eq(0), wcnt.eq(0), g_done.eq(1)]
-                        with m.Elif(knob[Knob.STOP_ADDED_IN_WAIT] & ~g_done):
-                            # Knob (s): the answer given changes to a disconnect with data.
-                            m.d.sync += [stop_o.eq(1), g_done.eq(1)]
-                    with m.Elif(moved):
-                        waits = waits_before(nxt)
-                        with m.If(knob[Knob.DEVSEL_DROP] & (phases == 0)):
-                            m.d.sync += [devsel_o.eq(0), trdy_o.eq(0), wcnt.eq(0), e_drop.eq(1)]
-                        with m.Elif((fld("disconnect_mode") == DisconnectMode.WITHOUT_DATA.value)
-                                    & (nxt == fld("disconnect_every"))):
-                            m.d.sync += [trdy_o.eq(0), stop_o.eq(1)]
-                            m.d.comb += stat_inc["disconnects"].eq(1)
-                        with m.Elif(waits == 0):
-                            dwd = disconnect_with_data(nxt, off + step)
-                            m.d.sync += [trdy_o.eq(1), stop_o.eq(dwd)]
-                            m.d.comb += stat_inc["disconnects"].eq(dwd)
-                        with m.Else():
-                            m.d.sync += [trdy_o.eq(0), wcnt.eq(waits - 1)]
-                    with m.Else():
-                        # Waiting (TRDY# deasserted) before data phase ``phases``.
-                        with m.If(e_drop):
-                            m.d.sync += [devsel_o.eq(1), e_drop.eq(0)]
-                        with m.If(wcnt == 0):
-                            dwd = disconnect_with_data(phases, off)
-                            m.d.sync += [trdy_o.eq(1), stop_o.eq(dwd)]
-                            m.d.comb += stat_inc["disconnects"].eq(dwd)
-                        with m.Else():
-                            m.d.sync += wcnt.eq(wcnt - 1)
+                    self.answer_first_phase()
+                with m.Elif(claimed & self.started):
+                    self.answer_later_phases()
 
+    def claim(self, claim_now, first_now):
+        """DEVSEL# (and ACK64#) as the target claims; AD enabled on reads."""
+        m, t, knob = self.m, self.t, self.knob
+        with m.If(claim_now):
+            m.d.sync += [self.claimed.eq(1), self.ctl_oe.eq(1), self.turnaround.eq(0),
+                         self.devsel_o.eq(~t["suppress"]),
+                         self.ack64_o.eq(t["ack64"] & ~t["suppress"] & ~knob[Knob.ACK64_LATE]),
+                         self.ack64_pending.eq(t["ack64"] & ~t["suppress"]
+                                               & knob[Knob.ACK64_LATE])]
+            m.d.comb += self.stat_inc["transactions"].eq(1)
+        with m.If(self.ack64_pending):
+            m.d.sync += [self.ack64_o.eq(1), self.ack64_pending.eq(0)]
+        # Read data from clock 3 (after the turnaround) until the end; not after a
+        # target abort, where DEVSEL# is gone.
+        m.d.sync += self.ad_oe.eq((self.claimed | claim_now) & t["read"] & (self.nclk >= 3)
+                                  & ~(t["abort"] & ((self.started & ~self.start) | first_now)))
+
+    def answer_first_phase(self):
+        """The first answer: a retry, a target abort, or TRDY# for data phase 0."""
+        m, t = self.m, self.t
+        m.d.sync += self.started.eq(1)
+        with m.If(t["retry"]):
+            m.d.sync += self.stop_o.eq(1)
+            m.d.comb += self.stat_inc["retries"].eq(1)
+        with m.Elif(t["abort"]):
+            m.d.sync += [self.stop_o.eq(1), self.devsel_o.eq(0), self.ack64_o.eq(0)]
+            m.d.comb += [self.stat_inc["aborts"].eq(1), self.abort_signaled.eq(1)]
+        with m.Else():
+            self.present(0, Mux(self.start, self.a_off, self.off))
+
+    def answer_later_phases(self):
+        """After the first answer: hold STOP# to the end, wait states and disconnects
+        between data phases, and the knobs that break the rules there."""
+        m, knob, frame = self.m, self.knob, self.frame
+        trdy_o, stop_o, moved, phases = self.trdy_o, self.stop_o, self.moved, self.phases
+        with m.If(moved):
+            m.d.sync += [phases.eq(phases + 1), self.off.eq(self.off + self.step)]
+        nxt = phases + 1
+        with m.If(stop_o | self.stopped):
+            # Hold STOP# until FRAME# goes; TRDY# only until its word moved.
+            m.d.sync += [trdy_o.eq(trdy_o & ~moved), self.stopped.eq(1)]
+            # Knob (t): TRDY# stays for the initiator's final data phase, so
+            # one more word moves after the disconnect.
+            with m.If(knob[Knob.TRDY_AFTER_STOP] & ~self.t_done & trdy_o & moved & frame):
+                m.d.sync += [trdy_o.eq(1), self.t_done.eq(1)]
+            # Knob (f): one clock without STOP# while FRAME# is still asserted,
+            # then STOP# again, so the initiator can still end the transaction.
+            with m.If(knob[Knob.STOP_EARLY_RELEASE] & ~self.f_done & stop_o & frame):
+                m.d.sync += [stop_o.eq(0), self.f_done.eq(1)]
+            with m.Elif(~stop_o):
+                m.d.sync += stop_o.eq(1)
+        with m.Elif(trdy_o & ~moved):
+            with m.If(knob[Knob.TRDY_WITHDRAW] & ~self.g_done):
+                m.d.sync += [trdy_o.eq(0), self.wcnt.eq(0), self.g_done.eq(1)]
+            with m.Elif(knob[Knob.STOP_ADDED_IN_WAIT] & ~self.g_done):
+                # Knob (s): the answer given changes to a disconnect with data.
+                m.d.sync += [stop_o.eq(1), self.g_done.eq(1)]
+        with m.Elif(moved):
+            waits = self.waits_before(nxt)
+            with m.If(knob[Knob.DEVSEL_DROP] & (phases == 0)):
+                m.d.sync += [self.devsel_o.eq(0), trdy_o.eq(0), self.wcnt.eq(0),
+                             self.e_drop.eq(1)]
+            with m.Elif((self.fld("disconnect_mode") == DisconnectMode.WITHOUT_DATA.value)
+                        & (nxt == self.fld("disconnect_every"))):
+                m.d.sync += [trdy_o.eq(0), stop_o.eq(1)]
+                m.d.comb += self.stat_inc["disconnects"].eq(1)
+            with m.Elif(waits == 0):
+                self.present(nxt, self.off + self.step)
+            with m.Else():
+                m.d.sync += [trdy_o.eq(0), self.wcnt.eq(waits - 1)]
+        with m.Else():
+            # Waiting (TRDY# deasserted) before data phase ``phases``.
+            with m.If(self.e_drop):
+                m.d.sync += [self.devsel_o.eq(1), self.e_drop.eq(0)]
+            with m.If(self.wcnt == 0):
+                self.present(phases, self.off)
+            with m.Else():
+                m.d.sync += self.wcnt.eq(self.wcnt - 1)
+
+    def idle_and_reset_knobs(self):
+        """Knobs (c) and (v), DEVSEL# outside a transaction; then drive the answer lines."""
+        m, bus, knob, ctl = self.m, self.bus, self.knob, self.ctl
+        idle_pulse = self.idle_pulse
         # Knob (c): one clock of DEVSEL# on a bus idle for two clocks, then release.
-        idle_pulse = Signal(2)
-        with m.If(knob[Knob.DEVSEL_ON_IDLE] & ~busy & ~start & ~turnaround & ~ctl_oe
-                  & bus_idle & ~frame_prev & ~irdy_prev & (idle_pulse == 0)):
-            m.d.sync += [devsel_o.eq(1), ctl_oe.eq(1), idle_pulse.eq(1)]
+        with m.If(knob[Knob.DEVSEL_ON_IDLE] & ~self.busy & ~self.start & ~self.turnaround
+                  & ~self.ctl_oe & self.bus_idle & ~self.frame_prev & ~self.irdy_prev
+                  & (idle_pulse == 0)):
+            m.d.sync += [self.devsel_o.eq(1), self.ctl_oe.eq(1), idle_pulse.eq(1)]
         with m.Elif(idle_pulse == 1):
-            m.d.sync += [devsel_o.eq(0), idle_pulse.eq(2)]
+            m.d.sync += [self.devsel_o.eq(0), idle_pulse.eq(2)]
         with m.Elif(idle_pulse == 2):
-            m.d.sync += [ctl_oe.eq(0), idle_pulse.eq(0)]
+            m.d.sync += [self.ctl_oe.eq(0), idle_pulse.eq(0)]
 
         # Knob (v) must outlive the reset it acts in: a reset-less copy, armed by the INJECT
         # write and disarmed when RST# is released.
@@ -675,8 +761,8 @@ class BehaviouralTarget(wiring.Component):
         rst_prev = Signal(reset_less=True)
         m.d.sync += rst_prev.eq(bus.rst.i)
         inject_refused = Signal()
-        m.d.comb += inject_refused.eq(REFUSALS[Reg.INJECT][1](ctl.w_data, W))
-        with m.If(ctl.w_en & (ctl.addr == Reg.INJECT) & ~inject_refused):
+        m.d.comb += inject_refused.eq(REFUSALS[Reg.INJECT][1](ctl.w_data, self.W))
+        with m.If(written(ctl, Reg.INJECT) & ~inject_refused):
             m.d.sync += reset_knob.eq(ctl.w_data[Knob.DEVSEL_IN_RESET])
         with m.Elif(rst_prev & ~bus.rst.i):
             m.d.sync += reset_knob.eq(0)
@@ -687,48 +773,56 @@ class BehaviouralTarget(wiring.Component):
         devsel_tail = reset_knob & rst_prev & ~bus.rst.i
 
         m.d.comb += [
-            bus.trdy.o.eq(trdy_o), bus.trdy.oe.eq(ctl_oe),
-            bus.stop.o.eq(stop_o), bus.stop.oe.eq(ctl_oe),
-            bus.devsel.o.eq(devsel_o | devsel_in_reset),
-            bus.devsel.oe.eq(ctl_oe | devsel_in_reset | devsel_tail),
+            bus.trdy.o.eq(self.trdy_o), bus.trdy.oe.eq(self.ctl_oe),
+            bus.stop.o.eq(self.stop_o), bus.stop.oe.eq(self.ctl_oe),
+            bus.devsel.o.eq(self.devsel_o | devsel_in_reset),
+            bus.devsel.oe.eq(self.ctl_oe | devsel_in_reset | devsel_tail),
         ]
-        if wide_bus:
-            m.d.comb += [bus.ack64.o.eq(ack64_o), bus.ack64.oe.eq(ctl_oe)]
+        if self.wide_bus:
+            m.d.comb += [bus.ack64.o.eq(self.ack64_o), bus.ack64.oe.eq(self.ctl_oe)]
 
-        # --- data path ---------------------------------------------------------------------
+    # ---- data path -------------------------------------------------------------------------
+
+    def read_data(self):
+        """Read data on AD: the storage word (or configuration word) of the data phase
+        presented, and knob (q)'s change while TRDY# waits."""
+        m, bus, ram, r, t = self.m, self.bus, self.ram, self.r, self.t
         # The read port shows, in the next clock, the word of the data phase presented then.
-        shown_off = Mux(start, a_off, Mux(moved, off + step, off))
+        self.shown_off = shown_off = Mux(self.start, self.a_off,
+                                         Mux(self.moved, self.off + self.step, self.off))
         shown_reg = Signal(32)
         m.d.sync += shown_reg.eq(shown_off)
-        cfg_rdata = Signal(32)
-        bd_index = Signal(32)
         # From the address phase on (not only once claimed: slower DEVSEL# still needs the
         # first word ready for clock 3).
-        reading = busy & t["read"] & ~t["cfg"] | start & a_read
-        m.d.comb += ram.r_addr.eq(Mux(reading, shown_off >> word_shift,
-                                      bd_index >> (word_shift - 2)))
+        reading = self.busy & t["read"] & ~t["cfg"] | self.start & self.a_read
+        m.d.comb += ram.r_addr.eq(Mux(reading, shown_off >> self.word_shift,
+                                      self.bd_index >> (self.word_shift - 2)))
         word = Signal(32)
-        if wide_bus:
+        if self.wide_bus:
             m.d.comb += word.eq(Mux(shown_reg[2], ram.r_data[32:], ram.r_data[:32]))
         else:
             m.d.comb += word.eq(ram.r_data)
         q_flip = Signal()
-        with m.If(knob[Knob.READ_DATA_CHANGE] & trdy_o & ~irdy & ad_oe):
+        with m.If(self.knob[Knob.READ_DATA_CHANGE] & self.trdy_o & ~self.irdy & self.ad_oe):
             m.d.sync += q_flip.eq(~q_flip)
-        with m.Elif(~busy):
+        with m.Elif(~self.busy):
             m.d.sync += q_flip.eq(0)
-        lo = Mux(r["cfg"], cfg_rdata, Mux(r["wide"], ram.r_data[:32], word))
-        m.d.comb += [bus.ad.o.eq(lo ^ Mux(q_flip, 0xFFFF_FFFF, 0)), bus.ad.oe.eq(ad_oe)]
-        if wide_bus:
+        lo = Mux(r["cfg"], self.cfg_rdata, Mux(r["wide"], ram.r_data[:32], word))
+        m.d.comb += [bus.ad.o.eq(lo ^ Mux(q_flip, 0xFFFF_FFFF, 0)), bus.ad.oe.eq(self.ad_oe)]
+        if self.wide_bus:
             m.d.comb += [bus.ad_hi.o.eq(ram.r_data[32:] ^ Mux(q_flip, 0xFFFF_FFFF, 0)),
-                         bus.ad_hi.oe.eq(ad_oe & r["wide"])]
+                         bus.ad_hi.oe.eq(self.ad_oe & r["wide"])]
 
-        # Writes into the storage, byte lanes from C/BE# (active low on the bus).
-        write_now = moved & ~t["read"] & t["storage"]
-        be_lo = ~bus.cbe.i & 0xF
+    def write_storage(self):
+        """Writes into the storage: write data phases (byte lanes from C/BE#, active low
+        on the bus), else the control port's backdoor (BD_DATA)."""
+        m, bus, ram, ctl, t, off = self.m, self.bus, self.ram, self.ctl, self.t, self.off
+        W, word_shift = self.W, self.word_shift
+        write_now = self.moved & ~t["read"] & t["storage"]
+        self.be_lo = be_lo = ~bus.cbe.i & 0xF
         lanes = Signal(W // 8)
         wdata = Signal(W)
-        if wide_bus:
+        if self.wide_bus:
             be_hi = ~bus.cbe_hi.i & 0xF
             m.d.comb += [
                 lanes.eq(Mux(t["wide"], Cat(be_lo, be_hi),
@@ -737,24 +831,27 @@ class BehaviouralTarget(wiring.Component):
             ]
         else:
             m.d.comb += [lanes.eq(be_lo), wdata.eq(bus.ad.i)]
-        bd_write = ctl.w_en & (ctl.addr == Reg.BD_DATA)
         bd_lanes = Signal(W // 8)
-        if wide_bus:
-            m.d.comb += bd_lanes.eq(Mux(bd_index[0], 0xF0, 0x0F))
+        if self.wide_bus:
+            m.d.comb += bd_lanes.eq(Mux(self.bd_index[0], 0xF0, 0x0F))
         else:
             m.d.comb += bd_lanes.eq(0xF)
         with m.If(write_now):
             m.d.comb += [ram.w_addr.eq(off >> word_shift), ram.w_data.eq(wdata),
                          ram.w_en.eq(lanes)]
-        with m.Elif(bd_write):
-            m.d.comb += [ram.w_addr.eq(bd_index >> (word_shift - 2)),
+        with m.Elif(written(ctl, Reg.BD_DATA)):
+            m.d.comb += [ram.w_addr.eq(self.bd_index >> (word_shift - 2)),
                          ram.w_data.eq(Cat(*([ctl.w_data] * (W // 32)))),
                          ram.w_en.eq(bd_lanes)]
 
-        # --- parity --------------------------------------------------------------------------
+    # ---- parity --------------------------------------------------------------------------
+
+    def parity_outputs(self):
+        """PAR (PAR64) for the read data this target drove, wrong where asked."""
+        m, bus, fld, knob, t = self.m, self.bus, self.fld, self.knob, self.t
         par_flip = Signal()
         par64_flip = Signal()
-        flip_phase = moved & t["read"] & (phases == fld("bad_par_phase"))
+        flip_phase = self.moved & t["read"] & (self.phases == fld("bad_par_phase"))
         m.d.comb += [
             par_flip.eq(flip_phase & (fld("bad_par_enable") | knob[Knob.BAD_PAR])),
             par64_flip.eq(flip_phase & (fld("bad_par64_enable") | knob[Knob.BAD_PAR64])),
@@ -763,47 +860,57 @@ class BehaviouralTarget(wiring.Component):
         # drives PAR for it either (PAR follows AD's driver), so the pulled-up PAR (1) is
         # what covers it.
         m.d.sync += [bus.par.o.eq(_parity(bus.ad.o, bus.cbe.i) ^ par_flip),
-                     bus.par.oe.eq(ad_oe)]
-        if wide_bus:
+                     bus.par.oe.eq(self.ad_oe)]
+        if self.wide_bus:
             m.d.sync += [bus.par64.o.eq(_parity(bus.ad_hi.o, bus.cbe_hi.i) ^ par64_flip),
-                         bus.par64.oe.eq(ad_oe & r["wide"])]
+                         bus.par64.oe.eq(self.ad_oe & self.r["wide"])]
 
-        # Address parity (every address phase) and write data parity (our writes).
+    def parity_checks(self):
+        """Address parity (every address phase) and write data parity (our writes), with
+        the early report of a write data parity error while the phase waits."""
+        m, bus, t, moved, claimed = self.m, self.bus, self.t, self.moved, self.claimed
         achk, aexp = Signal(), Signal()
-        dchk, dexp, dexp64, dchk64 = Signal(), Signal(), Signal(), Signal()
-        m.d.sync += [achk.eq(start), aexp.eq(_parity(bus.ad.i, bus.cbe.i)),
+        self.dchk = dchk = Signal()
+        dexp, dexp64, dchk64 = Signal(), Signal(), Signal()
+        m.d.sync += [achk.eq(self.start), aexp.eq(_parity(bus.ad.i, bus.cbe.i)),
                      dchk.eq(moved & ~t["read"] & claimed),
                      dexp.eq(_parity(bus.ad.i, bus.cbe.i))]
         data_par_error = dchk & (bus.par.i != dexp)
-        if wide_bus:
+        if self.wide_bus:
             m.d.sync += [dchk64.eq(moved & ~t["read"] & claimed & t["wide"]),
                          dexp64.eq(_parity(bus.ad_hi.i, bus.cbe_hi.i))]
             data_par_error = data_par_error | (dchk64 & (bus.par64.i != dexp64))
-        addr_par_error = achk & (bus.par.i != aexp)
+        self.data_par_error = data_par_error
+        self.addr_par_error = achk & (bus.par.i != aexp)
 
         # Early report (``perr_early``, knob (w)): while a write data phase waits (IRDY#
         # asserted, this target's TRDY# and STOP# not), its data is valid and PAR, one clock
         # later, covers it. Not on a transaction this target will retry or abort: a target
         # that signalled PERR# must complete the phase with TRDY# (PCI LB 3.0 §3.7.4.1).
-        early_on = fld("perr_early") | knob[Knob.PERR_RELEASED_EARLY]
+        early_on = self.fld("perr_early") | self.knob[Knob.PERR_RELEASED_EARLY]
         wchk = Signal()
-        m.d.sync += wchk.eq(early_on & busy & claimed & ~t["read"] & ~t["retry"]
-                            & ~t["abort"] & irdy & ~trdy_o & ~stop_o)
+        m.d.sync += wchk.eq(early_on & self.busy & claimed & ~t["read"] & ~t["retry"]
+                            & ~t["abort"] & self.irdy & ~self.trdy_o & ~self.stop_o)
         early_error = wchk & (bus.par.i != dexp)
         # The clock after a data phase completed (the clock ``dchk`` checks a moved word's
         # PAR in), or after the bus went idle under this target's claim without one.
-        phase_end = Signal()
-        m.d.sync += phase_end.eq(busy & claimed & ((irdy & (trdy_o | stop_o)) | bus_idle))
-        early_seen = Signal()    # this data phase's parity error was seen early
-        early_first = early_error & ~early_seen
+        self.phase_end = phase_end = Signal()
+        m.d.sync += phase_end.eq(self.busy & claimed
+                                 & ((self.irdy & (self.trdy_o | self.stop_o)) | self.bus_idle))
+        self.early_seen = early_seen = Signal()    # this data phase's error was seen early
+        self.early_first = early_error & ~early_seen
         with m.If(phase_end):
             m.d.sync += early_seen.eq(0)
         with m.Elif(early_error):
             m.d.sync += early_seen.eq(1)
         # One parity error per data phase, whether seen early or after completion.
-        parity_event = early_first | (data_par_error & ~early_seen) | addr_par_error
-        m.d.comb += stat_inc["parity_errors"].eq(parity_event)
+        self.parity_event = (self.early_first | (data_par_error & ~early_seen)
+                             | self.addr_par_error)
+        m.d.comb += self.stat_inc["parity_errors"].eq(self.parity_event)
 
+    def perr_serr(self):
+        """PERR# and SERR# from the parity checks (and knobs (m), (u), (w))."""
+        m, bus, fld, knob = self.m, self.bus, self.fld, self.knob
         # PERR#: asserted the clock after PAR was sampled bad (data phase + 2), then driven
         # deasserted for one clock before release (sustained tri-state). An early report
         # asserts it the clock after PAR showed the error and holds it (``perr_hold``) until
@@ -812,16 +919,16 @@ class BehaviouralTarget(wiring.Component):
         # after completion. Knob (w) gives the early report one clock only and no tail.
         perr_step = Signal(2)
         perr_hold = Signal()
-        early_report = early_first & fld("parity_response")
-        with m.If(phase_end):
+        early_report = self.early_first & fld("parity_response")
+        with m.If(self.phase_end):
             m.d.sync += perr_hold.eq(0)
         with m.Elif(early_report & ~knob[Knob.PERR_RELEASED_EARLY]):
             m.d.sync += perr_hold.eq(1)
-        fire_perr = (data_par_error & fld("parity_response") & ~early_seen) | \
-            (phase_end & perr_hold) | \
+        fire_perr = (self.data_par_error & fld("parity_response") & ~self.early_seen) | \
+            (self.phase_end & perr_hold) | \
             (early_report & knob[Knob.PERR_RELEASED_EARLY]) | \
-            (start & a_hit & knob[Knob.PERR_WRONG_TIME]) | \
-            (dchk & knob[Knob.PERR_ON_GOOD_DATA])
+            (self.start & self.a_hit & knob[Knob.PERR_WRONG_TIME]) | \
+            (self.dchk & knob[Knob.PERR_ON_GOOD_DATA])
         with m.If(fire_perr):
             m.d.sync += perr_step.eq(1)
         with m.Elif(perr_step != 0):
@@ -829,18 +936,24 @@ class BehaviouralTarget(wiring.Component):
         m.d.comb += [bus.perr.o.eq((perr_step == 1) | perr_hold),
                      bus.perr.oe.eq((perr_step != 0) | perr_hold)]
         # SERR# (open drain): one clock, after an address parity error, when enabled.
-        serr_now = addr_par_error & fld("serr_enable") & fld("parity_response")
+        self.serr_now = self.addr_par_error & fld("serr_enable") & fld("parity_response")
         serr = Signal()
-        m.d.sync += serr.eq(serr_now)
+        m.d.sync += serr.eq(self.serr_now)
         m.d.comb += [bus.serr.o.eq(serr), bus.serr.oe.eq(serr)]
 
-        # --- configuration space (type 0 header) -----------------------------------------------
+    # ---- configuration space and control port ----------------------------------------------
+
+    def config_space(self):
+        """The type 0 configuration header the target answers, read from its registers."""
+        m, bank, fld = self.m, self.bank, self.fld
         size = fld("mem_size")
-        bar0 = (fld("mem_base") & ~(size - 1)[:32]) | (fld("bar_prefetchable") << 3)
-        status = Cat(C(0, 9), Mux(fld("devsel_speed") == DevselSpeed.FAST.value, 0,
-                                  Mux(fld("devsel_speed") == DevselSpeed.MEDIUM.value, 1, 2))[:2],
-                     C(0, 5)) | bank[Reg.STATUS][:16]
-        cfg_index = shown_off[2:8]
+        self.size_mask = ~(size - 1)[:32]
+        bar0 = (fld("mem_base") & self.size_mask) | (fld("bar_prefetchable") << 3)
+        self.status = status = Cat(
+            C(0, 9), Mux(fld("devsel_speed") == DevselSpeed.FAST.value, 0,
+                         Mux(fld("devsel_speed") == DevselSpeed.MEDIUM.value, 1, 2))[:2],
+            C(0, 5)) | bank[Reg.STATUS][:16]
+        cfg_index = self.shown_off[2:8]
         cfg_word = Signal(32)
         with m.Switch(cfg_index):
             with m.Case(0x00):
@@ -850,35 +963,28 @@ class BehaviouralTarget(wiring.Component):
             with m.Case(0x02):
                 m.d.comb += cfg_word.eq(bank[Reg.CFG_CLASS])
             with m.Case(0x03):
-                m.d.comb += cfg_word.eq(Cat(fld("cache_line_size"), fld("latency_timer"), C(0, 16)))
+                m.d.comb += cfg_word.eq(Cat(fld("cache_line_size"), fld("latency_timer"),
+                                            C(0, 16)))
             with m.Case(0x04):
                 m.d.comb += cfg_word.eq(bar0)
             with m.Case(0x0B):
                 m.d.comb += cfg_word.eq(bank[Reg.CFG_ID])
             with m.Case(0x0F):
                 m.d.comb += cfg_word.eq(fld("interrupt_line"))
-        m.d.sync += cfg_rdata.eq(cfg_word)
-        be_mask = Cat(*[Mux(be_lo[i], C(0xFF, 8), C(0, 8)) for i in range(4)])
-        cfg_wr = moved & ~t["read"] & t["cfg"]
-        cfg_wdata = bus.ad.i & be_mask
+        m.d.sync += self.cfg_rdata.eq(cfg_word)
 
-        def merge(old):
-            return (old & ~be_mask) | cfg_wdata
-
-        # --- control port, statistics, events, refusals ----------------------------------------
-        status_set = Signal(16)
-        m.d.comb += status_set.eq(
-            Mux(abort_signaled, STATUS_SIGNALED_TARGET_ABORT, 0)
-            | Mux(serr_now, STATUS_SIGNALED_SYSTEM_ERROR, 0)
-            | Mux(parity_event, STATUS_DETECTED_PARITY_ERROR, 0))
-        refused = Signal()
+    def control_writes(self):
+        """Control-port writes: refused values (ERROR, the REFUSED event), write-1-to-clear
+        and clear-on-write registers, the storage backdoor's index, the rest plain."""
+        m, ctl, bank, bd_index = self.m, self.ctl, self.bank, self.bd_index
+        self.refused = refused = Signal()
         for reg, (_, bad) in REFUSALS.items():
             with m.If(ctl.addr == reg):
-                m.d.comb += refused.eq(bad(ctl.w_data, W))
+                m.d.comb += refused.eq(bad(ctl.w_data, self.W))
 
-        events = Signal(len(Event))
         with m.If(ctl.w_en):
             with m.If(refused):
+                # ERROR: bit 0 set, the register's index from bit 16.
                 m.d.sync += bank[Reg.ERROR].eq(Cat(C(1, 16), ctl.addr))
             with m.Else():
                 with m.Switch(ctl.addr):
@@ -889,7 +995,7 @@ class BehaviouralTarget(wiring.Component):
                             elif reg == Reg.STATUS:
                                 m.d.sync += bank[reg].eq(bank[reg] & ~ctl.w_data)
                             elif reg == Reg.EVENT:
-                                pass  # cleared below, together with new events
+                                pass  # cleared in hardware_updates, together with new events
                             elif reg == Reg.ERROR:
                                 m.d.sync += bank[reg].eq(0)
                             elif reg == Reg.BD_DATA:
@@ -899,20 +1005,49 @@ class BehaviouralTarget(wiring.Component):
                             elif reg == Reg.INFO:
                                 pass  # read-only
                             elif reg == Reg.SEED:
-                                m.d.sync += [bank[reg].eq(ctl.w_data), rng.eq(ctl.w_data)]
+                                m.d.sync += [bank[reg].eq(ctl.w_data), self.rng.eq(ctl.w_data)]
                             else:
                                 m.d.sync += bank[reg].eq(ctl.w_data)
         with m.If(ctl.r_en & (ctl.addr == Reg.BD_DATA)):
             m.d.sync += bd_index.eq(bd_index + 1)
 
-        # Hardware updates (after the control writes, so they win a same-clock clash).
+    def hardware_updates(self):
+        """What the bus does to the registers (after the control writes, so it wins a
+        same-clock clash): statistics, PCI Status bits, configuration writes, events."""
+        m, bank, ctl, fld, knob = self.m, self.bank, self.ctl, self.fld, self.knob
+        status_set = Signal(16)
+        m.d.comb += status_set.eq(
+            Mux(self.abort_signaled, STATUS_SIGNALED_TARGET_ABORT, 0)
+            | Mux(self.serr_now, STATUS_SIGNALED_SYSTEM_ERROR, 0)
+            | Mux(self.parity_event, STATUS_DETECTED_PARITY_ERROR, 0))
         for name, reg in ((n, g) for g, n in STATS.items()):
-            with m.If(stat_inc[name]):
+            with m.If(self.stat_inc[name]):
                 m.d.sync += bank[reg].eq(bank[reg] + 1)
         with m.If(status_set != 0):
             m.d.sync += bank[Reg.STATUS].eq(bank[Reg.STATUS] | status_set)
+        self.config_writes(status_set)
+
+        self.events = events = Signal(len(Event))
+        new_events = Cat(self.ev_end, self.parity_event, ctl.w_en & self.refused)
+        events_cleared = Mux(written(ctl, Reg.EVENT), ctl.w_data[:len(Event)], 0)
+        m.d.sync += events.eq((events & ~events_cleared) | new_events)
+        with m.If(knob[Knob.DEVSEL_ON_IDLE] & (self.idle_pulse == 2)):
+            m.d.sync += bank[Reg.INJECT][Knob.DEVSEL_ON_IDLE].eq(0)
+        m.d.comb += ctl.event.eq((events & fld("event_mask")) != 0)
+
+    def config_writes(self, status_set):
+        """Configuration write data phases into the registers behind the header: Command,
+        Status (write 1 to clear), cache line size, BAR0, interrupt line."""
+        m, bank, bus = self.m, self.bank, self.bus
+        be_mask = Cat(*[Mux(self.be_lo[i], C(0xFF, 8), C(0, 8)) for i in range(4)])
+        cfg_wr = self.moved & ~self.t["read"] & self.t["cfg"]
+        cfg_wdata = bus.ad.i & be_mask
+
+        def merge(old):
+            return (old & ~be_mask) | cfg_wdata
+
         with m.If(cfg_wr):
-            with m.Switch(off[2:8]):
+            with m.Switch(self.off[2:8]):
                 with m.Case(0x01):
                     m.d.sync += [
                         bank[Reg.COMMAND].eq((merge(bank[Reg.COMMAND]) & _COMMAND_WRITABLE)
@@ -924,43 +1059,41 @@ class BehaviouralTarget(wiring.Component):
                     cls = merge(bank[Reg.CFG_MISC])[0:8]
                     # Unsupported cache line sizes read as 0 (the specification's rule).
                     m.d.sync += bank[Reg.CFG_MISC][0:16].eq(
-                        Cat(Mux((cls & (cls - 1)[:8]) == 0, cls, 0), merge(bank[Reg.CFG_MISC])[8:16]))
+                        Cat(Mux((cls & (cls - 1)[:8]) == 0, cls, 0),
+                            merge(bank[Reg.CFG_MISC])[8:16]))
                 with m.Case(0x04):
-                    m.d.sync += bank[Reg.MEM_BASE].eq(merge(bank[Reg.MEM_BASE]) & ~(size - 1)[:32])
+                    m.d.sync += bank[Reg.MEM_BASE].eq(merge(bank[Reg.MEM_BASE]) & self.size_mask)
                 with m.Case(0x0F):
                     m.d.sync += bank[Reg.CFG_MISC][16:24].eq(merge(bank[Reg.CFG_MISC])[0:8])
-        new_events = Cat(ev_end, parity_event, ctl.w_en & refused)
-        events_cleared = Mux(ctl.w_en & (ctl.addr == Reg.EVENT), ctl.w_data[:len(Event)], 0)
-        m.d.sync += events.eq((events & ~events_cleared) | new_events)
-        with m.If(knob[Knob.DEVSEL_ON_IDLE] & (idle_pulse == 2)):
-            m.d.sync += bank[Reg.INJECT][Knob.DEVSEL_ON_IDLE].eq(0)
-        m.d.comb += ctl.event.eq((events & fld("event_mask")) != 0)
 
-        # Read mux, registered; BD_DATA comes straight from the storage's registered port.
+    def control_reads(self):
+        """The read mux, registered; BD_DATA comes straight from the storage's registered
+        port."""
+        m, ctl, ram, bank = self.m, self.ctl, self.ram, self.bank
         read_reg = Signal(32)
         last_addr = Signal(len(ctl.addr))
         last_bd_half = Signal()
-        m.d.sync += [last_addr.eq(ctl.addr), last_bd_half.eq(bd_index[0])]
-        with m.Switch(ctl.addr):
-            for reg in Reg:
-                with m.Case(reg):
-                    if reg == Reg.EVENT:
-                        m.d.sync += read_reg.eq(events)
-                    elif reg == Reg.BD_ADDR:
-                        m.d.sync += read_reg.eq(bd_index)
-                    elif reg == Reg.STATUS:
-                        m.d.sync += read_reg.eq(status)
-                    elif reg == Reg.INFO:
-                        m.d.sync += read_reg.eq(W | (self.mem_addr_bits << 8))
-                    else:
-                        m.d.sync += read_reg.eq(bank[reg])
-            with m.Default():
-                m.d.sync += read_reg.eq(0)
+        m.d.sync += [last_addr.eq(ctl.addr), last_bd_half.eq(self.bd_index[0])]
+        readable = {reg: bank[reg] for reg in Reg}
+        readable.update({
+            Reg.EVENT: self.events,
+            Reg.BD_ADDR: self.bd_index,
+            Reg.STATUS: self.status,
+            Reg.INFO: C(self.W | (self.target.mem_addr_bits << 8), 32),
+        })
+        register_reads(m, ctl, readable, r_data=read_reg)
         bd_word = ram.r_data[:32]
-        if wide_bus:
+        if self.wide_bus:
             bd_word = Mux(last_bd_half, ram.r_data[32:], ram.r_data[:32])
         m.d.comb += ctl.r_data.eq(Mux(last_addr == Reg.BD_DATA, bd_word, read_reg))
-        return m
+
+
+def _at_least(*values):
+    """The largest of Amaranth ``values``."""
+    result = values[0]
+    for v in values[1:]:
+        result = Mux(v > result, v, result)
+    return result
 
 
 class TargetDriver:
@@ -982,7 +1115,7 @@ class TargetDriver:
     async def bus_width(self):
         """The target's bus width (32 or 64), read once from :attr:`Reg.INFO`."""
         if self.width is None:
-            self.width = (await self.ctl.read(Reg.INFO)) & 0xFF
+            self.width = (await self.ctl.read(Reg.INFO)) & 0xFF   # bits 7:0
         return self.width
 
     async def write_reg(self, reg, value):
@@ -1001,7 +1134,7 @@ class TargetDriver:
         for name in values:
             if name not in FIELDS:
                 raise TargetConfigError(f"unknown target field {name!r}")
-        regs = {FIELDS[name].reg for name in values}
+        regs = {FIELDS[name][0] for name in values}
         base = {reg: await self.ctl.read(reg) for reg in regs}
         for reg, word in sorted(_pack(values, base).items()):
             await self.write_reg(reg, word)
