@@ -89,10 +89,6 @@ _SEED_MIX = 0x9E37_79B9
 _STEPS_PER_DRAW = 32
 
 
-def _lfsr_advance(state, steps=_STEPS_PER_DRAW):
-    return lfsr_advance(state, steps)
-
-
 def _seed_state(seed):
     """The generator state that writing ``seed`` to ``SEED`` loads (never 0)."""
     seed &= 0xFFFF_FFFF
@@ -106,7 +102,7 @@ def uniform_draws(seed, low, high, count):
     n = high - low + 1 if high > low else 1
     state, out = _seed_state(seed), []
     for _ in range(count):
-        state = _lfsr_advance(state)
+        state = lfsr_advance(state, _STEPS_PER_DRAW)
         out.append(low + (state * n >> 32))
     return out
 
@@ -156,7 +152,7 @@ class UniformDraw(wiring.Component):
         """The state ``_STEPS_PER_DRAW`` steps on from ``value``: LFSR steps are linear
         over GF(2), so each output bit is the XOR of the input bits whose unit vectors
         reach it (found by stepping each unit vector in Python)."""
-        images = [_lfsr_advance(1 << i) for i in range(32)]
+        images = [lfsr_advance(1 << i, _STEPS_PER_DRAW) for i in range(32)]
         bits = []
         for j in range(32):
             taps = [value[i] for i in range(32) if images[i] >> j & 1]
