@@ -35,6 +35,7 @@ import sys
 import traceback
 
 from pcispy.board import identity_feature
+from pcispy.board.registers import REGISTER_MAP
 from pcispy.host.command import (Command, int_range, output_path, positive_seconds,
                                  run_feature)
 from pcispy.host.transports.sysfs import normalise_bdf, parse_buffer
@@ -101,12 +102,11 @@ class ConfigCommand(Command):
                             help="print in the format of lspci -xxx (readable by lspci -F)")
 
     def run(self, args, out):
-        from pcispy.board.identity_feature import lspci_text
         result = run_feature(args, identity_feature.config_space)
         if not args.json:
             config = result["config"]
             if args.lspci:
-                out.write(lspci_text(config))
+                out.write(identity_feature.lspci_text(config))
             else:
                 for row in range(0, len(config), 16):
                     out.write(f"{row:02x}: " +
@@ -127,7 +127,6 @@ class RegsCommand(Command):
                             help="print the register map (no board needed)")
 
     def run(self, args, out):
-        from pcispy.board.registers import REGISTER_MAP
         if args.header:
             from pcispy.host.board import c_header
             out.write(c_header())
