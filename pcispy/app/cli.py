@@ -2,7 +2,9 @@
 """The ``pcispy`` command line.
 
 Global options pick the transport and the output: ``--sim[=PROFILE]`` (the simulated
-system; the default when no other transport is given), ``--sysfs BDF``, ``--uart DEV``;
+system, the default when no other transport is given: the board of a session that lasts
+between commands, ``--session NAME`` picks another, ``--fresh`` a board for this command
+only; :mod:`pcispy.sim.session`), ``--sysfs BDF``, ``--uart DEV``;
 ``--seed N`` for every randomised behaviour; ``--json`` prints one JSON object on stdout;
 ``--verbose`` shows details (and the traceback of an unexpected failure). A transport's
 settings need that transport (``--baud`` and ``--uart-timeout`` with ``--uart``,
@@ -40,6 +42,8 @@ from pcispy.host.command import (Command, int_range, output_path, positive_secon
                                  run_feature)
 from pcispy.host.transports.sysfs import normalise_bdf, parse_buffer
 from pcispy.host.errors import EXIT_BUG, EXIT_ERROR, PcispyError, UsageError
+from pcispy.sim.session import session_name
+from pcispy.sim.session_command import known_profile
 
 __all__ = ["main", "build_parser", "commands", "bare_sim_is_ideal",
            "BUG_REPORTS"]
@@ -84,7 +88,9 @@ class InfoCommand(Command):
                       + f"{'' if result['passive'] else ', ' + result['decode'] + ' decode'}\n")
             transport = result["transport"]
             out.write(f"transport: {transport['transport']}" +
-                      (f" (profile {transport['profile']}, seed {transport['seed']})"
+                      (f" (profile {transport['profile']}, seed {transport['seed']}"
+                       + (f", session {transport['session']})" if transport.get("session")
+                          else ", a board for this command only)")
                        if transport["transport"] == "sim" else "") + "\n")
             for index, bar in sorted(transport.get("bars", {}).items()):
                 out.write(f"  BAR{index}: {bar['kind']:6s} at {bar['address']:#010x}, "
@@ -239,6 +245,7 @@ _COMMAND_PATHS = [
     "pcispy.spy.capture_feature:CaptureCommand",
     "pcispy.spy.stats_feature:StatsCommand",
     "pcispy.app.report_feature:ReportCommand",
+    "pcispy.sim.session_command:SimCommand",
 ]
 
 
@@ -264,7 +271,7 @@ def build_parser():
                "  pcispy COMMAND --help    (each command's options and examples)",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     transport = parser.add_mutually_exclusive_group()
-    transport.add_argument("--sim", metavar="PROFILE",
+    transport.add_argument("--sim", metavar="PROFILE", type=known_profile,
                            help="use the simulated PCI system; --sim=PROFILE picks the "
                                 "host-bridge profile or scenario (plain --sim: ideal)")
     transport.add_argument("--sysfs", metavar="BDF",
@@ -290,6 +297,13 @@ def build_parser():
                              f"{_TRANSPORT_DEFAULTS['bus_width']})")
     parser.add_argument("--seed", type=int, default=1,
                         help="seed of every randomised behaviour (default: 1)")
+    parser.add_argument("--session", metavar="NAME", type=_transport_option(session_name),
+                        help="with the simulator: the session (a simulated board that stays "
+                             "up between commands) to use or start (default: one per "
+                             "profile, bus width and seed; see `pcispy sim --help`)")
+    parser.add_argument("--fresh", action="store_true", default=None,
+                        help="with the simulator: a fresh simulated board for this command "
+                             "only, not a session's (default when PCISPY_FRESH_SIM is set)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object on stdout instead of tables")
     parser.add_argument("--verbose", "-v", action="store_true", help="show details")
@@ -319,6 +333,8 @@ _TRANSPORT_DEFAULTS = {"baud": 115200, "uart_timeout": 0.25, "bus_width": 32}
 _TRANSPORT_SETTINGS = (("--baud", "baud", "--uart", "uart"),
                        ("--uart-timeout", "uart_timeout", "--uart", "uart"),
                        ("--buffer", "buffer", "--sysfs", "sysfs"))
+#: The simulator's settings, refused with a board (``--bus-width`` is checked apart).
+_SIMULATOR_SETTINGS = (("--session", "session"), ("--fresh", "fresh"))
 
 
 def _refuse_idle_options(parser, args):
@@ -334,6 +350,13 @@ def _refuse_idle_options(parser, args):
     if args.bus_width is not None and board:
         parser.error(f"--bus-width sets the simulated system's bus; with {board} the "
                      "board's own bus width applies")
+    for option, dest in _SIMULATOR_SETTINGS:
+        if getattr(args, dest) is not None and board:
+            parser.error(f"{option} applies to the simulator only; with {board} it would "
+                         "do nothing")
+    if args.fresh and args.session is not None:
+        parser.error("--fresh asks for a board of this command's own; --session for a "
+                     "session's: give one of them")
     for dest, value in _TRANSPORT_DEFAULTS.items():
         if getattr(args, dest) is None:
             setattr(args, dest, value)
@@ -347,11 +370,24 @@ def bare_sim_is_ideal(argv):
 
 def _simulate(args, feature, arguments):
     """Run ``feature`` in the simulated system the global options describe (the transport
-    :func:`~pcispy.host.command.run_feature` falls back to)."""
-    from pcispy.sim.api import run_feature as run_in_simulator
-    from pcispy.sim.system import SystemConfig
-    return run_in_simulator(feature, arguments, SystemConfig(width=args.bus_width),
-                            profile=args.sim or "ideal", seed=args.seed, verbose=args.verbose)
+    :func:`~pcispy.host.command.run_feature` falls back to): on the board of the session
+    they name (started if none runs), or with ``--fresh`` on a board of its own."""
+    from pcispy.sim import session
+    if args.fresh or (args.fresh is None and args.session is None
+                      and session.fresh_by_default()):
+        from pcispy.sim.api import run_feature as run_in_simulator
+        from pcispy.sim.system import SystemConfig
+        return run_in_simulator(feature, arguments, SystemConfig(width=args.bus_width),
+                                profile=args.sim or "ideal", seed=args.seed,
+                                verbose=args.verbose)
+    return session.run_feature(feature, arguments, session_spec(args), verbose=args.verbose)
+
+
+def session_spec(args):
+    """The :class:`~pcispy.sim.session.SessionSpec` the global options describe."""
+    from pcispy.sim.session import SessionSpec
+    return SessionSpec(profile=args.sim or "ideal", width=args.bus_width, seed=args.seed,
+                       name=args.session or "")
 
 
 def main(argv=None, out=None):

@@ -16,9 +16,10 @@ Benches receive their parameters through the environment (see :func:`bench_env` 
 
 import json
 import os
+import sys
 
-__all__ = ["CocotbControl", "SimSystem", "run_bench", "run_feature", "bench_env",
-           "SEED_ENV", "PROFILE_ENV"]
+__all__ = ["CocotbControl", "SimSystem", "run_bench", "run_feature", "feature_path",
+           "bench_env", "SEED_ENV", "PROFILE_ENV"]
 
 SEED_ENV = "PCISPY_SEED"
 PROFILE_ENV = "PCISPY_PROFILE"
@@ -371,16 +372,26 @@ def run_bench(test_module, testcase=None, config=None, *, profile="ideal", seed=
         raise SimulationFailed(f"{failure} [profile={profile} seed={seed}]") from None
 
 
+def feature_path(feature):
+    """``"module:function"`` of a feature (a function, or that string already): the name
+    the simulator's Python imports it by. A module run with ``python -m`` is ``__main__``
+    here, but has its real name in its spec."""
+    if isinstance(feature, str):
+        return feature
+    module = sys.modules[feature.__module__]
+    module_name = module.__spec__.name if module.__name__ == "__main__" else module.__name__
+    return f"{module_name}:{feature.__qualname__}"
+
+
 def run_feature(feature, arguments=None, config=None, *, profile="ideal", seed=1,
                 verbose=False):
-    """Run a host feature (an ``async def feature(transport, **arguments)``) inside the
-    simulator; return its result.
+    """Run a host feature (an ``async def feature(transport, **arguments)``, or its
+    ``"module:function"`` name) inside a simulator started for it; return its result.
 
     The simulator's own output goes to build/sim/.../feature.log unless ``verbose``. An
     expected error inside the feature is raised here again as a
     :class:`pcispy.host.errors.PcispyError` with the same message.
     """
-    import sys
     import tempfile
     from pcispy.host.errors import PcispyError
     from pcispy.sim.feature_bench import ARGS_ENV, FEATURE_ENV
@@ -388,11 +399,7 @@ def run_feature(feature, arguments=None, config=None, *, profile="ideal", seed=1
     from pcispy.sim.system import SystemConfig, build_system
     from pcispy.sim.verilate import SimulationFailed
     config = config or SystemConfig()
-    # The simulator's Python imports the feature again by its name (a module run with
-    # `python -m` is __main__ here, but has its real name in its spec).
-    module = sys.modules[feature.__module__]
-    module_name = module.__spec__.name if module.__name__ == "__main__" else module.__name__
-    feature_name = f"{module_name}:{feature.__qualname__}"
+    feature_name = feature_path(feature)
     if verbose:
         print(f"pcispy: building or reusing the simulated system {config.name}",
               file=sys.stderr)

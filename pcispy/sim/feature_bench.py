@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The cocotb bench that runs one host feature inside the simulator (``pcispy --sim``).
+"""The cocotb bench that runs one host feature inside the simulator (``pcispy --sim
+--fresh``, and each command of a session: :mod:`pcispy.sim.session_bench`).
 
 The CLI names the feature (``module:function``, an ``async def feature(transport,
 **arguments) -> dict``) and its arguments in the environment; this bench starts the
@@ -17,7 +18,7 @@ import cocotb
 from pcispy.host.errors import PcispyError
 from pcispy.sim.speed import RESULT_ENV
 
-__all__ = ["FEATURE_ENV", "ARGS_ENV", "resolve_feature"]
+__all__ = ["FEATURE_ENV", "ARGS_ENV", "resolve_feature", "run_on_board"]
 
 FEATURE_ENV = "PCISPY_FEATURE"
 ARGS_ENV = "PCISPY_FEATURE_ARGS"
@@ -29,26 +30,42 @@ def resolve_feature(path):
     return getattr(importlib.import_module(module), name)
 
 
+async def run_on_board(system, bars, feature, arguments, *, session=None):
+    """Run ``feature`` (a function or its ``module:function`` name) with ``arguments`` on
+    the started and enumerated ``system``; return ``{"result": ...}`` or ``{"error": ...,
+    "kind": ...}`` for an expected error, and ``"checker"``: both monitors' report
+    (:meth:`~pcispy.sim.api.SimSystem.checker_report`). ``session`` names the session
+    the board belongs to (in the transport's description)."""
+    from pcispy.sim.irq_service import ResponderService
+    from pcispy.sim.transport import SimTransport
+    try:
+        if isinstance(feature, str):
+            feature = resolve_feature(feature)
+        transport = SimTransport(system, bars, session=session)
+        # The host bridge's interrupt responder services the board's interrupts (it idles
+        # until a feature starts it).
+        transport.interrupt_service = ResponderService(system, bars)
+        outcome = {"result": await feature(transport, **arguments)}
+    except PcispyError as error:
+        outcome = {"error": str(error), "kind": type(error).__name__}
+    outcome["checker"] = await system.checker_report()
+    return outcome
+
+
 @cocotb.test()
 async def run_feature(dut):
     """Run the feature named in the environment against the simulated board."""
     from pcispy.sim.api import SimSystem
-    from pcispy.sim.transport import SimTransport
-    from pcispy.sim.irq_service import ResponderService
-    feature = resolve_feature(os.environ[FEATURE_ENV])
-    arguments = json.loads(os.environ.get(ARGS_ENV, "{}"))
     system = SimSystem(dut)
     try:
         # Starting applies the profile: an unknown one is an expected error too.
         await system.start()
         bars = await system.enumerate_board()
-        transport = SimTransport(system, bars)
-        # The host bridge's interrupt responder services the board's interrupts (it idles
-        # until a feature starts it).
-        transport.interrupt_service = ResponderService(system, bars)
-        result = {"result": await feature(transport, **arguments)}
     except PcispyError as error:
-        result = {"error": str(error), "kind": type(error).__name__}
-    result["checker"] = await system.checker_report()
+        outcome = {"error": str(error), "kind": type(error).__name__,
+                   "checker": await system.checker_report()}
+    else:
+        outcome = await run_on_board(system, bars, os.environ[FEATURE_ENV],
+                                     json.loads(os.environ.get(ARGS_ENV, "{}")))
     with open(os.environ[RESULT_ENV], "w") as f:
-        json.dump(result, f)
+        json.dump(outcome, f)

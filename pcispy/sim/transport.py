@@ -53,12 +53,15 @@ class SimTransport(Transport):
         system: a started :class:`pcispy.sim.api.SimSystem`.
         bars: ``{bar index: {"kind": "memory"|"io", "address": int, "size": int}}`` as
             enumeration assigned them.
+        session: the name of the session the board lives in (:mod:`pcispy.sim.session`),
+            None for a board started for one command.
     """
     kind = "sim"
 
-    def __init__(self, system, bars):
+    def __init__(self, system, bars, *, session=None):
         self.system = system
         self.bars = bars
+        self.session = session
         self._next_dma = system.dma_region[0]
 
     def _address(self, bar, offset, size):
@@ -186,5 +189,5 @@ class SimTransport(Transport):
     def describe(self):
         return {"transport": "sim", "profile": self.system.profile_name,
                 "seed": self.system.seed, "clock_mhz": self.system.clock_mhz,
-                "bus_width": self.system.config.width,
+                "bus_width": self.system.config.width, "session": self.session,
                 "bars": {str(k): v for k, v in self.bars.items()}}

@@ -63,13 +63,19 @@ def test_check_list_rules_json_has_every_rule():
     assert all(r["description"] for r in rules)
 
 
-def test_unknown_simulation_profile_is_one_line_naming_the_known_ones(capsys):
-    status, _ = _run("--sim=nosuch", "info")
-    err = capsys.readouterr().err
+def test_unknown_simulation_profile_is_refused_as_parsed_naming_the_known_ones(monkeypatch):
+    import pcispy.sim.api
+    import pcispy.sim.session
+    from pcispy.app.tests._cli import run_cli
+    for module in (pcispy.sim.api, pcispy.sim.session):
+        monkeypatch.setattr(module, "run_feature", None)     # never reached
+    status, _, err = run_cli("--sim=nosuch", "info")
     assert status == 2
-    assert err.count("\n") == 1
-    assert err.startswith("pcispy: error: unknown simulation profile 'nosuch'; known: ")
-    assert "ideal" in err and "alphastation200" in err
+    assert err.startswith("usage: pcispy ")
+    last = err.splitlines()[-1]
+    assert last.startswith("pcispy: error: argument --sim: unknown simulation profile "
+                           "'nosuch'; profiles: ")
+    assert "ideal" in last and "alphastation200" in last and "scenarios: rtc" in last
 
 
 def test_passive_on_over_the_bus_silences_the_simulated_board():
