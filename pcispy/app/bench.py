@@ -233,6 +233,45 @@ def _target_pio():
     return figures
 
 
+def _sim_session():
+    """sim.session.start_s: ``pcispy sim start`` (elaboration, simulator start,
+    enumeration; the model already built); sim.session.warm_pio_s: ``pcispy --json pio``
+    after ``pcispy target --initial-wait 4`` on that session, wall clock of the whole
+    command (the interpreter's start included), the issue's goal under 3 s;
+    sim.session.warm_info_s: ``pcispy info`` likewise (the overhead: a few register
+    reads). Each command is a process of its own, as a user types it; the session lives
+    in a sessions folder of its own and is stopped afterwards."""
+    import os
+    import subprocess
+    import tempfile
+    from pcispy.sim.session import FRESH_ENV, SESSIONS_ENV
+    from pcispy.sim.system import SystemConfig, build_system
+    build_system(SystemConfig())                 # a model build is not a session's start
+    with tempfile.TemporaryDirectory(prefix="pss", dir="/tmp") as root:
+        env = dict(os.environ, **{SESSIONS_ENV: root})
+        env.pop(FRESH_ENV, None)
+
+        def timed(*argv):
+            start = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "pcispy.app.cli", *argv], env=env,
+                                  capture_output=True, text=True)
+            if done.returncode:
+                raise RuntimeError(f"pcispy {' '.join(argv)}: {done.stderr.strip()}")
+            return time.perf_counter() - start, done.stdout
+        try:
+            start_s, _ = timed("sim", "start")
+            timed("target", "--initial-wait", "4")
+            pio_s, out = timed("--json", "pio")
+            if json.loads(out)["write"]["first_data_clocks"] != 6:
+                raise RuntimeError("the session lost the target's initial wait")
+            info_s, _ = timed("info")
+        finally:
+            subprocess.run([sys.executable, "-m", "pcispy.app.cli", "sim", "stop"], env=env,
+                           capture_output=True)
+    return {"sim.session.start_s": round(start_s, 2), "sim.session.warm_pio_s": round(pio_s, 2),
+            "sim.session.warm_info_s": round(info_s, 2)}
+
+
 def _demo():
     """demo.wall_s: ``make demo`` (quick sizes, five host bridges), wall clock, in all;
     demo.model_s of it preparing the simulated 64-bit system (elaboration, and on a fresh
@@ -280,7 +319,7 @@ def _formal():
 
 
 MEASUREMENTS = [_sim_empty, _sim_bfm, _spy_decode, _spy_trace, _dma, _irq, _board,
-                _board_passive, _target_pio, _demo, _uart, _fuzz, _formal]
+                _board_passive, _target_pio, _sim_session, _demo, _uart, _fuzz, _formal]
 
 
 def main(argv=None):
