@@ -387,14 +387,36 @@ PLOTS = {
 }
 
 
+def machine_text(machine):
+    """The machine a report describes, as a sentence (a transport's ``describe()`` plus
+    ``pci_clock``): what it is, the bus, the clock the figures were converted with."""
+    kind = machine.get("transport")
+    clock = machine.get("pci_clock")
+    if kind == "sim":
+        text = f"The simulated PCI system with the {machine.get('profile', 'ideal')} host bridge"
+        if machine.get("bus_width"):
+            text += f", a {machine['bus_width']}-bit bus"
+        if machine.get("seed") is not None:
+            text += f", seed {machine['seed']}"
+        if machine.get("session"):
+            text += f" (session {machine['session']})"
+    elif kind == "sysfs":
+        text = f"The board at PCI address {machine['bdf']} of this machine (Linux sysfs"
+        text += f", driver {machine['driver']})" if machine.get("driver") else ")"
+    elif kind == "uart":
+        text = f"The board behind the side channel {machine['device']} ({machine['baud']} baud)"
+    else:
+        text = f"The board of the {kind or 'unknown'} transport"
+    return text + (f"; PCI clock {clock}." if clock else ".")
+
+
 def report_blocks(report, plots=()):
     """The report as a list of ``("h1"|"h2"|"p"|"table"|"image", ...)`` blocks, rendered
     by :func:`write_markdown` and :func:`write_html`. ``plots``: the :data:`PLOTS` keys
     written."""
     blocks = [("h1", report["title"]),
-              ("p", f"Written by pcispy on {datetime.date.today().isoformat()}. Transport: " +
-               ", ".join(f"{k} {v}" for k, v in report["machine"].items() if k != "bars") +
-               ".")]
+              ("p", f"Written by pcispy on {datetime.date.today().isoformat()}. "
+                    + machine_text(report["machine"]))]
     machines = report.get("machines")
     if machines:
         blocks += [
@@ -435,7 +457,11 @@ def report_blocks(report, plots=()):
                          f"the {irq['serviced_by']}; {irq['missed']} raises found the "
                          "previous interrupt still pending. Times in µs."),
                    ("table", ["Distribution", "Samples", "min", "median", "p98", "max"],
-                    irq_rows(irq))]
+                    irq_rows(irq)) if irq_rows(irq) else
+                   ("p", "No interrupt was serviced, so there is no distribution: "
+                         + ("every raise found the previous interrupt still pending."
+                            if irq["count"] and irq["missed"] >= irq["count"] else
+                            "the board raised none that the host saw."))]
         if "irq" in plots:
             blocks.append(("image", PLOTS["irq"][0], PLOTS["irq"][1]))
     errors = report.get("errors") or {}

@@ -287,8 +287,15 @@ def plot_histograms(result, path):
         axes.bar(lows, counts, width=widths, align="edge", alpha=0.6, label=label)
     axes.set_xscale("log")
     axes.set_yscale("log")
+    # Ticks at 1, 2, 5 of each decade, written as plain numbers (0.5, 2, 10, not 10^1).
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    for axis in (axes.xaxis, axes.yaxis):
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        axis.set_minor_formatter(NullFormatter())
+    axes.grid(True, which="major", alpha=0.3)
     axes.set_xlabel("latency (µs)")
-    axes.set_ylabel("interrupts")
+    axes.set_ylabel("interrupts (per bin)")
     axes.set_title(f"interrupt latency, {result['count']} interrupts, "
                    f"{result['missed']} missed")
     axes.legend()

@@ -135,7 +135,7 @@ def _report_files_are_written_and_valid(ran):
         [["burst length (data phases)", "MB/s"]] * 2
     assert labels["latency"][0][2] == "transactions"
     assert labels["latency"][0][1].startswith("first-data latency (clocks")
-    assert labels["irq"][0][1:] == ["latency (µs)", "interrupts"]
+    assert labels["irq"][0][1:] == ["latency (µs)", "interrupts (per bin)"]
     page = (output / "report.html").read_text()
     assert page.count("data:image/png;base64,") == len(PLOTS)
     markdown = (output / "report.md").read_text()

@@ -150,3 +150,48 @@ def test_write_report_into_an_unwritable_place_is_one_error(tmp_path):
 def test_sizes_are_checked(sizes, message):
     with pytest.raises(PcispyError, match=message):
         report.sizes_of(sizes)
+
+
+@pytest.mark.parametrize("machine, says", [
+    ({"transport": "sim", "profile": "alphastation200", "seed": 1, "clock_mhz": 33,
+      "bus_width": 64, "session": None, "bars": {}, "pci_clock": "33 MHz nominal"},
+     "The simulated PCI system with the alphastation200 host bridge, a 64-bit bus, seed 1; "
+     "PCI clock 33 MHz nominal."),
+    ({"transport": "sysfs", "bdf": "0000:03:00.0", "driver": "uio_pci_generic", "bars": {},
+      "dma_buffer": None, "pci_clock": "33.334 MHz measured"},
+     "The board at PCI address 0000:03:00.0 of this machine (Linux sysfs, driver "
+     "uio_pci_generic); PCI clock 33.334 MHz measured."),
+    ({"transport": "uart", "device": "/dev/ttyUSB0", "baud": 3000000, "resent": 0,
+      "broken_answers": 0, "board": {}},
+     "The board behind the side channel /dev/ttyUSB0 (3000000 baud)."),
+])
+def test_the_report_header_names_the_machine_in_a_sentence(machine, says):
+    blocks = report.report_blocks({"title": "t", "machine": machine})
+    assert blocks[1][1].split(". ", 1)[1] == says
+    assert "{" not in blocks[1][1] and "None" not in blocks[1][1]
+
+
+def test_an_interrupt_section_without_samples_says_why():
+    irq = {"count": 5, "missed": 5, "min_gap": 100, "max_gap": 400, "serviced_by": "host",
+           "handler": {"samples": 0}, "user": {"samples": 0}}
+    blocks = report.report_blocks({"title": "t", "machine": {}, "irq": irq})
+    assert blocks[-1] == ("p", "No interrupt was serviced, so there is no distribution: "
+                               "every raise found the previous interrupt still pending.")
+
+
+def test_the_interrupt_histogram_ticks_are_plain_numbers(tmp_path, monkeypatch):
+    from pcispy.irq import irq_feature
+    shown = {}
+
+    def keep(figure, path):
+        figure.canvas.draw()
+        shown["x"] = [t.get_text() for t in figure.axes[0].get_xticklabels() if t.get_text()]
+        shown["y"] = [t.get_text() for t in figure.axes[0].get_yticklabels() if t.get_text()]
+    monkeypatch.setattr(irq_feature, "save_figure", keep)
+    bins = [(33, 66, 3), (66, 132, 40), (132, 330, 7)]
+    irq_feature.plot_histograms({"clock_mhz": 33, "count": 50, "missed": 0,
+                                 "handler": {"histogram": bins}, "user": {}},
+                                tmp_path / "irq.png")
+    assert shown["x"] and shown["y"]
+    assert all(label.replace(".", "").isdigit() for label in shown["x"] + shown["y"]), shown
+    assert {"1", "2", "5"} <= set(shown["x"]) and {"5", "10", "20"} <= set(shown["y"])
