@@ -194,16 +194,20 @@ class PassiveCommand(Command):
 
 class DecodeCommand(Command):
     name = "decode"
-    help = "a saved trace (.pcitrace) as a transaction table, CSV, JSON or VCD (no board needed)"
+    help = ("a saved trace (.pcitrace) as a transaction table, CSV, JSON, VCD or pcapng "
+            "(Wireshark) (no board needed)")
     examples = ("pcispy decode rtc.pcitrace",
                 "pcispy decode rtc.pcitrace --format csv -o rtc.csv",
+                "pcispy decode rtc.pcitrace --format pcapng -o rtc.pcapng",
                 "pcispy decode raw.pcitrace --format vcd -o raw.vcd && gtkwave raw.vcd")
 
     def add_arguments(self, parser):
         from pcispy.spy.export import FORMATS
         parser.add_argument("file", help="the trace file")
         parser.add_argument("--format", choices=FORMATS, default="table",
-                            help="output format (default: table); vcd needs a raw capture")
+                            help="output format (default: table); vcd needs a raw capture; "
+                                 "pcapng is for Wireshark with contrib/wireshark/pcispy.lua "
+                                 "(binary: to a file with -o, or a pipe)")
         parser.add_argument("-o", "--output", metavar="OUT", type=output_path,
                             help="write to this file instead of standard output")
         parser.add_argument("--latency-timer", type=int_range(0, 255), metavar="CLOCKS",
@@ -212,16 +216,22 @@ class DecodeCommand(Command):
                                  "trace)")
 
     def run(self, args, out):
-        from pcispy.spy.export import export, trace_json
+        from pcispy.spy.export import BINARY_FORMATS, export, trace_json
         from pcispy.spy.tracefile import read_trace
         trace = read_trace(args.file)
         if args.json:
             return trace_json(trace, args.latency_timer)
+        binary = args.format in BINARY_FORMATS
         if not args.output:
+            # Bytes on a terminal are noise, and may be taken for escape sequences.
+            if binary and hasattr(out, "isatty") and out.isatty():
+                raise PcispyError(f"{args.format} is binary: not written to a terminal; give "
+                                  f"an output file with -o FILE.{args.format} (or pipe it)")
             export(trace, args.format, out, args.latency_timer)
             return None
         try:
-            with open(args.output, "w", newline="") as file:
+            with (open(args.output, "wb") if binary else
+                  open(args.output, "w", newline="")) as file:
                 try:
                     export(trace, args.format, file, args.latency_timer)
                 except BaseException:

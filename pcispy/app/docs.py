@@ -94,8 +94,10 @@ def trace_format_markdown():
     """docs/trace-format.md: the .pcitrace file, the record kinds and every record's
     fields (a 32-bit bus with one master's REQ#/GNT#; a 64-bit bus adds its lines to the
     raw record's ``bus``)."""
+    import pcispy.spy.pcapng as pcapng
     import pcispy.spy.tracefile as trace
-    lines = [_NOTICE.format(source="pcispy/spy/format.py and pcispy/spy/tracefile.py"), "",
+    lines = [_NOTICE.format(source="pcispy/spy/format.py, pcispy/spy/tracefile.py and "
+                                   "pcispy/spy/pcapng.py"), "",
              f"# Trace format (version {fmt.FORMAT_VERSION})", "",
              "## Records", "", _doc(fmt), "",
              "| Kind | Value | Meaning |", "|---|---|---|"]
@@ -117,6 +119,7 @@ def trace_format_markdown():
     lines += ["", "| Capture mode | Value |", "|---|---|"]
     lines += [f"| `{m.name}` | {m.value} |" for m in fmt.CaptureMode]
     lines += ["", "## The .pcitrace file", "", _doc(trace), ""]
+    lines += ["## Wireshark", "", _doc(pcapng), "", pcapng.packet_markdown(), ""]
     return "\n".join(lines)
 
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Exports of transaction summaries (table, CSV, JSON) and of raw traces (VCD).
+"""Exports of transaction summaries (table, CSV, JSON, pcapng) and of raw traces (VCD).
 
 - The table has the columns of Pamette Figure 3 (Trans, Addr, R/W, Lgth, Dur, Lat, delta
   cycle#) plus the command, wait states, termination and data; it is drawn with ``rich`` on
@@ -12,6 +12,10 @@
 - JSON holds every field of every summary (enums by name; ``devsel`` null for a master
   abort, which no target claimed) and reads back losslessly, and beside them
   ``lost``/``overruns`` and the ``events`` (:func:`trace_events`).
+- pcapng (bytes, not text: :data:`BINARY_FORMATS`) holds one packet per transaction for
+  Wireshark, every summary field in the layout of :mod:`pcispy.spy.pcapng`, time-stamped
+  in ns at the nominal PCI clock period (:func:`vcd_clock_period`), for the dissector
+  contrib/wireshark/pcispy.lua (:func:`write_pcapng`).
 - VCD shows every bus line of a raw trace at its pin level (active-low lines as on the wire,
   named ``..._n``) from each record's clock on, for GTKWave or Surfer, at the nominal PCI
   clock period (:func:`vcd_clock_period`); clocks the trace does not hold are ``x``
@@ -19,8 +23,10 @@
 
 Nothing lost is left unsaid: records the spy could not store (metadata
 ``lost``/``overruns``, OVERRUN records) get a line under the table, a warning on standard
-error beside a CSV or VCD (whose formats have no room for it), and fields in the JSON; the
-trigger and protocol violations get a line under the table and their events in the JSON.
+error beside a CSV, VCD or pcapng (whose formats have no room for it, or none a reader
+shows unasked), and fields in the JSON; in a pcapng the lines under the table are the
+section's comments too and a transaction after lost records carries a flag. The trigger and
+protocol violations get a line under the table and their events in the JSON.
 """
 
 import csv
@@ -31,9 +37,11 @@ import sys
 import numpy as np
 from vcd import VCDWriter
 
+from pcispy import __version__
 from pcispy.pci.bus import (ACTIVE_LOW, COMMAND_MNEMONICS, TERMINATION_NAMES, BusState,
                                      Command, DevselSpeed, Termination)
-from pcispy.spy.format import RecordKind, TriggerSource
+from pcispy.spy import pcapng
+from pcispy.spy.format import CaptureMode, RecordKind, TriggerSource
 from pcispy.spy.decode import (SUMMARY_DTYPE, after_lost_records, is_select_capture,
                                 summarise)
 from pcispy.host.errors import PcispyError, TraceFormatError
@@ -42,7 +50,8 @@ from pcispy.spy.checker import RULES
 __all__ = ["CSV_COLUMNS", "TABLE_COLUMNS", "summary_rows", "to_csv", "read_csv",
            "to_json", "trace_json", "summaries_from_json", "write_table", "write_vcd",
            "vcd_clock_period", "unknown_after", "NOMINAL_PCI_PERIODS_PS", "pin_name",
-           "trace_events", "losses", "note_lines", "FORMATS", "export"]
+           "trace_events", "losses", "note_lines", "pcapng_packets", "lost_before",
+           "write_pcapng", "FORMATS", "BINARY_FORMATS", "export"]
 
 #: The CSV header, in order.
 CSV_COLUMNS = ("trans", "time", "addr", "cmd", "rw", "len", "dur", "lat", "wait", "term",
@@ -236,11 +245,18 @@ def note_lines(trace, events):
 _MASTER_ABORT = Termination.MASTER_ABORT.label
 
 
+def _without_devsel(termination, devsel):
+    """Whether summaries (``termination`` and ``devsel`` values, scalars or arrays) have no
+    DEVSEL# timing: a master abort (no target claimed it) with the 0 the spy and the decoder
+    write there. A master abort with another value keeps it, so that every record reads
+    back."""
+    return (termination == Termination.MASTER_ABORT.value) & (devsel == 0)
+
+
 def _devsel_name(devsel, termination):
-    """A summary's ``devsel`` field as the JSON has it: the speed's name, or None for a
-    master abort (no target claimed it; the spy and the decoder write 0 there). A master
-    abort with another value is kept by name, so that every record reads back."""
-    if termination == _MASTER_ABORT and devsel == 0:
+    """A summary's ``devsel`` field as the JSON has it: the speed's name, or None where
+    :func:`_without_devsel` (``termination``: the field's value)."""
+    if _without_devsel(termination, devsel):
         return None
     return DevselSpeed(devsel).name.lower()
 
@@ -254,9 +270,9 @@ def to_json(summaries, metadata=None, events=None, lost=None):
     transactions = []
     for row, record in zip(summary_rows(summaries), summaries):
         item = {name: int(record[name]) for name in SUMMARY_DTYPE.names if name != "kind"}
+        item["devsel"] = _devsel_name(item["devsel"], item["termination"])
         item["command"] = row["cmd"]
         item["termination"] = row["term"]
-        item["devsel"] = _devsel_name(item["devsel"], row["term"])
         item.update(trans=row["trans"], rw=row["rw"], wait=row["wait"], delta=row["delta"])
         transactions.append(item)
     metadata = metadata or {}
@@ -440,8 +456,102 @@ def write_vcd(trace, out):
                     writer.change(variable, stamp, "x")
 
 
+#: The packet fields of :mod:`pcispy.spy.pcapng` that are a summary field as it is.
+_PACKET_SUMMARY_FIELDS = {
+    "cmd": "command", "term": "termination", "be": "first_be", "master": "master",
+    "clock": "timestamp", "addr": "address", "data": "first_data", "len": "data_phases",
+    "dur": "duration", "lat": "latency", "iwait": "initiator_wait",
+    "twait": "target_wait", "filters": "filters",
+}
+#: Whether each command code reads (``rw`` 1) or writes (0).
+_READS = np.array([Command(code).is_read for code in range(len(Command))])
+
+
+def pcapng_packets(summaries, lost):
+    """The pcapng packets (:data:`~pcispy.spy.pcapng.PACKET_DTYPE`) of ``summaries``,
+    numbered from 1; ``lost``: ``(n,) bool``, records were lost before each transaction
+    (:func:`lost_before`)."""
+    packets = np.zeros(len(summaries), dtype=pcapng.PACKET_DTYPE)
+    packets["version"] = pcapng.PACKET_VERSION
+    packets["trans"] = np.arange(1, len(summaries) + 1)
+    for packet_field, summary_field in _PACKET_SUMMARY_FIELDS.items():
+        packets[packet_field] = summaries[summary_field]
+    packets["rw"] = _READS[summaries["command"]]
+    packets["devsel"] = np.where(_without_devsel(summaries["termination"],
+                                                 summaries["devsel"]),
+                                 pcapng.DEVSEL_NONE, summaries["devsel"])
+    # Every flag but lost_before is the summary's one-bit field of its name.
+    flags = {"lost_before": np.asarray(lost, dtype=bool)}
+    for name, mask, *_ in pcapng.PACKET_FLAGS:
+        bits = flags[name] if name in flags else summaries[name].astype(bool)
+        packets["flags"] |= np.where(bits, mask, 0).astype(np.uint8)
+    return packets
+
+
+def lost_before(trace, summaries):
+    """``(n,) bool`` over ``summaries`` of ``trace`` (:func:`~pcispy.spy.decode.summarise`):
+    records were lost between the transaction and the one before it (the first: before it).
+    A summary capture knows where its OVERRUN records stand among its summaries; a raw
+    capture decodes anew after each (:func:`~pcispy.spy.decode.after_lost_records`), so a
+    transaction is marked when it is the first to start from such a record's clock on."""
+    if trace.mode is CaptureMode.SUMMARY:
+        before = np.searchsorted(trace.indices(RecordKind.OVERRUN),
+                                 trace.indices(RecordKind.SUMMARY))
+    else:
+        raw_at = trace.indices(RecordKind.RAW)
+        restarts = np.sort(trace.times()[raw_at][after_lost_records(trace)])
+        before = np.searchsorted(restarts, summaries["timestamp"].astype(np.int64),
+                                 side="right")
+    return np.diff(before, prepend=0) > 0
+
+
+def write_pcapng(trace, out, latency_timer=None, events=None):
+    """Write the transactions of ``trace`` to the binary stream ``out`` as pcapng
+    (:mod:`pcispy.spy.pcapng`): a packet each (:func:`pcapng_packets`), time-stamped at
+    :func:`vcd_clock_period` of the metadata's ``clock_mhz``, and the lines under the table
+    (:func:`note_lines`; ``events``: :func:`trace_events`, found when not given) as the
+    section's comments. Returns the number of transactions."""
+    summaries = summarise(trace, latency_timer)
+    events = trace_events(trace) if events is None else events
+    clock_mhz = trace.metadata["clock_mhz"]
+    period = vcd_clock_period(clock_mhz)
+    pcapng.write_pcapng(
+        out, pcapng_packets(summaries, lost_before(trace, summaries)),
+        pcapng.nanoseconds(summaries["timestamp"], period), name="pcispy",
+        description=f"transactions of a {trace.width}-bit PCI bus at {clock_mhz:g} MHz "
+                    f"({period} ps a clock)",
+        comments=note_lines(trace, events), application=f"pcispy {__version__}")
+    return len(summaries)
+
+
+class _BytesAsText:
+    """A binary stream over a text stream that has no byte buffer (``io.StringIO``): each
+    byte is written as the character of its code point (latin-1), which
+    ``.encode("latin-1")`` turns back into the bytes."""
+    def __init__(self, text):
+        self.text = text
+
+    def write(self, data):
+        """Write ``data`` (bytes) as characters."""
+        return self.text.write(bytes(data).decode("latin-1"))
+
+
+def _byte_stream(out):
+    """``out`` to write bytes to: a binary stream as it is, a text stream's byte buffer
+    (flushed first: ``sys.stdout``), else :class:`_BytesAsText`."""
+    if not isinstance(out, io.TextIOBase):
+        return out
+    buffer = getattr(out, "buffer", None)
+    if buffer is None:
+        return _BytesAsText(out)
+    out.flush()
+    return buffer
+
+
 #: The formats :func:`export` writes.
-FORMATS = ("table", "csv", "json", "vcd")
+FORMATS = ("table", "csv", "json", "vcd", "pcapng")
+#: Those of them that are bytes, not text (a file for them is opened in binary mode).
+BINARY_FORMATS = ("pcapng",)
 
 
 def _warn_on_stderr(line):
@@ -451,9 +561,11 @@ def _warn_on_stderr(line):
 def export(trace, fmt, out, latency_timer=None, warn=_warn_on_stderr):
     """Write ``trace`` (:class:`~pcispy.spy.tracefile.Trace`) to the text stream ``out`` in
     ``fmt`` (one of :data:`FORMATS`): its summaries (a raw trace is decoded in software), or
-    for ``vcd`` its raw bus cycles. Records lost go under the table, into the JSON, and for
-    CSV and VCD (which keep their formats) to ``warn`` (a callable taking one line; default:
-    standard error). Returns the number of transactions or raw records."""
+    for ``vcd`` its raw bus cycles. A format of :data:`BINARY_FORMATS` takes a binary stream
+    or a text stream's byte buffer (see :func:`_byte_stream`). Records lost go under the
+    table, into the JSON, and for CSV, VCD and pcapng (which keep their formats) to ``warn``
+    (a callable taking one line; default: standard error). Returns the number of
+    transactions or raw records."""
     if fmt not in FORMATS:
         raise PcispyError(f"unknown export format {fmt!r} (one of {', '.join(FORMATS)})")
     if fmt == "json":
@@ -468,6 +580,8 @@ def export(trace, fmt, out, latency_timer=None, warn=_warn_on_stderr):
         summaries = summarise(trace, latency_timer)
         write_table(summaries, out, notes=note_lines(trace, events))
         return len(summaries)
+    elif fmt == "pcapng":
+        count = write_pcapng(trace, _byte_stream(out), latency_timer, events)
     else:
         summaries = summarise(trace, latency_timer)
         out.write(to_csv(summaries))
