@@ -11,6 +11,8 @@ resource (the ULX3S's FTDI USB serial) in both builds: for a passive spy it is t
 way to reach the board's registers and trace memory.
 """
 
+from dataclasses import replace
+
 from amaranth import ClockDomain, ClockSignal, Module, Signal
 from amaranth.lib import io, wiring
 from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
@@ -20,6 +22,7 @@ from pcispy.core.pads import PIN_GROUP
 from pcispy.pci.bus import bus_lines
 from pcispy.sidechannel.protocol import DEFAULT_BAUD
 from pcispy.sidechannel.sidechannel import SideChannel
+from pcispy.spy.sdram import SDRAM_PINS, SDRAMTiming
 from pcispy.board.top import PCIBoard
 
 __all__ = ["BoardTop", "LED_MEANING"]
@@ -42,7 +45,9 @@ class BoardTop(wiring.Component):
 
     Resources used: ``pci`` (subsignals for every line of ``bus_lines(width)``, ``clk`` and
     ``rst_domain``: RST# on a second pin), ``led`` 0..3, ``uart`` (``rx``, ``tx``: the
-    side channel), and the platform's default clock for domain ``sync``.
+    side channel), and the platform's default clock for domain ``sync``; ``sdram`` when
+    the platform's ``pci_trace_memory`` is ``"sdram"`` (the spy's trace memory, on the
+    PCI clock, :class:`~pcispy.spy.sdram.SDRAMTraceMemory`).
 
     Parameters:
         passive: the ``pci`` resource is all inputs (a spy that cannot disturb the bus);
@@ -81,6 +86,17 @@ class BoardTop(wiring.Component):
         # The pin-out says how many AD pins share an I/O tile (pcispy.platform.boards).
         board_args = {"pin_group": getattr(platform, "pci_pin_group", PIN_GROUP),
                       **self.board_args}
+        # The pin-out also says where the spy's trace goes (block RAM unless it says);
+        # board arguments choosing a trace memory or depth win.
+        if (getattr(platform, "pci_trace_memory", "bram") == "sdram"
+                and not {"trace_memory", "spy_addr_bits"} & set(board_args)):
+            sdram = platform.request("sdram", 0, dir="-")
+            # The SDRAM's clock pin is the PCI clock inverted (SDRAMPads): read data
+            # comes a PCI clock earlier than in the simulated system (docs/sdram.md).
+            timing = replace(SDRAMTiming.for_clock(self.clock_mhz), read_delay=-1)
+            board_args.update(trace_memory="sdram",
+                              sdram_ports={pin: getattr(sdram, pin) for pin in SDRAM_PINS},
+                              sdram_timing=timing)
         m.submodules.board = board = PCIBoard(self.width, ports, clock_mhz=self.clock_mhz,
                                               **board_args)
         # The board oscillator gates the meter of the PCI clock (id.clock).

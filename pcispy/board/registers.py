@@ -26,7 +26,7 @@ BAR0_SIZE = 4096
 IDENTITY_MAGIC = 0x5043_4953
 
 #: Values of ``id.config.trace_memory``: where the spy's trace memory is.
-TRACE_MEMORY = {"none": 0, "bram": 1, "sram": 2}
+TRACE_MEMORY = {"none": 0, "bram": 1, "sram": 2, "sdram": 3}
 
 IDENTITY = Block("id", 0x000, (
     reg32("magic", 0x00, Access.RO, "ASCII 'PCIS': this is a pcispy board", IDENTITY_MAGIC),

@@ -53,6 +53,7 @@ from pcispy.spy.checker import RULES, ProtocolChecker
 from pcispy.spy.spy import Spy, connect_spy_registers
 from pcispy.spy.trigger import RecorderState
 from pcispy.spy.tracemem import SRAMPads, sram_simulation_ports
+from pcispy.spy.sdram import SDRAMPads, SDRAMTiming, sdram_simulation_ports
 from pcispy.core.target import BackendSignature, PCITarget, Window
 from pcispy.board.registers import BAR0_SIZE, REGISTER_MAP, TRACE_MEMORY
 from pcispy.exerciser.registers import decode_resets
@@ -165,10 +166,11 @@ class PCIBoard(wiring.Component):
         spy_addr_bits: log2 of the spy's trace memory in 16-byte slots (BAR1 is
             ``16 << spy_addr_bits`` bytes); 0 builds the board without spy and BAR1.
             Default: 12 with block RAM; with an SRAM its size sets it (leave it out).
-        trace_memory: where the spy stores its trace: ``"bram"`` (block RAM) or
+        trace_memory: where the spy stores its trace: ``"bram"`` (block RAM),
             ``"sram"``, an external asynchronous SRAM on the pins ``sram_ports``
             (:class:`~pcispy.spy.tracemem.SRAMTraceMemory`; docs/architecture.md
-            says how a board attaches one).
+            says how a board attaches one), or ``"sdram"``, an x16 SDRAM on the pins
+            ``sdram_ports`` (:class:`~pcispy.spy.sdram.SDRAMTraceMemory`, docs/sdram.md).
         sram_addr_bits, sram_data_bits: with an SRAM, its address and data widths (data
             32, 64 or 128 bits; the trace holds ``2**sram_addr_bits * sram_data_bits / 128``
             slots).
@@ -176,6 +178,13 @@ class PCIBoard(wiring.Component):
             :data:`~pcispy.spy.tracemem.SRAM_PINS` (``platform.request`` results),
             or None for :func:`~pcispy.spy.tracemem.sram_simulation_ports` (kept as
             ``board.sram_ports`` for the simulated system to wire to its SRAM model).
+        sdram_timing: with an SDRAM, its :class:`~pcispy.spy.sdram.SDRAMTiming` in PCI
+            clocks (its geometry sets the trace depth; default: the ULX3S's part at
+            ``clock_mhz``). sdram_fifo_depth: slots of the
+            FIFO in front of it. sdram_ports: ``{pin: io port}`` for
+            :data:`~pcispy.spy.sdram.SDRAM_PINS` (amaranth-boards' ``sdram`` resource), or
+            None for :func:`~pcispy.spy.sdram.sdram_simulation_ports` (kept as
+            ``board.sdram_ports``).
         external_trace: answer BAR1 from the ``trace`` port instead of the spy (no spy is
             built): unit tests use it to put a deliberately slow backend behind BAR1.
         clock_mhz: nominal PCI clock (reported in ``id.config`` and ``66 MHz capable``).
@@ -195,13 +204,16 @@ class PCIBoard(wiring.Component):
     """
     def __init__(self, width=32, ports=None, *, exerciser_size=16 * 1024, spy_addr_bits=None,
                  trace_memory="bram", sram_addr_bits=None, sram_data_bits=32, sram_ports=None,
+                 sdram_timing=None, sdram_fifo_depth=256, sdram_ports=None,
                  external_trace=False, clock_mhz=33, clock_gate_log2=DEFAULT_GATE_LOG2,
                  scratch_verilog=False, decode=DevselSpeed.MEDIUM, config=None,
                  pin_group=PIN_GROUP):
         if width not in (32, 64):
             raise ValueError(f"PCI bus width must be 32 or 64, not {width!r}")
+        self.sdram_fifo_depth = sdram_fifo_depth
         spy_addr_bits = self._trace_memory(trace_memory, spy_addr_bits, sram_addr_bits,
-                                           sram_data_bits, sram_ports, external_trace)
+                                           sram_data_bits, sram_ports, external_trace,
+                                           sdram_timing, sdram_ports, clock_mhz)
         self.width = width
         self.ports = simulation_ports(width) if ports is None else ports
         self.clock_mhz = clock_mhz
@@ -231,22 +243,34 @@ class PCIBoard(wiring.Component):
         super().__init__(members)
 
     def _trace_memory(self, memory, spy_addr_bits, sram_addr_bits, sram_data_bits, sram_ports,
-                      external_trace):
+                      external_trace, sdram_timing, sdram_ports, clock_mhz):
         """Check and keep the trace memory's parameters; return the trace depth (log2 of
         its slots)."""
         self.trace_memory = memory
         self.sram_data_bits = sram_data_bits
         self.sram_addr_bits = sram_addr_bits
         self.sram_ports = None
+        self.sdram_timing = sdram_timing
+        self.sdram_ports = None
+        if memory != "sdram" and (sdram_timing is not None or sdram_ports is not None):
+            raise ValueError("sdram_timing and sdram_ports are for trace_memory='sdram'")
         if memory == "bram":
             if sram_addr_bits is not None or sram_ports is not None:
                 raise ValueError("sram_addr_bits and sram_ports are for trace_memory='sram'")
             return 12 if spy_addr_bits is None else spy_addr_bits
-        if memory != "sram":
-            raise ValueError(f"trace memory must be 'bram' or 'sram', not {memory!r}")
+        if memory not in ("sram", "sdram"):
+            raise ValueError(f"trace memory must be 'sdram', 'bram' or 'sram', not {memory!r}")
         if spy_addr_bits is not None or external_trace:
-            raise ValueError("an SRAM trace memory sets the trace depth itself: give "
-                             "sram_addr_bits, not spy_addr_bits or external_trace")
+            raise ValueError("an external trace memory sets the trace depth itself: give "
+                             "its size, not spy_addr_bits or external_trace")
+        if memory == "sdram":
+            if sram_addr_bits is not None or sram_ports is not None:
+                raise ValueError("sram_addr_bits and sram_ports are for trace_memory='sram'")
+            self.sdram_timing = (SDRAMTiming.for_clock(clock_mhz) if sdram_timing is None
+                                 else sdram_timing)
+            self.sdram_ports = (sdram_simulation_ports() if sdram_ports is None
+                                else sdram_ports)
+            return self.sdram_timing.slot_bits
         if sram_data_bits not in (32, 64, 128):
             raise ValueError(f"SRAM data width must be 32, 64 or 128, not {sram_data_bits}")
         word_bits = (128 // sram_data_bits).bit_length() - 1     # SRAM words per slot, log2
@@ -320,11 +344,22 @@ class PCIBoard(wiring.Component):
             shared[Space.BAR1] = self._share(m, "bar1", target and target.bar1,
                                              wiring.flipped(self.trace))
         elif self.windows[1] is not None:
-            m.submodules.spy = spy = DomainRenamer("pci")(
-                Spy(self.width, rules=len(RULES), addr_bits=self.spy_addr_bits,
-                    memory=self.trace_memory, sram_data_bits=self.sram_data_bits))
+            spy = Spy(self.width, rules=len(RULES), addr_bits=self.spy_addr_bits,
+                      memory=self.trace_memory, sram_data_bits=self.sram_data_bits,
+                      sdram_timing=self.sdram_timing, sdram_fifo_depth=self.sdram_fifo_depth,
+                      own=target is not None)
+            m.submodules.spy = spy = DomainRenamer("pci")(spy)
+            if self.trace_memory == "sdram":
+                m.submodules.sdram_pads = sdram_pads = DomainRenamer("pci")(
+                    SDRAMPads(self.sdram_ports))
+                wiring.connect(m, spy.sdram, sdram_pads.sdram)
             m.d.comb += [spy.bus.eq(observed), spy.timestamp.eq(observed_time),
                          spy.violation.eq(checker.violation)]
+            if target is not None:
+                # The target's claims of BAR0 transactions (the host's register accesses,
+                # which the spy leaves out of its figures), registered in the target and
+                # timed to the address phase of `observed`.
+                m.d.comb += spy.own_claim.eq(target.bar0_claimed)
             if self.trace_memory == "sram":
                 m.submodules.sram_pads = sram_pads = SRAMPads(
                     self.sram_ports, self.sram_addr_bits, self.sram_data_bits)

@@ -263,6 +263,9 @@ class PCITarget(wiring.Component):
         attempt (Out, 1): an exerciser window transaction is being claimed (decode clock).
         corrupt_taken (Out, 1): a read word was loaded with corrupted parity.
         busy (Out, 1): a transaction is claimed or its writes are still being posted.
+        bar0_claimed (Out, 1): registered pulse, a transaction to window 0 (BAR0) is
+            being claimed: in the second clock after its address phase was on the pins,
+            whatever the decode speed (for the spy; :meth:`_bar0_report`).
 
     Parameters:
         width: bus width, 32 or 64.
@@ -294,6 +297,7 @@ class PCITarget(wiring.Component):
             "signaled_target_abort": Out(1),
             "knobs": In(ResponseKnobs), "retry": In(1),
             "attempt": Out(1), "corrupt_taken": Out(1), "busy": Out(1),
+            "bar0_claimed": Out(1),
         }
         if width == 64:
             members["par64_error"] = In(1)
@@ -312,9 +316,10 @@ class PCITarget(wiring.Component):
     def elaborate(self, platform):
         """The target, in the order its parts feed one another: the address phase's
         decode (:meth:`_address_phase`) and parity (:meth:`_address_parity`), the claim
-        (:meth:`_claim`), the transaction's state (:meth:`_transaction_state`), the read
-        prefetch and posted-write buffers (:meth:`_read_prefetch`,
-        :meth:`_posted_writes`), the next clock's arithmetic (:meth:`_next_clock`) and the
+        (:meth:`_claim`) and its report to the spy (:meth:`_bar0_report`), the
+        transaction's state (:meth:`_transaction_state`), the read prefetch and
+        posted-write buffers (:meth:`_read_prefetch`, :meth:`_posted_writes`), the
+        next clock's arithmetic (:meth:`_next_clock`) and the
         next read word (:meth:`_read_word`); then the decision (:meth:`_decide`), built
         per value of the live IRDY# and FRAME#, which choose the handshake outputs
         (:meth:`_handshake_outputs`) and, a clock later, the one-bit state
@@ -332,6 +337,7 @@ class PCITarget(wiring.Component):
         self._address_phase(m, s)
         self._address_parity(m, s)
         self._claim(m, s)
+        self._bar0_report(m, s)
         self._transaction_state(m, s)
         self._read_prefetch(m, s)
         self._posted_writes(m, s)
@@ -368,7 +374,19 @@ class PCITarget(wiring.Component):
         ad, cmd = source.ad, source.cbe
         cmd_read = _is_read(cmd)
 
-        hits = []  # (select index, hit, dword offset, last dword, window or None)
+        hits = self._decode(source)
+        any_hit = Signal()
+        m.d.comb += any_hit.eq(Cat(h for _, h, _, _, _ in hits).any())
+        vars(s).update(
+            ad=ad, address_phase=address_phase, address_phase_with=address_phase_with,
+            any_hit=any_hit, cmd_read=cmd_read, hits=hits, source=source)
+
+    def _decode(self, source):
+        """``[(select index, hit, dword offset, last dword, window or None)]`` of the
+        address phase on ``source`` (AD, C/BE#, IDSEL): configuration space first, then
+        each window present."""
+        ad, cmd = source.ad, source.cbe
+        hits = []
         config_hit = (_command_in(cmd, lambda code: code.is_config)
                       & source.idsel & (ad[0:2] == 0) & (ad[8:11] == 0))
         hits.append((0, config_hit, ad[2:8], 63, None))
@@ -382,12 +400,33 @@ class PCITarget(wiring.Component):
             else:
                 hit = _command_in(cmd, lambda code: code.is_io) & self.io_enable & in_range
             hits.append((sel, hit, ad[2:bar.size_bits], bar.size // 4 - 1, window))
+        return hits
 
-        any_hit = Signal()
-        m.d.comb += any_hit.eq(Cat(h for _, h, _, _, _ in hits).any())
-        vars(s).update(
-            ad=ad, address_phase=address_phase, address_phase_with=address_phase_with,
-            any_hit=any_hit, cmd_read=cmd_read, hits=hits, source=source)
+    def _bar0_report(self, m, s):
+        """``bar0_claimed``, for the board's spy, which keeps the accesses to the board's
+        registers out of its figures: the claim of a BAR0 transaction (the same decode, a
+        later window winning where BARs overlap), registered, and made from the
+        registered inputs at every decode speed, so it adds no load to a live line nor,
+        with fast decode, to the unregistered address lines. It pulses in the second
+        clock after the address phase was on the pins, the clock in which the board's
+        spy, a register later than the pads' inputs, sees that address phase: the clock
+        after the claim with medium decode, the claim's clock with slow decode, two
+        clocks after it with fast decode."""
+        if self.windows[0] is None:
+            return
+        bus = s.bus
+        if self.fast_decode:
+            frame_q = Signal(name="report_frame_q")
+            m.d.pci += frame_q.eq(bus.frame.i)
+            address_phase = bus.frame.i & ~frame_q
+            lines = decode_signature(self.width).members
+            hits = self._decode(SimpleNamespace(
+                **{name: getattr(bus, name).i for name in lines}))
+        else:
+            address_phase, hits = s.address_phase, s.hits
+        # hits[1] is window 0 (configuration space comes first).
+        only = hits[1][1] & ~Cat(h for _, h, _, _, _ in hits[2:]).any()
+        m.d.pci += self.bar0_claimed.eq(address_phase & only & self.claim_enable)
 
     def _address_parity(self, m, s):
         """The address phase's parity check: SERR# and the Status pulses."""

@@ -9,6 +9,8 @@ Counters (all saturating, cleared by ``clear``):
   ``master_aborts``, and the first-data latency ``latency_sum``/``latency_min``/
   ``latency_max`` (over transactions a target answered, i.e. not master aborts);
 - over the whole bus: ``busy_clocks`` (FRAME# or IRDY# asserted) and ``idle_clocks``;
+- the board's own register accesses, when left out of all the others (``skip``):
+  ``own_transactions`` and ``own_clocks`` (their clocks, not in ``busy_clocks``);
 - per comparator: ``hits[i]``, the transactions comparator ``i`` hit;
 - per comparator, a whole set (:class:`FilterCounters`, :class:`FilterCounter`): the
   counters above over the transactions comparator ``i`` hits, with ``busy_clocks`` the
@@ -24,7 +26,11 @@ transactions):
   (Pamette's "delta cycle#"), log2 bins: bin 0 holds 0, bin ``k`` holds
   ``2**(k-1) .. 2**k - 1``.
 
-Clearing takes :data:`HISTOGRAM_BINS` clocks for the histograms (``clearing`` is high
+A snapshot holds what the histograms show at one clock, copy-on-write, while they count
+on (:class:`Histogram`); the counters' snapshot is the register bank's
+(:func:`~pcispy.spy.spy.connect_spy_registers`).
+
+Clearing takes :data:`HISTOGRAM_BINS` + 1 clocks for the histograms (``clearing`` is high
 meanwhile; samples then are not counted) and one round of :class:`FilterCounters` for the
 per-filter counters (``clearing`` is high meanwhile; transactions then are counted).
 """
@@ -76,6 +82,8 @@ class CounterValues(data.StructLayout):
             "latency_min":    16,
             "latency_max":    16,
             "hits":           data.ArrayLayout(32, filters),
+            "own_transactions": 32,
+            "own_clocks":     48,
         })
 
 
@@ -93,48 +101,102 @@ def _add_saturating(m, counter, amount):
 
 
 class Histogram(wiring.Component):
-    """A histogram in RAM: add 1 to bin ``bin`` when ``sample``; read bins with ``r_addr``.
+    """A histogram in RAM: add 1 to bin ``bin`` when ``sample``; read bins with ``r_addr``,
+    live or as of a snapshot.
+
+    Updates are read-modify-writes (read in the sample's clock, written in the next), and
+    so is the clear: it walks the bins one a clock, writing zeros.
+
+    The snapshot (``snapshot``, until ``release``) is copy-on-write, so that a host reading
+    the bins one by one, slower than the bus, gets every bin as it was at one clock while
+    counting goes on, nothing lost or delayed: the first write to a bin after the snapshot
+    (a sample's, or the clear's zero) copies the bin's old value into a second RAM and
+    marks the bin; ``r_data`` shows the copy of a marked bin and the live bin of any other,
+    which no write has touched since. ``release`` (or a new snapshot) unmarks every bin.
+    A sample in the snapshot's clock is after it, as for the counters
+    (:func:`~pcispy.spy.spy.connect_spy_registers`).
 
     Ports:
         sample (In, 1): count one in ``bin``. At most one sample every other clock.
         bin (In, 6): the bin.
-        clear (In, 1): start zeroing every bin; ``clearing`` is high until done.
+        clear (In, 1): start zeroing every bin; ``clearing`` is high until done
+            (:data:`HISTOGRAM_BINS` + 1 clocks: samples then are not counted).
         clearing (Out, 1).
+        snapshot (In, 1): from the next clock, ``r_data`` shows the bins as they are now
+            (the samples before this clock counted), until ``release``.
+        release (In, 1): ``r_data`` shows the live bins again.
         r_addr (In, 6): bin to read; r_data (Out, 32): its count, one clock later.
     """
     def __init__(self):
         super().__init__({
             "sample": In(1), "bin": In(6), "clear": In(1), "clearing": Out(1),
+            "snapshot": In(1), "release": In(1),
             "r_addr": In(6), "r_data": Out(32),
         })
 
     def elaborate(self, platform):
         m = Module()
         m.submodules.bins = bins = memory.Memory(shape=32, depth=HISTOGRAM_BINS, init=[])
+        m.submodules.held_bins = held_bins = memory.Memory(shape=32, depth=HISTOGRAM_BINS,
+                                                           init=[])
         update_read = bins.read_port()
         host_read = bins.read_port()
         write = bins.write_port()
-        m.d.comb += [host_read.addr.eq(self.r_addr), self.r_data.eq(host_read.data)]
+        copy = held_bins.write_port()
+        held_read = held_bins.read_port()
 
-        # Read-modify-write: read in the sample's clock, write one clock later.
-        pending = Signal()
-        pending_bin = Signal(6)
-        sweep = Signal(7, init=HISTOGRAM_BINS)   # == HISTOGRAM_BINS when not clearing
+        # The snapshot, held as spy.control holds the counters: the writes of the samples
+        # of its clock and after, until release, copy before they write.
+        held = Signal()
+        freezing = Signal()
+        with m.If(self.snapshot):
+            m.d.sync += held.eq(1)
+        with m.Elif(self.release):
+            m.d.sync += held.eq(0)
+        m.d.comb += freezing.eq(self.snapshot | (held & ~self.release))
+
+        # Read: a sample's bin, or the clear's next bin. Write, one clock later: +1
+        # (saturating) or 0, and the copy of the old value where due.
+        sweep = Signal(range(HISTOGRAM_BINS + 1), init=HISTOGRAM_BINS)   # at the top: idle
+        sweeping = Signal()
         clearing = Signal()
-        m.d.comb += [clearing.eq(sweep != HISTOGRAM_BINS), self.clearing.eq(clearing)]
-        m.d.comb += update_read.addr.eq(self.bin)
-        m.d.sync += [pending.eq(self.sample & ~clearing & ~self.clear),
-                     pending_bin.eq(self.bin)]
-        with m.If(clearing):
-            m.d.comb += [write.addr.eq(sweep), write.data.eq(0), write.en.eq(1)]
+        pending, pending_zero, pending_frozen = Signal(), Signal(), Signal()
+        pending_bin = Signal(6)
+        address = Signal(6)
+        m.d.comb += [sweeping.eq(sweep != HISTOGRAM_BINS),
+                     clearing.eq(sweeping | pending_zero), self.clearing.eq(clearing),
+                     address.eq(Mux(sweeping, sweep, self.bin)),
+                     update_read.addr.eq(address)]
+        m.d.sync += [pending.eq((sweeping | self.sample & ~clearing) & ~self.clear),
+                     pending_zero.eq(sweeping & ~self.clear), pending_bin.eq(address),
+                     pending_frozen.eq(freezing)]
+        with m.If(sweeping):
             m.d.sync += sweep.eq(sweep + 1)
-        with m.Elif(pending):
-            top = update_read.data == 0xFFFF_FFFF
-            m.d.comb += [write.addr.eq(pending_bin),
-                         write.data.eq(Mux(top, update_read.data, update_read.data + 1)),
-                         write.en.eq(1)]
         with m.If(self.clear):
-            m.d.sync += [sweep.eq(0), pending.eq(0)]
+            m.d.sync += sweep.eq(0)
+        old = update_read.data
+        top = old == 0xFFFF_FFFF
+        m.d.comb += [write.addr.eq(pending_bin), write.en.eq(pending),
+                     write.data.eq(Mux(pending_zero, 0, Mux(top, old, old + 1)))]
+
+        copied = Signal(HISTOGRAM_BINS)     # bins whose snapshot value is in held_bins
+        first = Signal()
+        m.d.comb += [first.eq(pending & pending_frozen & ~copied.bit_select(pending_bin, 1)),
+                     copy.addr.eq(pending_bin), copy.data.eq(old), copy.en.eq(first)]
+        # A write of a sample before a (new) snapshot or of the clock of a release
+        # copies nothing that stays marked: the bins it updates are of the new snapshot
+        # or of none.
+        with m.If(self.snapshot | self.release):
+            m.d.sync += copied.eq(0)
+        with m.Elif(first):
+            m.d.sync += copied.bit_select(pending_bin, 1).eq(1)
+
+        # The mark is registered in the clock the RAMs read: the pair always agrees (a
+        # bin marked in that clock still reads its old value from the live RAM).
+        show_copy = Signal()
+        m.d.sync += show_copy.eq(copied.bit_select(self.r_addr, 1))
+        m.d.comb += [host_read.addr.eq(self.r_addr), held_read.addr.eq(self.r_addr),
+                     self.r_data.eq(Mux(show_copy, held_read.data, host_read.data))]
         return m
 
 
@@ -408,37 +470,51 @@ class FilterCounters(wiring.Component):
 class Counters(wiring.Component):
     """The counters and histograms of the spy.
 
+    A transaction marked ``skip`` (the board's own register access, when the spy leaves
+    those out) is in no counter, histogram or per-filter counter: it counts in
+    ``own_transactions``, and its clocks in ``own_clocks`` instead of ``busy_clocks``, so
+    that ``busy_clocks + idle_clocks + own_clocks`` are the clocks counted.
+
     Ports:
         summary_valid (In, 1), summary (In, SummaryRecord): a finished transaction.
         match (In, 1): the filter selected ``summary``; hits (In, filters): comparators hit.
+        skip (In, 1): with ``summary_valid``: leave the transaction out (count it as own).
         address_valid (In, 1), address_match (In, 1): the filter verdict at the address
             phase, so the bytes of the data phases that follow are counted.
         transfer (In, 1), transfer_bytes (In, 4): a completed data phase and its bytes.
         busy (In, 1): FRAME# or IRDY# asserted this clock.
+        skip_clock (In, 1): this clock belongs to a transaction left out (``skip``).
         clear (In, 1): zero everything.
         values (Out, CounterValues(filters)): the counters.
         clearing (Out, 1): the histograms are being zeroed.
         hist_select (In, 1): 0 latency histogram, 1 gap histogram.
         hist_addr (In, 6), hist_data (Out, 32): read a bin, valid one clock later.
+        hist_snapshot, hist_release (In, 1): hold what ``hist_data`` shows at this clock's
+            counts, and let it follow the histograms again (:class:`Histogram`).
         fcount_select (In, FilterCountSelect(filters)), fcount_value (Out, 48): read a
             per-filter counter (:class:`FilterCounters`), valid two clocks later.
 
     Parameters:
         filters: number of filter comparators.
+        own: the board can mark its own transactions (``skip``, ``skip_clock``); without,
+            the own counters are constant zero (a passive build: its host's accesses do
+            not reach the bus).
     """
-    def __init__(self, filters=4):
+    def __init__(self, filters=4, *, own=True):
         self.filters = filters
+        self.own = own
         #: The per-filter counter sets.
         self.per_filter = FilterCounters(filters)
         super().__init__({
             "summary_valid": In(1), "summary": In(SummaryRecord()),
-            "match": In(1), "hits": In(filters),
+            "match": In(1), "hits": In(filters), "skip": In(1),
             "address_valid": In(1), "address_match": In(1),
             "transfer": In(1), "transfer_bytes": In(4),
-            "busy": In(1), "clear": In(1),
+            "busy": In(1), "skip_clock": In(1), "clear": In(1),
             "values": Out(CounterValues(filters), init=COUNTER_INIT),
             "clearing": Out(1),
             "hist_select": In(1), "hist_addr": In(6), "hist_data": Out(32),
+            "hist_snapshot": In(1), "hist_release": In(1),
             "fcount_select": In(FilterCountSelect(filters)),
             "fcount_value": Out(FILTER_COUNTER_BITS),
         })
@@ -450,8 +526,16 @@ class Counters(wiring.Component):
         m.submodules.latency_hist = latency_hist = Histogram()
         m.submodules.gap_hist = gap_hist = Histogram()
         m.submodules.per_filter = per_filter = self.per_filter
+        # What is counted: every transaction but the own ones left out.
+        summary_valid, skipped, skip_clock = Signal(), Signal(), Signal()
+        if self.own:
+            m.d.comb += [summary_valid.eq(self.summary_valid & ~self.skip),
+                         skipped.eq(self.summary_valid & self.skip),
+                         skip_clock.eq(self.skip_clock)]
+        else:
+            m.d.comb += summary_valid.eq(self.summary_valid)
         m.d.comb += [
-            per_filter.summary_valid.eq(self.summary_valid), per_filter.summary.eq(s),
+            per_filter.summary_valid.eq(summary_valid), per_filter.summary.eq(s),
             per_filter.hits.eq(self.hits), per_filter.address_valid.eq(self.address_valid),
             per_filter.transfer.eq(self.transfer),
             per_filter.transfer_bytes.eq(self.transfer_bytes),
@@ -460,15 +544,15 @@ class Counters(wiring.Component):
         ]
 
         selected = Signal()
-        m.d.comb += selected.eq(self.summary_valid & self.match)
+        m.d.comb += selected.eq(summary_valid & self.match)
 
         # Bytes: the filter verdict of the address phase covers the data phases after it.
         counting_bytes = Signal()
         with m.If(self.address_valid):
             m.d.sync += counting_bytes.eq(self.address_match)
         bytes_now = Signal()
-        m.d.comb += bytes_now.eq(self.transfer & Mux(self.address_valid, self.address_match,
-                                                     counting_bytes))
+        m.d.comb += bytes_now.eq(self.transfer & ~skip_clock &
+                                 Mux(self.address_valid, self.address_match, counting_bytes))
 
         answered = Signal()
         m.d.comb += answered.eq(s.termination != Termination.MASTER_ABORT)
@@ -488,7 +572,12 @@ class Counters(wiring.Component):
         add_iwait = _add_saturating(m, v.initiator_wait, s.initiator_wait)
         add_twait = _add_saturating(m, v.target_wait, s.target_wait)
         add_latency = _add_saturating(m, v.latency_sum, s.latency)
-        m.d.sync += [count(v.busy_clocks, self.busy), count(v.idle_clocks, ~self.busy)]
+        m.d.sync += [count(v.busy_clocks, self.busy & ~skip_clock),
+                     count(v.idle_clocks, ~self.busy)]
+        if self.own:
+            # (A transaction's clocks are all busy: FRAME# or IRDY# asserted.)
+            m.d.sync += [count(v.own_clocks, skip_clock),
+                         count(v.own_transactions, skipped)]
         with m.If(bytes_now):
             m.d.sync += add_bytes
         with m.If(selected):
@@ -508,7 +597,7 @@ class Counters(wiring.Component):
                     m.d.sync += v.latency_min.eq(s.latency)
                 with m.If(s.latency > v.latency_max):
                     m.d.sync += v.latency_max.eq(s.latency)
-        with m.If(self.summary_valid):
+        with m.If(summary_valid):
             for i in range(self.filters):
                 m.d.sync += count(v.hits[i], self.hits[i])
 
@@ -519,6 +608,9 @@ class Counters(wiring.Component):
             gap_hist.sample.eq(selected & have_last),
             gap_hist.bin.eq(gap_index),
             latency_hist.clear.eq(self.clear), gap_hist.clear.eq(self.clear),
+            latency_hist.snapshot.eq(self.hist_snapshot),
+            gap_hist.snapshot.eq(self.hist_snapshot),
+            latency_hist.release.eq(self.hist_release), gap_hist.release.eq(self.hist_release),
             self.clearing.eq(latency_hist.clearing | gap_hist.clearing | per_filter.clearing),
             latency_hist.r_addr.eq(self.hist_addr), gap_hist.r_addr.eq(self.hist_addr),
         ]

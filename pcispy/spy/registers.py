@@ -156,11 +156,11 @@ SPY = Block("spy", 0x400, (
               "with config.source = register"),
         Field("clear", 3, 1, Access.WO, 0, "zero the counters and histograms"),
         Field("snapshot", 4, 1, Access.WO, 0, "hold the counter registers (transactions "
-              "... hits) at this clock's values until release, so that reading them one by "
-              "one gives one instant's; counting goes on (again while held: a new "
-              "snapshot)"),
-        Field("release", 5, 1, Access.WO, 0, "the counter registers follow the counters "
-              "again"),
+              "... own_clocks) and what hist_data shows at this clock's values until "
+              "release, so that reading them one by one gives one instant's; counting goes "
+              "on, nothing lost (again while held: a new snapshot)"),
+        Field("release", 5, 1, Access.WO, 0, "the counter registers and hist_data follow "
+              "the counters and histograms again"),
     ), "spy commands"),
     Register("config", 0x04, (
         Field("mode", 0, 1, Access.RW, 0, "what is stored: raw clocks or transaction "
@@ -213,7 +213,8 @@ SPY = Block("spy", 0x400, (
               "clocks between transactions (log2 bins)", {0: "latency", 1: "gap"}),
         Field("bin", 8, 6, Access.RW, 0, "bin shown by hist_data"),
     ), "histogram bin select"),
-    reg32("hist_data", 0x40, Access.RO, "count in the selected histogram bin"),
+    reg32("hist_data", 0x40, Access.RO, "count in the selected histogram bin (of the "
+          "snapshot's clock while control.snapshot holds)"),
     Register("fcount_select", 0x44, (
         Field("filter", 0, _SPY_FILTER_SELECT_BITS, Access.RW, 0, "comparator whose "
               "counter fcount_lo/_hi show: the transactions that comparator hits, whatever "
@@ -230,6 +231,17 @@ SPY = Block("spy", 0x400, (
         Field("fcount", 0, _FILTER_COUNTER_BITS - 32, Access.RO, 0, "the selected "
               "per-filter counter, bits 47:32 (as of the last fcount_lo read)"),
     ), "selected per-filter counter, high bits"),
+    Register("counting", 0x50, (
+        Field("own", 0, 1, Access.RW, 0, "1: count the board's own register accesses (the "
+              "BAR0 transactions its target claims: the host tool's reads and writes) like "
+              "any other transaction; 0: leave them out of every counter, histogram and "
+              "per-filter counter and count them in own_transactions, their clocks in "
+              "own_clocks instead of busy_clocks (taken at each address phase)"),
+    ), "what the counters count"),
+    reg32("memory_fills", 0x54, Access.RO, "times the trace memory's write FIFO filled since "
+          "reset: with an SDRAM trace memory, the bus outran the SDRAM (the records it "
+          "could not take are counted in lost, each gap an OVERRUN record); 0 with block "
+          "RAM or SRAM"),
 ) + sum((_spy_filter_registers(i) for i in range(SPY_FILTERS)), ()) +
     _spy_counter_registers(),
     "bus spy: capture control, trigger, filters, counters (combined and per filter), "

@@ -35,6 +35,7 @@ from pcispy.core.target import BackendSignature
 from pcispy.spy.tracemem import (BRAMTraceMemory, SRAMTraceMemory, SRAMSignature, TraceWriter,
                                  TraceBackend)
 from pcispy.spy.registers import SPY_FILTERS
+from pcispy.spy.sdram import SDRAMSignature, SDRAMTiming, SDRAMTraceMemory
 
 __all__ = ["SpyConfig", "SpyStatus", "Spy", "connect_spy_registers"]
 
@@ -53,6 +54,7 @@ class SpyConfig(data.StructLayout):
             "pre":            32,
             "post":           32,
             "violation_mask": MAX_RULES,
+            "count_own":      1,   # count the board's own register accesses as any other
         })
 
 
@@ -86,6 +88,14 @@ class Spy(wiring.Component):
         comparators (In, ArrayLayout(Comparator, filters)): filter comparators.
         arm, stop, trigger, clear (In, 1): strobes: arm a capture, stop it, the trigger
             register was written, zero the counters and histograms.
+        snapshot, release (In, 1): strobes: ``hist_data`` shows the histograms as they are
+            at this clock until release (the counters' snapshot is
+            :func:`connect_spy_registers`'s), and follows them again.
+        own_claim (In, 1): with ``own``: the board's target claimed the transaction whose
+            (first) address phase is on ``bus`` now, a BAR0 access: the host's own
+            register access. Unless ``config.count_own``, such transactions are left out
+            of every counter and histogram and counted in ``own_transactions`` and
+            ``own_clocks`` (:class:`~.counters.Counters`). Captures keep them.
         status (Out, SpyStatus), counters (Out, CounterValues(filters)).
         hist_select (In, 1), hist_addr (In, 6), hist_data (Out, 32): histogram bins (0:
             first-data latency, 1: gap), data one clock after the address.
@@ -96,17 +106,28 @@ class Spy(wiring.Component):
             bus of the target: reads of the trace memory (slot ``s`` is at byte offset
             ``16 * s``); writes are dropped.
         sram (Out, SRAMSignature): only with ``memory="sram"``: the SRAM pins.
+        sdram (Out, SDRAMSignature): only with ``memory="sdram"``: the SDRAM pins.
+        memory_fills (Out, 32): times the trace memory's FIFO filled (an SDRAM's: the bus
+            outran it; 0 for the other memories, which take a slot every clock).
 
     Parameters:
         width: 32 or 64. masters: REQ#/GNT# pairs visible. rules: violation vector width.
-        filters: comparators (1..8). memory: "bram" or "sram". addr_bits: log2 of the trace
-        memory depth in 128-bit slots. sram_data_bits: SRAM width. fifo_depth: records
-        buffered in front of the memory.
+        filters: comparators (1..8). memory: "bram", "sram" or "sdram". addr_bits: log2 of
+        the trace memory depth in 128-bit slots (with an SDRAM: its timing's
+        ``slot_bits``). sram_data_bits: SRAM width. sdram_timing: the SDRAM's
+        :class:`~pcispy.spy.sdram.SDRAMTiming`; sdram_fifo_depth: slots buffered in front of
+        it (:class:`~pcispy.spy.sdram.SDRAMTraceMemory`). fifo_depth: records
+        buffered in front of the memory. own: ``own_claim`` is wired (False: a board
+        without a target, whose own counters read 0).
     """
     def __init__(self, width=32, *, masters=1, rules=1, filters=4, memory="bram",
-                 addr_bits=10, sram_data_bits=32, fifo_depth=16):
-        if memory not in ("bram", "sram"):
-            raise ValueError(f"trace memory must be 'bram' or 'sram', not {memory!r}")
+                 addr_bits=10, sram_data_bits=32, sdram_timing=None, sdram_fifo_depth=256,
+                 fifo_depth=16, own=True):
+        if memory not in ("bram", "sram", "sdram"):
+            raise ValueError(f"trace memory must be 'bram', 'sram' or 'sdram', not {memory!r}")
+        if memory == "sdram":
+            sdram_timing = sdram_timing or SDRAMTiming()
+            addr_bits = sdram_timing.slot_bits
         self.width = width
         self.masters = masters
         self.rules = rules
@@ -114,8 +135,11 @@ class Spy(wiring.Component):
         self.memory = memory
         self.addr_bits = addr_bits
         self.fifo_depth = fifo_depth
+        self.own = own
         if memory == "sram":
             self._trace = SRAMTraceMemory(addr_bits, sram_data_bits)
+        elif memory == "sdram":
+            self._trace = SDRAMTraceMemory(sdram_timing, fifo_depth=sdram_fifo_depth)
         else:
             self._trace = BRAMTraceMemory(addr_bits)
         ports = {
@@ -125,15 +149,19 @@ class Spy(wiring.Component):
             "config":       In(SpyConfig()),
             "comparators":  In(data.ArrayLayout(Comparator(), filters)),
             "arm":          In(1), "stop": In(1), "trigger": In(1), "clear": In(1),
+            "snapshot":     In(1), "release": In(1), "own_claim": In(1),
             "status":       Out(SpyStatus()),
             "counters":     Out(CounterValues(filters)),
             "hist_select":  In(1), "hist_addr": In(6), "hist_data": Out(32),
             "fcount_select": In(FilterCountSelect(filters)),
             "fcount_value": Out(FILTER_COUNTER_BITS),
             "trace":        In(BackendSignature(addr_bits + 3 - width // 32, width)),
+            "memory_fills": Out(32),
         }
         if memory == "sram":
             ports["sram"] = Out(SRAMSignature(self._trace.sram_addr_bits, sram_data_bits))
+        if memory == "sdram":
+            ports["sdram"] = Out(SDRAMSignature())
         super().__init__(ports)
 
     def elaborate(self, platform):
@@ -142,7 +170,7 @@ class Spy(wiring.Component):
         m.submodules.summariser = summ = Summariser(self.width, self.masters)
         m.submodules.filters = filt = FilterSet(self.filters)
         m.submodules.capture = cap = RawCapture(self.width, self.masters, self.rules)
-        m.submodules.counters = cnt = Counters(self.filters)
+        m.submodules.counters = cnt = Counters(self.filters, own=self.own)
         m.submodules.recorder = rec = Recorder(self.width, self.masters, self.addr_bits,
                                                self.fifo_depth)
         m.submodules.writer = wr = TraceWriter(self.addr_bits, self.fifo_depth)
@@ -169,6 +197,18 @@ class Spy(wiring.Component):
         summary = Signal.like(summ.summary)
         m.d.comb += [summary.eq(summ.summary), summary.filters.eq(hits)]
 
+        # The board's own register accesses: own_claim comes in the clock of the address
+        # phase; the verdict is kept for the transaction's clocks and its summary, which
+        # may come in the next transaction's address phase (fast back-to-back).
+        address_phase = Signal()
+        skip_now = Signal()         # this clock's transaction is left out of the counters
+        skipped = Signal()          # the verdict of the transaction in flight
+        m.d.comb += [address_phase.eq(summ.address_valid | summ.address_pending),
+                     skip_now.eq(Mux(address_phase, self.own_claim & ~cfg.count_own,
+                                     skipped))]
+        with m.If(address_phase):
+            m.d.sync += skipped.eq(skip_now)
+
         m.d.comb += [
             cap.bus.eq(self.bus), cap.idle_compress.eq(cfg.idle_compress),
             cap.violation.eq(violation), cap.trigger.eq(rec.fire),
@@ -178,11 +218,13 @@ class Spy(wiring.Component):
             cap.verdict.eq(Mux(summ.address_valid, filt.match, match)),
 
             cnt.summary_valid.eq(summ.summary_valid), cnt.summary.eq(summary),
-            cnt.match.eq(match), cnt.hits.eq(hits),
+            cnt.match.eq(match), cnt.hits.eq(hits), cnt.skip.eq(skipped),
             cnt.address_valid.eq(summ.address_valid), cnt.address_match.eq(filt.match),
             cnt.transfer.eq(summ.transfer), cnt.transfer_bytes.eq(summ.transfer_bytes),
-            cnt.busy.eq(summ.busy), cnt.clear.eq(self.clear),
+            cnt.busy.eq(summ.busy), cnt.skip_clock.eq(summ.in_transaction & skip_now),
+            cnt.clear.eq(self.clear),
             cnt.hist_select.eq(self.hist_select), cnt.hist_addr.eq(self.hist_addr),
+            cnt.hist_snapshot.eq(self.snapshot), cnt.hist_release.eq(self.release),
             self.hist_data.eq(cnt.hist_data), self.counters.eq(cnt.values),
             cnt.fcount_select.eq(self.fcount_select), self.fcount_value.eq(cnt.fcount_value),
 
@@ -209,6 +251,9 @@ class Spy(wiring.Component):
         ]
         if self.memory == "sram":
             connect(m, wiring.flipped(self.sram), trace.sram)
+        if self.memory == "sdram":
+            connect(m, wiring.flipped(self.sdram), trace.sdram)
+            m.d.comb += self.memory_fills.eq(trace.fills)
 
         st = self.status
         m.d.comb += [
@@ -228,11 +273,11 @@ def connect_spy_registers(m, regs, spy, domain="pci"):
     ``domain``. Reading a ``_lo`` register of a wide counter (and ``trigger_time_lo``)
     latches its high bits, so ``_lo`` then ``_hi`` reads one consistent value.
 
-    The counter registers show the running counters, or from ``control.snapshot`` until
-    ``control.release`` the counters' values of the snapshot's clock: a host reads the
-    counters one register at a time, over a UART many thousand clocks apart, and a
-    latency mean or a throughput computed from two counters is only right when both are
-    of one clock."""
+    The counter registers and ``hist_data`` show the running counters and histograms, or
+    from ``control.snapshot`` until ``control.release`` their values of the snapshot's
+    clock: a host reads them one register at a time, over a UART many thousand clocks
+    apart, and a latency mean or a throughput computed from two counters, or a histogram
+    set beside the transactions counted, is only right when all are of one clock."""
     if spy.filters != SPY_FILTERS:
         raise ValueError(f"the register map has {SPY_FILTERS} filter comparators, the spy "
                          f"{spy.filters}")
@@ -252,6 +297,8 @@ def connect_spy_registers(m, regs, spy, domain="pci"):
     m.d.comb += [
         spy.arm.eq(control.arm), spy.stop.eq(control.stop),
         spy.trigger.eq(control.trigger), spy.clear.eq(control.clear),
+        spy.snapshot.eq(control.snapshot), spy.release.eq(control.release),
+        cfg.count_own.eq(regs.counting.own),
         cfg.mode.eq(config.mode), cfg.source.eq(config.source), cfg.ring.eq(config.ring),
         cfg.idle_compress.eq(config.idle_compress), cfg.raw_select.eq(config.raw_select),
         cfg.combine.eq(config.combine), cfg.latency_timer.eq(config.latency_timer),
@@ -272,6 +319,7 @@ def connect_spy_registers(m, regs, spy, domain="pci"):
 
     for name in ("capacity", "start", "count", "trigger_index", "lost", "overruns"):
         m.d.comb += whole(name).eq(getattr(status, name))
+    m.d.comb += whole("memory_fills").eq(spy.memory_fills)
 
     for i in range(spy.filters):
         c = spy.comparators[i]

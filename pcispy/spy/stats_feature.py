@@ -3,14 +3,20 @@
 ``pcispy stats`` command.
 
 :func:`stats` reads every counter of the ``spy`` block (the names and widths come from
-:class:`~pcispy.spy.counters.CounterValues` through pcispy/spy/registers.py; all of one
-clock, held by ``spy.control.snapshot`` while they are read), the
-counter set of every filter comparator (:class:`~pcispy.spy.counters.FilterCounter`,
-through ``spy.fcount_select``), both hardware histograms (first-data latency, linear bins;
-clocks between transactions, log2 bins) and the ``check`` block's sticky flags with the
-count of every rule that fired. ``samples`` > 1 reads it all again every ``interval``
-seconds of bus time (``--watch``; on hardware the CLI reads once per interval of wall time
-until Ctrl-C).
+:class:`~pcispy.spy.counters.CounterValues` through pcispy/spy/registers.py) and both
+hardware histograms (first-data latency, linear bins; clocks between transactions, log2
+bins), all of one clock: ``spy.control.snapshot`` holds them while they are read
+(:func:`read_snapshot`). Then the counter set of every filter comparator
+(:class:`~pcispy.spy.counters.FilterCounter`, through ``spy.fcount_select``) and the
+``check`` block's sticky flags with the count of every rule that fired. ``samples`` > 1
+reads it all again every ``interval`` seconds of bus time (``--watch``; on hardware the
+CLI reads once per interval of wall time until Ctrl-C).
+
+The figures are the bus's without this tool: the board's spy leaves the accesses to the
+board's own registers (BAR0 transactions its target claims: every read and write made
+here, over PCI) out of every counter and histogram and counts them apart
+(``own_transactions``, ``own_clocks``; ``spy.counting.own`` = 1 counts them with the
+rest). Over the UART side channel the tool's accesses are not on the bus at all.
 
 :func:`filter_counters_from_summaries` computes the per-filter counters in software from
 summary records (a summary capture's, or the software decoder's with
@@ -30,7 +36,8 @@ from pcispy.host.board import Board
 from pcispy.host.command import Command as CliCommand, positive_seconds, run_feature
 from pcispy.host.errors import PcispyError, UsageError
 
-__all__ = ["stats", "since_previous", "INTERVAL_COUNTERS", "read_counters", "read_filter_counter", "read_filter_counters",
+__all__ = ["stats", "since_previous", "INTERVAL_COUNTERS", "read_snapshot", "read_counters",
+           "read_filter_counter", "read_filter_counters",
            "read_histograms", "read_checker", "histogram_edges", "comparator_hits",
            "filter_counters_from_summaries", "format_stats",
            "StatsCommand", "HISTOGRAMS", "FILTER_COUNTERS"]
@@ -49,9 +56,11 @@ def histogram_edges(name):
     return [(0, 0)] + [(1 << (k - 1), (1 << k) - 1) for k in range(1, HISTOGRAM_BINS)]
 
 
-async def read_counters(board):
-    """``{counter: value}`` of every spy counter (``hits`` a list per comparator), all of
-    one clock: the registers are held (``spy.control.snapshot``) while they are read."""
+async def read_snapshot(board, *, histograms=True):
+    """``(counters, histograms)``: ``{counter: value}`` of every spy counter (``hits`` a
+    list per comparator) and :func:`read_histograms` (None without ``histograms``), all of
+    one clock: the registers are held (``spy.control.snapshot``) while they are read, and
+    the bus counts on meanwhile."""
     # Left held if a read fails: the next snapshot takes new values all the same.
     await board.write("spy.control", snapshot=1)
     values = {}
@@ -62,8 +71,14 @@ async def read_counters(board):
             values[name] = await board.read64(f"spy.{name}")
         else:
             values[name] = await board.read(f"spy.{name}")
+    bins = await read_histograms(board) if histograms else None
     await board.write("spy.control", release=1)
-    return _latency_summary(values)
+    return _latency_summary(values), bins
+
+
+async def read_counters(board):
+    """The counters of :func:`read_snapshot`, without the histograms."""
+    return (await read_snapshot(board, histograms=False))[0]
 
 
 def _latency_summary(values):
@@ -171,7 +186,9 @@ def filter_counters_from_summaries(summaries, comparators=SPY_FILTERS, transacti
 
 
 async def read_histograms(board):
-    """``{histogram name: [count per bin]}``."""
+    """``{histogram name: [count per bin]}``: as of the snapshot's clock while
+    ``spy.control.snapshot`` holds (:func:`read_snapshot`), else read bin by bin while
+    the bus goes on."""
     histograms = {}
     for select, name in enumerate(HISTOGRAMS):
         bins = []
@@ -202,9 +219,12 @@ async def stats(transport, *, clear=False, samples=1, interval=0.001, histograms
     """Read the counters, the per-filter counters, histograms and checker flags ``samples``
     times, ``interval`` seconds (bus time) apart; ``clear`` zeroes the spy's counters and
     histograms and the checker's flags first. Returns ``{"clock_mhz": the board's PCI clock
-    (measured, else nominal), "snapshots": [{"time", "counters", "filters", "histograms", "checker"}]}``
-    (``time``: the board's cycle counter; ``filters``: :func:`read_filter_counters`, left
-    out without ``per_filter``, ``histograms`` without ``histograms``)."""
+    (measured, else nominal), "snapshots": [{"time", "counters", "own_counted", "filters",
+    "histograms", "checker"}]}`` (``time``: the board's cycle counter; ``counters`` and
+    ``histograms`` of one clock, :func:`read_snapshot`; ``own_counted``: the board's own
+    register accesses are counted with the rest, ``spy.counting.own``; ``filters``:
+    :func:`read_filter_counters`, left out without ``per_filter``, ``histograms`` without
+    ``histograms``)."""
     if samples < 1:
         raise PcispyError(f"samples {samples}: give at least 1")
     if interval <= 0:
@@ -220,13 +240,15 @@ async def stats(transport, *, clear=False, samples=1, interval=0.001, histograms
     for sample in range(samples):
         if sample:
             await transport.sleep(interval)
-        snapshot = {"time": await board.read64("irq.now"),
-                    "counters": await read_counters(board),
+        time_now = await board.read64("irq.now")
+        counters, bins = await read_snapshot(board, histograms=histograms)
+        snapshot = {"time": time_now, "counters": counters,
+                    "own_counted": bool((await board.fields("spy.counting"))["own"]),
                     "checker": await read_checker(board)}
         if per_filter:
             snapshot["filters"] = await read_filter_counters(board)
         if histograms:
-            snapshot["histograms"] = await read_histograms(board)
+            snapshot["histograms"] = bins
         snapshots.append(snapshot)
     return {"clock_mhz": identity["clock_mhz"], "snapshots": snapshots}
 
@@ -234,19 +256,23 @@ async def stats(transport, *, clear=False, samples=1, interval=0.001, histograms
 #: Counters :func:`since_previous` gives the growth of between two readings.
 INTERVAL_COUNTERS = ("transactions", "data_phases", "bytes", "busy_clocks",
                      "initiator_wait", "target_wait", "retries", "disconnects",
-                     "target_aborts", "master_aborts")
+                     "target_aborts", "master_aborts", "own_transactions", "own_clocks")
+
+
+def _clocks(counters):
+    """The clocks the spy counted: busy, idle and those of the own transactions left out."""
+    return counters["busy_clocks"] + counters["idle_clocks"] + counters["own_clocks"]
 
 
 def since_previous(previous, current, clock_mhz):
     """What the bus did between two snapshots: ``{"clocks", counter: growth for each of
     :data:`INTERVAL_COUNTERS`, "mbytes_per_s", "busy_percent", "target_wait_per_phase",
     "initiator_wait_per_phase"}`` (MB: 10**6 bytes, at ``clock_mhz``: the board's
-    measured clock, else the nominal one; the waits None without a data phase), or None when no clock passed or a counter went
-    back (cleared in between). The clocks are busy_clocks + idle_clocks: counters of the
-    same clock as the others."""
+    measured clock, else the nominal one; the waits None without a data phase), or None
+    when no clock passed or a counter went back (cleared in between). The clocks are
+    busy_clocks + idle_clocks + own_clocks: counters of the same clock as the others."""
     before, after = previous["counters"], current["counters"]
-    clocks = (after["busy_clocks"] + after["idle_clocks"]) - \
-        (before["busy_clocks"] + before["idle_clocks"])
+    clocks = _clocks(after) - _clocks(before)
     grown = {name: after[name] - before[name] for name in INTERVAL_COUNTERS}
     if clocks <= 0 or min(grown.values()) < 0:
         return None
@@ -271,13 +297,15 @@ def _interval_lines(since):
 
 
 def _histogram_lines(name, bins):
+    """A bar per bin that counted something (empty bins are left out: the labels say
+    which clocks each bar holds)."""
     edges = histogram_edges(name)
     used = [i for i, count in enumerate(bins) if count]
     if not used:
         return [f"  {name}: empty"]
     top = max(bins)
     lines = [f"  {name} (clocks):"]
-    for index in range(used[0], used[-1] + 1):
+    for index in used:
         low, high = edges[index]
         label = f"{low}" if low == high else f"{low}+" if high is None else f"{low}-{high}"
         bar = "#" * max(1 if bins[index] else 0, round(40 * bins[index] / top))
@@ -309,9 +337,15 @@ def format_stats(snapshot):
                  "initiator_wait", "target_wait", "retries", "disconnects", "target_aborts",
                  "master_aborts"):
         lines.append(f"  {name:15s} {c[name]}")
-    busy = c["busy_clocks"] + c["idle_clocks"]
-    if busy:
-        lines.append(f"  {'bus busy':15s} {100 * c['busy_clocks'] / busy:.2f} %")
+    clocks = _clocks(c)
+    if clocks:
+        lines.append(f"  {'bus busy':15s} {100 * c['busy_clocks'] / clocks:.2f} %")
+    if snapshot.get("own_counted"):
+        lines.append(f"  {'own accesses':15s} counted with the rest (spy.counting.own)")
+    else:
+        share = f" ({100 * c['own_clocks'] / clocks:.2f} %)" if clocks else ""
+        lines.append(f"  {'left out':15s} {c['own_transactions']} own transactions (the "
+                     f"board's registers), {c['own_clocks']} clocks{share}")
     if snapshot.get("since_previous"):
         lines += _interval_lines(snapshot["since_previous"])
     lines.append(f"  {'latency':15s} min {c['latency_min']} mean {c['latency_mean']} "

@@ -8,6 +8,9 @@ are 32-bit words (word ``4 * slot + lane``, lane 0 = bits 31:0), requested with 
 ``r_en`` pulse and answered by ``r_valid`` one or more clocks later (the reader waits for
 ``r_valid`` before the next request). :class:`TraceBackend` turns it into the target's
 backend bus, which the board puts behind BAR1.
+
+A third implementation keeps the trace in an SDRAM (the ULX3S's 32 MB):
+:class:`pcispy.spy.sdram.SDRAMTraceMemory`, with a FIFO of slots in front (docs/sdram.md).
 """
 
 from amaranth.hdl import Module, Signal, Mux, ResetInserter, Const, Cat

@@ -116,9 +116,12 @@ PCI_PIN_GROUP = 2
 
 def add_pci(platform, passive=False, clock_mhz=PCI_CLOCK_MHZ):
     """Add the ``pci`` resource to ``platform`` and return it, with its
-    ``pci_pin_group``."""
+    ``pci_pin_group`` and ``pci_trace_memory`` (what BoardTop keeps the spy's trace in:
+    the passive build, a spy alone, uses the board's 32 MB SDRAM, amaranth-boards'
+    ``sdram`` resource, docs/sdram.md; the active build keeps block RAM)."""
     platform.add_resources([pci_resource(passive, clock_mhz)])
     platform.pci_pin_group = PCI_PIN_GROUP
+    platform.pci_trace_memory = "sdram" if passive else "bram"
     return platform
 
 

@@ -239,8 +239,8 @@ def test_counters_of_every_ending_and_clear():
         values = ctx.get(dut.values)
         assert (values.busy_clocks, values.idle_clocks, values.latency_min) == (0, 0, 0xFFFF)
         assert ctx.get(dut.clearing) == 1
-        # The histograms take HISTOGRAM_BINS clocks, the per-filter counters a round.
-        clocks = max(HISTOGRAM_BINS, dut.per_filter.clear_clocks)
+        # The histograms take HISTOGRAM_BINS + 1 clocks, the per-filter counters a round.
+        clocks = max(HISTOGRAM_BINS + 1, dut.per_filter.clear_clocks)
         await ctx.tick().repeat(clocks - 1)
         assert ctx.get(dut.clearing) == 1
         await ctx.tick()

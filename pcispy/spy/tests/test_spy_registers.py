@@ -12,7 +12,8 @@ from amaranth.sim import Simulator
 from pcispy.csr.bank import CSRBank
 from pcispy.pci.bus import Command
 from pcispy.board.registers import REGISTER_MAP
-from pcispy.spy.counters import FILTER_COUNTER_INIT, FilterCounter
+from pcispy.spy.counters import (FILTER_COUNTER_INIT, HISTOGRAM_BINS, FilterCounter,
+                                 gap_bin, latency_bin)
 from pcispy.spy.filters import IO_COMMANDS, command_set
 from pcispy.spy.format import CaptureMode, RecordKind, TriggerSource
 from pcispy.spy.spy import Spy, connect_spy_registers
@@ -59,6 +60,33 @@ def spy_behind_a_bank():
     top.submodules.spy = DomainRenamer("pci")(spy)
     connect_spy_registers(top, bank.spy, spy)
     return top, bank, spy
+
+
+async def drive(ctx, spy, wave):
+    """Put the clocks of ``wave`` on the spy's bus, one a clock, with ``own_claim`` where
+    a clock has it (the board's target claimed that address phase: BAR0)."""
+    for clock in wave:
+        ctx.set(spy.own_claim, clock.get("own_claim", 0))
+        for name, value in clock.items():
+            if name != "own_claim":
+                ctx.set(getattr(spy.bus, name), value)
+        await ctx.tick("pci")
+
+
+def strobe(name):
+    """The value of spy.control that gives strobe ``name``."""
+    return 1 << REGISTER_MAP["spy.control"][1].field(name).lsb
+
+
+def count_clocks(spy):
+    """A process giving the spy its timestamp: the clock count."""
+    async def process(ctx):
+        value = 0
+        while True:
+            ctx.set(spy.timestamp, value)
+            await ctx.tick("pci")
+            value += 1
+    return process
 
 
 def test_capture_through_the_register_bank():
@@ -219,17 +247,11 @@ def test_counter_snapshot_holds_one_clock_while_counting_goes_on():
                     "bytes": await read("bytes_lo"), "clocks": clocks,
                     "held": status.decode(await read("status"))["held"]}
 
-        async def drive(wave):
-            for clock in wave:
-                for name, value in clock.items():
-                    ctx.set(getattr(spy.bus, name), value)
-                await ctx.tick("pci")
-
-        await drive(first)
+        await drive(ctx, spy, first)
         await ctx.tick("pci").repeat(8)          # the summary counted
         await write("control", snapshot)
         got["held"] = await counters()
-        await drive(later)
+        await drive(ctx, spy, later)
         await ctx.tick("pci").repeat(8)
         got["still_held"] = await counters()
         await write("control", snapshot)          # again while held: new values
@@ -251,3 +273,147 @@ def test_counter_snapshot_holds_one_clock_while_counting_goes_on():
     assert second["clocks"] - held["clocks"] == len(later) + 8 + 2 * 7 + 1
     assert running["held"] == 0 and running["transactions"] == 3
     assert running["clocks"] > second["clocks"]
+
+
+async def read_histograms(ctx, access):
+    """``{"latency": [...], "gap": [...]}`` through hist_select and hist_data."""
+    bins = {}
+    for select, name in enumerate(("latency", "gap")):
+        counts = []
+        for index in range(HISTOGRAM_BINS):
+            await access.write("hist_select", select | index << 8)
+            await ctx.tick("pci")          # the bin's RAM read
+            counts.append(await access.read("hist_data"))
+        bins[name] = counts
+    return bins
+
+
+def _latency(clocks):
+    """First-data latency of a transaction's clocks: the first TRDY# (with IRDY#) or STOP#."""
+    return next(i for i, c in enumerate(clocks) if i and (c["trdy"] and c["irdy"] or c["stop"]))
+
+
+@pytest.mark.parametrize("count_own", [0, 1])
+def test_own_register_accesses_are_left_out_and_counted_apart(count_own):
+    """The transactions the board's target claims on BAR0 (own_claim in the clock of their
+    address phase) are in no counter, histogram, filter hit or per-filter counter: they
+    count in own_transactions and their clocks in own_clocks, also back to back with the
+    others (fast back-to-back: a transaction's summary comes in the next one's address
+    phase). spy.counting.own = 1 counts them with the rest."""
+    top, bank, spy = spy_behind_a_bank()
+    others = [transaction(Command.MEM_WRITE, 0x1000, [1, 2]),
+              transaction(Command.MEM_WRITE, 0x1040, [3], be=0x3),
+              transaction(Command.MEM_READ, 0x2000, [9], latency=5)]
+    own = [transaction(Command.MEM_READ, 0x8000_0010, [7]),
+           transaction(Command.MEM_WRITE, 0x8000_0020, [5, 6]),
+           transaction(Command.MEM_READ, 0x8000_0030, [8])]
+    # W1 O1 W2 (back to back), idle, O2 W3 (back to back), idle, O3 alone, idle.
+    parts = [("W", others[0]), ("O", own[0]), ("W", others[1]), ("-", idle(3)),
+             ("O", own[1]), ("W", others[2]), ("-", idle(2)), ("O", own[2]),
+             ("-", idle(4))]
+    wave, starts = idle(2), []
+    for kind, clocks in parts:
+        if kind == "W":
+            starts.append(len(wave))
+        wave += [dict(c, own_claim=int(kind == "O" and i == 0)) for i, c in enumerate(clocks)]
+    wave = finish(wave)
+    got = {}
+
+    async def bench(ctx):
+        access = BankAccess(ctx, bank)
+        write, read = access.write, access.read
+        counting = REGISTER_MAP["spy.counting"][1]
+        await write("counting", count_own << counting.field("own").lsb)
+        await write("filter0_control", 1 | 0xFFFF << 16)   # every transaction: mask 0
+        await write("control", strobe("clear"))
+        while REGISTER_MAP["spy.status"][1].decode(await read("status"))["clearing"]:
+            await ctx.tick("pci")
+        await drive(ctx, spy, wave)
+        await ctx.tick("pci").repeat(80)            # the per-filter counters' round
+        await write("control", strobe("snapshot"))
+        for name in ("transactions", "data_phases", "bytes_lo", "busy_clocks_lo",
+                     "latency_sum_lo", "hits0", "own_transactions", "own_clocks_lo"):
+            got[name] = await read(name)
+        got["histograms"] = await read_histograms(ctx, access)
+        await write("fcount_select", 0)              # filter 0, transactions
+        await ctx.tick("pci").repeat(2)
+        got["per_filter"] = await read("fcount_lo")
+
+    sim = Simulator(top)
+    sim.add_clock(1e-6, domain="pci")
+    sim.add_process(count_clocks(spy))
+    sim.add_testbench(bench)
+    sim.run()
+    counted = others + own if count_own else others
+    left_out = [] if count_own else own
+    latencies = [_latency(clocks) for clocks in counted]
+    assert got["transactions"] == got["hits0"] == got["per_filter"] == len(counted)
+    assert got["data_phases"] == sum(sum(c["irdy"] & c["trdy"] for c in clocks)
+                                     for clocks in counted)
+    assert got["bytes_lo"] == 4 * 2 + 2 + 4 + (4 + 8 + 4 if count_own else 0)
+    assert got["busy_clocks_lo"] == sum(len(clocks) for clocks in counted)
+    assert got["own_transactions"] == len(left_out)
+    assert got["own_clocks_lo"] == sum(len(clocks) for clocks in left_out)
+    assert got["latency_sum_lo"] == sum(latencies)
+    want_latency = [0] * HISTOGRAM_BINS
+    for latency in latencies:
+        want_latency[latency_bin(latency)] += 1
+    assert got["histograms"]["latency"] == want_latency
+    if not count_own:
+        want_gap = [0] * HISTOGRAM_BINS
+        for gap in (b - a for a, b in zip(starts, starts[1:])):
+            want_gap[gap_bin(gap)] += 1
+        assert got["histograms"]["gap"] == want_gap
+    assert sum(got["histograms"]["gap"]) == len(counted) - 1
+
+
+def test_histograms_are_held_with_the_counters():
+    """control.snapshot holds hist_data with the counters: while held, more transactions
+    change neither (the latency histogram has as many entries as `transactions` says);
+    a second snapshot and the release show everything, nothing lost."""
+    top, bank, spy = spy_behind_a_bank()
+    first = [transaction(Command.MEM_WRITE, 0x1000, [1], latency=latency)
+             for latency in (2, 3, 3)]
+    later = [transaction(Command.MEM_WRITE, 0x1000, [1], latency=latency)
+             for latency in (3, 7, 2, 3)]
+
+    def wave(transactions):
+        clocks = []
+        for clocks_of_one in transactions:
+            clocks += clocks_of_one + idle(2)
+        return finish(clocks + idle(4))
+
+    got = {}
+
+    async def bench(ctx):
+        access = BankAccess(ctx, bank)
+        read = access.read
+
+        async def reading():
+            return {"transactions": await read("transactions"),
+                    "latency": (await read_histograms(ctx, access))["latency"]}
+
+        await drive(ctx, spy, wave(first))
+        await access.write("control", strobe("snapshot"))
+        await drive(ctx, spy, wave(later))
+        got["held"] = await reading()
+        await access.write("control", strobe("snapshot"))
+        got["second"] = await reading()
+        await access.write("control", strobe("release"))
+        await drive(ctx, spy, wave(later[:1]))
+        got["running"] = await reading()
+
+    sim = Simulator(top)
+    sim.add_clock(1e-6, domain="pci")
+    sim.add_testbench(bench)
+    sim.run()
+
+    def histogram(latencies):
+        bins = [0] * HISTOGRAM_BINS
+        for latency in latencies:
+            bins[latency] += 1
+        return bins
+    assert got["held"] == {"transactions": 3, "latency": histogram([2, 3, 3])}
+    assert got["second"] == {"transactions": 7, "latency": histogram([2, 3, 3, 3, 7, 2, 3])}
+    assert got["running"] == {"transactions": 8,
+                              "latency": histogram([2, 3, 3, 3, 7, 2, 3, 3])}

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """``pcispy stats`` without a simulator: the per-filter counters read through the index
 registers (a stand-in register file), computed in software from summary records, printed as
-a table, and ``--watch`` reading live until Ctrl-C on every hardware transport (``--uart``
-as well as ``--sysfs``). The simulated board's counters: pcispy/sim/tests/bench_spy.py."""
+a table, the histograms printed without their empty bins, the tool's own accesses shown
+apart, and ``--watch`` reading live until Ctrl-C on every hardware transport (``--uart``
+as well as ``--sysfs``). The simulated board's counters: pcispy/sim/tests/bench_spy.py and
+pcispy/spy/tests/bench_stats.py."""
 
 import asyncio
 import contextlib
@@ -230,25 +232,31 @@ def test_watch_with_samples_on_hardware_and_in_the_simulator(monkeypatch):
     assert status == 0 and calls[-1]["samples"] == 5
 
 
-def _counting(clocks, busy, transactions, nbytes, phases=0, target_wait=0, retries=0):
+def _counting(clocks, busy, transactions, nbytes, phases=0, target_wait=0, retries=0,
+              own=(0, 0)):
+    """A snapshot after ``clocks`` clocks, ``busy`` of them busy; ``own``: the own
+    transactions left out and their clocks (of ``clocks``, not of ``busy``)."""
     snapshot = _snapshot()
-    snapshot["counters"].update(busy_clocks=busy, idle_clocks=clocks - busy,
+    snapshot["counters"].update(busy_clocks=busy, idle_clocks=clocks - busy - own[1],
                                 transactions=transactions, bytes=nbytes, data_phases=phases,
-                                target_wait=target_wait, retries=retries)
+                                target_wait=target_wait, retries=retries,
+                                own_transactions=own[0], own_clocks=own[1])
     return snapshot
 
 
 def test_since_previous_gives_the_interval_s_throughput_load_and_waits():
     # 33,000 clocks at 33 MHz are 1 ms; 60,000 bytes in them are 60 MB/s, in 15,000 data
     # phases that waited 9,000 clocks for the target.
-    before = _counting(10_000, 4_000, 7, 1_000, phases=250, target_wait=100)
+    # The tool's own 30 transactions of 330 clocks are left out, but their clocks passed.
+    before = _counting(10_000, 4_000, 7, 1_000, phases=250, target_wait=100, own=(20, 200))
     after = _counting(43_000, 19_000, 1_007, 61_000, phases=15_250, target_wait=9_100,
-                      retries=4)
+                      retries=4, own=(50, 530))
     since = since_previous(before, after, 33)
     assert since == {"clocks": 33_000, "transactions": 1_000, "data_phases": 15_000,
                      "bytes": 60_000, "busy_clocks": 15_000, "initiator_wait": 0,
                      "target_wait": 9_000, "retries": 4, "disconnects": 0,
-                     "target_aborts": 0, "master_aborts": 0, "mbytes_per_s": 60.0,
+                     "target_aborts": 0, "master_aborts": 0, "own_transactions": 30,
+                     "own_clocks": 330, "mbytes_per_s": 60.0,
                      "busy_percent": 45.45, "target_wait_per_phase": 0.6,
                      "initiator_wait_per_phase": 0.0}
     after["since_previous"] = since
@@ -261,7 +269,7 @@ def test_since_previous_gives_the_interval_s_throughput_load_and_waits():
     assert since_previous(after, after, 33) is None
     # No data phase in the interval: no waits per phase.
     idle = _counting(76_000, 19_000, 1_007, 61_000, phases=15_250, target_wait=9_100,
-                     retries=4)
+                     retries=4, own=(50, 530))
     assert since_previous(after, idle, 33)["target_wait_per_phase"] is None
 
 
@@ -274,3 +282,35 @@ def test_watch_prints_the_rates_between_readings(monkeypatch):
     status, out = _run_cli("--sim", "stats", "--watch", "--samples", "2")
     assert status == 0
     assert out.count("since previous") == 1 and "60.000 MB/s" in out
+
+
+def test_histograms_print_only_the_bins_that_counted():
+    snapshot = _snapshot()
+    latency = [0] * 64
+    latency[2], latency[3], latency[39], latency[63] = 20, 40, 2, 1
+    gap = [0] * 64
+    gap[6], gap[14] = 30, 3
+    snapshot["histograms"] = {"latency": latency, "gap": gap}
+    text = format_stats(snapshot)
+    rows = text[text.index("  latency (clocks):"):text.index("  checker:")].splitlines()
+    assert rows == ["  latency (clocks):",
+                    "                2         20 " + "#" * 20,
+                    "                3         40 " + "#" * 40,
+                    "               39          2 ##",
+                    "              63+          1 #",
+                    "  gap (clocks):",
+                    "            32-63         30 " + "#" * 40,
+                    "       8192-16383          3 ####"]
+    snapshot["histograms"] = {"latency": [0] * 64, "gap": gap}
+    assert "  latency: empty\n  gap (clocks):\n" in format_stats(snapshot)
+
+
+def test_the_own_accesses_are_shown_apart():
+    snapshot = _counting(1_000, 100, 5, 20, own=(12, 150))
+    text = format_stats(snapshot)
+    assert "  bus busy        10.00 %\n" in text
+    assert ("  left out        12 own transactions (the board's registers), 150 clocks "
+            "(15.00 %)\n") in text
+    snapshot["own_counted"] = True
+    assert "  own accesses    counted with the rest (spy.counting.own)\n" in \
+        format_stats(snapshot)

@@ -1,0 +1,173 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The SDRAM trace memory (pcispy/spy/sdram.py) against the SDRAM model written from the
+data sheet (pcispy/sim/bfm/sdram.py), in Amaranth's simulator: whole slots written and
+read back across rows, refresh on time under continuous writes, the FIFO filling."""
+
+import gc
+import random
+from dataclasses import replace
+import warnings
+
+import pytest
+from amaranth.hdl import (ClockDomain, ClockSignal, DomainRenamer, Module, ResetSignal,
+                          UnusedElaboratable)
+from amaranth.sim import Simulator
+
+from pcispy.sim.bfm.sdram import SDRAMModel, attach, violation_names
+from pcispy.spy.sdram import SDRAMTiming, SDRAMTraceMemory
+
+#: A small part (4 banks x 16 rows x 512 columns: 4096 slots) with a short power-up and
+#: a scaled refresh deadline.
+TIMING = SDRAMTiming(row_bits=4, power_up=10, refresh_interval=200)
+
+
+def _system(timing, fifo_depth, inverted_clock=False, domain=None):
+    m = Module()
+    m.submodules.ctrl = ctrl = SDRAMTraceMemory(timing, fifo_depth=fifo_depth, domain=domain)
+    model = SDRAMModel(**timing.model_args())
+    if domain:
+        # The SDRAM's own clock (the test adds it): the controller and the model on it.
+        m.domains.sdram = ClockDomain(domain)
+        m.submodules.model = DomainRenamer(domain)(model)
+    elif inverted_clock:
+        # As on the board: the SDRAM clocked by the inverted clock (its falling edge).
+        m.domains.sdram = ClockDomain("sdram", clk_edge="neg")
+        m.d.comb += [ClockSignal("sdram").eq(ClockSignal()),
+                     ResetSignal("sdram").eq(ResetSignal())]
+        m.submodules.model = DomainRenamer("sdram")(model)
+    else:
+        m.submodules.model = model
+    attach(m, model, ctrl.sdram)
+    return m, ctrl, model
+
+
+def _slot(seed, index):
+    return random.Random(seed * 1_000_003 + index).getrandbits(128)
+
+
+def run(slots, *, timing=TIMING, fifo_depth=16, every=1, read_back=True, seed=1,
+        tail=0, inverted_clock=False, domain=None, sdram_period=None):
+    """Offer the slot writes ``slots`` (addresses) one each ``every`` clocks (waiting while
+    ``w_ready`` is low unless ``every`` is 1, which drops refused slots and notes them),
+    then read every word of the written slots back. Returns the evidence."""
+    m, ctrl, model = _system(timing, fifo_depth, inverted_clock, domain)
+    p = ctrl.mem
+    out = {"written": {}, "refused": 0, "read": {}}
+
+    async def bench(ctx):
+        for address in slots:
+            value = _slot(seed, address)
+            ctx.set(p.w_addr, address)
+            ctx.set(p.w_data, value)
+            ctx.set(p.w_en, 1)
+            while True:
+                ready = ctx.get(p.w_ready)
+                await ctx.tick()
+                if ready:
+                    out["written"][address] = value
+                    break
+                if every == 1:
+                    out["refused"] += 1
+                    break
+            ctx.set(p.w_en, 0)
+            for _ in range(every - 1):
+                await ctx.tick()
+        for _ in range(tail):
+            await ctx.tick()
+        if read_back:
+            for address in out["written"]:
+                words = []
+                for lane in range(4):
+                    ctx.set(p.r_addr, address << 2 | lane)
+                    ctx.set(p.r_en, 1)
+                    await ctx.tick()
+                    ctx.set(p.r_en, 0)
+                    clocks = 0
+                    while not ctx.get(p.r_valid):
+                        await ctx.tick()
+                        clocks += 1
+                        assert clocks < 20 * fifo_depth + 200, "no answer"
+                    words.append(ctx.get(p.r_data))
+                    await ctx.tick()
+                out["read"][address] = sum(w << 32 * i for i, w in enumerate(words))
+        out.update(flags=ctx.get(model.flags), refreshes=ctx.get(model.refreshes),
+                   fills=ctx.get(ctrl.fills), ready=ctx.get(model.ready))
+        out["storage"] = {i: ctx.get(model.storage.data[i]) for i in range(8)}
+
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    if domain:
+        sim.add_clock(sdram_period, domain=domain)
+    sim.add_testbench(bench)
+    sim.run()
+    return out
+
+
+def test_slots_written_and_read_back_across_rows_and_banks():
+    # 64 slots fill a row; these cross rows and banks, and come back out of order. The
+    # reads start while the FIFO still holds slots (they wait for it to drain).
+    slots = list(range(150)) + [4095, 3000, 64 * 4 + 1]
+    out = run(slots, every=3, tail=50)
+    assert out["flags"] == 0, violation_names(out["flags"])
+    assert out["ready"] == 1
+    assert out["read"] == out["written"] and len(out["written"]) == len(slots)
+    # Slot 0 is the first 8 words of bank 0, row 0 (the backdoor).
+    assert sum(w << 16 * i for i, w in enumerate(out["storage"].values())) == _slot(1, 0)
+
+
+def test_read_delay_for_an_inverted_sdram_clock():
+    # The board's SDRAM samples on the falling edge (its clock pin is the inverted
+    # clock): with read_delay=-1 the slots come back whole.
+    timing = replace(TIMING, read_delay=-1)
+    out = run(list(range(70)), timing=timing, every=3, tail=20, inverted_clock=True)
+    assert out["flags"] == 0, violation_names(out["flags"])
+    assert out["read"] == out["written"] and len(out["written"]) == 70
+
+
+@pytest.mark.parametrize("period", [3e-9, 23e-9], ids=["faster", "slower"])
+def test_sdram_in_a_clock_domain_of_its_own(period):
+    # The controller and the SDRAM on their own clock, faster or slower than the port's:
+    # slots cross the asynchronous FIFO, reads the handshake; reads still wait for the
+    # slots written before them.
+    slots = list(range(100)) + [4095, 64 * 4 + 1]
+    out = run(slots, every=2, tail=10, domain="sdram", sdram_period=period)
+    assert out["flags"] == 0, violation_names(out["flags"])
+    assert out["ready"] == 1
+    assert out["read"] == out["written"] and len(out["written"]) == len(slots)
+
+
+def test_refresh_on_time_under_continuous_writes():
+    # A slot offered each 8 clocks keeps the data pins busy (a burst of 8 words per slot);
+    # the deadline is 200 clocks; the FIFO absorbs the row changes and refreshes.
+    out = run(range(400), every=8, read_back=False, fifo_depth=64)
+    assert out["flags"] == 0, violation_names(out["flags"])
+    clocks = 400 * 8
+    assert out["refreshes"] >= clocks // TIMING.refresh_interval
+    assert out["fills"] == 0
+
+
+def test_fifo_fills_and_what_it_took_is_kept():
+    # A slot every clock is eight times what the SDRAM takes: the FIFO fills, refuses,
+    # counts; every slot it took is in the SDRAM.
+    out = run(range(300), every=1, fifo_depth=8, tail=100)
+    assert out["flags"] == 0, violation_names(out["flags"])
+    assert out["refused"] > 0 and out["fills"] >= 1
+    assert out["read"] == out["written"]
+    assert len(out["written"]) + out["refused"] == 300
+
+
+def test_parameters_checked():
+    with warnings.catch_warnings():
+        # The refused objects are never elaborated; collect them inside this block.
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        with pytest.raises(ValueError):
+            SDRAMTraceMemory(TIMING, addr_bits=TIMING.slot_bits + 1)
+        with pytest.raises(ValueError):
+            SDRAMTraceMemory(SDRAMTiming(cas_latency=4))
+        with pytest.raises(ValueError):
+            SDRAMTraceMemory(SDRAMTiming(refresh_interval=20))
+        gc.collect()
+    timing = SDRAMTiming.for_clock(100)
+    assert (timing.t_rcd, timing.t_rc, timing.refresh_interval, timing.cas_latency) == \
+        (2, 7, 781, 2)
+    assert timing.slot_bits == 21           # 32 MB of 16-byte slots
