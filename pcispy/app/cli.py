@@ -256,6 +256,7 @@ _COMMAND_PATHS = [
     "pcispy.spy.stats_feature:StatsCommand",
     "pcispy.app.report_feature:ReportCommand",
     "pcispy.sim.session_command:SimCommand",
+    "pcispy.sim.coretest_command:SimTestCommand",
 ]
 
 

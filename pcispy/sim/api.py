@@ -169,7 +169,7 @@ class SimSystem:
         """Program the host-memory target with the named behaviour profile (a name or a
         :class:`~pcispy.sim.bfm.profiles.Profile`), and the arbiter with its parking."""
         from pcispy.sim.bfm.profiles import Profile, profile_by_name
-        from pcispy.sim.system import MASTERS
+        from pcispy.sim.system import MASTERS, slot0_is_master
         from pcispy.host.errors import PcispyError
         if isinstance(name, Profile):
             profile = name
@@ -180,10 +180,13 @@ class SimSystem:
                 raise PcispyError(str(error)) from None
         self.profile = profile
         await self.host_memory.apply_profile(profile, seed=self.seed)
-        if profile.park == "last":
+        park = profile.park
+        if park == "board" and not slot0_is_master(self.config):
+            park = "host"          # a target-only core in slot 0 has no GNT# to park on
+        if park == "last":
             await self.arbiter.park_on_last()
         else:
-            await self.arbiter.park_on(MASTERS[profile.park])
+            await self.arbiter.park_on(MASTERS[park])
 
     async def enumerate(self):
         """Enumerate the bus like firmware; return the :class:`Function` of every slot."""
@@ -246,7 +249,10 @@ class SimSystem:
         Log cycles count clocks since the model started. ``contention`` lists the lines
         two agents drove at once (``contention_first`` only when there is one). With an
         SRAM trace memory also ``"sram": {"errors", "contention"}`` (the SRAM model's
-        timing breaches, clocks both sides drove its data pins)."""
+        timing breaches, clocks both sides drove its data pins); with an SDRAM one
+        ``"sdram": {"violations", "errors", "refreshes"}`` (the names of the data-sheet
+        rules the SDRAM model saw broken, :class:`~pcispy.sim.bfm.sdram.Violation`; the
+        clocks with one; the REFRESH commands it took)."""
         from pcispy.pci.rules import DRIVER_RULES
         from pcispy.sim.system import Agent, MASTERS, REGISTERS, SystemReg, driver_names
         from pcispy.sim.bfm.resolver import AGENT_NONE, shared_lines
@@ -268,6 +274,12 @@ class SimSystem:
         if self.config.board and self.config.trace_memory == "sram":
             report["sram"] = {"errors": await ctl.read(SystemReg.SRAM_ERRORS),
                               "contention": await ctl.read(SystemReg.SRAM_CONTENTION)}
+        if self.config.board and self.config.trace_memory == "sdram":
+            from pcispy.sim.bfm.sdram import violation_names
+            report["sdram"] = {
+                "violations": violation_names(await ctl.read(SystemReg.SDRAM_FLAGS)),
+                "errors": await ctl.read(SystemReg.SDRAM_ERRORS),
+                "refreshes": await ctl.read(SystemReg.SDRAM_REFRESHES)}
         names = list(shared_lines(self.config.width))
         agents = driver_names(self.config)
 
@@ -322,10 +334,10 @@ class SimSystem:
         await ctl.write(SystemReg.CHECK_ENABLE_HI, mask >> 32)
 
     async def assert_clean(self, expected=()):
-        """Fail unless the SRAM (if any) saw its timing kept, the checker rules that fired
-        are exactly the pin rules of ``expected``, and no driver rule fired but those of
-        ``expected`` (rule names of either monitor: a profile's ``breaks_rules``, broken
-        on purpose; ``"contention"`` is a driver rule)."""
+        """Fail unless the SRAM or SDRAM (if any) saw its rules kept, the checker rules
+        that fired are exactly the pin rules of ``expected``, and no driver rule fired but
+        those of ``expected`` (rule names of either monitor: a profile's
+        ``breaks_rules``, broken on purpose; ``"contention"`` is a driver rule)."""
         from pcispy.pci.rules import ALL_RULES, DRIVERS
         known = {rule.name: rule.seen_by for rule in ALL_RULES}
         unknown = sorted(set(expected) - set(known))
@@ -340,6 +352,8 @@ class SimSystem:
         assert not unexpected, f"driver rules fired {unexpected}: {report}"
         assert report.get("sram", {"errors": 0, "contention": 0}) == \
             {"errors": 0, "contention": 0}, f"the SRAM's pins misused: {report}"
+        assert not report.get("sdram", {}).get("violations"), \
+            f"the SDRAM's rules broken: {report['sdram']}"
         assert set(report["violations"]) == pins, \
             f"checker rules fired {sorted(report['violations'])}, expected {sorted(pins)}: {report}"
 
@@ -355,8 +369,11 @@ def bench_env(config=None, *, profile="ideal", seed=1, **extra):
     return env
 
 
-def run_bench(test_module, testcase=None, config=None, *, profile="ideal", seed=1, **extra):
+def run_bench(test_module, testcase=None, config=None, *, profile="ideal", seed=1,
+              waves=None, **extra):
     """Build (or reuse) the system model and run cocotb tests of ``test_module`` on it.
+    ``waves="fst"`` (or ``"vcd"``) runs them on a model that records waves, into
+    ``run/dump.fst`` in its folder (``build/sim/<name>_fst-<hash>/``).
 
     Raises :class:`pcispy.sim.verilate.SimulationFailed` naming failed tests (the seed is
     in the log and in the exception).
@@ -364,7 +381,7 @@ def run_bench(test_module, testcase=None, config=None, *, profile="ideal", seed=
     from pcispy.sim.system import SystemConfig, build_system
     from pcispy.sim.verilate import SimulationFailed
     config = config or SystemConfig()
-    model = build_system(config)
+    model = build_system(config, waves=waves)
     try:
         return model.run(test_module, testcase,
                          env=bench_env(config, profile=profile, seed=seed, **extra))

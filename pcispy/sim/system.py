@@ -23,6 +23,9 @@ reset (:func:`driver_names` lists the resolver's agents in order).
 With ``SystemConfig(trace_memory="sram")`` the board's spy keeps its trace in an
 asynchronous SRAM model (pcispy/sim/bfm/sram.py) wired to the board's SRAM pins, as a board with
 SRAM would have it; its timing breaches and data-pin contention are system registers.
+With ``SystemConfig(trace_memory="sdram")`` the trace goes to an SDRAM model written from
+the data sheet (pcispy/sim/bfm/sdram.py) on the board's SDRAM pins, clocked by the bus clock
+like the board's SDRAM controller; the rules it saw broken are system registers.
 ``SystemConfig(decode="slow")`` builds the board's target with slow decode, as the
 bitstreams are built.
 
@@ -33,6 +36,7 @@ side.
 """
 
 import enum
+import os
 from dataclasses import dataclass
 
 from amaranth import Cat, ClockDomain, Const, ClockSignal, DomainRenamer, Module, Mux, ResetSignal, Signal
@@ -49,7 +53,8 @@ from pcispy.sim.bfm.resolver import BusResolver, shared_lines
 from pcispy.core import ram
 
 __all__ = ["Agent", "SystemConfig", "PCISystem", "build_system", "SystemReg", "REGISTERS",
-           "BOARD_SLOT", "TEST_DEVICE_SLOT", "IDSEL_AD_BIT", "MASTERS", "driver_names"]
+           "BOARD_SLOT", "TEST_DEVICE_SLOT", "IDSEL_AD_BIT", "MASTERS", "driver_names",
+           "slot0_component", "slot0_is_master", "generator_key"]
 
 #: IDSEL of slot k is AD[IDSEL_AD_BIT + k].
 IDSEL_AD_BIT = 16
@@ -91,6 +96,10 @@ REGISTERS = ControlRegisters("SystemReg", [
              doc="with an SRAM trace memory: the SRAM model's timing breaches"),
     Register("SRAM_CONTENTION", 16,
              doc="clocks both the board and the SRAM drove the SRAM's data pins"),
+    Register("SDRAM_FLAGS", 6, doc="with an SDRAM trace memory: the SDRAM model's broken "
+             "rules, sticky, bit = pcispy.sim.bfm.sdram.Violation"),
+    Register("SDRAM_ERRORS", 7, doc="clocks the SDRAM model saw a rule broken in"),
+    Register("SDRAM_REFRESHES", 22, doc="REFRESH commands the SDRAM model took"),
     # The resolver's driver rules (pcispy/pci/rules.py DRIVER_RULES; bit/offset = id).
     Register("DRIVER_FLAGS", 17, doc="sticky flags, one per driver rule"),
     Register("DRIVER_LOG_ENTRIES", 18, doc="entries in the resolver's violation log (0..16)"),
@@ -128,16 +137,38 @@ class SystemConfig:
     host_memory_addr_bits: int = 20     # words of host memory (2**20 x 4 bytes = 4 MiB)
     test_memory_addr_bits: int = 12
     exerciser_size: int = 64 * 1024     # bytes of the board's BAR2
-    #: The board's trace memory: "bram", or "sram" (an asynchronous SRAM model on the
+    #: The board's trace memory: "bram", "sram" (an asynchronous SRAM model on the
     #: board's SRAM pins, of sram_addr_bits x sram_data_bits: 2**18 x 32 = 1 MiB, 65536
-    #: trace slots).
+    #: trace slots) or "sdram" (below).
     trace_memory: str = "bram"
     sram_addr_bits: int = 18
     sram_data_bits: int = 32
+    #: With "sdram" (an SDRAM model on the board's SDRAM pins, the data sheet's timing at
+    #: 33 MHz): its rows per bank, log2 (4: 4 banks x 16 rows x 512 columns x 16 bits =
+    #: 128 KiB, 4096 trace slots, as deep as the block RAM; the ULX3S's part has 13), and
+    #: the slots of the FIFO in front of it (on the bus clock the SDRAM takes a summary
+    #: each 16 clocks; retry storms bring them faster).
+    sdram_row_bits: int = 4
+    sdram_fifo_depth: int = 256
     #: The board target's decode speed by name: "medium", or "slow" (the bitstreams').
     decode: str = "medium"
     #: The saboteur (master 3 and two line channels, pcispy/sim/bfm/saboteur.py).
     saboteur: bool = True
+    #: The core in slot 0: None for pcispy's board (PCIBoard), a
+    #: :class:`~pcispy.sim.core.CoreDescription` of a Verilog core (a dict of one is
+    #: converted, as a bench's JSON brings it), or ``"module:function"`` naming a function
+    #: of the bus width that returns an Amaranth component keeping the slot-0 contract
+    #: (pcispy/sim/core.py). The board's options (trace memory, decode, exerciser size)
+    #: apply to the board only.
+    core: object = None
+
+    def __post_init__(self):
+        if isinstance(self.core, dict):
+            from pcispy.sim.core import CoreDescription
+            object.__setattr__(self, "core", CoreDescription.from_dict(self.core))
+        if self.core is not None and self.trace_memory != "bram":
+            raise ValueError(f"trace_memory={self.trace_memory!r} is an option of pcispy's "
+                             "board, not of another core in slot 0")
 
     @property
     def name(self):
@@ -150,12 +181,23 @@ class SystemConfig:
             parts.append(self.decode)
         if not self.saboteur:
             parts.append("nosab")
+        if self.core is not None:
+            label = getattr(self.core, "label", None) or str(self.core).rpartition(":")[2]
+            parts.append(f"core-{label}")
         return "_".join(parts)
+
+    def sdram_timing(self):
+        """The SDRAM's :class:`~pcispy.spy.sdram.SDRAMTiming` (in bus clocks, 33 MHz)."""
+        from pcispy.spy.sdram import SDRAMTiming
+        return SDRAMTiming.for_clock(33, row_bits=self.sdram_row_bits)
 
     def board_options(self):
         """The board's keyword arguments for its trace memory and decode speed."""
         options = {"decode": DevselSpeed[self.decode.upper()]}
-        if self.trace_memory != "bram":
+        if self.trace_memory == "sdram":
+            options.update(trace_memory="sdram", sdram_timing=self.sdram_timing(),
+                           sdram_fifo_depth=self.sdram_fifo_depth)
+        elif self.trace_memory != "bram":
             options.update(trace_memory=self.trace_memory, sram_addr_bits=self.sram_addr_bits,
                            sram_data_bits=self.sram_data_bits)
         return options
@@ -243,19 +285,18 @@ class PCISystem(wiring.Component):
         for agent, (component, master, slot) in agents.items():
             if hasattr(component, "bus"):
                 drivers.append((component.bus, master, slot, agent.name.lower()))
-        sram = None
+        sram = sdram = None
         if cfg.board:
-            from pcispy.board.top import PCIBoard
-            # The exerciser window is backed by the hand-written scratch RAM (a large
-            # Amaranth memory would be emitted a line per word); its storage is the
-            # backdoor `board.scratch.ram.bd_storage`.
-            board = PCIBoard(width=cfg.width, exerciser_size=cfg.exerciser_size,
-                             scratch_verilog=True, **cfg.board_options())
+            board = slot0_component(cfg)
             m.submodules.board = board
-            drivers.append((_PinAdaptor(m, board.ports, cfg.width), MASTERS["board"],
+            # A target-only core has no REQ#/GNT#: the arbiter never grants it.
+            master = MASTERS["board"] if slot0_is_master(cfg) else None
+            drivers.append((_PinAdaptor(m, board.ports, cfg.width), master,
                             BOARD_SLOT, "board"))
             if board.sram_ports is not None:
                 sram = _connect_sram(m, board.sram_ports, cfg)
+            if getattr(board, "sdram_ports", None) is not None:
+                sdram = _connect_sdram(m, board.sdram_ports, cfg)
         saboteur = None
         if cfg.saboteur:
             from pcispy.sim.bfm.saboteur import Saboteur
@@ -335,7 +376,7 @@ class PCISystem(wiring.Component):
         controls[Agent.ARBITER] = arbiter.ctl
         if saboteur is not None:
             controls[Agent.SABOTEUR] = saboteur.ctl
-        system_ctl = _SystemRegisters(resolver, checker, resolver.inta, sram)
+        system_ctl = _SystemRegisters(resolver, checker, resolver.inta, sram, sdram)
         m.submodules.system_registers = DomainRenamer({"sync": "pci"})(system_ctl)
         controls[Agent.SYSTEM] = system_ctl.ctl
         rdata = 0
@@ -349,6 +390,28 @@ class PCISystem(wiring.Component):
             rdata = Mux(selected, ctl.r_data, rdata)
         m.d.comb += self.ctl_rdata.eq(rdata)
         return m
+
+
+def slot0_component(config):
+    """The component in slot 0 of ``config``'s system: pcispy's board, or the core
+    ``config.core`` names (pcispy/sim/core.py states the contract both keep)."""
+    if config.core is not None:
+        from pcispy.sim.core import core_component
+        return core_component(config.core, config.width)
+    from pcispy.board.top import PCIBoard
+    # The exerciser window is backed by the hand-written scratch RAM (a large Amaranth
+    # memory would be emitted a line per word); its storage is the backdoor
+    # `board.scratch.ram.bd_storage`.
+    return PCIBoard(width=config.width, exerciser_size=config.exerciser_size,
+                    scratch_verilog=True, **config.board_options())
+
+
+def slot0_is_master(config):
+    """Whether slot 0 of ``config`` holds a master (REQ#/GNT# on the arbiter's master
+    ``MASTERS["board"]``): pcispy's board and Amaranth cores do; a described core does
+    when its pin map drives REQ# and reads GNT#."""
+    core = config.core
+    return config.board and (core is None or isinstance(core, str) or core.master)
 
 
 def _connect_sram(m, ports, cfg):
@@ -369,6 +432,25 @@ def _connect_sram(m, ports, cfg):
         contention.eq(sram.d_oe & board_drives),
     ]
     return sram, contention
+
+
+def _connect_sdram(m, ports, cfg):
+    """An SDRAM model on the board's SDRAM pins (pin level, as on a board; the model
+    samples on the bus clock, the controller's): returns the model."""
+    from pcispy.sim.bfm.sdram import SDRAMModel
+    m.submodules.sdram = sdram = DomainRenamer({"sync": "pci"})(
+        SDRAMModel(**cfg.sdram_timing().model_args(), verilog=True))
+    data = ports["dq"]
+    board_drives = data.oe.any()
+    m.d.comb += [
+        sdram.cke.eq(ports["clk_en"].o), sdram.cs_n.eq(ports["cs"].o),
+        sdram.ras_n.eq(ports["ras"].o), sdram.cas_n.eq(ports["cas"].o),
+        sdram.we_n.eq(ports["we"].o), sdram.ba.eq(ports["ba"].o), sdram.a.eq(ports["a"].o),
+        sdram.dqm.eq(ports["dqm"].o), sdram.dq_i.eq(data.o), sdram.dq_driven.eq(board_drives),
+        # What the data pins carry: the SDRAM's word, else the board's (or 0, floating).
+        data.i.eq(Mux(sdram.dq_oe, sdram.dq_o, Mux(board_drives, data.o, 0))),
+    ]
+    return sdram
 
 
 class _PinAdaptor:
@@ -407,11 +489,12 @@ class _SystemRegisters(wiring.Component):
         ctl (Out, ControlSignature): the registers.
     """
 
-    def __init__(self, resolver, checker, inta, sram=None):
+    def __init__(self, resolver, checker, inta, sram=None, sdram=None):
         self._resolver = resolver
         self._checker = checker
         self._inta = inta
         self._sram = sram              # (model, contention) with an SRAM trace memory
+        self._sdram = sdram            # the model, with an SDRAM trace memory
         super().__init__({"ctl": Out(ControlSignature())})
 
     def elaborate(self, platform):
@@ -484,6 +567,10 @@ class _SystemRegisters(wiring.Component):
                 m.d.sync += fights.eq(fights + 1)
             values.update({SystemReg.SRAM_ERRORS: model.errors,
                            SystemReg.SRAM_CONTENTION: fights})
+        if self._sdram is not None:
+            values.update({SystemReg.SDRAM_FLAGS: self._sdram.flags,
+                           SystemReg.SDRAM_ERRORS: self._sdram.errors,
+                           SystemReg.SDRAM_REFRESHES: self._sdram.refreshes})
         with m.If(ctl.r_en & (ctl.addr == SystemReg.CYCLE_LO)):
             m.d.sync += cycle_hi.eq(cycle[32:])
         register_writes(m, ctl, writable)
@@ -491,23 +578,76 @@ class _SystemRegisters(wiring.Component):
         return m
 
 
-#: Models found in this process, by config: elaborating the system to Verilog (which
-#: names its cached model) takes ~20 s, and the gateware does not change within a process.
+#: Models found in this process, by config.
 _MODELS = {}
 
+#: Where the generator index lives: ``<config name>-<generator key>`` files under it name
+#: the model folder that configuration's Verilog went to (see :func:`build_system`).
+_INDEX = "index"
 
-def build_system(config=SystemConfig()):
-    """Build (or reuse from the cache) the Verilator model of the system ``config``
-    (elaborated once per process and config)."""
-    from pcispy.sim.verilate import build_model
-    model = _MODELS.get(config)
-    if model is not None and (model.build_dir / model.toplevel).exists():
+
+def generator_key(config):
+    """A hash of everything the system's Verilog is generated from, without generating it:
+    the bytes of pcispy's gateware and simulation sources (every ``.py`` and ``.v`` file of
+    the package outside ``tests/``), the Amaranth version and ``config`` (its core's
+    description included; for a ``"module:function"`` core, that module's file)."""
+    import hashlib
+    import importlib.metadata
+    import importlib.util
+    from pathlib import Path
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    digest.update(importlib.metadata.version("amaranth").encode() + b"\0")
+    digest.update(repr(config).encode() + b"\0")
+    files = sorted(path for path in package.rglob("*")
+                   if path.suffix in (".py", ".v") and "tests" not in path.parts)
+    if isinstance(config.core, str):
+        spec = importlib.util.find_spec(config.core.partition(":")[0])
+        if spec is not None and spec.origin:
+            files.append(Path(spec.origin))
+    for path in files:
+        data = path.read_bytes()
+        digest.update(f"{path}\0{len(data)}\0".encode() + data)
+    return digest.hexdigest()[:16]
+
+
+def build_system(config=SystemConfig(), waves=None):
+    """Build (or reuse from the cache) the Verilator model of the system ``config``;
+    ``waves`` ("fst" or "vcd") for a model that records waves (a model of its own).
+
+    Elaborating the system to Verilog takes 10-20 s; the model folder it names is
+    remembered under the :func:`generator_key` of ``config`` (build/sim/index/), so while
+    pcispy's sources and ``config`` stay the same, a later run finds the model by hashing
+    files (milliseconds) and re-checks every file Verilator read (a core's sources and
+    their included files), rebuilding the model when one changed.
+    """
+    from pcispy.sim.verilate import BUILD_ROOT, build_model, cached_model
+    model = _MODELS.get((config, waves))
+    if model is not None and cached_model(model.build_dir, model.toplevel, waves) is not None:
         return model
+    label = f"{config.name}_{waves}" if waves else config.name
+    index = BUILD_ROOT / _INDEX / f"{label}-{generator_key(config)}"
+    if index.exists():
+        model = cached_model(BUILD_ROOT / index.read_text().strip(), "pcisystem", waves)
+        if model is not None:
+            _MODELS[(config, waves)] = model
+            return model
     system = PCISystem(config)
     text = verilog.convert(system, name="pcisystem", emit_src=False)
     # Every large RAM of the system (the agents' buffers and host memory, the board's
     # scratch RAM, the SRAM model) keeps its words in the one hand-written Verilog RAM.
-    model = build_model(text, "pcisystem", public=[("*", "bd_*")],
-                        sources=[ram.VERILOG_SOURCE], name=config.name)
-    _MODELS[config] = model
+    sources = [ram.VERILOG_SOURCE]
+    options = {}
+    core = config.core
+    if core is not None and not isinstance(core, str):
+        sources += core.sources
+        options = dict(include_dirs=core.include_dirs, defines=core.defines,
+                       flags=core.verilator_flags, identity=repr(core))
+    model = build_model(text, "pcisystem", public=[("*", "bd_*")], sources=sources,
+                        name=config.name, waves=waves, **options)
+    index.parent.mkdir(parents=True, exist_ok=True)
+    partial = index.with_suffix(f".{os.getpid()}")
+    partial.write_text(model.build_dir.name + "\n")
+    partial.replace(index)          # atomic: a reader sees the old index or the new
+    _MODELS[(config, waves)] = model
     return model

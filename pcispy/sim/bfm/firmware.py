@@ -4,15 +4,23 @@
 :func:`enumerate_bus` does what a PC BIOS does for the devices behind a host bridge:
 read each slot's Vendor ID (a master abort or 0xFFFF means an empty slot), size every
 BAR (write all ones, read back: the bits a BAR hard-wires to zero give its size), give it
-an address aligned to its size (memory from 0x8000_0000 up, I/O from 0x1000 up), and
-enable I/O and memory decode, bus mastering, parity error response and SERR#.
+an address aligned to its size (memory from 0x8000_0000 up, I/O from 0x1000 up), set
+Cache Line Size and Latency Timer, and enable I/O and memory decode, bus mastering, parity
+error response and SERR#.
+
+Cache Line Size and Latency Timer get the values Linux programs into a type 0 function
+when the platform gives none (``pci_default_type0`` of drivers/pci: 8 DWORDs, i.e.
+32-byte lines, and 64 clocks; 64 is also what ``pcibios_set_master`` raises a Latency
+Timer below 16 to). A function that hard-wires either (a target-only device's Latency
+Timer) reads back what it keeps: :class:`Function` holds the values read back.
 """
 
 from dataclasses import dataclass, field
 
 from pcispy.sim.bfm.initiator import Status
 
-__all__ = ["Bar", "Function", "enumerate_bus", "MEM_BASE", "IO_BASE", "COMMAND_ENABLES"]
+__all__ = ["Bar", "Function", "enumerate_bus", "MEM_BASE", "IO_BASE", "COMMAND_ENABLES",
+           "CACHE_LINE_SIZE", "LATENCY_TIMER"]
 
 MEM_BASE = 0x8000_0000
 IO_BASE = 0x1000
@@ -20,8 +28,12 @@ IO_BASE = 0x1000
 #: Command register bits set on every function found: I/O space, memory space, bus
 #: master, parity error response, SERR# enable.
 COMMAND_ENABLES = (1 << 0) | (1 << 1) | (1 << 2) | (1 << 6) | (1 << 8)
+#: Cache Line Size written to every function, in DWORDs (32-byte lines).
+CACHE_LINE_SIZE = 8
+#: Latency Timer written to every function, in clocks.
+LATENCY_TIMER = 64
 
-_VENDOR, _COMMAND, _CLASS, _BAR0 = 0x00, 0x04, 0x08, 0x10
+_VENDOR, _COMMAND, _CLASS, _LINE, _BAR0 = 0x00, 0x04, 0x08, 0x0C, 0x10
 
 
 @dataclass
@@ -45,6 +57,8 @@ class Function:
     revision: int
     command: int          # Command register value read back after enabling
     bars: list = field(default_factory=list)
+    cache_line_size: int = 0   # read back after enumeration set it (DWORDs)
+    latency_timer: int = 0     # read back likewise (clocks; 0 when hard-wired)
 
 
 def _align(value, size):
@@ -64,9 +78,11 @@ async def _size_bar(driver, slot, register):
     return original, probe
 
 
-async def enumerate_bus(driver, slots, *, mem_base=MEM_BASE, io_base=IO_BASE):
+async def enumerate_bus(driver, slots, *, mem_base=MEM_BASE, io_base=IO_BASE,
+                        cache_line_size=CACHE_LINE_SIZE, latency_timer=LATENCY_TIMER):
     """Enumerate ``slots`` through ``driver`` (an :class:`InitiatorDriver`); return the
-    :class:`Function` of every occupied slot, with its BARs sized, assigned and enabled."""
+    :class:`Function` of every occupied slot, with its BARs sized, assigned and enabled,
+    and its Cache Line Size and Latency Timer set (None leaves one as it is)."""
     found = []
     next_mem, next_io = mem_base, io_base
     for slot in slots:
@@ -110,9 +126,24 @@ async def enumerate_bus(driver, slots, *, mem_base=MEM_BASE, io_base=IO_BASE):
                 await driver.config_write(slot, register + 4, address >> 32)
             bars.append(Bar(index, "memory", size, address, bool(original & 0b1000), is64))
             index += 2 if is64 else 1
+        line = await _line_settings(driver, slot, cache_line_size, latency_timer)
         await driver.config_write(slot, _COMMAND, COMMAND_ENABLES, be=0b1100)
         command = await _read(driver, slot, _COMMAND) & 0xFFFF
         found.append(Function(slot=slot, vendor=ids & 0xFFFF, device=ids >> 16,
                               class_code=class_rev >> 8, revision=class_rev & 0xFF,
-                              command=command, bars=bars))
+                              command=command, bars=bars, cache_line_size=line & 0xFF,
+                              latency_timer=line >> 8 & 0xFF))
     return found
+
+
+async def _line_settings(driver, slot, cache_line_size, latency_timer):
+    """Write Cache Line Size (byte 0 of 0x0C) and Latency Timer (byte 1), only the bytes
+    given, so Header Type and BIST are not touched; return the DWORD read back."""
+    value, be = 0, 0b1111            # C/BE# at pin level: 0 enables a byte
+    if cache_line_size is not None:
+        value, be = value | cache_line_size, be & ~0b0001
+    if latency_timer is not None:
+        value, be = value | latency_timer << 8, be & ~0b0010
+    if be != 0b1111:
+        await driver.config_write(slot, _LINE, value, be=be)
+    return await _read(driver, slot, _LINE)

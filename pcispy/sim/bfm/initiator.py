@@ -1060,6 +1060,13 @@ class InitiatorResult:
 
     ``value`` is the DWORD (config) or the bytes shifted down (I/O) of single reads;
     ``data`` holds the bytes of memory reads.
+
+    ``latency`` is counted in the transaction that first saw TRDY#: the clocks from its
+    address phase to that TRDY# (2 when TRDY# comes in the third clock, as a
+    medium-decode target without wait states gives it). Attempts the target retried before it
+    (STOP# without TRDY#) are not in it, so for a retried read it is the last attempt's
+    latency, not the time the command waited for its first data; that time is in
+    ``clocks`` (the whole command), and ``retries`` says how many attempts came first.
     """
     status: Status
     ack64: bool
