@@ -318,8 +318,57 @@ def _formal():
     return measure()
 
 
+def _spy_sdram():
+    """spy.trace_depth_records.ulx3s_sdram.summary / .raw: records the ULX3S's 32 MB SDRAM
+    holds as trace memory (its 2**21 16-byte slots over the slots per record: summaries
+    take two, raw records one). spy.sdram_write_mbps: sustained write bandwidth of the SDRAM
+    trace memory on the 33 MHz bus clock (the data sheet's timing there), measured in
+    Amaranth's simulator against the SDRAM model: a slot offered every clock for 20000
+    clocks (row changes and refreshes included), slots taken x 16 bytes / time."""
+    from amaranth.hdl import Module
+    from amaranth.sim import Simulator
+    from pcispy.sim.bfm.sdram import SDRAMModel, attach, violation_names
+    from pcispy.spy.format import RAW_RECORD_BITS, SLOT_BITS, SUMMARY_RECORD_BITS
+    from pcispy.spy.sdram import SDRAMTiming, SDRAMTraceMemory
+    mhz = 100 / 3
+    ulx3s = SDRAMTiming.for_clock(mhz)
+    # A small part (fewer rows) measures the same: rows change every 64 slots anyway.
+    timing = SDRAMTiming.for_clock(mhz, row_bits=4)
+    m = Module()
+    m.submodules.ctrl = ctrl = SDRAMTraceMemory(timing, fifo_depth=16)
+    m.submodules.model = model = SDRAMModel(**timing.model_args())
+    attach(m, model, ctrl.sdram)
+    clocks = 20000
+    result = {}
+
+    async def offer(ctx):
+        while not ctx.get(ctrl.ready):
+            await ctx.tick()
+        taken = 0
+        ctx.set(ctrl.mem.w_en, 1)
+        for _ in range(clocks):
+            ctx.set(ctrl.mem.w_addr, taken)
+            ctx.set(ctrl.mem.w_data, taken)
+            taken += ctx.get(ctrl.mem.w_ready)
+            await ctx.tick()
+        result.update(taken=taken, flags=ctx.get(model.flags))
+
+    sim = Simulator(m)
+    sim.add_clock(1e-6 / mhz)
+    sim.add_testbench(offer)
+    sim.run()
+    if result["flags"]:
+        raise RuntimeError(f"the SDRAM model saw {violation_names(result['flags'])}")
+    slots = 1 << ulx3s.slot_bits
+    return {"spy.trace_depth_records.ulx3s_sdram.summary":
+            slots * SLOT_BITS // SUMMARY_RECORD_BITS,
+            "spy.trace_depth_records.ulx3s_sdram.raw": slots * SLOT_BITS // RAW_RECORD_BITS,
+            "spy.sdram_write_mbps": round(result["taken"] * SLOT_BITS // 8 * mhz / clocks, 1)}
+
+
 MEASUREMENTS = [_sim_empty, _sim_bfm, _spy_decode, _spy_trace, _dma, _irq, _board,
-                _board_passive, _target_pio, _sim_session, _demo, _uart, _fuzz, _formal]
+                _board_passive, _target_pio, _sim_session, _demo, _uart, _fuzz, _formal,
+                _spy_sdram]
 
 
 def main(argv=None):
