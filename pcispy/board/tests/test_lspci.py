@@ -7,7 +7,6 @@ this check is skipped, with the reason printed (README: "pciutils").
 
 import io
 import re
-import shutil
 import subprocess
 
 import pytest
@@ -15,28 +14,10 @@ import pytest
 from pcispy.core.config import DEFAULT_CLASS_CODE, DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID
 from pcispy.board.top import PCIBoard
 from pcispy.app.cli import main
+from pcispy.app.tests._debian import debian_tool
 from pcispy.sim.system import SystemConfig
 
 pytestmark = pytest.mark.target
-
-
-def _lspci():
-    """The lspci binary, installing pciutils if needed; None with a reason otherwise."""
-    found = shutil.which("lspci")
-    if found:
-        return found, None
-    if shutil.which("apt-get") is None:
-        return None, "lspci is missing and apt-get is not available to install pciutils"
-    install = ["apt-get", "install", "-y", "-q", "pciutils"]
-    try:
-        if subprocess.run(install, capture_output=True, timeout=300).returncode:
-            # A fresh machine may have empty package lists ("no installation candidate").
-            subprocess.run(["apt-get", "update", "-q"], check=True, capture_output=True,
-                           timeout=300)
-            subprocess.run(install, check=True, capture_output=True, timeout=300)
-    except (subprocess.SubprocessError, OSError) as error:
-        return None, f"lspci is missing and pciutils could not be installed: {error}"
-    return shutil.which("lspci"), None
 
 
 def _size(size):
@@ -47,7 +28,7 @@ def _size(size):
 
 
 def test_lspci_decodes_config_dump(tmp_path):
-    lspci, reason = _lspci()
+    lspci, reason = debian_tool("lspci", "pciutils")
     if lspci is None:
         print(f"skipping the lspci check: {reason}")
         pytest.skip(reason)

@@ -10,7 +10,6 @@ only the tshark checks are skipped, with the reason printed.
 
 import io
 import os
-import shutil
 import struct
 import subprocess
 
@@ -19,6 +18,7 @@ import pytest
 
 from pcispy import __version__
 from pcispy.app.cli import main
+from pcispy.app.tests._debian import debian_tool
 from pcispy.host.errors import PcispyError
 from pcispy.pci.bus import Command, DevselSpeed, Termination
 from pcispy.spy import pcapng
@@ -250,28 +250,6 @@ def test_packet_table_for_the_docs_names_every_field_at_its_offset():
 
 # -- the real tshark -------------------------------------------------------------------------
 
-def _tshark():
-    """The tshark binary, installing Debian's tshark if needed; None with a reason."""
-    found = shutil.which("tshark")
-    if found:
-        return found, None
-    if shutil.which("apt-get") is None:
-        return None, "tshark is missing and apt-get is not available to install it"
-    if os.geteuid() != 0:
-        return None, "tshark is missing and only root can install it with apt-get"
-    install = ["apt-get", "install", "-y", "-q", "tshark"]
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    try:
-        if subprocess.run(install, capture_output=True, timeout=600, env=env).returncode:
-            # A fresh machine may have empty package lists ("no installation candidate").
-            subprocess.run(["apt-get", "update", "-q"], check=True, capture_output=True,
-                           timeout=300)
-            subprocess.run(install, check=True, capture_output=True, timeout=600, env=env)
-    except (subprocess.SubprocessError, OSError) as error:
-        return None, f"tshark is missing and could not be installed: {error}"
-    return shutil.which("tshark"), None
-
-
 def _run_tshark(tshark, home, capture, *options):
     """tshark's output lines on ``capture`` with the dissector, its preferences in ``home``
     (none of the user's)."""
@@ -326,7 +304,7 @@ def _tshark_trace(path):
 
 
 def test_tshark_shows_every_field_with_the_dissector(tmp_path, capsys):
-    tshark, reason = _tshark()
+    tshark, reason = debian_tool("tshark", "tshark")
     if tshark is None:
         print(f"skipping the tshark check: {reason}")
         pytest.skip(reason)
