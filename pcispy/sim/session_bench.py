@@ -69,7 +69,8 @@ async def serve(dut):
     try:
         while True:
             # Blocking here pauses the simulator: no bus clock passes between commands.
-            listener.settimeout(max(0.0, last + idle_timeout - time.time()))
+            # (A timeout of 0 would make accept non-blocking: it then raises another error.)
+            listener.settimeout(max(0.001, last + idle_timeout - time.time()))
             try:
                 connection, _ = listener.accept()
             except socket.timeout:
