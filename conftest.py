@@ -2,7 +2,7 @@
 """Test session order: the longest tests first.
 
 ``make test`` runs pytest on two workers with work stealing (``--dist worksteal``): the
-synthesis smoke builds (a minute or two of one core each) start at once on one worker
+synthesis smoke build (three minutes of one core) starts at once on one worker
 while the other takes the rest, and an idle worker takes queued tests from the busy one. Tests marked ``runs_long`` go to the
 front of the queue, in the order they are collected, so they never start last.
 

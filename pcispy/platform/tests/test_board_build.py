@@ -763,14 +763,3 @@ def test_fits_compares_usage_with_the_part():
     assert not fits({"luts": luts + 1, "ffs": 0, "brams": 0}, "LFE5U-25F")
     assert not fits({"luts": 0, "ffs": 0, "brams": brams + 1}, "LFE5U-25F")
     assert fits({"luts": luts + 1, "ffs": 0, "brams": 0}, "LFE5U-45F")
-
-
-@pytest.mark.runs_long
-def test_64bit_board_synthesises_and_fits(tmp_path):
-    """The ECP5-5G EVN's 64-bit design through synthesis (its smoke build) fits its
-    part."""
-    from pcispy.platform.build import build, fits
-    report = build("ecp5-evn", synth_only=True, build_dir=tmp_path)
-    assert report["synth_only"] and report["device"] == "LFE5UM5G-85F"
-    assert report["luts"] > 10_000 and report["brams"] > 40
-    assert fits(report, "LFE5UM5G-85F")

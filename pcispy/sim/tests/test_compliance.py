@@ -15,11 +15,12 @@ pytestmark = pytest.mark.fuzz
 BENCH = "pcispy.sim.tests.bench_compliance"
 #: The fixed seeds CI runs per (bus width, board decode speed): the simulated systems'
 #: medium decode and the bitstreams' slow decode (docs/timing.md), on both widths (the
-#: ULX3S's bitstream is 32-bit, the ECP5-EVN's 64-bit).
-CI_SEEDS = {(32, "medium"): list(range(1, 101)),
-            (64, "medium"): list(range(1001, 1101)),
-            (32, "slow"): list(range(2001, 2101)),
-            (64, "slow"): list(range(3001, 3101))}
+#: ULX3S's bitstream is 32-bit, the ECP5-EVN's 64-bit). 40 per system keeps make test
+#: within its budget; PCISPY_SEEDS=N runs more.
+CI_SEEDS = {(32, "medium"): list(range(1, 41)),
+            (64, "medium"): list(range(1001, 1041)),
+            (32, "slow"): list(range(2001, 2041)),
+            (64, "slow"): list(range(3001, 3041))}
 
 
 def seeds(system):
