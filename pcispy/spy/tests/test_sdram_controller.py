@@ -13,8 +13,9 @@ from amaranth.hdl import (ClockDomain, ClockSignal, DomainRenamer, Module, Reset
                           UnusedElaboratable)
 from amaranth.sim import Simulator
 
+from pcispy.platform.boards.ulx3s import SDRAM_CLOCK_MHZ
 from pcispy.sim.bfm.sdram import SDRAMModel, attach, violation_names
-from pcispy.spy.sdram import SDRAMTiming, SDRAMTraceMemory
+from pcispy.spy.sdram import SDRAMTiming, SDRAMTraceMemory, board_read_delay
 
 #: A small part (4 banks x 16 rows x 512 columns: 4096 slots) with a short power-up and
 #: a scaled refresh deadline.
@@ -46,7 +47,7 @@ def _slot(seed, index):
 
 
 def run(slots, *, timing=TIMING, fifo_depth=16, every=1, read_back=True, seed=1,
-        tail=0, inverted_clock=False, domain=None, sdram_period=None):
+        tail=0, inverted_clock=False, domain=None, sdram_period=None, sync_period=1e-8):
     """Offer the slot writes ``slots`` (addresses) one each ``every`` clocks (waiting while
     ``w_ready`` is low unless ``every`` is 1, which drops refused slots and notes them),
     then read every word of the written slots back. Returns the evidence."""
@@ -95,7 +96,7 @@ def run(slots, *, timing=TIMING, fifo_depth=16, every=1, read_back=True, seed=1,
         out["storage"] = {i: ctx.get(model.storage.data[i]) for i in range(8)}
 
     sim = Simulator(m)
-    sim.add_clock(1e-8)
+    sim.add_clock(sync_period)
     if domain:
         sim.add_clock(sdram_period, domain=domain)
     sim.add_testbench(bench)
@@ -136,6 +137,47 @@ def test_sdram_in_a_clock_domain_of_its_own(period):
     assert out["read"] == out["written"] and len(out["written"]) == len(slots)
 
 
+@pytest.mark.parametrize("mhz", [SDRAM_CLOCK_MHZ, 125])
+def test_sdram_at_the_board_clocks(mhz):
+    # The passive ULX3S: the controller on its SDRAM clock (and on 125 MHz) with the data
+    # sheet's timing there (CAS latency 3, tRCD 3 ...), its port on the 33 MHz PCI
+    # clock. A slot offered every other PCI clock (267 MB/s) is more than the SDRAM
+    # takes: the FIFO fills and the writer waits; every slot comes back.
+    timing = replace(SDRAMTiming.for_clock(mhz, row_bits=4), power_up=200)
+    slots = list(range(200)) + [4095, 64 * 4 + 1]
+    out = run(slots, timing=timing, every=2, tail=10, domain="sdram",
+              sdram_period=1e-6 / mhz, sync_period=30e-9)
+    assert out["flags"] == 0, violation_names(out["flags"])
+    assert out["ready"] == 1
+    assert out["read"] == out["written"] and len(out["written"]) == len(slots)
+
+
+def test_timing_at_the_board_clock_and_its_read_delay():
+    timing = SDRAMTiming.for_clock(125)
+    assert (timing.cas_latency, timing.t_rcd, timing.t_ras, timing.t_rp, timing.t_rc,
+            timing.t_wr, timing.t_rfc, timing.power_up, timing.refresh_interval,
+            timing.read_delay) == (3, 3, 6, 3, 9, 2, 9, 25000, 976, 0)
+    timing = SDRAMTiming.for_clock(110)
+    assert (timing.cas_latency, timing.t_rcd, timing.t_ras, timing.t_rp, timing.t_rc,
+            timing.t_wr, timing.t_rfc, timing.power_up, timing.refresh_interval,
+            timing.read_delay) == (3, 3, 5, 3, 8, 2, 8, 22000, 859, 0)
+    # Registered pads, inverted SDRAM clock (docs/sdram.md): at 125 MHz word 0 is valid
+    # at the pins from 4.93 to 5.09 clocks after the READ leaves the controller for a
+    # 2..6 ns round trip; the input flip-flop samples it at edge 5, the controller at 6.
+    assert SDRAMTiming.for_clock(125, board=True).read_delay == 2
+    assert SDRAMTiming.for_clock(110, board=True).read_delay == 2
+    assert SDRAMTiming.for_clock(33, board=True).read_delay == 1
+    assert board_read_delay(125, 3, round_trip_ns=(3.0, 5.0)) == 2
+    # With no delay on the way back word 0 would be gone before edge 5.
+    with pytest.raises(ValueError, match="at 125 MHz no clock edge"):
+        board_read_delay(125, 3, round_trip_ns=(0.0, 0.0))
+    # A 100 MHz window (CAS latency 2) holds no edge for the whole 2..6 ns.
+    with pytest.raises(ValueError, match="at 100 MHz no clock edge"):
+        board_read_delay(100, 2)
+    with pytest.raises(ValueError, match="up to 133 MHz, not 150"):
+        SDRAMTiming.for_clock(150)
+
+
 def test_refresh_on_time_under_continuous_writes():
     # A slot offered each 8 clocks keeps the data pins busy (a burst of 8 words per slot);
     # the deadline is 200 clocks; the FIFO absorbs the row changes and refreshes.
@@ -166,6 +208,8 @@ def test_parameters_checked():
             SDRAMTraceMemory(SDRAMTiming(cas_latency=4))
         with pytest.raises(ValueError):
             SDRAMTraceMemory(SDRAMTiming(refresh_interval=20))
+        with pytest.raises(ValueError, match="tRFC must be 2 clocks or more, not 1"):
+            SDRAMTraceMemory(SDRAMTiming(t_rfc=1))
         gc.collect()
     timing = SDRAMTiming.for_clock(100)
     assert (timing.t_rcd, timing.t_rc, timing.refresh_interval, timing.cas_latency) == \
