@@ -11,8 +11,6 @@ resource (the ULX3S's FTDI USB serial) in both builds: for a passive spy it is t
 way to reach the board's registers and trace memory.
 """
 
-from dataclasses import replace
-
 from amaranth import ClockDomain, ClockSignal, Module, Signal
 from amaranth.lib import io, wiring
 from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
@@ -22,6 +20,7 @@ from pcispy.core.pads import PIN_GROUP
 from pcispy.pci.bus import bus_lines
 from pcispy.sidechannel.protocol import DEFAULT_BAUD
 from pcispy.sidechannel.sidechannel import SideChannel
+from pcispy.platform.ecp5.pll import ECP5PLL
 from pcispy.spy.sdram import SDRAM_PINS, SDRAMTiming
 from pcispy.board.top import PCIBoard
 
@@ -45,9 +44,12 @@ class BoardTop(wiring.Component):
 
     Resources used: ``pci`` (subsignals for every line of ``bus_lines(width)``, ``clk`` and
     ``rst_domain``: RST# on a second pin), ``led`` 0..3, ``uart`` (``rx``, ``tx``: the
-    side channel), and the platform's default clock for domain ``sync``; ``sdram`` when
-    the platform's ``pci_trace_memory`` is ``"sdram"`` (the spy's trace memory, on the
-    PCI clock, :class:`~pcispy.spy.sdram.SDRAMTraceMemory`).
+    side channel), and the platform's default clock for domain ``sync``; the spy's trigger
+    pins (``out``, ``input``) when the platform names a ``pci_trigger_resource``; ``sdram`` when
+    the platform's ``pci_trace_memory`` is ``"sdram"`` (the spy's trace memory,
+    :class:`~pcispy.spy.sdram.SDRAMTraceMemory`, on the PCI clock, or on clock domain
+    ``sdram`` of ``pci_sdram_clock_mhz`` from the oscillator by an ECP5 PLL where the
+    platform names one).
 
     Parameters:
         passive: the ``pci`` resource is all inputs (a spy that cannot disturb the bus);
@@ -91,14 +93,34 @@ class BoardTop(wiring.Component):
         if (getattr(platform, "pci_trace_memory", "bram") == "sdram"
                 and not {"trace_memory", "spy_addr_bits"} & set(board_args)):
             sdram = platform.request("sdram", 0, dir="-")
-            # The SDRAM's clock pin is the PCI clock inverted (SDRAMPads): read data
-            # comes a PCI clock earlier than in the simulated system (docs/sdram.md).
-            timing = replace(SDRAMTiming.for_clock(self.clock_mhz), read_delay=-1)
+            # Its pins go through I/O cell flip-flops, its clock pin is the controller's
+            # clock inverted (SDRAMPads): the read delay follows (docs/sdram.md). By
+            # default the controller runs on the PCI clock; the platform may give the
+            # SDRAM its own clock, domain sdram, from the oscillator by a PLL (held in
+            # reset until the PLL locks).
+            mhz = getattr(platform, "pci_sdram_clock_mhz", None)
+            if mhz is None:
+                mhz, domain = self.clock_mhz, None
+            else:
+                domain = "sdram"
+                m.domains.sdram = ClockDomain("sdram")
+                m.submodules.sdram_pll = pll = ECP5PLL(
+                    platform.default_clk_frequency / 1e6, mhz, domain="sdram")
+                m.d.comb += pll.clk_in.eq(ClockSignal("sync"))
             board_args.update(trace_memory="sdram",
                               sdram_ports={pin: getattr(sdram, pin) for pin in SDRAM_PINS},
-                              sdram_timing=timing)
+                              sdram_timing=SDRAMTiming.for_clock(mhz, board=True),
+                              sdram_domain=domain)
         m.submodules.board = board = PCIBoard(self.width, ports, clock_mhz=self.clock_mhz,
                                               **board_args)
+        # The spy's trigger pins, where the pin-out has them (pcispy.platform.boards).
+        trigger_resource = getattr(platform, "pci_trigger_resource", None)
+        if trigger_resource and "trigger_in" in board.signature.members:
+            trigger = platform.request(trigger_resource, 0, dir="-")
+            m.submodules.trigger_out = trigger_out = io.Buffer("o", trigger.out)
+            m.submodules.trigger_in = trigger_in = io.Buffer("i", trigger.input)
+            m.d.comb += [trigger_out.o.eq(board.trigger_out),
+                         board.trigger_in.eq(trigger_in.i)]
         # The board oscillator gates the meter of the PCI clock (id.clock).
         m.submodules.clock_gate = clock_gate = OscillatorGate(
             platform.default_clk_frequency, board.clock_gate_log2)

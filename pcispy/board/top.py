@@ -51,7 +51,7 @@ from pcispy.core.pads import (CORE_GATED_LINES, LIVE_LINES, PIN_GROUP, PCIPads,
                               ad_decision_groups, simulation_ports)
 from pcispy.spy.checker import RULES, ProtocolChecker
 from pcispy.spy.spy import Spy, connect_spy_registers
-from pcispy.spy.trigger import RecorderState
+from pcispy.spy.trigger import RecorderState, trigger_pulse_clocks
 from pcispy.spy.tracemem import SRAMPads, sram_simulation_ports
 from pcispy.spy.sdram import SDRAMPads, SDRAMTiming, sdram_simulation_ports
 from pcispy.core.target import BackendSignature, PCITarget, Window
@@ -156,6 +156,9 @@ class PCIBoard(wiring.Component):
             ``2**clock_gate_log2`` us: :class:`~pcispy.board.clock_meter.OscillatorGate`):
             the board measures its PCI clock against it (``id.clock``). Left 0 (the
             simulated system), ``id.clock`` reads "not measured".
+        trigger_in (In, 1), trigger_out (Out, 1): only with the spy: its trigger input
+            pin (asynchronous: the spy synchronises it) and trigger output pin (from a
+            flip-flop), :class:`~pcispy.spy.trigger.TriggerInput`/``TriggerOutput``.
         The PCI pins are not component ports: they are ``board.ports`` (io ports).
 
     Parameters:
@@ -184,7 +187,9 @@ class PCIBoard(wiring.Component):
             FIFO in front of it. sdram_ports: ``{pin: io port}`` for
             :data:`~pcispy.spy.sdram.SDRAM_PINS` (amaranth-boards' ``sdram`` resource), or
             None for :func:`~pcispy.spy.sdram.sdram_simulation_ports` (kept as
-            ``board.sdram_ports``).
+            ``board.sdram_ports``). sdram_domain: the clock domain of the SDRAM
+            controller and pins (the caller supplies it; None: ``pci``, and
+            ``sdram_timing`` in PCI clocks).
         external_trace: answer BAR1 from the ``trace`` port instead of the spy (no spy is
             built): unit tests use it to put a deliberately slow backend behind BAR1.
         clock_mhz: nominal PCI clock (reported in ``id.config`` and ``66 MHz capable``).
@@ -205,12 +210,14 @@ class PCIBoard(wiring.Component):
     def __init__(self, width=32, ports=None, *, exerciser_size=16 * 1024, spy_addr_bits=None,
                  trace_memory="bram", sram_addr_bits=None, sram_data_bits=32, sram_ports=None,
                  sdram_timing=None, sdram_fifo_depth=256, sdram_ports=None,
-                 external_trace=False, clock_mhz=33, clock_gate_log2=DEFAULT_GATE_LOG2,
+                 sdram_domain=None, external_trace=False, clock_mhz=33,
+                 clock_gate_log2=DEFAULT_GATE_LOG2,
                  scratch_verilog=False, decode=DevselSpeed.MEDIUM, config=None,
                  pin_group=PIN_GROUP):
         if width not in (32, 64):
             raise ValueError(f"PCI bus width must be 32 or 64, not {width!r}")
         self.sdram_fifo_depth = sdram_fifo_depth
+        self.sdram_domain = sdram_domain
         spy_addr_bits = self._trace_memory(trace_memory, spy_addr_bits, sram_addr_bits,
                                            sram_data_bits, sram_ports, external_trace,
                                            sdram_timing, sdram_ports, clock_mhz)
@@ -240,6 +247,8 @@ class PCIBoard(wiring.Component):
                    "clock_gate": In(1)}
         if external_trace and trace_bar:
             members["trace"] = Out(BackendSignature(self.windows[1].addr_bits, width))
+        elif trace_bar:
+            members.update(trigger_in=In(1), trigger_out=Out(1))
         super().__init__(members)
 
     def _trace_memory(self, memory, spy_addr_bits, sram_addr_bits, sram_data_bits, sram_ports,
@@ -347,14 +356,18 @@ class PCIBoard(wiring.Component):
             spy = Spy(self.width, rules=len(RULES), addr_bits=self.spy_addr_bits,
                       memory=self.trace_memory, sram_data_bits=self.sram_data_bits,
                       sdram_timing=self.sdram_timing, sdram_fifo_depth=self.sdram_fifo_depth,
-                      own=target is not None)
+                      sdram_domain=self.sdram_domain, own=target is not None,
+                      trigger_pulse_clocks=trigger_pulse_clocks(self.clock_mhz))
             m.submodules.spy = spy = DomainRenamer("pci")(spy)
             if self.trace_memory == "sdram":
-                m.submodules.sdram_pads = sdram_pads = DomainRenamer("pci")(
+                m.submodules.sdram_pads = sdram_pads = DomainRenamer(
+                    self.sdram_domain or "pci")(
                     SDRAMPads(self.sdram_ports))
                 wiring.connect(m, spy.sdram, sdram_pads.sdram)
             m.d.comb += [spy.bus.eq(observed), spy.timestamp.eq(observed_time),
-                         spy.violation.eq(checker.violation)]
+                         spy.violation.eq(checker.violation),
+                         spy.trigger_in.eq(self.trigger_in),
+                         self.trigger_out.eq(spy.trigger_out)]
             if target is not None:
                 # The target's claims of BAR0 transactions (the host's register accesses,
                 # which the spy leaves out of its figures), registered in the target and

@@ -29,12 +29,14 @@ __all__ = [
     "TIMESTAMP_BITS", "DELTA_BITS", "MAX_DELTA", "MAX_RULES",
     "RecordKind", "TriggerSource", "CaptureMode",
     "RawRecord", "SummaryRecord",
-    "TriggerEvent", "OverrunEvent", "WrapEvent", "ViolationEvent",
+    "TriggerEvent", "OverrunEvent", "WrapEvent", "ViolationEvent", "MarkerEvent",
     "record_layouts", "record_fields", "record_bits",
 ]
 
 #: Version of the record formats below; bump on any change of a layout.
-FORMAT_VERSION = 1
+#: 2: TriggerSource EXTERNAL (the event's ``source`` is 3 bits), RecordKind MARKER, the raw
+#: record's ``marker`` bit.
+FORMAT_VERSION = 2
 
 #: Width of one trace-memory slot.
 SLOT_BITS = 128
@@ -62,14 +64,16 @@ class RecordKind(enum.Enum, shape=4):
     OVERRUN   = 4
     WRAP      = 5
     VIOLATION = 6
+    MARKER    = 7
 
 
-class TriggerSource(enum.Enum, shape=2):
+class TriggerSource(enum.Enum, shape=3):
     """What starts the post-trigger part of a capture."""
     IMMEDIATE = 0  # at arm
     FILTER    = 1  # the first transaction the filters select
     REGISTER  = 2  # a write to the trigger register (Pamette: "prefix the code with a write")
     VIOLATION = 3  # a protocol violation among the enabled rules
+    EXTERNAL  = 4  # the chosen edge on the trigger input pin
 
 
 class CaptureMode(enum.Enum, shape=1):
@@ -94,7 +98,9 @@ class RawRecord(data.StructLayout):
     Fields: ``kind`` (RAW), ``delta`` (clocks since the previous record), ``trigger`` (this
     clock is the trigger), ``violation`` (a protocol rule fired this clock), ``rule`` (the
     lowest rule index that fired), ``many_rules`` (more than one fired), ``bus`` (every line,
-    :class:`~pcispy.pci.bus.BusState`, inside-level).
+    :class:`~pcispy.pci.bus.BusState`, inside-level), ``marker`` (with markers on: the
+    trigger input's chosen edge was seen this clock; a clock not stored gets a MARKER
+    event instead).
     """
     def __init__(self, width=32, masters=1):
         self.width = width
@@ -107,6 +113,7 @@ class RawRecord(data.StructLayout):
             "rule":       6,
             "many_rules": 1,
             "bus":        BusState(width, masters),
+            "marker":     1,
         }, RAW_RECORD_BITS, "raw"))
 
 
@@ -180,6 +187,14 @@ class ViolationEvent(data.StructLayout):
         super().__init__(_event({"rules": MAX_RULES, "clocks": 8}))
 
 
+class MarkerEvent(data.StructLayout):
+    """The trigger input's chosen edge (``falling``: which one) was seen at ``timestamp``;
+    ``edges`` counts the edges merged into this record while it waited for a free slot
+    (saturating; 1 unless edges come faster than records can be written)."""
+    def __init__(self):
+        super().__init__(_event({"falling": 1, "edges": 8}))
+
+
 def record_layouts(width=32, masters=1):
     """``{RecordKind: layout}`` of every record kind written on a bus of ``width``."""
     return {
@@ -189,6 +204,7 @@ def record_layouts(width=32, masters=1):
         RecordKind.OVERRUN:   OverrunEvent(),
         RecordKind.WRAP:      WrapEvent(),
         RecordKind.VIOLATION: ViolationEvent(),
+        RecordKind.MARKER:    MarkerEvent(),
     }
 
 

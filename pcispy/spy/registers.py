@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The ``check`` and ``spy`` register blocks: the protocol checker and the bus spy."""
 
-from pcispy.csr.map import Access, Block, Field, Register, reg32
+from pcispy.csr.map import Access, Block, Field, Legal, Register, reg32
 from pcispy.spy.checker import (COUNT_WIDTH as _CHECK_COUNT_WIDTH, LOG_DEPTH as _CHECK_LOG_DEPTH,
                                 NO_MASTER as _CHECK_NO_MASTER, RULES as _CHECK_RULES)
 from pcispy.spy.counters import (COUNTER_INIT as _COUNTER_INIT, CounterValues as _CounterValues,
@@ -10,9 +10,13 @@ from pcispy.spy.counters import (COUNTER_INIT as _COUNTER_INIT, CounterValues as
 from pcispy.spy.filters import FilterCombine as _FilterCombine
 from pcispy.spy.format import (CaptureMode as _CaptureMode, TIMESTAMP_BITS as _TIMESTAMP_BITS,
                                TriggerSource as _TriggerSource)
-from pcispy.spy.trigger import RecorderState as _RecorderState
+from pcispy.spy.trigger import (MAX_SEGMENTS as _MAX_SEGMENTS,
+                                MAX_SEGMENTS_LOG2 as _MAX_SEGMENTS_LOG2,
+                                SEGMENTS_LOG2_BITS as _SEGMENTS_LOG2_BITS,
+                                TRIGGER_PULSE_NS as _TRIGGER_PULSE_NS,
+                                RecorderState as _RecorderState)
 
-__all__ = ["CHECK", "SPY", "SPY_FILTERS"]
+__all__ = ["CHECK", "SPY", "SPY_FILTERS", "SEGMENTS_LEGAL"]
 
 # Protocol checker (pcispy/spy/checker.py): one bit per rule of RULES in the enable and
 # flag pairs (rule id n is bit n of enable_lo:enable_hi), counters read through count_index.
@@ -96,6 +100,10 @@ SPY_FILTERS = 4
 _SPY_FILTER_SELECT_BITS = max(1, (SPY_FILTERS - 1).bit_length())
 _SPY_FILTER_BASE, _SPY_FILTER_STRIDE = 0x080, 0x20
 _SPY_COUNTER_BASE = 0x100
+_SOURCE_BITS = _TriggerSource.as_shape().width
+_SEGMENT_BITS = (_MAX_SEGMENTS - 1).bit_length()
+#: The segments_log2 values the spy takes (2**value segments); the arm refuses others.
+SEGMENTS_LEGAL = Legal(0, _MAX_SEGMENTS_LOG2)
 
 
 def _enum_names(enum_class):
@@ -165,10 +173,10 @@ SPY = Block("spy", 0x400, (
     Register("config", 0x04, (
         Field("mode", 0, 1, Access.RW, 0, "what is stored: raw clocks or transaction "
               "summaries (taken at arm)", _enum_names(_CaptureMode)),
-        Field("source", 1, 2, Access.RW, 0, "trigger source (taken at arm)",
+        Field("source", 1, _SOURCE_BITS, Access.RW, 0, "trigger source (taken at arm)",
               _enum_names(_TriggerSource)),
-        Field("ring", 3, 1, Access.RW, 0, "after the trigger, overwrite the oldest records "
-              "until stop or post instead of stopping when full"),
+        Field("ring", 7, 1, Access.RW, 0, "after the trigger, overwrite the oldest records "
+              "until stop or post instead of stopping when full (not with segments)"),
         Field("idle_compress", 4, 1, Access.RW, 0, "raw mode: leave out idle clocks"),
         Field("raw_select", 6, 1, Access.RW, 0, "raw mode: store only the clocks of "
               "transactions the filters select (and those with a violation or the trigger)"),
@@ -188,18 +196,23 @@ SPY = Block("spy", 0x400, (
         Field("state", 0, 2, Access.RO, 0, "capture state", _enum_names(_RecorderState)),
         Field("done", 2, 1, Access.RO, 0, "stopped and every record written: the trace "
               "can be read"),
-        Field("pre_error", 3, 1, Access.RO, 0, "the last arm was refused: pre >= capacity"),
+        Field("pre_error", 3, 1, Access.RO, 0, "the last arm was refused: pre >= the records "
+              "of a segment (capacity >> segments.log2)"),
         Field("clearing", 4, 1, Access.RO, 0, "histograms or per-filter counters are "
               "being zeroed"),
         Field("held", 5, 1, Access.RO, 0, "the counter registers show a snapshot "
               "(control.snapshot), not the running counters"),
+        Field("segment_error", 6, 1, Access.RO, 0, "the last arm was refused: "
+              f"segments.log2 over {_MAX_SEGMENTS_LOG2}, segments of no record, or "
+              "segments with config.ring"),
     ), "spy status"),
     reg32("capacity", 0x1C, Access.RO, "records the trace memory holds in the armed mode "
           "(raw: 1 slot of 16 bytes each, summary: 2 slots)"),
-    reg32("start", 0x20, Access.RO, "index of the oldest valid record; record i is at BAR1 "
-          "byte offset 16 * slots * i"),
-    reg32("count", 0x24, Access.RO, "valid records, from start, wrapping at capacity"),
-    reg32("trigger_index", 0x28, Access.RO, "index of the trigger record"),
+    reg32("start", 0x20, Access.RO, "index of the oldest valid record of the current "
+          "segment; record i is at BAR1 byte offset 16 * slots * i"),
+    reg32("count", 0x24, Access.RO, "valid records of the current segment, from start, "
+          "wrapping inside the segment (at capacity with one segment)"),
+    reg32("trigger_index", 0x28, Access.RO, "index of the current segment's trigger record"),
     reg32("trigger_time_lo", 0x2C, Access.RO, "timestamp of the trigger, bits 31:0 (reading "
           "it latches _hi)"),
     Register("trigger_time_hi", 0x30, (
@@ -242,6 +255,40 @@ SPY = Block("spy", 0x400, (
           "reset: with an SDRAM trace memory, the bus outran the SDRAM (the records it "
           "could not take are counted in lost, each gap an OVERRUN record); 0 with block "
           "RAM or SRAM"),
+    Register("trigger_io", 0x58, (
+        Field("falling", 0, 1, Access.RW, 0, "the trigger input's falling edges count (the "
+              "external trigger, markers); 0: rising edges", {0: "rising", 1: "falling"}),
+        Field("markers", 1, 1, Access.RW, 0, "store each counted edge of the trigger input "
+              "while a capture runs: a MARKER record (summary mode), the raw record's "
+              "marker bit or a MARKER record (raw mode) (taken at arm)"),
+        Field("out_level", 2, 1, Access.RW, 0, "trigger output: 0: a pulse of "
+              f"{_TRIGGER_PULSE_NS} ns at each trigger; 1: high from the trigger until its "
+              "segment or the capture ends", {0: "pulse", 1: "level"}),
+        Field("level", 8, 1, Access.RO, 0, "the trigger input's level now (synchronised): "
+              "to check the wiring"),
+    ), "trigger input and output pins"),
+    Register("segments", 0x5C, (
+        Field("log2", 0, _SEGMENTS_LOG2_BITS, Access.RW, 0, "split the trace memory into "
+              "2**log2 equal segments, each re-armed after the previous one fills (taken at "
+              "arm; 0: one segment, the plain capture)", legal=SEGMENTS_LEGAL),
+        Field("current", 8, _SEGMENT_BITS, Access.RO, 0, "the segment being recorded (or "
+              "the last one, once stopped); segments before it ended and have their "
+              "segment_* entry"),
+    ), "segmented capture"),
+    Register("segment_select", 0x60, (
+        Field("segment", 0, _SEGMENT_BITS, Access.RW, 0, "segment whose entry segment_start "
+              "... segment_trigger_time_hi show (from the second clock after this write)"),
+    ), "segment table entry select"),
+    reg32("segment_start", 0x64, Access.RO, "the selected segment's start (as start, when "
+          "it ended)"),
+    reg32("segment_count", 0x68, Access.RO, "the selected segment's count"),
+    reg32("segment_trigger_index", 0x6C, Access.RO, "the selected segment's trigger_index"),
+    reg32("segment_trigger_time_lo", 0x70, Access.RO, "the selected segment's trigger "
+          "timestamp, bits 31:0 (0: it did not trigger; reading it latches _hi)"),
+    Register("segment_trigger_time_hi", 0x74, (
+        Field("segment_trigger_time", 0, _TIMESTAMP_BITS - 32, Access.RO, 0, "the selected "
+              "segment's trigger timestamp, high bits"),), "segment trigger timestamp, high "
+              "bits"),
 ) + sum((_spy_filter_registers(i) for i in range(SPY_FILTERS)), ()) +
     _spy_counter_registers(),
     "bus spy: capture control, trigger, filters, counters (combined and per filter), "

@@ -8,6 +8,8 @@ Data flow, per clock::
         |            \\-> summary (+ filter hits) -> Counters, Recorder (summary mode)
         \\-> RawCapture -> Recorder (raw mode) -> TraceWriter (FIFO) -> trace memory
     violation (from the protocol checker) & violation_mask -> RawCapture, Recorder
+    trigger_in pin -> TriggerInput (synchroniser, edge) -> Recorder (trigger, markers)
+    Recorder -> TriggerOutput -> trigger_out pin; Recorder -> SegmentTable (segment ends)
 
 Raw records come out one clock after their bus clock (so the filter verdict of a dual
 address cycle covers its first phase): the last clock a capture stores is the one before
@@ -30,7 +32,9 @@ from pcispy.spy.counters import (Counters, CounterValues, COUNTER_INIT, FilterCo
 from pcispy.spy.filters import FilterSet, FilterCombine, Comparator
 from pcispy.spy.format import CaptureMode, TriggerSource, TIMESTAMP_BITS, MAX_RULES
 from pcispy.spy.summary import Summariser
-from pcispy.spy.trigger import Recorder, RecorderState
+from pcispy.spy.trigger import (Recorder, RecorderState, RecordPlacement, SegmentEntry,
+                                SegmentTable, TriggerInput, TriggerOutput, MAX_SEGMENTS,
+                                SEGMENTS_LOG2_BITS, trigger_pulse_clocks)
 from pcispy.core.target import BackendSignature
 from pcispy.spy.tracemem import (BRAMTraceMemory, SRAMTraceMemory, SRAMSignature, TraceWriter,
                                  TraceBackend)
@@ -55,6 +59,10 @@ class SpyConfig(data.StructLayout):
             "post":           32,
             "violation_mask": MAX_RULES,
             "count_own":      1,   # count the board's own register accesses as any other
+            "falling":        1,   # the trigger input's falling edges count (else rising)
+            "markers":        1,   # store the trigger input's edges as markers
+            "out_level":      1,   # trigger output: a level while recording (else a pulse)
+            "segments_log2":  SEGMENTS_LOG2_BITS,
         })
 
 
@@ -73,6 +81,9 @@ class SpyStatus(data.StructLayout):
             "trigger_timestamp": TIMESTAMP_BITS,
             "lost":              32,
             "overruns":          32,
+            "segment_error":     1,   # the last arm was refused for its segments
+            "segment":           range(MAX_SEGMENTS),  # the segment being recorded
+            "trigger_in":        1,   # the trigger input's synchronised level
         })
 
 
@@ -109,6 +120,12 @@ class Spy(wiring.Component):
         sdram (Out, SDRAMSignature): only with ``memory="sdram"``: the SDRAM pins.
         memory_fills (Out, 32): times the trace memory's FIFO filled (an SDRAM's: the bus
             outran it; 0 for the other memories, which take a slot every clock).
+        trigger_in (In, 1): the trigger input pin (asynchronous; :class:`~.trigger.
+            TriggerInput`). trigger_out (Out, 1): the trigger output pin, from a flip-flop
+            (:class:`~.trigger.TriggerOutput`).
+        segment_select (In, range(MAX_SEGMENTS)), segment_entry (Out, SegmentEntry): the
+            :class:`~.trigger.SegmentTable` entry of a segment that ended, one clock after
+            the select.
 
     Parameters:
         width: 32 or 64. masters: REQ#/GNT# pairs visible. rules: violation vector width.
@@ -116,13 +133,16 @@ class Spy(wiring.Component):
         the trace memory depth in 128-bit slots (with an SDRAM: its timing's
         ``slot_bits``). sram_data_bits: SRAM width. sdram_timing: the SDRAM's
         :class:`~pcispy.spy.sdram.SDRAMTiming`; sdram_fifo_depth: slots buffered in front of
-        it (:class:`~pcispy.spy.sdram.SDRAMTraceMemory`). fifo_depth: records
+        it (:class:`~pcispy.spy.sdram.SDRAMTraceMemory`); sdram_domain: the SDRAM
+        controller's own clock domain (None: the spy's). fifo_depth: records
         buffered in front of the memory. own: ``own_claim`` is wired (False: a board
-        without a target, whose own counters read 0).
+        without a target, whose own counters read 0). trigger_pulse_clocks: the trigger
+        output's pulse width (default: :data:`~.trigger.TRIGGER_PULSE_NS` at 33 MHz).
     """
     def __init__(self, width=32, *, masters=1, rules=1, filters=4, memory="bram",
                  addr_bits=10, sram_data_bits=32, sdram_timing=None, sdram_fifo_depth=256,
-                 fifo_depth=16, own=True):
+                 sdram_domain=None,
+                 fifo_depth=16, own=True, trigger_pulse_clocks=trigger_pulse_clocks(33)):
         if memory not in ("bram", "sram", "sdram"):
             raise ValueError(f"trace memory must be 'bram', 'sram' or 'sdram', not {memory!r}")
         if memory == "sdram":
@@ -136,10 +156,12 @@ class Spy(wiring.Component):
         self.addr_bits = addr_bits
         self.fifo_depth = fifo_depth
         self.own = own
+        self.trigger_pulse_clocks = trigger_pulse_clocks
         if memory == "sram":
             self._trace = SRAMTraceMemory(addr_bits, sram_data_bits)
         elif memory == "sdram":
-            self._trace = SDRAMTraceMemory(sdram_timing, fifo_depth=sdram_fifo_depth)
+            self._trace = SDRAMTraceMemory(sdram_timing, fifo_depth=sdram_fifo_depth,
+                                           domain=sdram_domain)
         else:
             self._trace = BRAMTraceMemory(addr_bits)
         ports = {
@@ -157,6 +179,8 @@ class Spy(wiring.Component):
             "fcount_value": Out(FILTER_COUNTER_BITS),
             "trace":        In(BackendSignature(addr_bits + 3 - width // 32, width)),
             "memory_fills": Out(32),
+            "trigger_in":   In(1), "trigger_out": Out(1),
+            "segment_select": In(range(MAX_SEGMENTS)), "segment_entry": Out(SegmentEntry()),
         }
         if memory == "sram":
             ports["sram"] = Out(SRAMSignature(self._trace.sram_addr_bits, sram_data_bits))
@@ -176,6 +200,10 @@ class Spy(wiring.Component):
         m.submodules.writer = wr = TraceWriter(self.addr_bits, self.fifo_depth)
         m.submodules.trace = trace = self._trace
         m.submodules.backend = backend = TraceBackend(self.addr_bits, self.width)
+        m.submodules.trigger_input = trig_in = TriggerInput()
+        m.submodules.trigger_output = trig_out = TriggerOutput(self.trigger_pulse_clocks)
+        m.submodules.segments = segments = SegmentTable()
+        m.submodules.placement = place = RecordPlacement(self.addr_bits, self.fifo_depth)
         wiring.connect(m, wiring.flipped(self.trace), backend.bus)
 
         raw_timestamp = Signal(TIMESTAMP_BITS)   # raw records come one clock late
@@ -230,6 +258,17 @@ class Spy(wiring.Component):
 
             rec.mode.eq(cfg.mode), rec.source.eq(cfg.source), rec.ring.eq(cfg.ring),
             rec.pre.eq(cfg.pre), rec.post.eq(cfg.post),
+            rec.markers.eq(cfg.markers), rec.falling.eq(cfg.falling),
+            rec.segments_log2.eq(cfg.segments_log2),
+            trig_in.pin.eq(self.trigger_in), trig_in.falling.eq(cfg.falling),
+            rec.external.eq(trig_in.edge),
+            trig_out.fire.eq(rec.fired), trig_out.hold.eq(rec.recording),
+            trig_out.level.eq(cfg.out_level), self.trigger_out.eq(trig_out.pin),
+            segments.write.eq(rec.segment_end), segments.index.eq(rec.segment),
+            segments.entry.start.eq(rec.start), segments.entry.count.eq(rec.count),
+            segments.entry.trigger_index.eq(rec.trigger_index),
+            segments.entry.trigger_timestamp.eq(rec.trigger_timestamp),
+            segments.select.eq(self.segment_select), self.segment_entry.eq(segments.shown),
             rec.arm.eq(self.arm), rec.stop.eq(self.stop), rec.trigger.eq(self.trigger),
             rec.timestamp.eq(self.timestamp), rec.raw_timestamp.eq(raw_timestamp),
             rec.filter_trigger.eq(summ.address_valid & filt.match),
@@ -244,7 +283,10 @@ class Spy(wiring.Component):
         ]
         mem = trace.mem
         m.d.comb += [
-            mem.w_addr.eq(wr.mem.w_addr), mem.w_data.eq(wr.mem.w_data),
+            place.restart.eq(rec.restart), place.wide.eq(rec.wide), place.push.eq(rec.push),
+            place.index.eq(rec.push_index), place.pointer.eq(wr.mem.w_addr),
+            place.w_en.eq(wr.mem.w_en), place.w_ready.eq(mem.w_ready),
+            mem.w_addr.eq(place.w_addr), mem.w_data.eq(wr.mem.w_data),
             mem.w_en.eq(wr.mem.w_en), wr.mem.w_ready.eq(mem.w_ready),
             mem.r_addr.eq(backend.mem.r_addr), mem.r_en.eq(backend.mem.r_en),
             backend.mem.r_data.eq(mem.r_data), backend.mem.r_valid.eq(mem.r_valid),
@@ -264,6 +306,8 @@ class Spy(wiring.Component):
             st.trigger_index.eq(rec.trigger_index),
             st.trigger_timestamp.eq(rec.trigger_timestamp),
             st.lost.eq(rec.lost), st.overruns.eq(rec.overruns),
+            st.segment_error.eq(rec.segment_error), st.segment.eq(rec.segment),
+            st.trigger_in.eq(trig_in.level),
         ]
         return m
 
@@ -307,7 +351,11 @@ def connect_spy_registers(m, regs, spy, domain="pci"):
                                   regs.violation_mask_hi.violation_mask_hi)),
         regs.status.state.eq(status.state), regs.status.done.eq(status.done),
         regs.status.pre_error.eq(status.pre_error), regs.status.clearing.eq(status.clearing),
-        regs.status.held.eq(held),
+        regs.status.held.eq(held), regs.status.segment_error.eq(status.segment_error),
+        cfg.falling.eq(regs.trigger_io.falling), cfg.markers.eq(regs.trigger_io.markers),
+        cfg.out_level.eq(regs.trigger_io.out_level), regs.trigger_io.level.eq(status.trigger_in),
+        cfg.segments_log2.eq(regs.segments.log2), regs.segments.current.eq(status.segment),
+        spy.segment_select.eq(regs.segment_select.segment),
         spy.hist_select.eq(regs.hist_select.histogram), spy.hist_addr.eq(regs.hist_select.bin),
         regs.hist_data.hist_data.eq(spy.hist_data),
         spy.fcount_select.filter.eq(regs.fcount_select.filter),
@@ -320,6 +368,9 @@ def connect_spy_registers(m, regs, spy, domain="pci"):
     for name in ("capacity", "start", "count", "trigger_index", "lost", "overruns"):
         m.d.comb += whole(name).eq(getattr(status, name))
     m.d.comb += whole("memory_fills").eq(spy.memory_fills)
+    entry = spy.segment_entry
+    for name in ("start", "count", "trigger_index"):
+        m.d.comb += whole(f"segment_{name}").eq(getattr(entry, name))
 
     for i in range(spy.filters):
         c = spy.comparators[i]
@@ -339,6 +390,7 @@ def connect_spy_registers(m, regs, spy, domain="pci"):
                      getattr(hi, hi_field).eq(latched)]
 
     wide("trigger_time", "trigger_time", status.trigger_timestamp)
+    wide("segment_trigger_time", "segment_trigger_time", entry.trigger_timestamp)
     wide("fcount", "fcount", spy.fcount_value)
     for name, field in shown.shape():
         value = getattr(shown, name)

@@ -6,14 +6,33 @@ trigger* records until it stops:
 
 - trigger sources (:class:`~.format.TriggerSource`): at once, the first transaction the
   filters select (at its address phase), a write to the trigger register, a protocol
-  violation among the enabled rules;
+  violation among the enabled rules, the chosen edge on the trigger input pin
+  (:class:`TriggerInput`);
 - ``pre``: pre-trigger records kept (less than the capacity, else the arm is refused and
   ``pre_error`` says so); ``post``: stop after that many post-trigger records (0: no
   limit); without ``ring`` the capture also stops when memory is full (pre + post records
   fill the capacity); with ``ring`` it overwrites the oldest records until ``stop`` or
   ``post``;
 - the trigger record is the raw record of the trigger clock (its ``trigger`` bit set) in raw
-  mode, a TRIGGER event in summary mode.
+  mode, a TRIGGER event in summary mode;
+- ``segments`` (``2**segments_log2``, at most :data:`MAX_SEGMENTS`; not with ``ring``): the
+  memory is split into that many equal segments of ``capacity >> segments_log2`` records.
+  Each holds its own ``pre`` pre-trigger records (a ring inside the segment) and its
+  post-trigger records until the segment is full or ``post`` is reached; then the recorder
+  re-arms by itself in the next segment (the trigger fires again from the next clock on).
+  It stops when the last segment is full, or at ``stop``. Each segment that ends (full or
+  stopped) leaves its ``start``, ``count``, ``trigger_index`` and ``trigger_timestamp`` in a
+  :class:`SegmentTable` entry; the ``start``/``count``/``trigger_*`` outputs always show the
+  current segment. One segment is the plain capture above.
+
+Markers (``markers``): each chosen edge of the trigger input while the capture runs is
+stored: in summary mode as a MARKER event with the timestamp of the clock it was seen in
+(edges that come while one waits for a free slot merge into it, counted in ``edges``); in
+raw mode as the ``marker`` bit of that clock's raw record, or, when that clock is not
+stored (idle compression, ``raw_select``), as a MARKER event in its place.
+
+The trigger output (:class:`TriggerOutput`) follows ``fired``: a pulse of fixed width per
+trigger (each segment's trigger pulses), or a level while a trigger is being recorded.
 
 Records are numbered in push order modulo the capacity ``C`` (memory slots / slots per
 record); the writer FIFO keeps that order, so record ``i`` lands at slot ``i * slots``.
@@ -27,16 +46,130 @@ record would overflow. In summary mode, protocol violations are written as VIOLA
 events (violations of consecutive clocks merge into one while it waits for a free slot).
 """
 
-from amaranth.hdl import Module, Signal, Mux
-from amaranth.lib import enum, wiring
+import math
+
+from amaranth.hdl import Cat, Module, ResetInserter, Signal, Mux
+from amaranth.lib import data, enum, fifo, wiring
+from amaranth.lib.cdc import FFSynchronizer
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from pcispy.spy.format import (RawRecord, SummaryRecord, TriggerEvent, OverrunEvent, WrapEvent,
-                               ViolationEvent, RecordKind, TriggerSource, CaptureMode, MAX_DELTA,
-                               MAX_RULES, TIMESTAMP_BITS, SUMMARY_RECORD_BITS)
+                               ViolationEvent, MarkerEvent, RecordKind, TriggerSource,
+                               CaptureMode, MAX_DELTA, MAX_RULES, TIMESTAMP_BITS,
+                               SUMMARY_RECORD_BITS)
 from pcispy.spy.summary import saturating_increment
 
-__all__ = ["RecorderState", "Recorder"]
+__all__ = ["RecorderState", "Recorder", "TriggerInput", "TriggerOutput", "SegmentEntry",
+           "SegmentTable", "RecordPlacement", "MAX_SEGMENTS_LOG2", "MAX_SEGMENTS",
+           "SEGMENTS_LOG2_BITS", "TRIGGER_PULSE_NS", "trigger_pulse_clocks"]
+
+#: Segments of a segmented capture: ``2**segments_log2``, segments_log2 up to this.
+MAX_SEGMENTS_LOG2 = 6
+#: The most segments a capture can be split into.
+MAX_SEGMENTS = 1 << MAX_SEGMENTS_LOG2
+#: Width of the ``segments_log2`` setting (values above MAX_SEGMENTS_LOG2 are refused).
+SEGMENTS_LOG2_BITS = 3
+#: Width of the trigger output's pulse: long enough for a scope's or a counter's trigger
+#: input (most need a few ns to tens of ns) and to see by eye on a slow time base.
+TRIGGER_PULSE_NS = 1000
+
+
+def trigger_pulse_clocks(clock_mhz):
+    """Clocks of the trigger output's pulse at ``clock_mhz`` (at least
+    :data:`TRIGGER_PULSE_NS`): 33 at 33 MHz, 66 at 66 MHz."""
+    return max(1, math.ceil(TRIGGER_PULSE_NS * clock_mhz / 1000 - 1e-9))
+
+
+class TriggerInput(wiring.Component):
+    """The trigger input pin: synchronised (two flip-flops: the pin is asynchronous to the
+    clock), then edge-detected.
+
+    Ports:
+        pin (In, 1): the pin, in any clock domain or none.
+        falling (In, 1): 0: rising edges count, 1: falling edges.
+        level (Out, 1): the pin's synchronised level.
+        edge (Out, 1): the chosen edge was seen: high for one clock, the third clock edge
+            after the pin changed before a clock edge (two synchroniser stages, then the
+            comparison with the level before).
+    """
+    def __init__(self):
+        super().__init__({"pin": In(1), "falling": In(1), "level": Out(1), "edge": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.sync = FFSynchronizer(self.pin, self.level, stages=2)
+        before = Signal()
+        m.d.sync += before.eq(self.level)
+        m.d.comb += self.edge.eq(Mux(self.falling, before & ~self.level,
+                                     ~before & self.level))
+        return m
+
+
+class TriggerOutput(wiring.Component):
+    """The trigger output pin, from a register (no glitch between clocks).
+
+    Ports:
+        fire (In, 1): the trigger fires this clock.
+        level (In, 1): 0: a pulse of ``pulse_clocks`` clocks from the clock after ``fire``
+            (a trigger during a pulse restarts it); 1: high from the clock after ``fire``
+            for as long as ``hold``.
+        hold (In, 1): a trigger is being recorded (until its segment or the capture ends).
+        pin (Out, 1).
+
+    Parameters:
+        pulse_clocks: the pulse width in clocks (:func:`trigger_pulse_clocks`).
+    """
+    def __init__(self, pulse_clocks):
+        if pulse_clocks < 1:
+            raise ValueError(f"the trigger pulse needs at least one clock, not {pulse_clocks}")
+        self.pulse_clocks = pulse_clocks
+        super().__init__({"fire": In(1), "level": In(1), "hold": In(1), "pin": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        left = Signal(range(self.pulse_clocks))     # pulse clocks left after the next
+        with m.If(self.fire):
+            m.d.sync += left.eq(self.pulse_clocks - 1)
+        with m.Elif(left != 0):
+            m.d.sync += left.eq(left - 1)
+        m.d.sync += self.pin.eq(self.fire | Mux(self.level, self.hold, left != 0))
+        return m
+
+
+class SegmentEntry(data.StructLayout):
+    """Where one segment of a capture is: ``count`` records from index ``start`` (wrapping
+    inside the segment), its trigger record's index and the trigger's timestamp (0: it did
+    not trigger)."""
+    def __init__(self):
+        super().__init__({"start": 32, "count": 32, "trigger_index": 32,
+                          "trigger_timestamp": TIMESTAMP_BITS})
+
+
+class SegmentTable(wiring.Component):
+    """The :class:`SegmentEntry` of every segment that ended, for the host to read (a small
+    block RAM of :data:`MAX_SEGMENTS` entries).
+
+    Ports:
+        write (In, 1), index (In, range(MAX_SEGMENTS)), entry (In, SegmentEntry): store
+            ``entry`` as segment ``index``'s.
+        select (In, range(MAX_SEGMENTS)), shown (Out, SegmentEntry): the entry of segment
+            ``select``, one clock after it.
+    """
+    def __init__(self):
+        super().__init__({"write": In(1), "index": In(range(MAX_SEGMENTS)),
+                          "entry": In(SegmentEntry()),
+                          "select": In(range(MAX_SEGMENTS)), "shown": Out(SegmentEntry())})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.memory = memory = Memory(shape=SegmentEntry(), depth=MAX_SEGMENTS,
+                                              init=[])
+        w = memory.write_port()
+        r = memory.read_port()
+        m.d.comb += [w.en.eq(self.write), w.addr.eq(self.index), w.data.eq(self.entry),
+                     r.addr.eq(self.select), self.shown.eq(r.data)]
+        return m
 
 
 class RecorderState(enum.Enum, shape=2):
@@ -46,13 +179,59 @@ class RecorderState(enum.Enum, shape=2):
     DONE      = 3  # stopped (full, count reached, or stop)
 
 
+class RecordPlacement(wiring.Component):
+    """Puts each record at the index the recorder gave it. The trace writer
+    (:class:`~.tracemem.TraceWriter`) writes records in push order at consecutive slots; a
+    segmented capture wraps inside a segment and jumps to the next one's base, so the
+    index of every record pushed waits here, in a FIFO that takes and gives records
+    exactly as the writer's does, and replaces the writer's slot address. With one
+    segment the index is the push count modulo the capacity: the writer's own address.
+
+    Ports:
+        restart (In, 1), wide (In, 1), push (In, 1): as the writer's.
+        index (In, addr_bits): the record index of the record pushed this clock.
+        pointer (In, addr_bits), w_en (In, 1), w_ready (In, 1): the writer's slot address
+            and write handshake to the memory.
+        w_addr (Out, addr_bits): the slot the memory writes instead of ``pointer``.
+
+    Parameters:
+        addr_bits: log2 of the memory depth in slots. fifo_depth: the writer's FIFO depth.
+    """
+    def __init__(self, addr_bits=10, fifo_depth=16):
+        self.addr_bits = addr_bits
+        self.fifo_depth = fifo_depth
+        super().__init__({"restart": In(1), "wide": In(1), "push": In(1),
+                          "index": In(addr_bits), "pointer": In(addr_bits), "w_en": In(1),
+                          "w_ready": In(1), "w_addr": Out(addr_bits)})
+
+    def elaborate(self, platform):
+        m = Module()
+        # The same FIFO as the writer's, pushed and popped in the same clocks: its head is
+        # the index of the record the writer is writing.
+        queue = fifo.SyncFIFOBuffered(width=self.addr_bits, depth=self.fifo_depth)
+        m.submodules.queue = ResetInserter(self.restart)(queue)
+        # A wide record's slots are an even slot and the next (restart writes from slot 0).
+        second = Signal()
+        m.d.comb += second.eq(self.wide & self.pointer[0])
+        m.d.comb += [
+            queue.w_en.eq(self.push), queue.w_data.eq(self.index),
+            queue.r_en.eq(self.w_en & self.w_ready & (~self.wide | second)),
+            self.w_addr.eq(Mux(self.wide, Cat(second, queue.r_data), queue.r_data)),
+        ]
+        return m
+
+
 class Recorder(wiring.Component):
     """Decides, clock by clock, which record is pushed into the trace writer.
 
     Ports:
         mode (In, CaptureMode), source (In, TriggerSource), ring (In, 1), pre (In, 32),
-            post (In, 32): the capture settings, taken at ``arm``.
+            post (In, 32), markers (In, 1), falling (In, 1), segments_log2 (In, 3): the
+            capture settings, taken at ``arm`` (``falling``: which edge of the trigger
+            input ``external`` is, recorded in MARKER events).
         arm (In, 1), stop (In, 1), trigger (In, 1): strobes (``trigger``: the register).
+        external (In, 1): the trigger input's chosen edge was seen this clock
+            (:class:`TriggerInput`).
         timestamp (In, 48): the free-running clock counter.
         raw_timestamp (In, 48): the time of ``raw_record`` (the raw capture is one clock
             late: it waits for the filter verdict of a dual address cycle).
@@ -61,13 +240,27 @@ class Recorder(wiring.Component):
         raw_valid (In, 1), raw_record (In, RawRecord(width, masters)): from the capture,
             one clock after the bus clock it records.
         summary_valid (In, 1), summary_record (In, SummaryRecord), summary_match (In, 1).
-        fire (Out, 1): the trigger fires this clock (the raw capture marks the record of
-            this clock, which arrives on the next).
+        fire (Out, 1): the trigger fires this clock in raw mode (the raw capture marks the
+            record of this clock, which arrives on the next).
+        fired (Out, 1): the trigger fires this clock (either mode).
+        recording (Out, 1): a trigger is being recorded (from the clock after ``fired``
+            until its segment or the capture ends).
         push (Out, 1), push_data (Out, 256), restart (Out, 1), wide (Out, 1): to the writer.
+        push_index (Out, addr_bits): the index of the record pushed (to
+            :class:`RecordPlacement`).
         can_push (In, 1), level (In, range(fifo_depth + 1)): from the writer.
-        state (Out, RecorderState), pre_error (Out, 1): last arm refused (``pre`` too big).
-        capacity (Out, 32), start (Out, 32), count (Out, 32): the valid records.
-        trigger_index (Out, 32), trigger_timestamp (Out, 48): where and when it triggered.
+        state (Out, RecorderState), pre_error (Out, 1): last arm refused (``pre`` not less
+            than a segment's records).
+        segment_error (Out, 1): last arm refused for its segments (``segments_log2`` over
+            :data:`MAX_SEGMENTS_LOG2`, segments of no record, or segments with ``ring``).
+        capacity (Out, 32), start (Out, 32), count (Out, 32): the valid records (of the
+            current segment).
+        trigger_index (Out, 32), trigger_timestamp (Out, 48): where and when it triggered
+            (the current segment; the timestamp is 0 until it does).
+        segment (Out, range(MAX_SEGMENTS)): the current segment.
+        segment_end (Out, 1): the current segment ends this clock (full, or stopped):
+            ``start`` ... ``trigger_timestamp`` are its final values (for the
+            :class:`SegmentTable`).
         lost (Out, 32): records dropped since arm (saturating).
         overruns (Out, 32): OVERRUN events written since arm.
 
@@ -82,20 +275,23 @@ class Recorder(wiring.Component):
         self.fifo_depth = fifo_depth
         super().__init__({
             "mode": In(CaptureMode), "source": In(TriggerSource), "ring": In(1),
-            "pre": In(32), "post": In(32),
-            "arm": In(1), "stop": In(1), "trigger": In(1),
+            "pre": In(32), "post": In(32), "markers": In(1), "falling": In(1),
+            "segments_log2": In(SEGMENTS_LOG2_BITS),
+            "arm": In(1), "stop": In(1), "trigger": In(1), "external": In(1),
             "timestamp": In(TIMESTAMP_BITS), "raw_timestamp": In(TIMESTAMP_BITS),
             "filter_trigger": In(1), "violation": In(MAX_RULES),
             "raw_valid": In(1), "raw_record": In(RawRecord(width, masters)),
             "summary_valid": In(1), "summary_record": In(SummaryRecord()),
             "summary_match": In(1),
-            "fire": Out(1),
+            "fire": Out(1), "fired": Out(1), "recording": Out(1),
             "push": Out(1), "push_data": Out(SUMMARY_RECORD_BITS), "restart": Out(1),
+            "push_index": Out(addr_bits),
             "wide": Out(1),
             "can_push": In(1), "level": In(range(fifo_depth + 1)),
-            "state": Out(RecorderState), "pre_error": Out(1),
+            "state": Out(RecorderState), "pre_error": Out(1), "segment_error": Out(1),
             "capacity": Out(32), "start": Out(32), "count": Out(32),
             "trigger_index": Out(32), "trigger_timestamp": Out(TIMESTAMP_BITS),
+            "segment": Out(range(MAX_SEGMENTS)), "segment_end": Out(1),
             "lost": Out(32), "overruns": Out(32),
         })
 
@@ -112,6 +308,9 @@ class Recorder(wiring.Component):
         ring = Signal()
         pre = Signal(32)
         post = Signal(32)
+        markers = Signal()
+        falling = Signal()
+        segments_log2 = Signal(SEGMENTS_LOG2_BITS)
         wide = Signal()
         m.d.comb += [wide.eq(mode == CaptureMode.SUMMARY), self.wide.eq(wide),
                      now.eq(Mux(wide, self.timestamp, self.raw_timestamp))]
@@ -119,8 +318,15 @@ class Recorder(wiring.Component):
         m.d.comb += [capacity.eq(Mux(wide, depth >> 1, depth)), self.capacity.eq(capacity)]
         index_mask = Signal(self.addr_bits)
         m.d.comb += index_mask.eq(capacity - 1)
+        # A segment is a power-of-two run of indices: its base has the low bits clear.
+        # Both are set at arm (a shift by the setting there, not in the push decisions).
+        seg_capacity = Signal(32, init=depth)
+        seg_mask = Signal(self.addr_bits, init=depth - 1)
+        last_segment = Signal()
+        m.d.comb += last_segment.eq(self.segment == (1 << segments_log2) - 1)
 
         head = Signal(self.addr_bits)       # index of the next record pushed
+        m.d.comb += self.push_index.eq(head)
         pushed_pre = Signal(32)
         pushed_post = Signal(32)
         triggered = Signal()
@@ -134,6 +340,10 @@ class Recorder(wiring.Component):
         viol_rules = Signal(MAX_RULES)
         viol_ts = Signal(TIMESTAMP_BITS)
         viol_clocks = Signal(8)
+        mark_pending = Signal()             # summary mode: a MARKER event waits
+        mark_ts = Signal(TIMESTAMP_BITS)
+        mark_edges = Signal(8)
+        raw_mark = Signal()                 # raw mode: the edge of the raw record's clock
 
         capturing = Signal()
         m.d.comb += capturing.eq((state == RecorderState.PRE) | (state == RecorderState.POST))
@@ -149,9 +359,12 @@ class Recorder(wiring.Component):
                 m.d.comb += cause.eq(self.trigger)
             with m.Case(TriggerSource.VIOLATION):
                 m.d.comb += cause.eq(self.violation.any())
+            with m.Case(TriggerSource.EXTERNAL):
+                m.d.comb += cause.eq(self.external)
         fire = Signal()
         m.d.comb += fire.eq((state == RecorderState.PRE) & ~trig_pending & ~self.arm & cause)
-        m.d.comb += self.fire.eq(fire & ~wide)
+        m.d.comb += [self.fire.eq(fire & ~wide), self.fired.eq(fire),
+                     self.recording.eq((state == RecorderState.POST) | trig_pending)]
         # Raw mode: the marked record arrives one clock after the trigger; it starts POST.
         raw_trigger = Signal()
         m.d.sync += raw_trigger.eq(fire & ~wide)
@@ -162,14 +375,16 @@ class Recorder(wiring.Component):
         kept = Signal(33)
         m.d.comb += kept.eq(Mux(triggered, kept_pre, pushed_pre) + pushed_post)
         retained = Signal(32)
-        m.d.comb += retained.eq(Mux(kept > capacity, capacity, kept))
+        m.d.comb += retained.eq(Mux(kept > seg_capacity, seg_capacity, kept))
+        seg_base = Signal(self.addr_bits)
+        m.d.comb += seg_base.eq(head & ~seg_mask & index_mask)
         m.d.comb += [
             self.count.eq(retained),
-            self.start.eq((head - retained) & index_mask),
+            self.start.eq(seg_base | ((head - retained) & seg_mask)),
         ]
         full = Signal()
         m.d.comb += full.eq((state == RecorderState.POST) & (
-            (~ring & (kept_pre + pushed_post >= capacity)) |
+            (~ring & (kept_pre + pushed_post >= seg_capacity)) |
             ((post != 0) & (pushed_post >= post))))
 
         # --- the records that may be pushed this clock
@@ -178,11 +393,19 @@ class Recorder(wiring.Component):
         raw = Signal(RawRecord(self.width, self.masters))
         m.d.comb += [raw.eq(self.raw_record),
                      raw.delta.eq(Mux(since > MAX_DELTA, MAX_DELTA, since))]
+        m.d.comb += raw.marker.eq(raw_mark)
+        # Raw mode: the edge is kept for the record of its clock, one clock later; a clock
+        # without a record gets a MARKER event in its place (the same time, the same slot).
+        m.d.sync += raw_mark.eq(markers & ~wide & self.external & capturing)
+        raw_marker = Signal(MarkerEvent())
+        m.d.comb += [raw_marker.kind.eq(RecordKind.MARKER), raw_marker.timestamp.eq(now),
+                     raw_marker.falling.eq(falling), raw_marker.edges.eq(1)]
         main_valid = Signal()
         m.d.comb += main_valid.eq(capturing & ~full & ~self.arm &
                                   Mux(wide, self.summary_valid & self.summary_match,
-                                      self.raw_valid))
-        main_data = Mux(wide, self.summary_record.as_value(), raw.as_value())
+                                      self.raw_valid | raw_mark))
+        main_data = Mux(wide, self.summary_record.as_value(),
+                        Mux(self.raw_valid, raw.as_value(), raw_marker.as_value()))
 
         overrun = Signal(OverrunEvent())
         m.d.comb += [overrun.kind.eq(RecordKind.OVERRUN), overrun.timestamp.eq(now),
@@ -195,6 +418,10 @@ class Recorder(wiring.Component):
                      violation_event.timestamp.eq(viol_ts),
                      violation_event.rules.eq(viol_rules),
                      violation_event.clocks.eq(viol_clocks)]
+        marker_event = Signal(MarkerEvent())
+        m.d.comb += [marker_event.kind.eq(RecordKind.MARKER),
+                     marker_event.timestamp.eq(mark_ts), marker_event.falling.eq(falling),
+                     marker_event.edges.eq(mark_edges)]
         wrap = Signal(WrapEvent())
         m.d.comb += [wrap.kind.eq(RecordKind.WRAP), wrap.timestamp.eq(now)]
 
@@ -202,6 +429,7 @@ class Recorder(wiring.Component):
         data = self.push_data
         is_trigger_push = Signal()
         pushing_violation = Signal()
+        pushing_marker = Signal()
         count_lost = Signal()
         can = self.can_push
         active = Signal()
@@ -222,6 +450,9 @@ class Recorder(wiring.Component):
             with m.Elif(trig_pending & wide):
                 m.d.comb += [push.eq(can), data.eq(trigger_event.as_value()),
                              is_trigger_push.eq(can)]
+            with m.Elif(mark_pending):
+                m.d.comb += [push.eq(can), data.eq(marker_event.as_value()),
+                             pushing_marker.eq(can)]
             with m.Elif(viol_pending):
                 m.d.comb += [push.eq(can), data.eq(violation_event.as_value()),
                              pushing_violation.eq(can)]
@@ -232,7 +463,7 @@ class Recorder(wiring.Component):
         # memory has room for the event.
         with m.If((state == RecorderState.DONE) & dropping & (lost_run != 0) &
                   (self.level <= self.fifo_depth // 2) &
-                  (ring | (kept_pre + pushed_post < capacity))):
+                  (ring | (kept_pre + pushed_post < seg_capacity))):
             m.d.comb += [push.eq(1), data.eq(overrun.as_value())]
             m.d.sync += [dropping.eq(0), lost_run.eq(0), saturating_increment(self.overruns)]
 
@@ -246,7 +477,7 @@ class Recorder(wiring.Component):
         m.d.comb += post_now.eq((state == RecorderState.POST) | raw_trigger |
                                 is_trigger_push | ((state == RecorderState.DONE) & triggered))
         with m.If(push):
-            m.d.sync += [head.eq((head + 1) & index_mask), last_ts.eq(now)]
+            m.d.sync += [head.eq(seg_base | ((head + 1) & seg_mask)), last_ts.eq(now)]
             with m.If(post_now):
                 m.d.sync += saturating_increment(pushed_post)
             with m.Else():
@@ -274,20 +505,51 @@ class Recorder(wiring.Component):
                 m.d.sync += [viol_pending.eq(1), viol_rules.eq(self.violation),
                              viol_ts.eq(self.timestamp), viol_clocks.eq(1)]
 
+        # Markers of summary mode wait in one event record; later edges merge into it.
+        marked = Signal()
+        m.d.comb += marked.eq(capturing & wide & markers & self.external)
+        with m.If(pushing_marker):
+            m.d.sync += mark_pending.eq(0)
+        with m.If(marked):
+            with m.If(mark_pending & ~pushing_marker):
+                m.d.sync += saturating_increment(mark_edges)
+            with m.Else():
+                m.d.sync += [mark_pending.eq(1), mark_ts.eq(self.timestamp),
+                             mark_edges.eq(1)]
+
+        # The end of a segment: the last one (or a stop) ends the capture; any other
+        # re-arms the recorder at the base of the next.
+        m.d.comb += self.segment_end.eq(capturing & (full | self.stop))
         with m.If(capturing & (full | self.stop)):
-            m.d.sync += state.eq(RecorderState.DONE)
+            with m.If(self.stop | last_segment):
+                m.d.sync += state.eq(RecorderState.DONE)
+            with m.Else():
+                m.d.sync += [
+                    state.eq(RecorderState.PRE), self.segment.eq(self.segment + 1),
+                    head.eq((seg_base + seg_capacity) & index_mask),
+                    pushed_pre.eq(0), pushed_post.eq(0), triggered.eq(0),
+                    self.trigger_index.eq(0), self.trigger_timestamp.eq(0),
+                ]
 
         m.d.comb += self.restart.eq(0)
         with m.If(self.arm):
             arm_capacity = Mux(self.mode == CaptureMode.SUMMARY, depth >> 1, depth)
-            with m.If(self.pre >= arm_capacity):
-                m.d.sync += self.pre_error.eq(1)
+            arm_segment = Signal(32)
+            m.d.comb += arm_segment.eq(arm_capacity >> self.segments_log2)
+            with m.If((self.segments_log2 > MAX_SEGMENTS_LOG2) | (arm_segment == 0) |
+                      (self.ring & (self.segments_log2 != 0))):
+                m.d.sync += [self.segment_error.eq(1), self.pre_error.eq(0)]
+            with m.Elif(self.pre >= arm_segment):
+                m.d.sync += [self.pre_error.eq(1), self.segment_error.eq(0)]
             with m.Else():
                 m.d.comb += self.restart.eq(1)
                 m.d.sync += [
-                    self.pre_error.eq(0),
+                    self.pre_error.eq(0), self.segment_error.eq(0),
                     mode.eq(self.mode), source.eq(self.source), ring.eq(self.ring),
-                    pre.eq(self.pre), post.eq(self.post),
+                    pre.eq(self.pre), post.eq(self.post), markers.eq(self.markers),
+                    falling.eq(self.falling), segments_log2.eq(self.segments_log2),
+                    seg_capacity.eq(arm_segment), seg_mask.eq(arm_segment - 1),
+                    self.segment.eq(0), mark_pending.eq(0), raw_mark.eq(0),
                     state.eq(RecorderState.PRE), head.eq(0), pushed_pre.eq(0),
                     pushed_post.eq(0), triggered.eq(0), last_ts.eq(self.timestamp),
                     dropping.eq(0),

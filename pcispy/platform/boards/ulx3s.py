@@ -18,12 +18,20 @@ from pcispy.pci.bus import bus_lines
 from pcispy.core.pads import INPUT_ONLY_LINES
 
 __all__ = ["WIDTH", "NEXTPNR_DEFAULTS", "PCI_PINOUT", "PCI_EDGE_PINS", "CLOCK_LINE", "RESET_LINE", "BOARDS",
+           "TRIGGER_PINS", "trigger_resource",
            "pci_resource", "pci_subsignal", "header_label", "ball", "add_pci"]
 
 #: Bus width of this pin-out.
 WIDTH = 32
 #: The bus clock a build is constrained to unless it asks otherwise (MHz).
 PCI_CLOCK_MHZ = 33
+
+#: The SDRAM trace memory's own clock offered by ``--sdram-clock`` (domain ``sdram``, from
+#: the 25 MHz oscillator by a PLL), MHz: 220 MB/s on the x16 data pins, 209 sustained. The
+#: controller's asynchronous FIFO limits it: 112 MHz alone, 105 in the whole build, so a
+#: build with it does not meet its timing yet; the default passive build keeps the SDRAM
+#: on the PCI clock (docs/sdram.md).
+SDRAM_CLOCK_MHZ = 110
 
 #: Resource subsignal of the PCI clock, and of RST#'s second pin (the reset of domain
 #: ``pci``: an FPGA pin feeds one input buffer, and the pads already sample ``rst``).
@@ -108,20 +116,44 @@ def pci_subsignal(name, pins, passive, clock_mhz=PCI_CLOCK_MHZ, **pins_args):
     return Subsignal(name, Pins(pins, dir="i" if inputs else "io", **pins_args), attrs, *extra)
 
 
+#: The spy's trigger pins, ``{subsignal: (FPGA ball, label on the display header)}``: the
+#: 7-pin display (OLED) header, which a PCI spy leaves free, has a GND pin beside them for
+#: the probe's or the cable's ground, and is away from the PCI ribbon (a 1 us edge next
+#: to the PCI clock pin, GP27, is noise on it). ``trigger_out``: 3.3 V LVCMOS, 8 mA;
+#: ``trigger_in``: 3.3 V LVCMOS with a pull-down, so an open input reads low (no edge).
+TRIGGER_PINS = {"trigger_out": ("N2", "CS"), "trigger_in": ("P1", "DC")}
+
+
+def trigger_resource():
+    """The ``pci_trigger`` resource: subsignals ``out`` and ``input`` on :data:`TRIGGER_PINS`
+    (BoardTop wires them to the spy's trigger output and input)."""
+    return Resource("pci_trigger", 0,
+                    Subsignal("out", Pins(TRIGGER_PINS["trigger_out"][0], dir="o"),
+                              Attrs(IO_TYPE="LVCMOS33", DRIVE="8", PULLMODE="NONE")),
+                    Subsignal("input", Pins(TRIGGER_PINS["trigger_in"][0], dir="i"),
+                              Attrs(IO_TYPE="LVCMOS33", PULLMODE="DOWN")))
+
+
 #: AD pins per I/O tile as the pin-out places them: each pin pair of the header is the two
 #: pins of one tile, so the pads make one copy of AD's enable and decision per pair
 #: (:class:`~pcispy.core.pads.PCIPads`'s ``pin_group``).
 PCI_PIN_GROUP = 2
 
 
-def add_pci(platform, passive=False, clock_mhz=PCI_CLOCK_MHZ):
+def add_pci(platform, passive=False, clock_mhz=PCI_CLOCK_MHZ, sdram_clock_mhz=None):
     """Add the ``pci`` resource to ``platform`` and return it, with its
     ``pci_pin_group`` and ``pci_trace_memory`` (what BoardTop keeps the spy's trace in:
     the passive build, a spy alone, uses the board's 32 MB SDRAM, amaranth-boards'
-    ``sdram`` resource, docs/sdram.md; the active build keeps block RAM)."""
-    platform.add_resources([pci_resource(passive, clock_mhz)])
+    ``sdram`` resource, docs/sdram.md; the active build keeps block RAM) and
+    ``pci_sdram_clock_mhz`` (``sdram_clock_mhz``: the SDRAM's own clock from a PLL, e.g.
+    :data:`SDRAM_CLOCK_MHZ`; None, the default: the SDRAM runs on the PCI clock); the
+    ``pci_trigger`` resource too (:func:`trigger_resource`), named by
+    ``pci_trigger_resource``."""
+    platform.add_resources([pci_resource(passive, clock_mhz), trigger_resource()])
+    platform.pci_trigger_resource = "pci_trigger"
     platform.pci_pin_group = PCI_PIN_GROUP
     platform.pci_trace_memory = "sdram" if passive else "bram"
+    platform.pci_sdram_clock_mhz = sdram_clock_mhz
     return platform
 
 

@@ -2,7 +2,8 @@
 """The spy's SDRAM trace memory in the simulated system (benches in bench_sdram.py): a
 capture longer than the SDRAM's FIFO goes through the SDRAM model and decodes record for
 record equal to the same traffic captured in block RAM; raw captures faster than the SDRAM
-report their losses; ring mode wraps the SDRAM."""
+report their losses; ring mode wraps the SDRAM; a capture fills it and stops; the trigger
+input pin triggers with pre-trigger records and marks; segmented captures re-arm."""
 
 import json
 
@@ -14,6 +15,7 @@ from pcispy.sim.system import SystemConfig
 pytestmark = pytest.mark.spy
 
 BENCH = "pcispy.sim.tests.bench_sdram"
+CAPTURES = "pcispy.sim.tests.bench_trigger_segments"
 SDRAM = SystemConfig(width=32, trace_memory="sdram")
 
 
@@ -40,3 +42,16 @@ def test_sdram_trace_memory_captures_what_block_ram_does(tmp_path):
 def test_raw_overrun_and_ring_through_sdram():
     # One simulator process for both benches.
     run_bench(BENCH, ["raw_overrun_through_sdram", "ring_through_sdram"], SDRAM)
+
+
+def test_full_through_sdram():
+    # The memory fills and the capture stops itself (pcispy/sim/tests/
+    # bench_trigger_segments.py): 2,052 spaced writes, about 200,000 bus clocks.
+    run_bench(CAPTURES, "full_through_sdram", SDRAM)
+
+
+def test_trigger_pins_and_segments_through_sdram():
+    # An external trigger with pre-trigger records and markers, segmented captures
+    # (summary, raw); one simulator process for the three.
+    run_bench(CAPTURES, ["external_trigger_pre_and_markers_through_sdram",
+                         "segments_through_sdram", "raw_segments_through_sdram"], SDRAM)
