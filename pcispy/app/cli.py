@@ -214,11 +214,19 @@ class DecodeCommand(Command):
                             help="the masters' Latency Timer (0..255), to recognise "
                                  "latency-timer endings in a raw trace (default: from the "
                                  "trace)")
+        parser.add_argument("--partial", action="store_true",
+                            help="decode the records a partial readout holds (a readout "
+                                 "that stopped; `pcispy readout --resume` completes it)")
 
     def run(self, args, out):
         from pcispy.spy.export import BINARY_FORMATS, export, trace_json
         from pcispy.spy.tracefile import read_trace
-        trace = read_trace(args.file)
+        # A large trace is memory-mapped and decoded a run of records at a time.
+        trace = read_trace(args.file, partial=args.partial)
+        if trace.partial is not None:
+            read, total = trace.partial
+            print(f"pcispy: warning: {args.file} is a partial readout: {read} of {total} "
+                  "records decoded", file=sys.stderr)
         if args.json:
             return trace_json(trace, args.latency_timer)
         binary = args.format in BINARY_FORMATS
@@ -253,6 +261,7 @@ _COMMAND_PATHS = [
     "pcispy.exerciser.target_feature:TargetCommand",
     "pcispy.exerciser.pio_feature:PioCommand",
     "pcispy.spy.capture_feature:CaptureCommand",
+    "pcispy.spy.readout:ReadoutCommand",
     "pcispy.spy.stats_feature:StatsCommand",
     "pcispy.app.report_feature:ReportCommand",
     "pcispy.sim.session_command:SimCommand",

@@ -29,7 +29,23 @@ cycles to 0x70 and 0x71. Include comparators combine with ``--combine any|all``.
 
 Trigger specs: ``now`` (at arm), ``filter`` (the first transaction the filters select),
 ``register`` (a write to the spy's trigger register, e.g. by the software under test),
-``violation[:RULE,...]`` (a protocol violation; all rules, or the named ones).
+``violation[:RULE,...]`` (a protocol violation; all rules, or the named ones),
+``external`` (the ``--edge`` of the board's trigger input pin, docs/wiring.md).
+
+The trigger input's edges can also be stored as timestamped markers (``--markers``): MARKER
+records among the others (summary mode), or the ``marker`` bit of the raw record of that
+clock (raw mode; a MARKER record when that clock is not stored). The trigger output pin
+pulses for :data:`~pcispy.spy.trigger.TRIGGER_PULSE_NS` ns at each trigger
+(``--trigger-out pulse``) or stays high while a trigger is recorded (``level``).
+
+Segmented capture (``--segments N``, a power of two up to
+:data:`~pcispy.spy.trigger.MAX_SEGMENTS`): the memory is split into N equal segments, each
+with its own ``--pre`` records before its trigger and up to ``--count`` records from it
+(or until the segment is full); the spy re-arms by itself in the next segment after each,
+and stops when the last is full. The records of every segment are written one segment after
+the other; the metadata's ``segments`` list says where each begins in the file
+(``first_record``, ``records``) and its trigger (``trigger_timestamp``, ``triggered``) and
+time base (``start_timestamp``).
 
 Protocol violations the board's checker sees are stored as VIOLATION event records among
 the transactions (``--violations``: ``all`` rules, the default, ``none``, or rule names);
@@ -43,6 +59,7 @@ the board's BAR0 keeps it out.
 
 import asyncio
 import base64
+import os
 
 from pcispy.pci.bus import COMMAND_MNEMONICS
 from pcispy.spy.registers import SPY_FILTERS
@@ -51,19 +68,20 @@ from pcispy.spy.filters import (ALL_COMMANDS, CONFIG_COMMANDS, IO_COMMANDS,
 from pcispy.spy.format import (CaptureMode, RecordKind, TriggerSource, record_bits,
                                         record_layouts)
 from pcispy.spy.spy import Spy
-from pcispy.spy.trigger import RecorderState
+from pcispy.spy.trigger import MAX_SEGMENTS, TRIGGER_PULSE_NS, RecorderState
 from pcispy.host.board import Board
 from pcispy.host.command import (Command as CliCommand, int_range, output_path, positive_seconds,
                                  run_feature)
 from pcispy.host.errors import PcispyError, RefusedSetting, UsageError
 from pcispy.spy.checker import RULES
-from pcispy.spy.tracefile import Trace, parse_trace, trace_bytes, write_trace
+from pcispy.spy.tracefile import Trace, read_trace
 
 __all__ = ["capture", "start_capture", "wait_capture", "finish_capture", "CaptureCommand",
            "SIM_WAIT_LIMIT",
            "SPY_MASTERS", "TRIGGERS", "TRACE_BAR", "ADDRESS_BITS", "FilterSpec",
            "parse_filter", "parse_trigger", "parse_violations", "check_settings",
-           "trace_metadata", "raw_start_timestamp", "read_trace_memory", "program_filters"]
+           "trace_metadata", "raw_start_timestamp", "read_trace_memory", "program_filters",
+           "EDGES", "TRIGGER_OUTPUTS", "parse_segments"]
 
 #: REQ#/GNT# pairs the board's spy records (pcispy/board/top.py builds it with the default).
 SPY_MASTERS = __import__("inspect").signature(Spy).parameters["masters"].default
@@ -73,7 +91,12 @@ TRACE_BAR = 1
 ADDRESS_BITS = 64
 #: Trigger spec keywords and the source each selects.
 TRIGGERS = {"now": TriggerSource.IMMEDIATE, "filter": TriggerSource.FILTER,
-            "register": TriggerSource.REGISTER, "violation": TriggerSource.VIOLATION}
+            "register": TriggerSource.REGISTER, "violation": TriggerSource.VIOLATION,
+            "external": TriggerSource.EXTERNAL}
+#: ``--edge`` choices: which edge of the trigger input counts (``spy.trigger_io.falling``).
+EDGES = {"rising": 0, "falling": 1}
+#: ``--trigger-out`` choices: the trigger output's behaviour (``spy.trigger_io.out_level``).
+TRIGGER_OUTPUTS = {"pulse": 0, "level": 1}
 _SPACES = {"mem": MEMORY_COMMANDS, "io": IO_COMMANDS, "cfg": CONFIG_COMMANDS,
            "any": ALL_COMMANDS}
 _MNEMONIC = {name: command for command, name in COMMAND_MNEMONICS.items()}
@@ -152,9 +175,19 @@ def parse_violations(text):
     return _rule_mask(text, f"--violations {text!r}")
 
 
+def parse_segments(segments):
+    """``--segments N`` -> log2 of N (what ``spy.segments.log2`` takes); a
+    :class:`UsageError` unless N is a power of two from 1 to :data:`MAX_SEGMENTS`."""
+    if (not isinstance(segments, int) or not 1 <= segments <= MAX_SEGMENTS
+            or segments & (segments - 1)):
+        raise UsageError(f"--segments {segments}: give a power of two from 1 to "
+                         f"{MAX_SEGMENTS}")
+    return segments.bit_length() - 1
+
+
 def parse_trigger(text):
-    """``now``, ``filter``, ``register``, ``violation[:RULE,...]`` -> ``(TriggerSource,
-    violation mask)`` (mask: every rule unless named)."""
+    """``now``, ``filter``, ``register``, ``violation[:RULE,...]``, ``external`` ->
+    ``(TriggerSource, violation mask)`` (mask: every rule unless named)."""
     keyword, _, rules = text.strip().partition(":")
     if keyword.lower() not in TRIGGERS:
         raise UsageError(f"--trigger {text!r}: give one of {', '.join(TRIGGERS)}")
@@ -248,7 +281,8 @@ _LIMITS = {"pre": ("--pre", 1 << 32), "count": ("--count", 1 << 32),
 
 def check_settings(*, mode, filters, combine, trigger, pre, count, latency_timer,
                    violations="all", ring=False, duration=None, idle_compress=True,
-                   raw_select=False):
+                   raw_select=False, edge="rising", markers=False, trigger_out="pulse",
+                   segments=1):
     """Refuse settings the spy cannot honour, or that would do nothing (a raw-mode setting
     of a summary capture): one :class:`UsageError` naming the option as the CLI spells it.
     Return the comparator settings, the trigger source and the violation mask (the rules
@@ -282,12 +316,24 @@ def check_settings(*, mode, filters, combine, trigger, pre, count, latency_timer
     if ring and source is TriggerSource.IMMEDIATE and not count and duration is None:
         raise UsageError("a --ring capture triggered 'now' never stops by itself: give "
                          "--count or --duration")
+    if edge not in EDGES:
+        raise UsageError(f"--edge {edge!r}: give {' or '.join(EDGES)}")
+    if trigger_out not in TRIGGER_OUTPUTS:
+        raise UsageError(f"--trigger-out {trigger_out!r}: give "
+                         f"{' or '.join(TRIGGER_OUTPUTS)}")
+    if edge != "rising" and source is not TriggerSource.EXTERNAL and not markers:
+        raise UsageError(f"--edge {edge} applies to --trigger external and --markers only")
+    parse_segments(segments)
+    if ring and segments > 1:
+        raise UsageError("--ring and --segments exclude each other: a segmented capture "
+                         "stops when its last segment is full")
     return specs, source, violation_mask
 
 
 async def start_capture(transport, *, mode="summary", filters=(), combine="any",
                         trigger="now", pre=0, count=0, ring=False, idle_compress=True,
-                        raw_select=False, latency_timer=0, violations="all", duration=None):
+                        raw_select=False, latency_timer=0, violations="all", duration=None,
+                        edge="rising", markers=False, trigger_out="pulse", segments=1):
     """Check the settings, program the spy and arm it (parameters as :func:`capture`;
     ``duration`` is only checked here: a ring capture triggered at once needs it or
     ``count``). Returns the run's state for :func:`wait_capture` and
@@ -298,7 +344,9 @@ async def start_capture(transport, *, mode="summary", filters=(), combine="any",
                                                    violations=violations, ring=ring,
                                                    duration=duration,
                                                    idle_compress=idle_compress,
-                                                   raw_select=raw_select)
+                                                   raw_select=raw_select, edge=edge,
+                                                   markers=markers, trigger_out=trigger_out,
+                                                   segments=segments)
     board = Board(transport)
     identity = await board.identify()
     capture_mode = CaptureMode[mode.upper()]
@@ -312,19 +360,29 @@ async def start_capture(transport, *, mode="summary", filters=(), combine="any",
     await board.write("spy.post", count)
     await board.write("spy.violation_mask_lo", violation_mask & 0xFFFF_FFFF)
     await board.write("spy.violation_mask_hi", violation_mask >> 32)
+    await board.write("spy.trigger_io", falling=EDGES[edge], markers=int(bool(markers)),
+                      out_level=TRIGGER_OUTPUTS[trigger_out])
+    await board.write("spy.segments", log2=parse_segments(segments))
     arm_time = await board.read64("irq.now")
     await board.write("spy.control", arm=1)
-    if (await board.fields("spy.status"))["pre_error"]:
+    refused = await board.fields("spy.status")
+    if refused["pre_error"] or refused["segment_error"]:
         capacity = await board.read("spy.capacity")
-        raise RefusedSetting(f"--pre {pre}: the trace memory holds {capacity} {mode} records; "
-                             f"keep fewer than that before the trigger")
+        if refused["segment_error"]:
+            raise RefusedSetting(f"--segments {segments}: the trace memory holds {capacity} "
+                                 f"{mode} records, fewer than that")
+        each = (f"each of the {segments} segments holds {capacity // segments}"
+                if segments > 1 else f"the trace memory holds {capacity}")
+        raise RefusedSetting(f"--pre {pre}: {each} {mode} records; keep fewer than that "
+                             "before the trigger")
     settings = {"filters": [dict(s) for s in specs], "combine": combine.lower(),
                 "trigger": trigger, "pre": pre, "count": count, "ring": bool(ring),
                 "idle_compress": bool(idle_compress), "raw_select": bool(raw_select),
                 "latency_timer": latency_timer, "violations": violations,
-                "duration": duration}
+                "duration": duration, "edge": edge, "markers": bool(markers),
+                "trigger_out": trigger_out, "segments": segments}
     return {"board": board, "identity": identity, "mode": capture_mode,
-            "settings": settings, "arm_time": arm_time,
+            "settings": settings, "arm_time": arm_time, "segments": segments,
             "capacity": await board.read("spy.capacity")}
 
 
@@ -350,9 +408,14 @@ async def wait_capture(run, *, duration=None, poll=0.0005, progress=None):
         return True, False
 
 
-async def finish_capture(run, *, interrupted=False, timed_out=False):
+async def finish_capture(run, *, interrupted=False, timed_out=False, output=None,
+                         progress=None, resume_command=None):
     """Stop the capture (if it still runs), wait for its last records, read them out of
-    BAR1. Returns the result of :func:`capture`."""
+    BAR1. Returns the result of :func:`capture`. With ``output`` (a path) the records are
+    streamed into that ``.pcitrace`` file a block at a time instead
+    (pcispy/spy/readout.py: ``progress(records read, records in all)``, and
+    ``resume_command`` the line a stopped readout names), and the result has no
+    ``records`` but ``output``."""
     board = run["board"]
     transport = board.transport
     clock_hz = run["identity"]["clock_hz"]
@@ -363,37 +426,103 @@ async def finish_capture(run, *, interrupted=False, timed_out=False):
               for name in ("capacity", "start", "count", "trigger_index", "lost", "overruns")}
     status["state"] = RecorderState((await board.fields("spy.status"))["state"]).name.lower()
     status["trigger_timestamp"] = await board.read64("spy.trigger_time")
-    # The timestamp counts from reset, so a trigger never fires at time 0.
-    status["triggered"] = status["trigger_timestamp"] != 0
+    status["segment"] = (await board.fields("spy.segments"))["current"]
     capture_mode = run["mode"]
     width = 64 if run["identity"]["config.bus_width"] else 32
     record_bytes = record_bits(capture_mode) // 8
-    data = await read_trace_memory(transport, status["start"], status["count"],
-                                   status["capacity"], record_bytes)
-    start_timestamp, time_base = run["arm_time"], "arm"
-    if capture_mode is CaptureMode.RAW:
-        anchored = raw_start_timestamp(data, record_bytes, status["trigger_timestamp"],
-                                       width, SPY_MASTERS)
-        if anchored is not None:
-            start_timestamp, time_base = anchored, "trigger"
-    settings = dict(run["settings"], time_base=time_base,
-                    trigger_timestamp=status["trigger_timestamp"],
-                    trigger_index=status["trigger_index"], triggered=status["triggered"],
+    # The segments that ended before the current one are in the segment table; the
+    # current (last) one is what the status registers show.
+    entries = [await _segment_entry(board, index) for index in range(status["segment"])]
+    entries.append({name: status[name] for name in _SEGMENT_FIELDS})
+    if output is not None:
+        # Memory holds one block; a readout that stops leaves a file that resumes.
+        from pcispy.spy.readout import stream_capture_to_file
+        return await stream_capture_to_file(run, output, status=status, entries=entries,
+                                            interrupted=interrupted, timed_out=timed_out,
+                                            progress=progress,
+                                            resume_command=resume_command)
+    parts, table = await _read_segments(run, entries, status["capacity"], record_bytes,
+                                        width)
+    data = b"".join(parts)
+    # The timestamp counts from reset, so a trigger never fires at time 0.
+    status["triggered"] = any(entry["triggered"] for entry in table)
+    first = table[0]
+    settings = dict(run["settings"], time_base=first["time_base"],
+                    trigger_timestamp=first["trigger_timestamp"],
+                    trigger_index=first["trigger_index"], triggered=status["triggered"],
                     interrupted=interrupted, timed_out=timed_out)
     metadata = trace_metadata(mode=capture_mode, width=width, masters=SPY_MASTERS,
                               clock_mhz=run["identity"]["clock_mhz"],
                               settings=settings, status=status,
-                              start_timestamp=max(0, start_timestamp),
+                              start_timestamp=first["start_timestamp"],
                               latency_timer=run["settings"]["latency_timer"])
+    if run.get("segments", 1) > 1:
+        metadata["segments"] = table
     return {"metadata": metadata, "records": base64.b64encode(data).decode(),
             "records_count": len(data) // record_bytes, "status": status,
             "interrupted": interrupted, "timed_out": timed_out}
 
 
+#: What a segment's entry holds: the status registers of the current segment, the
+#: ``segment_*`` registers of one that ended.
+_SEGMENT_FIELDS = ("start", "count", "trigger_index", "trigger_timestamp")
+
+
+async def _segment_entry(board, index):
+    """The segment table's entry of segment ``index`` (one that ended)."""
+    await board.write("spy.segment_select", segment=index)
+    entry = {name: await board.read(f"spy.segment_{name}")
+             for name in ("start", "count", "trigger_index")}
+    entry["trigger_timestamp"] = await board.read64("spy.segment_trigger_time")
+    return entry
+
+
+async def _read_segments(run, entries, capacity, record_bytes, width):
+    """Read the records of each segment of ``entries`` (``_SEGMENT_FIELDS`` dicts) out of
+    BAR1: ``(parts, table)``, ``parts`` each segment's records (bytes, capture order),
+    ``table`` per segment its ``index``, ``first_record`` (in the joined parts),
+    ``records``, ``start``, ``trigger_index``, ``trigger_timestamp``, ``triggered``,
+    ``start_timestamp`` and ``time_base`` (what its first raw record's time counts from:
+    ``trigger``, ``arm``, or ``none``, unknown). A segment of ``capacity / segments``
+    records wraps inside itself."""
+    size = capacity // run.get("segments", 1)
+    transport = run["board"].transport
+    parts, table = [], []
+    first = 0
+    for index, entry in enumerate(entries):
+        start, count = entry["start"], entry["count"]
+        base = start - start % size
+        head = min(count, base + size - start)
+        part = await read_trace_memory(transport, start, head, capacity, record_bytes)
+        if count > head:
+            part += await read_trace_memory(transport, base, count - head, capacity,
+                                            record_bytes)
+        # Raw records count time from the one before: the trigger record anchors a
+        # segment's time; without it the first segment counts from the arm.
+        start_timestamp, time_base = (run["arm_time"], "arm") if index == 0 else \
+            (entry["trigger_timestamp"], "none")
+        if run["mode"] is CaptureMode.RAW:
+            anchored = raw_start_timestamp(part, record_bytes, entry["trigger_timestamp"],
+                                           width, SPY_MASTERS)
+            if anchored is not None:
+                start_timestamp, time_base = anchored, "trigger"
+        table.append({"index": index, "first_record": first, "records": count,
+                      "start": start, "trigger_index": entry["trigger_index"],
+                      "trigger_timestamp": entry["trigger_timestamp"],
+                      "triggered": entry["trigger_timestamp"] != 0,
+                      "start_timestamp": max(0, start_timestamp),
+                      "time_base": time_base})
+        first += count
+        parts.append(part)
+    return parts, table
+
+
 async def capture(transport, *, mode="summary", filters=(), combine="any", trigger="now",
                   pre=0, count=0, ring=False, idle_compress=True, raw_select=False,
                   latency_timer=0, violations="all", duration=None, poll=0.0005,
-                  progress=None, limit=None):
+                  progress=None, limit=None, edge="rising", markers=False,
+                  trigger_out="pulse", segments=1, output=None, readout_progress=None,
+                  resume_command=None):
     """Capture bus traffic with the spy and read it back.
 
     Parameters: ``mode`` ``"raw"`` or ``"summary"``; ``filters`` filter specs (strings
@@ -408,7 +537,12 @@ async def capture(transport, *, mode="summary", filters=(), combine="any", trigg
     (None: until the capture stops by itself, in simulation at most ``limit`` seconds of
     bus time, default :data:`SIM_WAIT_LIMIT`); ``poll`` seconds between status polls;
     ``progress`` an optional ``callable(count, capacity, state)`` (in-process transports
-    only).
+    only); ``edge`` ``"rising"``/``"falling"``: the trigger input's edge that counts (for
+    ``trigger="external"`` and ``markers``); ``markers`` store the trigger input's edges;
+    ``trigger_out`` ``"pulse"``/``"level"``: the trigger output pin; ``segments`` split
+    the memory into that many segments (:func:`parse_segments`); ``output``: stream the
+    records into this ``.pcitrace`` file (:func:`finish_capture`), ``readout_progress``
+    and ``resume_command`` as ``finish_capture``'s ``progress`` and ``resume_command``.
 
     Returns ``{"metadata": ..., "records": base64 of the records in capture order,
     "records_count", "status": {...}, "interrupted": bool, "timed_out": bool,
@@ -419,7 +553,8 @@ async def capture(transport, *, mode="summary", filters=(), combine="any", trigg
                               trigger=trigger, pre=pre, count=count, ring=ring,
                               idle_compress=idle_compress, raw_select=raw_select,
                               latency_timer=latency_timer, violations=violations,
-                              duration=duration)
+                              duration=duration, edge=edge, markers=markers,
+                              trigger_out=trigger_out, segments=segments)
     # In simulation nothing else ends a wait: the simulated bus time bounds it.
     bound = None
     if duration is None and transport.kind == "sim":
@@ -428,7 +563,9 @@ async def capture(transport, *, mode="summary", filters=(), combine="any", trigg
             raise UsageError(f"--sim-limit {bound}: give a positive number of seconds")
     interrupted, timed_out = await wait_capture(
         run, duration=duration if bound is None else bound, poll=poll, progress=progress)
-    result = await finish_capture(run, interrupted=interrupted, timed_out=timed_out)
+    result = await finish_capture(run, interrupted=interrupted, timed_out=timed_out,
+                                  output=output, progress=readout_progress,
+                                  resume_command=resume_command)
     return dict(result, limit_reached=timed_out and bound is not None, limit=bound)
 
 
@@ -444,6 +581,9 @@ class CaptureCommand(CliCommand):
         "--pre 64 --count 512 -o burst.pcitrace",
         "pcispy capture --trigger register --filter '!mem:0xf0000000/0xfffff000' -o run.pcitrace",
         "pcispy capture --trigger violation --mode raw --pre 200 --count 200 -o bad.pcitrace",
+        "pcispy capture --trigger external --edge falling --markers -o scope.pcitrace",
+        "pcispy capture --mode raw --trigger filter --filter MW --segments 16 --pre 4 "
+        "--count 28 -o bursts.pcitrace",
         "pcispy decode rtc.pcitrace",
     )
 
@@ -458,7 +598,25 @@ class CaptureCommand(CliCommand):
         parser.add_argument("--combine", choices=("any", "all"), default="any",
                             help="how include filters combine (default any)")
         parser.add_argument("--trigger", default="now", metavar="SPEC",
-                            help="now (default), filter, register, or violation[:RULE,...]")
+                            help="now (default), filter, register, violation[:RULE,...], "
+                                 "or external (the --edge of the trigger input pin, "
+                                 "docs/wiring.md)")
+        parser.add_argument("--edge", choices=tuple(EDGES), default="rising",
+                            help="the trigger input's edge that counts for --trigger "
+                                 "external and --markers (default rising)")
+        parser.add_argument("--markers", action="store_true",
+                            help="store each --edge of the trigger input as a timestamped "
+                                 "marker: a MARKER record (summary), the raw record's "
+                                 "marker bit (raw)")
+        parser.add_argument("--trigger-out", choices=tuple(TRIGGER_OUTPUTS), default="pulse",
+                            help=f"the trigger output pin: a {TRIGGER_PULSE_NS} ns pulse at "
+                                 "each trigger (default), or high while a trigger is "
+                                 "recorded")
+        parser.add_argument("--segments", type=int, default=1, metavar="N",
+                            help=f"split the memory into N segments (a power of two up to "
+                                 f"{MAX_SEGMENTS}), each with its own --pre records and "
+                                 "trigger, re-armed after the previous one fills; stops "
+                                 "when the last is full (default 1)")
         parser.add_argument("--violations", default="all", metavar="RULES",
                             help="protocol violations stored as event records among the "
                                  "transactions: all (default), none, or rule names joined "
@@ -501,25 +659,38 @@ class CaptureCommand(CliCommand):
                          trigger=args.trigger, pre=args.pre, count=args.count,
                          ring=args.ring, idle_compress=not args.no_idle_compress,
                          raw_select=args.select, latency_timer=args.latency_timer,
-                         violations=args.violations, duration=args.duration)
+                         violations=args.violations, duration=args.duration,
+                         edge=args.edge, markers=args.markers,
+                         trigger_out=args.trigger_out, segments=args.segments)
         # Bad settings end here with the usage line, before any board or simulator starts.
         check_settings(**{k: arguments[k] for k in ("mode", "filters", "combine", "trigger",
                                                     "pre", "count", "latency_timer",
                                                     "violations", "ring", "duration",
-                                                    "idle_compress", "raw_select")})
+                                                    "idle_compress", "raw_select", "edge",
+                                                    "markers", "trigger_out", "segments")})
         if args.sim_limit is not None:
             if args.sysfs is not None or args.uart is not None:
                 raise UsageError("--sim-limit bounds a capture in simulation; on hardware "
                                  "give --duration (or stop it with Ctrl-C)")
             arguments["limit"] = args.sim_limit
-        result = _run_with_progress(args, arguments)
+        # The feature streams the records into a file beside the output (in simulation
+        # from the simulator's process: an absolute path), which takes the output's name
+        # once the capture is kept: a capture refused below leaves an existing file as it
+        # was, and a readout that stops leaves its partial file under the name the resume
+        # command gives.
+        from pcispy.spy.readout import resume_command
+        streaming = f"{args.output}.part"
+        arguments.update(output=os.path.abspath(streaming),
+                         resume_command=resume_command(args, args.output))
+        try:
+            result = _run_with_progress(args, arguments)
+        except PcispyError:
+            if os.path.exists(streaming):
+                os.replace(streaming, args.output)
+            raise
         if result.get("limit_reached"):
             _refuse_empty(result, args)
-        try:
-            write_trace(args.output, base64.b64decode(result["records"]), result["metadata"])
-        except OSError as error:
-            raise PcispyError(f"cannot write {args.output}: {error.strerror}") from None
-        result = {key: value for key, value in result.items() if key != "records"}
+        os.replace(streaming, args.output)
         result["output"] = args.output
         if not args.json:
             status = result["status"]
@@ -527,7 +698,9 @@ class CaptureCommand(CliCommand):
                    f"stopped after {result['limit']} s of simulated bus time (--sim-limit)"
                    if result.get("limit_reached") else
                    "stopped at the end of --duration" if result["timed_out"] else status["state"])
-            out.write(f"{args.output}: {result['records_count']} {args.mode} records "
+            segments = result["metadata"].get("segments")
+            parts = f" in {len(segments)} segments" if segments else ""
+            out.write(f"{args.output}: {result['records_count']} {args.mode} records{parts} "
                       f"({how}; {'triggered' if status['triggered'] else 'not triggered'}"
                       f", {status['lost']} lost in {status['overruns']} overruns)\n")
         return result
@@ -535,14 +708,15 @@ class CaptureCommand(CliCommand):
 
 def _observed(result):
     """Records of a capture result that show the bus: all but the trigger's own mark (a
-    TRIGGER event, or the raw record of the arm clock a trigger 'now' stores) and WRAP
-    time bases."""
+    TRIGGER event, or the raw record of the arm clock a trigger 'now' stores), WRAP
+    time bases and MARKER events (the trigger input's, not the bus's)."""
     import numpy as np
-    trace = parse_trace(trace_bytes(base64.b64decode(result["records"]), result["metadata"]))
+    trace = read_trace(result["output"])
     marks = np.zeros(len(trace), dtype=bool)
     raw_at = trace.indices(RecordKind.RAW)
     marks[raw_at] = trace.columns(RecordKind.RAW, ["trigger"])["trigger"] == 1
-    ignored = np.isin(trace.kinds, [RecordKind.TRIGGER.value, RecordKind.WRAP.value])
+    ignored = np.isin(trace.kinds, [RecordKind.TRIGGER.value, RecordKind.WRAP.value,
+                                    RecordKind.MARKER.value])
     return int(np.count_nonzero(~marks & ~ignored))
 
 
@@ -554,6 +728,7 @@ def _refuse_empty(result, args):
     observed = _observed(result)
     if status["triggered"] and observed:
         return
+    os.unlink(result["output"])              # no file of a capture that saw nothing
     waited = (f"within {result['limit']} s of simulated bus time "
               f"({round(result['limit'] * result['metadata']['clock_mhz'] * 1e6)} clocks)")
     if not status["triggered"]:
@@ -580,7 +755,11 @@ def _run_with_progress(args, arguments):
             def progress(count, capacity, state):
                 bar.update(task, completed=count, total=capacity,
                            description=f"{label} ({state})")
-            arguments = dict(arguments, progress=progress)
+
+            def readout(read, total):
+                bar.update(task, completed=read, total=total,
+                           description=f"reading out {total} records into {args.output}")
+            arguments = dict(arguments, progress=progress, readout_progress=readout)
         return run_feature(args, capture, **arguments)
 
 

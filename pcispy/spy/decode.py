@@ -36,9 +36,14 @@ ends it (FRAME# deasserted with IRDY# and TRDY# or STOP#, or IRDY# without any D
 clocks or more after the address phase: a master abort); the PAR of that last clock is not
 checked. The first clock of the trace and the first after an OVERRUN event are of unknown
 history: a transaction in flight there, or one whose end was not seen before the trace
-ends or records were lost, is left out.
+ends or records were lost, is left out. So is the first clock of each segment of a
+segmented capture (metadata ``segments``): a segment is a capture of its own, and no
+transaction is joined across the clocks between two segments, which were not recorded.
 """
 
+import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -47,10 +52,12 @@ from pcispy.pci.bus import Command, DevselSpeed, Termination, bus_lines
 from pcispy.spy.format import (
     RawRecord, RecordKind, SummaryRecord, CaptureMode,
 )
-from pcispy.spy.tracefile import pack_records, record_dtype, trace_bytes, parse_trace
+from pcispy.spy.tracefile import (pack_records, parse_trace, record_dtype,
+                                  trace_bytes, write_trace)
 
-__all__ = ["SUMMARY_DTYPE", "summarise", "summarise_raw", "is_select_capture",
-           "after_lost_records", "raw_records", "synthetic_trace", "measure_decode_speed"]
+__all__ = ["SUMMARY_DTYPE", "summarise", "iter_summaries", "summarise_raw", "is_select_capture",
+           "after_lost_records", "lost_marks", "segment_marks", "raw_records", "synthetic_trace",
+           "synthetic_summary_trace", "measure_decode_speed", "measure_decode_memory"]
 
 #: dtype of a summary: the fields of the hardware record.
 SUMMARY_DTYPE = record_dtype(SummaryRecord())
@@ -119,9 +126,20 @@ def summarise_raw(raw, times, segment_start=None, *, width=32, masters=1, latenc
     from a completion; ``selected``: the records are a capture of selected transactions only
     (see the module docstring). Returns a :data:`SUMMARY_DTYPE` array in transaction order.
     """
+    out, _, _, complete = _summarise_raw(raw, times, segment_start, width=width,
+                                         masters=masters, latency_timer=latency_timer,
+                                         selected=selected)
+    return out[complete]
+
+
+def _summarise_raw(raw, times, segment_start, *, width, masters, latency_timer, selected):
+    """:func:`summarise_raw` before the incomplete transactions are left out: ``(summaries,
+    first record, last record, complete)`` of every transaction that starts in ``raw``."""
     n = len(times)
+    nothing = (np.zeros(0, dtype=SUMMARY_DTYPE), np.zeros(0, np.int64), np.zeros(0, np.int64),
+               np.zeros(0, bool))
     if n == 0:
-        return np.zeros(0, dtype=SUMMARY_DTYPE)
+        return nothing
     line = {name: raw[f"bus.{name}"] for name in bus_lines(width)}
     flag = {name: line[name].astype(bool) for name in
             ("frame", "irdy", "trdy", "stop", "devsel", "perr", "serr")}
@@ -149,7 +167,7 @@ def summarise_raw(raw, times, segment_start=None, *, width=32, masters=1, latenc
     ends = np.append(leaders[1:], n)[is_txn] - 1
     count = len(lead)
     if count == 0:
-        return np.zeros(0, dtype=SUMMARY_DTYPE)
+        return nothing
     g = _Spans(lead, ends)
     member = _spans(lead, ends, n)
     later = member.copy()                   # a transaction's clocks after the address phase
@@ -248,7 +266,7 @@ def summarise_raw(raw, times, segment_start=None, *, width=32, masters=1, latenc
     errors = g.total((member & (flag["perr"] | flag["serr"])) | (later & par_bad))
     out["parity_error"] = (errors > 0) | finish_par
     out["master"] = master
-    return out[complete]
+    return out, lead, ends, complete
 
 
 def _master(gnt, lead, known, masters):
@@ -263,23 +281,70 @@ def _master(gnt, lead, known, masters):
     return np.where(known, master, 0)
 
 
-def summarise(trace, latency_timer=None):
+def summarise(trace, latency_timer=None, chunk_records=None):
     """The transaction summaries of ``trace`` (:class:`~pcispy.spy.tracefile.Trace`): a summary
     capture's own records, or the software decode of a raw capture. ``latency_timer``
-    defaults to the trace metadata's."""
+    defaults to the trace metadata's; ``chunk_records`` as for :func:`iter_summaries`."""
+    parts = list(iter_summaries(trace, latency_timer, chunk_records))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=SUMMARY_DTYPE)
+
+
+def iter_summaries(trace, latency_timer=None, chunk_records=None):
+    """:func:`summarise` a run of ``chunk_records`` records of ``trace`` at a time
+    (:meth:`~pcispy.spy.tracefile.Trace.chunks`; default
+    :data:`~pcispy.spy.tracefile.CHUNK_RECORDS`): yields :data:`SUMMARY_DTYPE` arrays
+    whose concatenation is the summaries of the whole trace, whatever ``chunk_records``.
+
+    A raw trace is decoded across the runs: the records of a transaction still going at the
+    end of a run (and the record before it, the clock before its address phase) are decoded
+    again with the next run; record times and lost-record marks carry over from run to
+    run. Memory holds a run and that transaction. The first raw record of each segment
+    (:func:`segment_marks`) starts a new decode, as one after lost records does."""
     if trace.mode is CaptureMode.SUMMARY:
-        return trace.summaries.astype(SUMMARY_DTYPE)
+        for _, chunk in trace.chunks(chunk_records):
+            yield chunk.summaries.astype(SUMMARY_DTYPE)
+        return
     if latency_timer is None:
         latency_timer = trace.metadata["latency_timer"]
-    raw_at = trace.indices(RecordKind.RAW)
-    # The history before the first record, and before records lost, is unknown.
-    segment_start = after_lost_records(trace)
-    if len(segment_start):
-        segment_start[0] = True
+    settings = dict(width=trace.width, masters=trace.masters, latency_timer=latency_timer,
+                    selected=is_select_capture(trace))
     names = [f"bus.{name}" for name in bus_lines(trace.width)]
-    return summarise_raw(trace.columns(RecordKind.RAW, names), trace.times()[raw_at],
-                         segment_start, width=trace.width, masters=trace.masters,
-                         latency_timer=latency_timer, selected=is_select_capture(trace))
+    start, overrun, segment = trace.metadata["start_timestamp"], False, None
+    # The raw records not decoded for good yet: the record before the transaction going
+    # on, and its records.
+    pending = None
+    chunks = trace.chunks(chunk_records)
+    chunk = next(chunks, (None, None))[1]
+    while chunk is not None:
+        following = next(chunks, (None, None))[1]
+        times = chunk.times(start)
+        start = chunk.time_after(times)
+        lost, overrun = lost_marks(chunk, overrun)
+        begins, segment = segment_marks(chunk, segment)
+        raw_at = chunk.indices(RecordKind.RAW)
+        part = (chunk.columns(RecordKind.RAW, names), times[raw_at], lost | begins)
+        if pending is not None:
+            part = ({name: np.concatenate([pending[0][name], part[0][name]]) for name in names},
+                    np.concatenate([pending[1], part[1]]), np.concatenate([pending[2], part[2]]))
+        columns, raw_times, seg = part
+        if not len(raw_times):
+            chunk = following
+            continue
+        if pending is None:
+            # The history before the first record is unknown.
+            seg[0] = True
+        out, lead, ends, complete = _summarise_raw(columns, raw_times, seg, **settings)
+        n = len(raw_times)
+        if following is None:
+            yield out[complete]
+            return
+        going = ends == n - 1
+        restart = int(lead[going][0]) if going.any() else n
+        yield out[complete & ~going]
+        keep = slice(restart - 1, None)
+        pending = ({name: value[keep] for name, value in columns.items()}, raw_times[keep],
+                   seg[keep])
+        chunk = following
 
 
 def is_select_capture(trace):
@@ -295,13 +360,40 @@ def after_lost_records(trace):
     OVERRUN record between it and the raw record before it, so the clocks between the two
     are not known (records were lost there). The first raw record is marked when an
     OVERRUN record precedes it."""
-    raw_at = trace.indices(RecordKind.RAW)
-    seen = np.searchsorted(trace.indices(RecordKind.OVERRUN), raw_at)
+    return lost_marks(trace, False)[0]
+
+
+def lost_marks(trace, before, kind=RecordKind.RAW):
+    """:func:`after_lost_records` of a run of a trace, over its records of ``kind`` (RAW, or
+    SUMMARY: records were lost before the summary); ``before``: an OVERRUN record came after
+    the last record of ``kind`` of the runs before. Returns the marks and whether an OVERRUN
+    record comes after the run's last record of ``kind`` (the next run's ``before``)."""
+    raw_at = trace.indices(kind)
+    overruns = trace.indices(RecordKind.OVERRUN)
+    seen = np.searchsorted(overruns, raw_at)
     lost = np.zeros(len(raw_at), dtype=bool)
     if len(raw_at):
-        lost[0] = seen[0] > 0
+        lost[0] = before or seen[0] > 0
         lost[1:] = seen[1:] != seen[:-1]
-    return lost
+        return lost, bool(len(overruns) and overruns[-1] > raw_at[-1])
+    return lost, before or bool(len(overruns))
+
+
+def segment_marks(trace, before, kind=RecordKind.RAW):
+    """``(n,) bool`` over the records of ``kind`` of ``trace`` (a run of
+    :meth:`~pcispy.spy.tracefile.Trace.chunks`, or a whole trace): the record is the first
+    of its kind in its segment (metadata ``segments``), so the clocks before it are not in
+    the trace. ``before``: the segment of the last record of ``kind`` of the runs before
+    (None: none). Returns the marks and the segment of the run's last record of ``kind``
+    (the next run's ``before``). Without segments nothing is marked."""
+    at = trace.indices(kind)
+    marks = np.zeros(len(at), dtype=bool)
+    if "segments" not in trace.metadata or not len(at):
+        return marks, before
+    segment = trace.segment_of(trace.first + at)
+    marks[1:] = segment[1:] != segment[:-1]
+    marks[0] = before is not None and segment[0] != before
+    return marks, int(segment[-1])
 
 
 def raw_records(clocks, width=32, masters=1, deltas=1):
@@ -446,3 +538,71 @@ def measure_decode_speed(cycles=2_000_000, seed=1, runs=3):
         if len(summaries) != transactions:
             raise RuntimeError(f"decoded {len(summaries)} transactions of {transactions}")
     return len(trace) / best
+
+
+def synthetic_summary_trace(count, seed=1, distinct=4096):
+    """A summary :class:`~pcispy.spy.tracefile.Trace` of ``count`` summaries: the software
+    decode of :func:`synthetic_trace`'s transactions, repeated, timestamps running on."""
+    trace, _ = synthetic_trace(distinct * 8, seed)
+    one = summarise(trace)[:distinct]
+    repeat = -(-count // len(one))
+    summaries = np.tile(one, repeat)[:count]
+    span = int(one["timestamp"][-1]) + 10
+    summaries["timestamp"] += np.repeat(np.arange(repeat, dtype=np.uint64) * np.uint64(span),
+                                        len(one))[:count]
+    fields = {name: summaries[name] for name in SUMMARY_DTYPE.names}
+    return parse_trace(trace_bytes(pack_records(SummaryRecord(), fields, count),
+                                   {"mode": "summary"}))
+
+
+#: The child of :func:`measure_decode_memory`: runs ``pcispy decode FILE --format csv -o
+#: OUT`` and prints its exit status, the high-water mark of its memory (VmHWM: this
+#: program's own, where the rusage maximum would also count the parent's pages a fork
+#: shares until exec) in KiB and its CPU seconds.
+_DECODE_CHILD = """
+import resource, sys
+from pcispy.app.cli import main
+status = main(["decode", sys.argv[1], "--format", "csv", "-o", sys.argv[2]])
+with open("/proc/self/status") as file:
+    peak = next(line.split()[1] for line in file if line.startswith("VmHWM:"))
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(status, peak, usage.ru_utime + usage.ru_stime)
+"""
+
+
+def _decode_in_child(path, out):
+    """``(peak memory in MB, seconds, CPU seconds)`` of ``pcispy decode`` of ``path`` into
+    the CSV ``out``, in a child process."""
+    begin = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", _DECODE_CHILD, path, out],
+                          capture_output=True, text=True)
+    seconds = time.perf_counter() - begin
+    fields = done.stdout.split()
+    if done.returncode or len(fields) != 3 or fields[0] != "0":
+        raise RuntimeError(f"pcispy decode {path} failed: {done.stderr or done.stdout}")
+    return int(fields[1]) / 1024, seconds, float(fields[2])
+
+
+def measure_decode_memory(directory, raw=2_000_000, summaries=1_000_000, seed=1):
+    """Peak memory and time of ``pcispy decode FILE --format csv -o OUT`` (a child process)
+    of a synthetic raw trace of ``raw`` records and a summary trace of ``summaries``
+    records, written into ``directory``; and of a trace of one record (what the command
+    needs whatever the trace: Python, numpy, Amaranth's record layouts). Returns
+    ``{"spy.decode_peak_mb.raw_2m", "spy.decode_seconds.raw_2m" (wall clock),
+    "spy.decode_cpu_seconds.raw_2m", ...summary_1m, ...one_record}``."""
+    traces = {
+        "raw_2m": lambda: synthetic_trace(raw, seed)[0],
+        "summary_1m": lambda: synthetic_summary_trace(summaries, seed),
+        "one_record": lambda: synthetic_summary_trace(1, seed),
+    }
+    figures = {}
+    for name, make in traces.items():
+        path = os.path.join(directory, f"{name}.pcitrace")
+        trace = make()
+        write_trace(path, trace.data, trace.metadata)
+        del trace
+        peak, seconds, cpu = _decode_in_child(path, os.path.join(directory, f"{name}.csv"))
+        figures[f"spy.decode_peak_mb.{name}"] = round(peak, 1)
+        figures[f"spy.decode_seconds.{name}"] = round(seconds, 2)
+        figures[f"spy.decode_cpu_seconds.{name}"] = round(cpu, 2)
+    return figures

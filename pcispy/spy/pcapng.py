@@ -17,9 +17,11 @@ decoded in software first, as for the table and the CSV).
 - Each packet is laid out by :data:`PACKET_FIELDS`, the one declaration the writer, the
   reader (:func:`read_pcapng`) and the dissector use (:func:`packet_markdown` tabulates
   it for docs/trace-format.md).
-- What the trace says beside its transactions (records lost, the trigger, protocol
-  violations) is the section's comments (``opt_comment``), a line each, as under the
-  table; a transaction after records lost carries the ``lost_before`` flag.
+- What the trace says beside its transactions (records lost, a segmented capture's
+  segments, the trigger, the trigger input's markers, protocol violations) is the
+  section's comments (``opt_comment``), a line each, as under the table; a transaction
+  after records lost carries the ``lost_before`` flag. Segments and markers leave the
+  packet layout as it is.
 
 The dissector, contrib/wireshark/pcispy.lua, reads the layout from tables that
 ``python -m pcispy.spy.pcapng`` writes into it from these declarations (a test fails when
@@ -48,7 +50,7 @@ from pcispy.pci.bus import COMMAND_MNEMONICS, TERMINATION_NAMES, DevselSpeed
 __all__ = ["LINKTYPE_USER0", "USER_LINK", "LINKTYPE", "PACKET_VERSION", "PACKET_FIELDS",
            "PACKET_DTYPE", "PACKET_BYTES", "PACKET_FLAGS", "DEVSEL_NONE", "VALUE_NAMES",
            "TSRESOL_NS", "nanoseconds", "section_header", "interface_description",
-           "enhanced_packets", "write_pcapng", "Capture", "read_pcapng",
+           "enhanced_packets", "write_pcapng", "write_pcapng_parts", "Capture", "read_pcapng",
            "packet_markdown", "dissector_tables", "dissector_lua",
            "DISSECTOR_PATH", "main"]
 
@@ -219,11 +221,20 @@ def write_pcapng(out, packets, timestamps, *, name, description, comments=(),
     """Write a whole pcapng file to the binary stream ``out``: :func:`section_header`
     (``comments``, ``application``), :func:`interface_description` (``name``,
     ``description``), then :func:`enhanced_packets` of ``packets`` at ``timestamps``."""
+    write_pcapng_parts(out, [(packets, timestamps)], name=name, description=description,
+                       comments=comments, application=application)
+
+
+def write_pcapng_parts(out, parts, *, name, description, comments=(), application=None):
+    """:func:`write_pcapng` of packets that come in ``parts``: an iterable of ``(packets,
+    timestamps)``, written as each arrives (a trace of millions of transactions in
+    bounded memory); the bytes are those of :func:`write_pcapng` of them all at once."""
     out.write(section_header(comments, application))
     out.write(interface_description(name, description))
-    for start in range(0, len(packets), _CHUNK):
-        out.write(enhanced_packets(packets[start:start + _CHUNK],
-                                   timestamps[start:start + _CHUNK]))
+    for packets, timestamps in parts:
+        for start in range(0, len(packets), _CHUNK):
+            out.write(enhanced_packets(packets[start:start + _CHUNK],
+                                       timestamps[start:start + _CHUNK]))
 
 
 #: What :func:`read_pcapng` found: the section's ``comments`` (list of str) and

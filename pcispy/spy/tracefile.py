@@ -17,7 +17,22 @@ pairs recorded), ``clock_mhz``, ``record_layout`` and ``record_bits`` (what a re
 ``capture`` (the capture settings, free-form), ``overruns`` (OVERRUN events) and ``lost``
 (records lost), ``start_timestamp`` (the time the first raw record's delta counts from),
 ``raw_time_offset`` (clocks subtracted from raw record times so that they are bus clocks),
-``latency_timer`` (the Latency Timer the software decoder assumes, 0 = none).
+``latency_timer`` (the Latency Timer the software decoder assumes, 0 = none), and for a file
+written as the board was read out (pcispy/spy/readout.py) ``readout``: ``{"complete",
+"records_total", "start", "capacity", "trigger_timestamp"}`` (the capture the records come
+from; the records read are the whole records the file holds). A file whose readout is not
+complete is a *partial readout*: :func:`read_trace` refuses it unless asked for the part.
+A segmented capture (``pcispy capture --segments N``) has ``segments``: one object per
+segment, in capture order, with at least ``first_record`` (the file's record its records
+begin at), ``records`` and ``start_timestamp`` (the time its first raw record's delta
+counts from: a raw trace's running time restarts there), and as the capture writes them
+``index``, ``start``, ``trigger_index``, ``trigger_timestamp``, ``triggered`` and
+``time_base`` (pcispy/spy/capture_feature.py).
+
+A file written as records arrive (:class:`TraceFileWriter`) pads its JSON metadata with spaces
+(JSON allows them) so that the header can be rewritten in place when the readout ends.
+Large files are memory-mapped, and :meth:`Trace.chunks` reads them a block of records at a
+time, so that whole-trace work runs in bounded memory.
 
 Field positions come from :func:`~pcispy.spy.format.record_fields` and nowhere else.
 Every damage a file can have raises :class:`~pcispy.host.errors.TraceFormatError` naming the
@@ -26,6 +41,7 @@ byte offset.
 
 import enum
 import json
+import os
 import struct
 
 import numpy as np
@@ -40,6 +56,8 @@ from pcispy.host.errors import PcispyError, TraceFormatError
 __all__ = [
     "MAGIC", "HEADER_BYTES", "Trace", "write_trace", "read_trace", "parse_trace",
     "trace_bytes", "record_dtype", "unpack_columns", "unpack_records", "pack_records",
+    "TraceFileWriter", "PartialReadout", "CHUNK_RECORDS", "MAP_BYTES", "READOUT_KEYS",
+    "SEGMENT_KEYS",
 ]
 
 MAGIC = b"PCITRACE"
@@ -60,6 +78,20 @@ _KIND_OF_LAYOUT = {type(layout): kind for kind, layout in record_layouts().items
 
 #: Highest bus clock a trace may name (PCI runs at 33 or 66 MHz; a VCD clock is >= 1 ps).
 _MAX_CLOCK_MHZ = 1000
+
+#: Records a chunk of :meth:`Trace.chunks` holds by default (4 MiB of raw records: runs of
+#: this size decode faster than the whole trace at once, their columns staying in cache).
+CHUNK_RECORDS = 1 << 18
+#: Files at least this large are memory-mapped by :func:`read_trace`, not read whole.
+MAP_BYTES = 16 << 20
+#: The keys of the ``readout`` metadata, each a non-negative integer but ``complete``.
+READOUT_KEYS = ("records_total", "start", "capacity", "trigger_timestamp")
+#: The keys every entry of the ``segments`` metadata has, each a non-negative integer (what
+#: reading the records needs; the capture writes more).
+SEGMENT_KEYS = ("first_record", "records", "start_timestamp")
+#: Spaces a :class:`TraceFileWriter` leaves after the JSON metadata, for the values it changes
+#: when the readout ends (``complete``, a raw capture's ``start_timestamp``).
+_RESERVE = 256
 
 _METADATA_DEFAULTS = {
     "bus_width": 32, "masters": 1, "clock_mhz": 100 / 3, "capture": {}, "overruns": 0,
@@ -182,22 +214,69 @@ class Trace:
         mode: :class:`~pcispy.spy.format.CaptureMode`.
         width, masters: the bus the records describe.
         data: (n, record_bytes) uint8, every record in capture order.
-        kinds: (n,) uint8, the :class:`RecordKind` of each record.
+        kinds: (n,) uint8, the :class:`RecordKind` of each record (found on first use).
         offset: byte offset of the first record in the file.
+        path: the file the records are read from by :meth:`chunks` (None: from ``data``).
+        first: the index in the whole trace of the first record (a run of
+            :meth:`chunks`: where the run begins; the ``segments`` metadata counts records
+            of the whole trace).
     """
-    def __init__(self, metadata, data, offset=0):
+    def __init__(self, metadata, data, offset=0, path=None, first=0):
         self.metadata = metadata
         self.mode = CaptureMode[metadata["mode"].upper()]
         self.width = metadata["bus_width"]
         self.masters = metadata["masters"]
         self.record_bytes = metadata["record_bits"] // 8
-        self.data = np.asarray(data, dtype=np.uint8).reshape(-1, self.record_bytes)
-        self.kinds = self.data[:, 0] & 0xF
+        self.data = data.reshape(-1, self.record_bytes) if isinstance(data, np.memmap) \
+            else np.asarray(data, dtype=np.uint8).reshape(-1, self.record_bytes)
         self.offset = offset
+        self.path = path
+        self.first = first
+        self._kinds = None
         self._cache = {}
 
     def __len__(self):
         return len(self.data)
+
+    @property
+    def kinds(self):
+        if self._kinds is None:
+            self._kinds = self.data[:, 0] & 0xF
+        return self._kinds
+
+    @property
+    def partial(self):
+        """``(records read, records of the capture)`` of a partial readout (metadata
+        ``readout`` not complete), else None."""
+        readout = self.metadata.get("readout")
+        if readout is None or readout["complete"]:
+            return None
+        return len(self), readout["records_total"]
+
+    def chunks(self, records=None):
+        """``(index of the first record, Trace)`` of consecutive runs of at most ``records``
+        (default :data:`CHUNK_RECORDS`) records, in capture order. The records of a trace
+        read from a file are read from it run by run (not through the memory map, whose
+        pages would stay in memory), so that a pass over a trace of any length holds one
+        run at a time."""
+        records = max(1, int(CHUNK_RECORDS if records is None else records))
+        if self.path is None or len(self) <= records:
+            for first in range(0, len(self), records):
+                yield first, Trace(self.metadata, self.data[first:first + records],
+                                   self.offset + first * self.record_bytes,
+                                   first=self.first + first)
+            return
+        with open(self.path, "rb") as file:
+            for first in range(0, len(self), records):
+                count = min(records, len(self) - first)
+                file.seek(self.offset + first * self.record_bytes)
+                block = np.empty(count * self.record_bytes, dtype=np.uint8)
+                if file.readinto(block) != len(block):
+                    raise _error(str(self.path), self.offset + first * self.record_bytes,
+                                 "the file changed while it was read")
+                yield first, Trace(self.metadata, block,
+                                   self.offset + first * self.record_bytes,
+                                   first=self.first + first)
 
     @property
     def layouts(self):
@@ -234,11 +313,37 @@ class Trace:
     def summaries(self):
         return self.records(RecordKind.SUMMARY)
 
-    def times(self):
+    def segment_restarts(self):
+        """``{index in this trace: start_timestamp}`` of the segments (metadata
+        ``segments``) whose first record is among this trace's records: where a raw trace's
+        running time restarts. An empty segment gives way to the next that begins there."""
+        restarts = {}
+        for segment in self.metadata.get("segments") or ():
+            at = segment["first_record"] - self.first
+            if 0 <= at < len(self):
+                restarts[at] = segment["start_timestamp"]
+        return restarts
+
+    def segment_of(self, indices):
+        """The segment (its position in the ``segments`` metadata; 0 without segments) of
+        each record at ``indices`` (of the whole trace). A record at an empty segment's
+        first record is the next segment's."""
+        firsts = [segment["first_record"] for segment in self.metadata.get("segments") or ()]
+        return np.maximum(np.searchsorted(np.asarray(firsts, dtype=np.int64),
+                                          np.asarray(indices, dtype=np.int64),
+                                          side="right") - 1, 0)
+
+    def times(self, start=None):
         """Absolute time (clocks) of every record: event and summary records carry their
         timestamp; a raw record is the previous record's time plus its delta (the first one
-        counts from ``start_timestamp``), less ``raw_time_offset``; EMPTY records repeat
-        the time before them."""
+        counts from ``start``, default ``start_timestamp``: a chunk of a trace passes the
+        :meth:`time_after` of the records before it), less ``raw_time_offset``; EMPTY
+        records repeat the time before them. In a raw trace with ``segments``, the first
+        record of each segment counts from the segment's ``start_timestamp`` (a segment is a
+        capture of its own: what came before it is not its time base)."""
+        if start is not None:
+            return Trace(dict(self.metadata, start_timestamp=start), self.data,
+                         self.offset, first=self.first).times()
         kinds = self.kinds
         raw = kinds == RecordKind.RAW.value
         anchored = ~raw & (kinds != RecordKind.EMPTY.value)
@@ -253,17 +358,40 @@ class Trace:
             if len(where):
                 anchor_time[where] = self.records(kind)["timestamp"]
         total = np.cumsum(step)
-        if not anchored.any():
+        restarts = self.segment_restarts() if self.mode is CaptureMode.RAW else {}
+        if not anchored.any() and not restarts:
             times = self.metadata["start_timestamp"] + total
             times[raw] -= self.metadata["raw_time_offset"]
             return times
-        anchor = np.maximum.accumulate(np.where(anchored, np.arange(len(kinds)), -1))
-        has = anchor >= 0
-        base = np.where(has, anchor_time[np.maximum(anchor, 0)] - total[np.maximum(anchor, 0)],
-                        self.metadata["start_timestamp"])
+        # Each position's time base is the latest anchor or segment restart at or before
+        # it: an anchor at i is key 2i + 1, a restart before record i (its delta counts
+        # from the segment's start) key 2i, so that an anchor at a segment's first record
+        # wins over the restart.
+        positions = np.arange(len(kinds), dtype=np.int64)
+        key = np.where(anchored, 2 * positions + 1, -1)
+        restart_at = np.fromiter(restarts.keys(), dtype=np.int64, count=len(restarts))
+        key[restart_at] = np.maximum(key[restart_at], 2 * restart_at)
+        restart_time = np.zeros(len(kinds), dtype=np.int64)
+        restart_time[restart_at] = np.fromiter(restarts.values(), dtype=np.int64,
+                                               count=len(restarts))
+        latest = np.maximum.accumulate(key)
+        at = np.maximum(latest, 0) // 2
+        base = np.where(latest & 1, anchor_time[at] - total[at],
+                        restart_time[at] - (total[at] - step[at]))
+        base = np.where(latest >= 0, base, self.metadata["start_timestamp"])
         times = base + total
         times[raw] -= self.metadata["raw_time_offset"]
         return times
+
+
+    def time_after(self, times):
+        """The time the next record's delta counts from, after records at ``times``
+        (:meth:`times`): the last record's time, before ``raw_time_offset``."""
+        if not len(times):
+            return self.metadata["start_timestamp"]
+        last = int(times[-1])
+        return last + self.metadata["raw_time_offset"] * int(
+            self.kinds[-1] == RecordKind.RAW.value)
 
 
 def _enum_fields(layout, prefix=""):
@@ -279,9 +407,10 @@ def _enum_fields(layout, prefix=""):
     return fields
 
 
-def _check_enum_fields(trace, name):
+def _check_enum_fields(trace, name, first=0):
     """Refuse a record whose enum field holds a value its enum does not have (e.g. a
-    summary's termination 7), naming the first such record's offset."""
+    summary's termination 7), naming the first such record's offset (and its number,
+    counted from ``first``: ``trace`` is a chunk of a longer trace)."""
     for kind in RecordKind:
         where = trace.indices(kind)
         if kind is RecordKind.EMPTY or not len(where):
@@ -297,7 +426,7 @@ def _check_enum_fields(trace, name):
             if len(bad):
                 index = int(where[bad[0]])
                 raise _error(name, trace.offset + index * trace.record_bytes,
-                             f"record {index} ({kind.name}) has {field} "
+                             f"record {first + index} ({kind.name}) has {field} "
                              f"{int(columns[field][bad[0]])}, which is no {shape.__name__}")
 
 
@@ -351,8 +480,48 @@ def _check_metadata(metadata, name, record_bytes):
     if record_bytes is not None and record_bytes * 8 != bits:
         raise _error(name, _SIZE_OFFSET, f"record size {record_bytes} bytes disagrees with "
                                          f"the {layout} layout ({bits // 8} bytes)")
+    if "segments" in full:
+        _check_segments(full["segments"], bad)
+    if "readout" in full:
+        readout = full["readout"]
+        if not isinstance(readout, dict) or not isinstance(readout.get("complete"), bool):
+            raise bad(f"readout {readout!r} is not an object with complete true or false")
+        for key in READOUT_KEYS:
+            value = readout.get(key)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise bad(f"readout {key} {value!r} is not a non-negative integer")
     full["format_version"] = FORMAT_VERSION
     return full
+
+
+def _check_segments(segments, bad):
+    """Refuse a ``segments`` metadata value that is not a list of objects with the
+    :data:`SEGMENT_KEYS` (non-negative integers; ``start_timestamp`` fits a timestamp),
+    the segments following each other (each begins where the one before ends)."""
+    if not isinstance(segments, list):
+        raise bad(f"segments {segments!r} is not a list")
+    end = 0
+    for number, segment in enumerate(segments):
+        if not isinstance(segment, dict):
+            raise bad(f"segment {number} {segment!r} is not an object")
+        for key in SEGMENT_KEYS:
+            value = segment.get(key)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise bad(f"segment {number} {key} {value!r} is not a non-negative integer")
+        if segment["start_timestamp"] >> TIMESTAMP_BITS:
+            raise bad(f"segment {number} start_timestamp {segment['start_timestamp']} does "
+                      f"not fit the {TIMESTAMP_BITS}-bit timestamp")
+        if segment["first_record"] != end:
+            raise bad(f"segment {number} first_record {segment['first_record']} is not "
+                      f"where the segments before it end ({end})")
+        end += segment["records"]
+
+
+def _header(metadata, record_bytes, reserve=0):
+    """The header and JSON metadata of a file (``metadata`` checked and complete), the JSON
+    followed by ``reserve`` spaces."""
+    text = json.dumps(metadata, sort_keys=True).encode() + b" " * reserve
+    return _HEADER.pack(MAGIC, FORMAT_VERSION, record_bytes, len(text)) + text
 
 
 def trace_bytes(records, metadata):
@@ -367,8 +536,7 @@ def trace_bytes(records, metadata):
     if len(body) % record_bytes:
         raise ValueError(f"{len(body)} bytes of records are not whole {record_bytes}-byte "
                          "records")
-    text = json.dumps(full, sort_keys=True).encode()
-    return _HEADER.pack(MAGIC, FORMAT_VERSION, record_bytes, len(text)) + text + body
+    return _header(full, record_bytes) + body
 
 
 def write_trace(path, records, metadata):
@@ -377,8 +545,14 @@ def write_trace(path, records, metadata):
         file.write(trace_bytes(records, metadata))
 
 
-def parse_trace(blob, name="trace"):
-    """A :class:`Trace` from the bytes of a file; ``name`` prefixes error messages."""
+class PartialReadout(TraceFormatError):
+    """A trace file whose readout from the board did not end (``pcispy readout --resume``
+    continues it)."""
+
+
+def _parse_header(blob, name):
+    """``(metadata, record_bytes, offset of the first record)`` of the bytes ``blob`` that
+    begin a file (at least its header and metadata; more is ignored)."""
     if len(blob) < HEADER_BYTES:
         raise _error(name, len(blob), f"truncated header ({len(blob)} of {HEADER_BYTES} "
                                       "bytes)")
@@ -413,33 +587,180 @@ def parse_trace(blob, name="trace"):
                      f"metadata is not valid JSON ({error.msg})") from None
     except RecursionError:
         raise _error(name, HEADER_BYTES, "metadata nests too deeply") from None
-    metadata = _check_metadata(metadata, name, record_bytes)
-    body = len(blob) - end
-    whole, partial = divmod(body, record_bytes)
-    if partial:
+    return _check_metadata(metadata, name, record_bytes), record_bytes, end
+
+
+def _whole_records(metadata, name, size, end, record_bytes):
+    """The records a file of ``size`` bytes holds from ``end`` on. A partial readout may end
+    in part of a record (the readout stopped while writing it): that part is not read."""
+    whole, partial = divmod(size - end, record_bytes)
+    readout = metadata.get("readout")
+    if partial and (readout is None or readout["complete"]):
         at = end + whole * record_bytes
         raise _error(name, at, f"truncated record {whole} ({partial} of {record_bytes} "
                      "bytes)")
-    trace = Trace(metadata, np.frombuffer(blob, dtype=np.uint8, count=body, offset=end), end)
+    if readout is not None and whole > readout["records_total"]:
+        raise _error(name, end + readout["records_total"] * record_bytes,
+                     f"{whole} records, more than the {readout['records_total']} the "
+                     "readout metadata gives")
+    if readout is not None and readout["complete"] and whole != readout["records_total"]:
+        raise _error(name, end + whole * record_bytes,
+                     f"{whole} records where the complete readout has "
+                     f"{readout['records_total']}")
+    return whole
+
+
+def _check_records(trace, name):
+    """Refuse records of a kind the capture mode cannot hold, or with an enum field value
+    its enum does not have, a chunk at a time."""
     allowed = _KINDS_OF_MODE[trace.mode]
     codes = np.array([k.value for k in allowed], dtype=np.uint8)
-    wrong = np.flatnonzero(~np.isin(trace.kinds, codes))
-    if len(wrong):
-        index = int(wrong[0])
-        code = int(trace.kinds[index])
-        what = (f"a {RecordKind(code).name} record" if code in RecordKind._value2member_map_
-                else f"unknown record kind {code}")
-        raise _error(name, end + index * record_bytes, f"record {index} is {what}, which a "
-                     f"{trace.mode.name.lower()} capture cannot hold")
-    _check_enum_fields(trace, name)
+    for first, chunk in trace.chunks():
+        wrong = np.flatnonzero(~np.isin(chunk.kinds, codes))
+        if len(wrong):
+            index = int(wrong[0])
+            code = int(chunk.kinds[index])
+            what = (f"a {RecordKind(code).name} record"
+                    if code in RecordKind._value2member_map_ else f"unknown record kind {code}")
+            raise _error(name, chunk.offset + index * trace.record_bytes,
+                         f"record {first + index} is {what}, which a "
+                         f"{trace.mode.name.lower()} capture cannot hold")
+        _check_enum_fields(chunk, name, first)
+
+
+def _refuse_partial(trace, name, partial):
+    if trace.partial is not None and not partial:
+        read, total = trace.partial
+        raise PartialReadout(
+            f"{name}: partial readout: {read} of {total} records; resume with `pcispy "
+            f"readout --resume {name}` (with the transport of the board that holds the "
+            "capture), or decode the part read with --partial")
+
+
+def parse_trace(blob, name="trace", *, partial=False):
+    """A :class:`Trace` from the bytes of a file; ``name`` prefixes error messages. A partial
+    readout raises :class:`PartialReadout` unless ``partial`` (then the trace holds the
+    records read)."""
+    metadata, record_bytes, end = _parse_header(blob, name)
+    whole = _whole_records(metadata, name, len(blob), end, record_bytes)
+    trace = Trace(metadata, np.frombuffer(blob, dtype=np.uint8, count=whole * record_bytes,
+                                          offset=end), end)
+    _check_records(trace, name)
+    _refuse_partial(trace, name, partial)
     return trace
 
 
-def read_trace(path):
-    """Read a ``.pcitrace`` file into a :class:`Trace`."""
+def read_trace(path, *, partial=False):
+    """Read a ``.pcitrace`` file into a :class:`Trace`: a file of :data:`MAP_BYTES` or more
+    is memory-mapped (its records are read as they are used; :meth:`Trace.chunks` reads
+    them a run at a time), a smaller one read whole. ``partial`` as for
+    :func:`parse_trace`."""
     try:
         with open(path, "rb") as file:
-            blob = file.read()
+            size = os.fstat(file.fileno()).st_size
+            if size < MAP_BYTES:
+                return parse_trace(file.read(), str(path), partial=partial)
+            head = file.read(HEADER_BYTES)
+            if len(head) == HEADER_BYTES:
+                head += file.read(_HEADER.unpack_from(head)[3])
     except OSError as error:
         raise PcispyError(f"cannot read {path}: {error.strerror}") from None
-    return parse_trace(blob, str(path))
+    name = str(path)
+    metadata, record_bytes, end = _parse_header(head, name)
+    whole = _whole_records(metadata, name, size, end, record_bytes)
+    data = np.memmap(path, dtype=np.uint8, mode="r", offset=end,
+                     shape=(whole, record_bytes)) if whole else np.zeros((0, record_bytes),
+                                                                          np.uint8)
+    trace = Trace(metadata, data, end, path=path)
+    _check_records(trace, name)
+    _refuse_partial(trace, name, partial)
+    return trace
+
+
+class TraceFileWriter:
+    """A ``.pcitrace`` file written as its records arrive (a readout from the board).
+
+    The header and metadata come first (``metadata`` as for :func:`trace_bytes`), the JSON
+    followed by spaces so that :meth:`update` can rewrite it in place; :meth:`append` adds
+    whole records and flushes them, so that a readout that stops leaves every record it
+    read in the file. :meth:`reopen` continues a file written so.
+
+    Attributes:
+        path: the file.
+        metadata: the metadata as the file holds it (checked, defaults filled in).
+        records: the records the file holds.
+    """
+    def __init__(self, path, metadata, *, reserve=_RESERVE):
+        self.path = path
+        self.metadata = _check_metadata(metadata, "metadata", None)
+        self.record_bytes = self.metadata["record_bits"] // 8
+        header = _header(self.metadata, self.record_bytes, reserve)
+        self._metadata_bytes = len(header) - HEADER_BYTES
+        self._end = len(header)
+        try:
+            self._file = open(path, "wb")
+            self._file.write(header)
+            self._file.flush()
+        except OSError as error:
+            raise PcispyError(f"cannot write {path}: {error.strerror}") from None
+        self.records = 0
+
+    @classmethod
+    def reopen(cls, path):
+        """The writer of an existing file, positioned after its last whole record (part of
+        a record at its end, from a readout stopped while writing it, is cut off)."""
+        writer = cls.__new__(cls)
+        writer.path = path
+        try:
+            with open(path, "rb") as file:
+                head = file.read(HEADER_BYTES)
+                if len(head) == HEADER_BYTES:
+                    head += file.read(_HEADER.unpack_from(head)[3])
+                size = os.fstat(file.fileno()).st_size
+            metadata, record_bytes, end = _parse_header(head, str(path))
+            whole = _whole_records(metadata, str(path), size, end, record_bytes)
+            writer._file = open(path, "r+b")
+            writer._file.truncate(end + whole * record_bytes)
+            writer._file.seek(0, os.SEEK_END)
+        except OSError as error:
+            raise PcispyError(f"cannot open {path}: {error.strerror}") from None
+        writer.metadata = metadata
+        writer.record_bytes = record_bytes
+        writer._metadata_bytes = end - HEADER_BYTES
+        writer._end = end
+        writer.records = whole
+        return writer
+
+    def append(self, records):
+        """Add whole records (bytes or an (n, record_bytes) uint8 array) and flush them."""
+        body = bytes(records) if isinstance(records, (bytes, bytearray, memoryview)) else \
+            np.ascontiguousarray(records, dtype=np.uint8).tobytes()
+        if len(body) % self.record_bytes:
+            raise ValueError(f"{len(body)} bytes are not whole {self.record_bytes}-byte "
+                             "records")
+        self._file.write(body)
+        self._file.flush()
+        self.records += len(body) // self.record_bytes
+
+    def update(self, metadata):
+        """Rewrite the metadata in place (it must fit the room the file has for it)."""
+        full = _check_metadata(metadata, "metadata", self.record_bytes)
+        text = json.dumps(full, sort_keys=True).encode()
+        if len(text) > self._metadata_bytes:
+            raise ValueError(f"metadata of {len(text)} bytes does not fit the "
+                             f"{self._metadata_bytes} bytes the file has for it")
+        position = self._file.tell()
+        self._file.seek(HEADER_BYTES)
+        self._file.write(text + b" " * (self._metadata_bytes - len(text)))
+        self._file.seek(position)
+        self._file.flush()
+        self.metadata = full
+
+    def close(self):
+        self._file.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -16,7 +16,7 @@ from pcispy.spy.format import CaptureMode, RecordKind, SummaryRecord, TriggerEve
 from pcispy.app import cli
 from pcispy.spy import capture_feature as capture_feature
 from pcispy.spy.capture_feature import SIM_WAIT_LIMIT, trace_metadata
-from pcispy.spy.tracefile import pack_records, read_trace
+from pcispy.spy.tracefile import pack_records, read_trace, write_trace
 
 from pcispy.app.tests._cli import run_cli
 
@@ -49,8 +49,12 @@ def fabricated(monkeypatch):
     calls = {}
 
     def run_feature(args, feature, **arguments):
+        # As the feature does: the records go into the file it is given, not the result.
         calls["arguments"] = arguments
-        return calls["result"]
+        result = dict(calls["result"])
+        write_trace(arguments["output"], base64.b64decode(result.pop("records")),
+                    result["metadata"])
+        return dict(result, output=arguments["output"])
     monkeypatch.setattr(capture_feature, "run_feature", run_feature)
     return calls
 
@@ -73,7 +77,17 @@ def test_nothing_useful_within_the_limit_is_one_line_and_no_file(
                                "--sim-limit", "0.002", "-o", str(path))
     assert (status, out, err) == (2, "", says)
     assert fabricated["arguments"]["limit"] == 0.002
-    assert not path.exists()
+    assert not path.exists() and list(tmp_path.iterdir()) == []
+
+
+def test_a_refused_capture_leaves_an_existing_file_as_it_was(tmp_path, fabricated):
+    fabricated["result"] = _result([TRIGGER])
+    path = tmp_path / "x.pcitrace"
+    path.write_bytes(b"an earlier capture")
+    status, _, _ = run_cli("--sim", "capture", "--sim-limit", "0.002", "-o", str(path))
+    assert status == 2
+    assert path.read_bytes() == b"an earlier capture"
+    assert list(tmp_path.iterdir()) == [path]
 
 
 def test_records_within_the_limit_are_written(tmp_path, fabricated):
