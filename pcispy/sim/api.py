@@ -129,6 +129,7 @@ class SimSystem:
         dut.ctl_sel.value = 0
         dut.ctl_addr.value = 0
         dut.ctl_wdata.value = 0
+        dut.trigger_in.value = 0
         cocotb.start_soon(Clock(dut.pci_clk, self.period_ns, unit="ns").start())
         dut.pci_rst.value = 1
         await ClockCycles(dut.pci_clk, 8)
@@ -142,6 +143,17 @@ class SimSystem:
         if scenario:
             start_scenario(self, scenario.name, self.seed)
         return self
+
+    async def set_trigger_input(self, level):
+        """Drive the board's trigger input pin to ``level`` from the next falling clock
+        edge (the board samples it at the rising edge after)."""
+        from cocotb.triggers import FallingEdge
+        await FallingEdge(self.dut.pci_clk)
+        self.dut.trigger_in.value = int(level)
+
+    def trigger_output(self):
+        """The board's trigger output pin now (0 or 1)."""
+        return int(self.dut.trigger_out.value)
 
     async def _set_up(self, profile):
         """What RST# undoes and the system needs: host memory's window, the profile."""
@@ -223,7 +235,9 @@ class SimSystem:
     # --- status ------------------------------------------------------------------
 
     async def cycle(self):
-        """Clocks since reset (64-bit, read atomically)."""
+        """Clocks since the model started (64-bit, read atomically): the one count of
+        the system, which the checker's and the resolver's logs use too; a mid-run RST#
+        does not reset it. The value is that of the clock the read is presented in."""
         from pcispy.sim.system import Agent, SystemReg
         ctl = self.ctl[Agent.SYSTEM]
         lo = await ctl.read(SystemReg.CYCLE_LO)
@@ -310,9 +324,10 @@ class SimSystem:
 
     async def _checker_log(self, ctl, rules, masters):
         """The protocol checker's log: its first clocks with a violation."""
-        from pcispy.sim.system import SystemReg
+        from pcispy.sim.system import SystemReg, slot0_name
         from pcispy.spy.checker import LOG_DEPTH
         by_number = {number: name for name, number in masters.items()}
+        by_number[masters["board"]] = slot0_name(self.config)
         log = []
         for index in range(min(LOG_DEPTH, await ctl.read(SystemReg.CHECK_LOG_ENTRIES))):
             await ctl.write(SystemReg.CHECK_LOG_INDEX, index)

@@ -17,9 +17,23 @@ by :class:`VerilogCore`. Either is chosen per run with ``SystemConfig(core=...)`
 
 Memories that Python should reach (``backdoor`` access from cocotb) must be named
 ``bd_*`` in the core's Verilog: only those are made public in the model.
+
+A Verilog core whose PCI pins are ``inout`` ports (as on a chip) names them in ``io`` of
+its pin map, with ``oe`` naming the signal inside the core that enables the port's
+driver. :class:`VerilogCore` then puts the core in a small generated Verilog module
+(:func:`inout_wrapper`): each inout port sits on a net that the rest of the bus drives
+weakly (``assign (weak0, weak1)``), so the core reads the bus when it does not drive and
+its own value when it does (Verilator resolves the strengths), and the enable is read
+from inside the core by a hierarchical name. The resolver and the checker thus still see
+who drives each line, as for o/oe/i ports. (Verilator offers no way to read a tristate
+driver's enable through a port that other drivers share: ``x !== 1'bz`` counts the
+weak driver too.)
 """
 
+import hashlib
 import json
+import os
+import re
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -29,7 +43,11 @@ from amaranth.lib import io, wiring
 
 from pcispy.pci.bus import bus_lines
 
-__all__ = ["PinMap", "CoreDescription", "VerilogCore", "core_component"]
+__all__ = ["PinMap", "CoreDescription", "VerilogCore", "core_component", "inout_wrapper"]
+
+#: A signal inside the core that an inout pin's ``oe`` may name: a Verilog identifier,
+#: or a dotted path into its submodules.
+_SIGNAL_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)*")
 
 #: Lines a core may drive without an output enable: point-to-point outputs of a slot.
 _ALWAYS_DRIVEN = frozenset({"req"})
@@ -45,6 +63,11 @@ class PinMap:
     its master, may have ``o`` alone). ``oe_active_low`` says the enable drives the line
     while 0. ``oe_bits`` is the enable port's width (a per-bit enable counts as driving
     the line when any bit drives).
+
+    Or ``io`` names the core's ``inout`` port for the line (then no ``o``/``i``), and
+    ``oe`` the signal *inside* the core's top module (a net, a register or a port; a
+    dotted path reaches into its submodules) that enables that port's driver; without
+    ``oe`` the core never drives the line.
     """
     line: str
     o: str = ""
@@ -52,18 +75,26 @@ class PinMap:
     i: str = ""
     oe_active_low: bool = False
     oe_bits: int = 1
+    io: str = ""
 
     def check(self, width):
         """Raise ValueError naming what is wrong with this map on a ``width``-bit bus."""
         if self.line not in bus_lines(64):
             raise ValueError(f"pin map: {self.line!r} is not a PCI line "
                              f"({', '.join(bus_lines(64))})")
-        if self.o and not self.oe and self.line not in _ALWAYS_DRIVEN:
+        if self.io:
+            if self.o or self.i:
+                raise ValueError(f"pin map of {self.line}: an inout port (io) is the line's "
+                                 f"output and input: no o or i beside it")
+            if self.oe and not _SIGNAL_PATH.fullmatch(self.oe):
+                raise ValueError(f"pin map of {self.line}: oe {self.oe!r} is not a signal "
+                                 f"name inside the core")
+        elif self.o and not self.oe and self.line not in _ALWAYS_DRIVEN:
             raise ValueError(f"pin map of {self.line}: an output needs its output enable "
                              f"(only {', '.join(sorted(_ALWAYS_DRIVEN))} may be always driven)")
-        if self.oe and not self.o:
+        if self.oe and not self.o and not self.io:
             raise ValueError(f"pin map of {self.line}: an output enable without an output")
-        if self.line not in bus_lines(width) and (self.o or self.i):
+        if self.line not in bus_lines(width) and (self.o or self.i or self.io):
             raise ValueError(f"pin map of {self.line}: not a line of a {width}-bit bus")
 
 
@@ -103,7 +134,8 @@ class CoreDescription:
     def master(self):
         """The core can be a bus master: its pins drive REQ# and read GNT#."""
         pins = {pin.line: pin for pin in self.pins}
-        return bool(pins.get("req") and pins["req"].o and pins.get("gnt") and pins["gnt"].i)
+        req, gnt = pins.get("req"), pins.get("gnt")
+        return bool(req and (req.o or req.io and req.oe) and gnt and (gnt.i or gnt.io))
 
     def check(self, width):
         """Raise ValueError if the description cannot sit on a ``width``-bit bus."""
@@ -119,6 +151,33 @@ class CoreDescription:
         shared = sorted({port for port in inputs if inputs.count(port) > 1})
         if shared:
             raise ValueError(f"core {self.label}: input ports used twice: {', '.join(shared)}")
+        inouts = [pin.io for pin in self.pins if pin.io]
+        ports = inouts + inputs + [port for pin in self.pins for port in (pin.o, pin.oe)
+                                   if port and not pin.io]
+        shared = sorted({port for port in inouts if ports.count(port) > 1})
+        if shared:
+            raise ValueError(f"core {self.label}: inout ports used twice: {', '.join(shared)}")
+
+    @property
+    def has_inouts(self):
+        """Some line reaches the core through an inout port."""
+        return any(pin.io for pin in self.pins)
+
+    def model_sources(self):
+        """The Verilog files of the model: :attr:`sources`, and for a core with inout
+        ports the generated wrapper (:func:`inout_wrapper`), written once under
+        build/sim/cores/ (its name is its hash, so it is never rewritten with other text)."""
+        if not self.has_inouts:
+            return list(self.sources)
+        from pcispy.sim.verilate import BUILD_ROOT
+        text = inout_wrapper(self)
+        path = BUILD_ROOT / "cores" / f"{_wrapper_module(self)}.v"
+        if not path.exists() or path.read_text() != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            partial = path.with_suffix(f".{os.getpid()}")
+            partial.write_text(text)
+            partial.replace(path)
+        return [*self.sources, str(path)]
 
     @classmethod
     def from_dict(cls, data, base=None):
@@ -164,7 +223,10 @@ class VerilogCore(wiring.Component):
     ``ports`` are pin-level :class:`~amaranth.lib.io.SimulationPort`\\s, one per line of a
     ``width``-bit bus; the core's top module is instantiated in the ``pci`` domain with
     its parameters, its clock on the bus clock and its reset on RST# (inverted for an
-    active-high reset). Lines the core does not drive have their enables at 0.
+    active-high reset). Lines the core does not drive have their enables at 0. A core
+    with inout ports is instantiated through its generated wrapper (:func:`inout_wrapper`,
+    a source of the model: :meth:`CoreDescription.model_sources`), which sets the
+    parameters itself.
     """
 
     def __init__(self, description, width=32):
@@ -185,9 +247,8 @@ class VerilogCore(wiring.Component):
         m = Module()
         desc = self.description
         rst_pin = self.ports["rst"].i
-        connections = {f"p_{name}": value for name, value in desc.parameters}
-        connections[f"i_{desc.clock}"] = ClockSignal("pci")
-        connections[f"i_{desc.reset}"] = rst_pin if desc.reset_active_low else ~rst_pin
+        inputs = {desc.clock: ClockSignal("pci"),
+                  desc.reset: rst_pin if desc.reset_active_low else ~rst_pin}
         # One signal per output port: a core may share an enable between lines (TRDY#,
         # STOP# and DEVSEL# often have one), and an Instance port connects once.
         outputs = {}
@@ -195,7 +256,6 @@ class VerilogCore(wiring.Component):
         def output(port, bits):
             if port not in outputs:
                 outputs[port] = Signal(bits, name=f"core_out_{port}")
-                connections[f"o_{port}"] = outputs[port]
             return outputs[port]
 
         mapped = {pin.line: pin for pin in desc.pins}
@@ -205,8 +265,16 @@ class VerilogCore(wiring.Component):
             if pin is None:
                 m.d.comb += port.oe.eq(0)
                 continue
+            if pin.io:
+                # The generated wrapper's ports for the inout: the bus in, the net out, and
+                # the enable already reduced to one bit of the right polarity.
+                inputs[f"{pin.io}__bus"] = port.i
+                m.d.comb += port.o.eq(output(f"{pin.io}__o", bits))
+                drives = output(f"{pin.io}__oe", 1) if pin.oe else Const(0)
+                m.d.comb += port.oe.eq(drives.replicate(bits))
+                continue
             if pin.i:
-                connections[f"i_{pin.i}"] = port.i
+                inputs[pin.i] = port.i
             if not pin.o:
                 m.d.comb += port.oe.eq(0)
                 continue
@@ -217,8 +285,94 @@ class VerilogCore(wiring.Component):
             else:
                 drives = Const(1)
             m.d.comb += port.oe.eq(drives.replicate(bits))
-        m.submodules.core = Instance(desc.top, **connections)
+        connections = {f"i_{name}": value for name, value in inputs.items()}
+        connections.update({f"o_{name}": value for name, value in outputs.items()})
+        if desc.has_inouts:
+            # The wrapper sets the parameters itself (its text is part of the model).
+            m.submodules.core = Instance(_wrapper_module(desc), **connections)
+        else:
+            connections.update({f"p_{name}": value for name, value in desc.parameters})
+            m.submodules.core = Instance(desc.top, **connections)
         return m
+
+
+def _wrapper_module(description):
+    """The generated inout wrapper's module name: unique per description."""
+    digest = hashlib.sha256(repr(description).encode()).hexdigest()[:12]
+    return f"pcispy_inout_{digest}"
+
+
+def _wrapper_ports(description):
+    """``{port: (direction, bits)}`` of the slot-0 side of a core with inout ports, in the
+    order the wrapper declares them: clock, reset, then per mapped line its ports (an
+    inout's as ``<io>__bus`` in, ``<io>__o`` out, ``<io>__oe`` out)."""
+    lines = bus_lines(64)
+    ports = {description.clock: ("input", 1), description.reset: ("input", 1)}
+    for pin in description.pins:
+        bits = lines[pin.line]
+        if pin.io:
+            ports[f"{pin.io}__bus"] = ("input", bits)
+            ports[f"{pin.io}__o"] = ("output", bits)
+            if pin.oe:
+                ports[f"{pin.io}__oe"] = ("output", 1)
+            continue
+        if pin.i:
+            ports[pin.i] = ("input", bits)
+        if pin.o:
+            ports[pin.o] = ("output", bits)
+        if pin.oe:
+            ports[pin.oe] = ("output", pin.oe_bits)
+    return ports
+
+
+def _parameter_value(value):
+    """A description's parameter value as Verilog text."""
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        return str(value)
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def inout_wrapper(description):
+    """The Verilog text of the module that adapts a core with inout ports to o/oe/i ports
+    (the module docstring says how), instance ``core`` of its top module inside."""
+    ports = _wrapper_ports(description)
+    declarations = ",\n".join(
+        f"    {direction} wire {f'[{bits - 1}:0] ' if bits > 1 else ''}{name}"
+        for name, (direction, bits) in ports.items())
+    body = []
+    connections = [f".{description.clock}({description.clock})",
+                   f".{description.reset}({description.reset})"]
+    for pin in description.pins:
+        if not pin.io:
+            connections += [f".{port}({port})" for port in (pin.i, pin.o, pin.oe) if port]
+            continue
+        bits = bus_lines(64)[pin.line]
+        net = f"{pin.io}__net"
+        body += [f"    wire {f'[{bits - 1}:0] ' if bits > 1 else ''}{net};",
+                 "    // The rest of the bus, weaker than the core's own driver.",
+                 f"    assign (weak0, weak1) {net} = {pin.io}__bus;",
+                 f"    assign {pin.io}__o = {net};"]
+        if pin.oe:
+            reduce = "~&" if pin.oe_active_low else "|"
+            body.append(f"    assign {pin.io}__oe = {reduce}core.{pin.oe};")
+        connections.append(f".{pin.io}({net})")
+    parameters = ", ".join(f".{name}({_parameter_value(value)})"
+                           for name, value in description.parameters)
+    instance = f"{description.top} {f'#({parameters}) ' if parameters else ''}core ("
+    return "\n".join([
+        f"// Generated by pcispy (pcispy/sim/core.py) for core {description.label}: its",
+        "// inout ports as output / enable / input ports for slot 0.",
+        f"module {_wrapper_module(description)} (",
+        declarations,
+        ");",
+        *body,
+        f"    {instance}",
+        "        " + ",\n        ".join(connections),
+        "    );",
+        "endmodule",
+        ""])
 
 
 def core_component(core, width):

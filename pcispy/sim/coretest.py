@@ -21,9 +21,17 @@ check's traffic broke. The checks assume nothing of the core but the PCI rules:
 - ``reset``: after RST# in mid-run the core is unconfigured (Command reads 0) and enumerates
   again.
 
+Each row also keeps the first violations its traffic caused (:data:`LOG_DEPTH`, in
+clock order): the cycle (clocks since the model started, the count the waves show too),
+the rule, the line for a driver rule, and the agents (the master of the transaction for a
+pin rule; agents A and B of a driver rule, slot 0 by the core's name).
+
 :func:`run_core_checks` builds the model and runs them (the bench runs inside the
 simulator: ``pcispy.sim.coretest``, cocotb test ``core_checks``); from pytest,
-``assert_core_passes("my_core.json")`` fails with the table when a check failed.
+``assert_core_passes("my_core.json")`` fails with the table when a check failed. With
+``waves="fst"`` or ``"vcd"`` the run records every signal of the system (the resolved
+bus, and each agent's output enables as the resolver's ``<line>_oe`` inputs, bit k =
+agent k of :func:`~pcispy.sim.system.driver_names`) for GTKWave or Surfer.
 """
 
 import json
@@ -31,8 +39,10 @@ import os
 
 import cocotb
 
+from pcispy.sim.bfm.resolver import LOG_DEPTH as RESOLVER_LOG_DEPTH
+
 __all__ = ["CHECKS", "run_core_checks", "assert_core_passes", "format_table", "RESULT_ENV",
-           "WRITES_ENV"]
+           "WRITES_ENV", "LOG_DEPTH", "violation_log", "waves_target"]
 
 #: Where the bench writes its rows (a JSON file).
 RESULT_ENV = "PCISPY_CORETEST_RESULT"
@@ -40,6 +50,10 @@ RESULT_ENV = "PCISPY_CORETEST_RESULT"
 WRITES_ENV = "PCISPY_CORETEST_WRITES"
 
 _MEMORY_WRITE_CHECKS = ("memory_write_read", "memory_burst")
+
+#: Violations a row keeps: as many as each monitor logs after a clear (the checker's log is
+#: as deep as the resolver's).
+LOG_DEPTH = RESOLVER_LOG_DEPTH
 
 
 class _Skip(Exception):
@@ -167,11 +181,24 @@ def _violations(report):
     return sorted(report["violations"]) + sorted(report["drivers"])
 
 
+def violation_log(report, depth=LOG_DEPTH):
+    """The first ``depth`` violations of a checker report (both monitors' logs) in clock
+    order: ``{"cycle", "rule", "line", "agents"}`` (``line`` "" for a pin rule)."""
+    entries = [{"cycle": entry["cycle"], "rule": rule, "line": "",
+                "agents": [entry["master"]] if entry["master"] else []}
+               for entry in report["log"] for rule in entry["rules"]]
+    entries += [{"cycle": entry["cycle"], "rule": entry["rule"], "line": entry["line"],
+                 "agents": [a for a in (entry["agent_a"], entry["agent_b"]) if a]}
+                for entry in report["driver_log"]]
+    entries.sort(key=lambda entry: entry["cycle"])
+    return entries[:depth]
+
+
 async def _run_checks(system, writes):
     rows = []
     state = {}
     for name, check in CHECKS:
-        row = {"check": name, "result": "pass", "detail": "", "rules": []}
+        row = {"check": name, "result": "pass", "detail": "", "rules": [], "log": []}
         try:
             if not writes and name in _MEMORY_WRITE_CHECKS:
                 raise _Skip("writes disabled")
@@ -179,8 +206,11 @@ async def _run_checks(system, writes):
         except _Skip as why:
             row.update(result="skip", detail=str(why))
         except AssertionError as failure:
-            row.update(result="fail", detail=str(failure))
-        row["rules"] = _violations(await system.checker_report())
+            # The first line: cocotb's assertion rewriting appends the expression after it.
+            row.update(result="fail", detail=(str(failure) or "assertion failed").splitlines()[0])
+        report = await system.checker_report()
+        row["rules"] = _violations(report)
+        row["log"] = violation_log(report)
         if row["rules"] and row["result"] == "pass":
             row["result"] = "fail"
         await system.clear_checker()
@@ -198,10 +228,32 @@ async def core_checks(dut):
         json.dump(rows, out)
 
 
-def run_core_checks(core, *, profile="ideal", seed=1, width=32, writes=True, log_file=None):
+def waves_target(waves, path=None, label="core"):
+    """``(format, file, note)`` for a run asked to record ``waves`` ("fst"/"vcd") into
+    ``path`` (default ``<label>.<format>`` in the current folder): FST falls back to VCD
+    (the file's suffix too) where Verilator's FST writer cannot be built, ``note`` saying
+    why (else None)."""
+    from pathlib import Path
+    from pcispy.sim.verilate import fst_missing
+    if waves not in ("fst", "vcd"):
+        raise ValueError(f"waves: 'fst' or 'vcd', not {waves!r}")
+    path = Path(path or f"{label}.{waves}")
+    note = None
+    if waves == "fst" and fst_missing():
+        note = f"{fst_missing()}; recording VCD instead"
+        waves = "vcd"
+        if path.suffix == ".fst":
+            path = path.with_suffix(".vcd")
+    return waves, path.resolve(), note
+
+
+def run_core_checks(core, *, profile="ideal", seed=1, width=32, writes=True, log_file=None,
+                    waves=None, waves_file=None):
     """Build (or reuse) the model with ``core`` (a :class:`~pcispy.sim.core.CoreDescription`
     or a path to one) in slot 0 and run :data:`CHECKS`; return the rows
-    (``{"check", "result": "pass"/"fail"/"skip", "detail", "rules"}``)."""
+    (``{"check", "result": "pass"/"fail"/"skip", "detail", "rules", "log"}``).
+    ``waves`` ("fst" or "vcd") records the run into ``waves_file`` (a model of its own;
+    :func:`waves_target` says where and falls back to VCD when FST cannot be built)."""
     import tempfile
     from pcispy.sim.api import bench_env
     from pcispy.sim.core import CoreDescription
@@ -209,22 +261,37 @@ def run_core_checks(core, *, profile="ideal", seed=1, width=32, writes=True, log
     if not isinstance(core, CoreDescription):
         core = CoreDescription.load(core)
     config = SystemConfig(width=width, core=core)
-    model = build_system(config)
+    trace = None
+    if waves is not None:
+        waves, trace, _ = waves_target(waves, waves_file, core.label)
+    model = build_system(config, waves=waves)
     with tempfile.TemporaryDirectory() as tmp:
         result = os.path.join(tmp, "rows.json")
         env = bench_env(config, profile=profile, seed=seed)
         env.update({RESULT_ENV: result, WRITES_ENV: "1" if writes else "0"})
-        model.run("pcispy.sim.coretest", "core_checks", env=env, log_file=log_file)
+        model.run("pcispy.sim.coretest", "core_checks", env=env, log_file=log_file,
+                  waves=trace or False)
         with open(result) as rows:
             return json.load(rows)
 
 
 def format_table(rows):
-    """The rows as a plain-text table, one line per check."""
-    lines = [f"{'check':<18} {'result':<6} {'rules broken':<24} detail"]
-    for row in rows:
-        rules = ", ".join(row["rules"]) or "-"
-        lines.append(f"{row['check']:<18} {row['result']:<6} {rules:<24} {row['detail']}")
+    """The rows as a plain-text table, one line per check, then the violations each
+    check's traffic caused (cycle, rule, line, agents), if any."""
+    broken = [", ".join(row["rules"]) or "-" for row in rows]
+    wide = max([24, *map(len, broken)])
+    lines = [f"{'check':<18} {'result':<6} {'rules broken':<{wide}} detail"]
+    for row, rules in zip(rows, broken):
+        lines.append(f"{row['check']:<18} {row['result']:<6} {rules:<{wide}} {row['detail']}")
+    logged = [(row["check"], entry) for row in rows for entry in row.get("log", ())]
+    if logged:
+        lines += ["", f"violations (the first {LOG_DEPTH} of each check; cycle = clocks since "
+                  "the model started):",
+                  f"{'check':<18} {'cycle':>8}  {'rule':<24} {'line':<7} agents"]
+        for check, entry in logged:
+            agents = ", ".join(entry["agents"]) or "-"
+            lines.append(f"{check:<18} {entry['cycle']:>8}  {entry['rule']:<24} "
+                         f"{entry['line'] or '-':<7} {agents}")
     return "\n".join(lines) + "\n"
 
 

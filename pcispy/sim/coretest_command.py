@@ -4,6 +4,7 @@ described by a JSON or TOML file (:class:`pcispy.sim.core.CoreDescription`) in s
 the simulated system, one table row per check."""
 
 import argparse
+import sys
 
 from pcispy.host.command import Command, output_path
 from pcispy.host.errors import PcispyError, UsageError
@@ -15,7 +16,8 @@ class SimTestCommand(Command):
     name = "sim-test"
     help = "run the standard checks on your PCI core in slot 0 of the simulated system"
     examples = ("pcispy sim-test examples/verilog_target/core.json",
-                "pcispy sim-test my_core.toml --profile alphastation200 --no-writes --json")
+                "pcispy sim-test my_core.toml --profile alphastation200 --no-writes --json",
+                "pcispy sim-test my_core.toml --waves fst --waves-file run.fst")
 
     def add_arguments(self, parser):
         from pcispy.sim.session_command import known_profile
@@ -41,30 +43,49 @@ class SimTestCommand(Command):
                                  "windows of registers)")
         parser.add_argument("--log", metavar="FILE", type=output_path,
                             help="the simulator's output (default: the model's folder)")
+        parser.add_argument("--waves", choices=("fst", "vcd"),
+                            help="record every signal of the run (the bus, each agent's "
+                                 "output enables) for GTKWave or Surfer; FST falls back to "
+                                 "VCD where Verilator's FST writer cannot be built")
+        parser.add_argument("--waves-file", metavar="FILE", type=output_path,
+                            help="where --waves records (default: <core name>.fst or .vcd "
+                                 "in the current folder)")
 
     def run(self, args, out):
         from pcispy.sim.core import CoreDescription
-        from pcispy.sim.coretest import format_table, run_core_checks
+        from pcispy.sim.coretest import format_table, run_core_checks, waves_target
         from pcispy.sim.verilate import SimulationFailed
         if getattr(args, "sysfs", None) is not None or getattr(args, "uart", None) is not None:
             raise UsageError("sim-test runs the simulator; it takes no --sysfs or --uart")
+        if args.waves_file is not None and args.waves is None:
+            raise UsageError("--waves-file needs --waves fst or --waves vcd")
         try:
             core = CoreDescription.load(args.core)
         except (OSError, ValueError, TypeError) as error:
             raise PcispyError(f"{args.core}: {error}") from None
         profile = getattr(args, "sim", None) or "ideal"
         log = args.log
+        waves = waves_file = None
+        if args.waves is not None:
+            waves, waves_file, note = waves_target(args.waves, args.waves_file, core.label)
+            if note:
+                print(f"pcispy: {note}", file=sys.stderr)
         try:
             rows = run_core_checks(core, profile=profile, seed=args.seed,
                                    width=args.bus_width or 32, writes=args.writes,
-                                   log_file=log)
+                                   log_file=log, waves=waves, waves_file=waves_file)
         except SimulationFailed as failure:
             raise PcispyError(f"the simulation failed: {failure}") from None
         except RuntimeError as error:      # a Verilator build that failed names its log
             raise PcispyError(str(error)) from None
         if not args.json:
             out.write(format_table(rows))
-        return {"core": core.label, "profile": profile, "checks": rows}
+            if waves_file is not None:
+                out.write(f"waves: {waves_file}\n")
+        result = {"core": core.label, "profile": profile, "checks": rows}
+        if waves_file is not None:
+            result["waves"] = str(waves_file)
+        return result
 
     def exit_status(self, result):
         from pcispy.spy.check_feature import EXIT_VIOLATIONS

@@ -98,26 +98,49 @@ def session_name(text):
 
 @dataclass(frozen=True)
 class SessionSpec:
-    """What a session simulates: host-bridge ``profile``, bus ``width``, ``seed``; and its
-    ``name`` (default: from the three, so each combination has a session of its own)."""
+    """What a session simulates: host-bridge ``profile``, bus ``width``, ``seed``, and
+    ``core``, the description file of the core in slot 0 (an absolute path; "" for
+    pcispy's board); and its ``name`` (default: from those, so each combination has a
+    session of its own; a core's sessions are named ``core-LABEL-...``)."""
     profile: str = "ideal"
     width: int = 32
     seed: int = 1
     name: str = ""
+    core: str = ""
 
     def __post_init__(self):
+        if self.core:
+            object.__setattr__(self, "core", os.path.abspath(self.core))
         if not self.name:
             default = f"{self.profile}-{self.width}bit" + (
                 f"-seed{self.seed}" if self.seed != 1 else "")
-            object.__setattr__(self, "name", default)
+            if self.core:
+                default = f"core-{self.description().label}-{default}"
+            object.__setattr__(self, "name", default[:40])
         session_name(self.name)
 
+    def description(self):
+        """The :class:`~pcispy.sim.core.CoreDescription` of ``core`` (None for pcispy's
+        board); a file that cannot be read or parsed is a :class:`PcispyError`."""
+        if not self.core:
+            return None
+        from pcispy.sim.core import CoreDescription
+        try:
+            return CoreDescription.load(self.core)
+        except (OSError, ValueError, TypeError) as error:
+            raise PcispyError(f"{self.core}: {error}") from None
+
     def describe(self):
-        return f"profile {self.profile}, {self.width}-bit bus, seed {self.seed}"
+        slot0 = f"core {os.path.basename(self.core)} in slot 0, " if self.core else ""
+        return f"{slot0}profile {self.profile}, {self.width}-bit bus, seed {self.seed}"
 
     def same_board(self, other):
+        """Whether ``other`` asks for this session's board. A spec without a core takes
+        whatever slot 0 holds (a session named with ``--session``): the session's
+        simulator refuses what needs pcispy's board itself."""
         return (self.profile, self.width, self.seed) == (other.profile, other.width,
-                                                          other.seed)
+                                                          other.seed) and \
+            (not other.core or self.core == other.core)
 
 
 def fresh_by_default():
@@ -313,8 +336,13 @@ def start(spec, *, idle_timeout_s=DEFAULT_IDLE_TIMEOUT_S, verbose=False):
         os.makedirs(directory, mode=0o700, exist_ok=True)
         print(f"pcispy: starting a simulated board (session {spec.name}: "
               f"{spec.describe()}; `pcispy sim stop` ends it)", file=sys.stderr)
-        config = SystemConfig(width=spec.width)
-        model = build_system(config)
+        config = SystemConfig(width=spec.width, core=spec.description())
+        try:
+            model = build_system(config)
+        except (ValueError, RuntimeError) as error:
+            # A core that cannot sit on this bus; a Verilator build that failed (the error
+            # names its log).
+            raise PcispyError(str(error)) from None
         env = dict(os.environ)
         env.update(bench_env(config, profile=spec.profile, seed=spec.seed))
         env.update({SESSION_ENV: directory, IDLE_TIMEOUT_ENV: str(idle_timeout_s)})

@@ -8,7 +8,9 @@ connection carries one request, a JSON line, and gets one JSON line back:
 - ``{"op": "run", "feature": "module:function", "arguments": {...}}``: the feature runs
   on the board as it is (:func:`~pcispy.sim.feature_bench.run_on_board`); the monitors'
   evidence is cleared first, so the reply's checker report covers this command's bus
-  traffic only.
+  traffic only. With another core than pcispy's board in slot 0, only the features that
+  need nothing but slot 0's PCI interface run
+  (:data:`~pcispy.sim.session_command.SLOT0_FEATURES`); any other is refused in one line.
 - ``{"op": "status"}``: bus time, commands served, idle time.
 - ``{"op": "stop"}``: the reply, then the simulator ends.
 
@@ -40,6 +42,20 @@ def _write_info(directory, info):
     with open(path + ".tmp", "w") as f:
         json.dump(info, f)
     os.replace(path + ".tmp", path)
+
+
+def _refusal(system, name, feature):
+    """The reply refusing ``feature`` on this session, or None when it can run: with
+    another core in slot 0, what talks to pcispy's board (its registers, spy, exerciser)
+    cannot."""
+    from pcispy.sim.session_command import SLOT0_FEATURES
+    from pcispy.sim.system import slot0_name
+    if system.config.core is None or feature in SLOT0_FEATURES:
+        return None
+    return {"error": f"session {name} has the core {slot0_name(system.config)} in slot 0, "
+                     "not pcispy's board, which this command needs; for the core use "
+                     f"`pcispy --session {name} sim config|read|write`",
+            "kind": "PcispyError", "checker": None}
 
 
 @cocotb.test()
@@ -101,9 +117,10 @@ async def serve(dut):
                     commands += 1
                     await system.clear_checker()
                     try:
-                        reply = await run_on_board(system, bars, request["feature"],
-                                                   request.get("arguments") or {},
-                                                   session=name)
+                        refused = _refusal(system, name, request["feature"])
+                        reply = refused or await run_on_board(
+                            system, bars, request["feature"], request.get("arguments") or {},
+                            session=name)
                     except Exception as error:      # a bug: say so, keep the board
                         traceback.print_exc()
                         reply = {"failed": f"{type(error).__name__}: {error}"}

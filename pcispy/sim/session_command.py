@@ -1,14 +1,74 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""``pcispy sim start|stop|status``: the simulated-board sessions
-(:mod:`pcispy.sim.session`)."""
+"""``pcispy sim start|stop|status|config|read|write``: the simulated-board sessions
+(:mod:`pcispy.sim.session`), with pcispy's board or a core of your own in slot 0.
+
+A session started with ``--core DESCRIPTION`` keeps that core running in slot 0 between
+commands. pcispy's own commands (``info``, ``regs``, ``pio``, ``capture``...) talk to
+pcispy's board and are refused there; what works on any core is what slot 0's PCI
+interface offers: its configuration space (``sim config``), and target reads and writes
+at its BARs as the firmware-like enumeration placed them (``sim read``, ``sim write``),
+each followed by what the protocol checker and the resolver saw of that command's
+traffic.
+"""
 
 import argparse
 import time
+from dataclasses import replace
 
 from pcispy.host.command import Command, positive_seconds
 from pcispy.host.errors import PcispyError, UsageError
 
-__all__ = ["SimCommand", "known_profile"]
+__all__ = ["SimCommand", "known_profile", "SLOT0_FEATURES", "slot0_config", "slot0_read",
+           "slot0_write"]
+
+#: Configuration space bytes ``sim config`` reads.
+CONFIG_SPACE_BYTES = 256
+
+
+async def slot0_config(transport):
+    """Slot 0's configuration space (256 bytes) and its BARs as enumerated."""
+    data = bytearray()
+    for offset in range(0, CONFIG_SPACE_BYTES, 4):
+        data += (await transport.config_read(offset)).to_bytes(4, "little")
+    return {"config": list(data),
+            "bars": {str(index): bar for index, bar in sorted(transport.bars.items())}}
+
+
+async def slot0_read(transport, bar, offset, count=1):
+    """``count`` 32-bit target reads at ``offset`` of slot 0's BAR ``bar``."""
+    words = [await transport.read32(bar, offset + 4 * i) for i in range(count)]
+    return {"bar": bar, "offset": offset, "words": words}
+
+
+async def slot0_write(transport, bar, offset, words):
+    """32-bit target writes of ``words`` from ``offset`` of slot 0's BAR ``bar``."""
+    for i, word in enumerate(words):
+        await transport.write32(bar, offset + 4 * i, word)
+    return {"bar": bar, "offset": offset, "words": words}
+
+
+#: The features that need nothing of slot 0 but its PCI interface: the only ones a
+#: session with another core in slot 0 runs (pcispy/sim/session_bench.py).
+SLOT0_FEATURES = frozenset(f"{__name__}:{feature.__name__}"
+                           for feature in (slot0_config, slot0_read, slot0_write))
+
+
+def _number(text):
+    """An argparse ``type``: an integer in decimal or 0x hex."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative")
+    return value
+
+
+def _word(text):
+    value = _number(text)
+    if value > 0xFFFF_FFFF:
+        raise argparse.ArgumentTypeError(f"{text!r} does not fit 32 bits")
+    return value
 
 
 def known_profile(name):
@@ -41,7 +101,11 @@ class SimCommand(Command):
                 "pcispy sim status",
                 "pcispy sim stop",
                 "pcispy --session scratch sim start",
-                "pcispy --fresh pio")
+                "pcispy --fresh pio",
+                "pcispy sim start --core my_core.toml",
+                "pcispy sim config --core my_core.toml",
+                "pcispy sim write --core my_core.toml 0 0x10 0xdeadbeef",
+                "pcispy sim read --core my_core.toml 0 0x10 --count 4")
 
     def add_arguments(self, parser):
         from pcispy.sim.session import DEFAULT_IDLE_TIMEOUT_S
@@ -68,6 +132,24 @@ class SimCommand(Command):
                            default=DEFAULT_IDLE_TIMEOUT_S,
                            help="end the session after this long without a command "
                                 f"(default: {DEFAULT_IDLE_TIMEOUT_S} s)")
+        config = actions.add_parser(
+            "config", help="slot 0's configuration space and BARs (any core)")
+        read = actions.add_parser(
+            "read", help="32-bit target reads at one of slot 0's BARs (any core)")
+        read.add_argument("bar", type=_number, help="the BAR (0-5)")
+        read.add_argument("offset", type=_number, help="the byte offset in it")
+        read.add_argument("--count", type=_number, default=1, help="words (default: 1)")
+        write = actions.add_parser(
+            "write", help="32-bit target writes at one of slot 0's BARs (any core)")
+        write.add_argument("bar", type=_number, help="the BAR (0-5)")
+        write.add_argument("offset", type=_number, help="the byte offset in it")
+        write.add_argument("words", type=_word, nargs="+", metavar="WORD",
+                           help="the words to write, from offset on")
+        for action in (start, config, read, write):
+            action.add_argument("--core", metavar="CORE_DESCRIPTION",
+                                help="the session with this core in slot 0 (a .json or "
+                                     "TOML description, as for sim-test) instead of "
+                                     "pcispy's board")
         stop = actions.add_parser("stop", help="stop sessions (default: every one)")
         stop.add_argument("names", nargs="*", metavar="NAME",
                           help="the sessions to stop (default: every one)")
@@ -81,12 +163,20 @@ class SimCommand(Command):
             raise UsageError("sim manages simulated boards; it takes no --sysfs or --uart")
         return getattr(self, f"_{args.action}")(args, out)
 
-    def _start(self, args, out):
+    def _spec(self, args):
+        """The session the options name, with ``--core``'s core in slot 0."""
         from pcispy.app.cli import session_spec
-        from pcispy.sim import session
         if args.fresh:
-            raise UsageError("--fresh asks for no session; sim start starts one")
+            raise UsageError(f"--fresh asks for no session; sim {args.action} works on one")
         spec = session_spec(args)
+        if getattr(args, "core", None):
+            spec = replace(spec, core=args.core, name=args.session or "")
+            spec.description()             # a bad description: one line, before a start
+        return spec
+
+    def _start(self, args, out):
+        from pcispy.sim import session
+        spec = self._spec(args)
         started, new = session.start(spec, idle_timeout_s=args.idle_timeout,
                                      verbose=args.verbose)
         row = session.status(started)
@@ -95,7 +185,47 @@ class SimCommand(Command):
                       + (f"started, ends after {_duration(row['idle_timeout_s'])} without a "
                          "command (`pcispy sim stop` ends it now)\n" if new else
                          f"already running ({row['commands']} commands so far)\n"))
+            if started.spec.core:
+                out.write(f"  its core answers `pcispy sim config|read|write --core "
+                          f"{started.spec.core}` (or --session {started.name})\n")
         return {"started": new, "session": row}
+
+    def _slot0(self, args, feature, arguments):
+        from pcispy.sim import session
+        return session.run_feature(feature, arguments, self._spec(args),
+                                   verbose=args.verbose)
+
+    def _config(self, args, out):
+        result = self._slot0(args, slot0_config, {})
+        if not args.json:
+            config = result["config"]
+            for row in range(0, len(config), 16):
+                out.write(f"{row:02x}: " + " ".join(f"{b:02x}" for b in config[row:row + 16])
+                          + "\n")
+            for index, bar in result["bars"].items():
+                out.write(f"BAR{index}: {bar['kind']:6s} at {bar['address']:#010x}, "
+                          f"{bar['size']} bytes\n")
+            _monitors(result["checker"], out)
+        return result
+
+    def _read(self, args, out):
+        result = self._slot0(args, slot0_read, {"bar": args.bar, "offset": args.offset,
+                                                 "count": args.count})
+        if not args.json:
+            for i, word in enumerate(result["words"]):
+                out.write(f"BAR{args.bar} {args.offset + 4 * i:#010x}: {word:#010x}\n")
+            _monitors(result["checker"], out)
+        return result
+
+    def _write(self, args, out):
+        result = self._slot0(args, slot0_write, {"bar": args.bar, "offset": args.offset,
+                                                  "words": args.words})
+        if not args.json:
+            plural = "" if len(args.words) == 1 else "s"
+            out.write(f"BAR{args.bar} {args.offset:#010x}: wrote {len(args.words)} "
+                      f"word{plural}\n")
+            _monitors(result["checker"], out)
+        return result
 
     def _stop(self, args, out):
         from pcispy.sim import session
@@ -134,7 +264,8 @@ class SimCommand(Command):
                           "start` starts one)\n")
             for row in rows:
                 spec = row["spec"] or {}
-                out.write(f"{row['name']}: {row['state']}, profile {spec.get('profile')}, "
+                core = f"core {spec['core']} in slot 0, " if spec.get("core") else ""
+                out.write(f"{row['name']}: {row['state']}, {core}profile {spec.get('profile')}, "
                           f"{spec.get('width')}-bit bus, seed {spec.get('seed')}, pid "
                           f"{row['pid']}")
                 if row["cycle"] is not None:
@@ -146,3 +277,17 @@ class SimCommand(Command):
                               f"without a command, at {ends})")
                 out.write(f"\n  log: {row['log']}\n")
         return {"sessions": rows}
+
+
+def _monitors(report, out):
+    """One line per bus rule the command's traffic broke (both monitors), or none."""
+    from pcispy.sim.coretest import violation_log
+    rules = sorted(report["violations"]) + sorted(report["drivers"])
+    if not rules:
+        out.write("bus rules: all kept (protocol checker and resolver)\n")
+        return
+    out.write(f"bus rules broken: {', '.join(rules)}\n")
+    for entry in violation_log(report):
+        agents = ", ".join(entry["agents"]) or "-"
+        out.write(f"  cycle {entry['cycle']}: {entry['rule']} "
+                  f"{entry['line'] or ''} ({agents})\n")

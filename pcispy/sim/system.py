@@ -30,7 +30,8 @@ like the board's SDRAM controller; the rules it saw broken are system registers.
 bitstreams are built.
 
 Python reaches every agent through one multiplexed control port (:class:`Agent` picks
-which); the model's top-level ports are only the clock, the reset and that port. See
+which); the model's top-level ports are only the clock, the reset, that port and the
+board's two trigger pins (``trigger_in``, ``trigger_out``). See
 :mod:`pcispy.sim.control` for the access timing and :mod:`pcispy.sim.api` for the cocotb
 side.
 """
@@ -39,7 +40,8 @@ import enum
 import os
 from dataclasses import dataclass
 
-from amaranth import Cat, ClockDomain, Const, ClockSignal, DomainRenamer, Module, Mux, ResetSignal, Signal
+from amaranth import (Cat, ClockDomain, Const, ClockSignal, DomainRenamer, Instance, Module, Mux,
+                      ResetSignal, Signal)
 from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
@@ -54,7 +56,11 @@ from pcispy.core import ram
 
 __all__ = ["Agent", "SystemConfig", "PCISystem", "build_system", "SystemReg", "REGISTERS",
            "BOARD_SLOT", "TEST_DEVICE_SLOT", "IDSEL_AD_BIT", "MASTERS", "driver_names",
-           "slot0_component", "slot0_is_master", "generator_key"]
+           "slot0_component", "slot0_is_master", "slot0_name", "generator_key",
+           "RESET_FOLLOW_SOURCE"]
+
+#: The Verilog of the system's RST# register (:class:`PCISystem`).
+RESET_FOLLOW_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reset_follow.v")
 
 #: IDSEL of slot k is AD[IDSEL_AD_BIT + k].
 IDSEL_AD_BIT = 16
@@ -79,7 +85,9 @@ class Agent(enum.IntEnum):
 
 #: The system's own control-port registers (:attr:`Agent.SYSTEM`).
 REGISTERS = ControlRegisters("SystemReg", [
-    Register("CYCLE_LO", 0, doc="cycles since reset; reading LO latches HI"),
+    Register("CYCLE_LO", 0, doc="clocks since the model started, the one count the "
+             "checker and resolver logs use too (RST# does not reset it); reading LO "
+             "latches HI"),
     Register("CYCLE_HI", 1),
     Register("CONTENTION", 2, doc="sticky flags, one per shared line (shared_lines order)"),
     Register("CONTENTION_LINE", 3, doc="index of the line of the first contention"),
@@ -114,7 +122,7 @@ REGISTERS = ControlRegisters("SystemReg", [
     # The protocol checker's violation log (one entry per clock with a violation).
     Register("CHECK_LOG_ENTRIES", 24, doc="entries in the checker's log (0..16)"),
     Register("CHECK_LOG_INDEX", 25, doc="write an entry index, then read the entry"),
-    Register("CHECK_LOG_CYCLE", 26, doc="the entry's cycle (the checker's timebase)"),
+    Register("CHECK_LOG_CYCLE", 26, doc="the entry's cycle (clocks since the model started)"),
     Register("CHECK_LOG_RULES_LO", 27, doc="the rules broken in that clock, bits 0..31"),
     Register("CHECK_LOG_RULES_HI", 28, doc="bits 32..63"),
     Register("CHECK_LOG_MASTER", 29, doc="the master of the transaction then (7: unknown)"),
@@ -205,15 +213,16 @@ class SystemConfig:
 
 def driver_names(config=SystemConfig()):
     """The resolver's agents in its order (the names its evidence uses): the agents with
-    a bus by :class:`Agent` name, then ``"board"``, then the saboteur's three agents
-    (``"saboteur"``, its master; ``"saboteur_a"``, ``"saboteur_b"``, its channels)."""
+    a bus by :class:`Agent` name, then slot 0's (:func:`slot0_name`), then the saboteur's
+    three agents (``"saboteur"``, its master; ``"saboteur_a"``, ``"saboteur_b"``, its
+    channels)."""
     names = ["host_initiator", "host_memory"]
     if config.test_device:
         names += ["test_initiator", "test_target"]
     if config.legacy:
         names.append("legacy")
     if config.board:
-        names.append("board")
+        names.append(slot0_name(config))
     if config.saboteur:
         names += ["saboteur", "saboteur_a", "saboteur_b"]
     return names
@@ -228,8 +237,12 @@ class PCISystem(wiring.Component):
             the access (see :mod:`pcispy.sim.control`).
         ctl_rdata (Out, 32): read data of the selected agent, one clock after ctl_addr.
         events (Out, 16): each agent's ``event`` line, bit = :class:`Agent` value.
-    Clock domain ``pci`` comes from the model's ``pci_clk``/``pci_rst`` ports; the bus
-    RST# follows ``pci_rst``.
+        trigger_in (In, 1), trigger_out (Out, 1): the board's trigger pins (its spy's
+            trigger input and output; unconnected without a spy), for a bench to drive
+            and watch.
+        pci_clk (In, 1), pci_rst (In, 1): the bus clock and RST# (1 = asserted): clock
+            domain ``pci``, whose reset and the bus RST# follow ``pci_rst`` through
+            :data:`RESET_FOLLOW_SOURCE` (a Verilator build needs it among its sources).
 
     Parameters:
         config: a :class:`SystemConfig`.
@@ -239,7 +252,8 @@ class PCISystem(wiring.Component):
         super().__init__({
             "ctl_sel": In(4), "ctl_addr": In(CONTROL_ADDR_BITS), "ctl_wdata": In(32),
             "ctl_we": In(1), "ctl_re": In(1), "ctl_rdata": Out(32),
-            "events": Out(16),
+            "events": Out(16), "trigger_in": In(1), "trigger_out": Out(1),
+            "pci_clk": In(1), "pci_rst": In(1),
         })
 
     def _agents(self):
@@ -269,6 +283,14 @@ class PCISystem(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         cfg = self.config
+        # The bus clock, and RST# through a register that changes only when pci_rst does
+        # (reset_follow.v says why): with the port itself as the domain's reset, all the
+        # pci domain's next-state logic ran on both clock edges.
+        m.domains.pci = ClockDomain("pci")
+        rst = Signal(name="bus_rst")
+        m.submodules.rst_follow = Instance("pcispy_rst_follow", i_clk=self.pci_clk,
+                                           i_i=self.pci_rst, o_o=rst)
+        m.d.comb += [ClockSignal("pci").eq(self.pci_clk), ResetSignal("pci").eq(rst)]
         lines = shared_lines(cfg.width)
         agents = self._agents()
         for agent, (component, _, _) in agents.items():
@@ -278,6 +300,10 @@ class PCISystem(wiring.Component):
         # on the bus clock without the bus reset.
         m.domains.monitor = monitor = ClockDomain("monitor", reset_less=True)
         m.d.comb += monitor.clk.eq(ClockSignal("pci"))
+        # One clock count for the whole system, from the model's start, RST# or not: the
+        # checker's and the resolver's logs and the control port's CYCLE all read it.
+        cycle = Signal(64, name="cycle")
+        m.d.monitor += cycle.eq(cycle + 1)
 
         # Every driver of the bus, at inside level: (o/oe/i accessor per line, master,
         # slot, name), in driver_names() order.
@@ -292,11 +318,14 @@ class PCISystem(wiring.Component):
             # A target-only core has no REQ#/GNT#: the arbiter never grants it.
             master = MASTERS["board"] if slot0_is_master(cfg) else None
             drivers.append((_PinAdaptor(m, board.ports, cfg.width), master,
-                            BOARD_SLOT, "board"))
+                            BOARD_SLOT, slot0_name(cfg)))
             if board.sram_ports is not None:
                 sram = _connect_sram(m, board.sram_ports, cfg)
             if getattr(board, "sdram_ports", None) is not None:
                 sdram = _connect_sdram(m, board.sdram_ports, cfg)
+            if "trigger_in" in board.signature.members:
+                m.d.comb += [board.trigger_in.eq(self.trigger_in),
+                             self.trigger_out.eq(board.trigger_out)]
         saboteur = None
         if cfg.saboteur:
             from pcispy.sim.bfm.saboteur import Saboteur
@@ -317,8 +346,8 @@ class PCISystem(wiring.Component):
             if master is not None:
                 master_agents[master] = index
         m.submodules.resolver = resolver = DomainRenamer({"sync": "monitor"})(
-            BusResolver(len(drivers), cfg.width, masters=master_agents))
-        m.d.comb += resolver.rst.eq(ResetSignal("pci"))
+            BusResolver(len(drivers), cfg.width, masters=master_agents, shared_cycle=True))
+        m.d.comb += [resolver.rst.eq(ResetSignal("pci")), resolver.cycle.eq(cycle[:32])]
         for name, bits in lines.items():
             # A 32-bit agent on a 64-bit bus has no 64-bit extension lines: it never
             # drives them (the slot's pull-ups hold them).
@@ -368,23 +397,35 @@ class PCISystem(wiring.Component):
             # The checker must keep watching while RST# is asserted (it has a rule about
             # what may happen then), so it runs in the monitor domain.
             m.submodules.checker = checker = DomainRenamer({"sync": "monitor"})(
-                ProtocolChecker(width=cfg.width, masters=masters, arbiter_visible=True))
-            m.d.comb += checker.bus.eq(state)
+                ProtocolChecker(width=cfg.width, masters=masters, arbiter_visible=True,
+                                shared_cycle=True))
+            m.d.comb += [checker.bus.eq(state), checker.cycle.eq(cycle[:32])]
 
         # Control port multiplexing.
         controls = {agent: component.ctl for agent, (component, _, _) in agents.items()}
         controls[Agent.ARBITER] = arbiter.ctl
         if saboteur is not None:
             controls[Agent.SABOTEUR] = saboteur.ctl
-        system_ctl = _SystemRegisters(resolver, checker, resolver.inta, sram, sdram)
+        system_ctl = _SystemRegisters(cycle, resolver, checker, resolver.inta, sram, sdram)
         m.submodules.system_registers = DomainRenamer({"sync": "pci"})(system_ctl)
         controls[Agent.SYSTEM] = system_ctl.ctl
+        # The access through registers that change only with it (reset_follow.v), for the
+        # reason RST# goes through one.
+        access = Cat(self.ctl_re, self.ctl_we, self.ctl_wdata, self.ctl_addr, self.ctl_sel)
+        held = Signal(len(access), name="ctl_held")
+        m.submodules.ctl_follow = Instance("pcispy_ctl_follow", p_W=len(access),
+                                           i_clk=self.pci_clk, i_we=self.ctl_we,
+                                           i_re=self.ctl_re, i_i=access, o_o=held)
+        ctl_re, ctl_we = held[0], held[1]
+        ctl_wdata = held[2:34]
+        ctl_addr = held[34:34 + len(self.ctl_addr)]
+        ctl_sel = held[34 + len(self.ctl_addr):]
         rdata = 0
         for agent, ctl in controls.items():
-            selected = self.ctl_sel == agent
+            selected = ctl_sel == agent
             m.d.comb += [
-                ctl.addr.eq(self.ctl_addr), ctl.w_data.eq(self.ctl_wdata),
-                ctl.w_en.eq(self.ctl_we & selected), ctl.r_en.eq(self.ctl_re & selected),
+                ctl.addr.eq(ctl_addr), ctl.w_data.eq(ctl_wdata),
+                ctl.w_en.eq(ctl_we & selected), ctl.r_en.eq(ctl_re & selected),
                 self.events[agent].eq(ctl.event),
             ]
             rdata = Mux(selected, ctl.r_data, rdata)
@@ -404,6 +445,18 @@ def slot0_component(config):
     # `board.scratch.ram.bd_storage`.
     return PCIBoard(width=config.width, exerciser_size=config.exerciser_size,
                     scratch_verilog=True, **config.board_options())
+
+
+def slot0_name(config):
+    """What reports call slot 0's agent: ``"board"`` for pcispy's board, else the core's
+    name (a description's ``label``, a ``"module:function"`` core's function name)."""
+    core = config.core
+    if core is None:
+        return "board"
+    name = core.rpartition(":")[2] if isinstance(core, str) else core.label
+    # Never one of the other agents' names, so that evidence names one agent only.
+    others = {agent.name.lower() for agent in Agent} | {"saboteur", "saboteur_a", "saboteur_b"}
+    return f"slot0_{name}" if name in others else name
 
 
 def slot0_is_master(config):
@@ -481,15 +534,17 @@ class _Triple:
 
 
 class _SystemRegisters(wiring.Component):
-    """The system's own control port: cycle counter, the resolver's driver-rule evidence
-    (contention included) and the checker's evidence (:class:`SystemReg`). Its ``event``
-    is INTA# on the bus, so host code can sleep until an interrupt.
+    """The system's own control port: the system's clock count ``cycle`` (a 64-bit
+    signal it reads, counted elsewhere), the resolver's driver-rule evidence (contention
+    included) and the checker's evidence (:class:`SystemReg`). Its ``event`` is INTA# on
+    the bus, so host code can sleep until an interrupt.
 
     Ports:
         ctl (Out, ControlSignature): the registers.
     """
 
-    def __init__(self, resolver, checker, inta, sram=None, sdram=None):
+    def __init__(self, cycle, resolver, checker, inta, sram=None, sdram=None):
+        self._cycle = cycle
         self._resolver = resolver
         self._checker = checker
         self._inta = inta
@@ -500,9 +555,8 @@ class _SystemRegisters(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         ctl = self.ctl
-        cycle = Signal(64)
+        cycle = self._cycle
         cycle_hi = Signal(32)
-        m.d.sync += cycle.eq(cycle + 1)
         m.d.comb += ctl.event.eq(self._inta)
         clear = Signal()
         m.d.comb += clear.eq(written(ctl, SystemReg.CLEAR) & ctl.w_data[0])
@@ -636,11 +690,11 @@ def build_system(config=SystemConfig(), waves=None):
     text = verilog.convert(system, name="pcisystem", emit_src=False)
     # Every large RAM of the system (the agents' buffers and host memory, the board's
     # scratch RAM, the SRAM model) keeps its words in the one hand-written Verilog RAM.
-    sources = [ram.VERILOG_SOURCE]
+    sources = [ram.VERILOG_SOURCE, RESET_FOLLOW_SOURCE]
     options = {}
     core = config.core
     if core is not None and not isinstance(core, str):
-        sources += core.sources
+        sources += core.model_sources()
         options = dict(include_dirs=core.include_dirs, defines=core.defines,
                        flags=core.verilator_flags, identity=repr(core))
     model = build_model(text, "pcisystem", public=[("*", "bd_*")], sources=sources,

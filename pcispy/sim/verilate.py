@@ -24,7 +24,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 __all__ = ["verilator_environment", "Model", "build_model", "cached_model", "BUILD_ROOT",
-           "SimulationFailed"]
+           "SimulationFailed", "fst_missing", "FST_PACKAGES"]
 
 #: Where models are cached: build/sim/<name>-<hash>/ beside the checkout (or $PCISPY_BUILD).
 BUILD_ROOT = Path(os.environ.get("PCISPY_BUILD",
@@ -40,6 +40,33 @@ _VERILATOR_FLAGS = [
 _CFLAGS = "-O1 -fno-stack-protector"
 #: Verilator's options for a model that records waves, by format.
 _TRACE_FLAGS = {None: [], "fst": ["--trace-fst", "--trace-structs"], "vcd": ["--trace"]}
+
+
+#: What a Debian machine needs for FST waves: Verilator's FST writer includes <lz4.h> and
+#: <zlib.h> and links -llz4 -lz (zlib1g-dev is on most build machines, liblz4-dev is not).
+FST_PACKAGES = ("liblz4-dev", "zlib1g-dev")
+
+_FST_PROBE = ("#include <lz4.h>\n#include <zlib.h>\n"
+              "int main() { return LZ4_versionNumber() == 0 && zlibVersion() == 0; }\n")
+_fst_checked = None
+
+
+def fst_missing():
+    """None when this machine can build a model that records FST waves, else one line
+    saying what to install (a C++ compile and link of a probe against lz4 and zlib, done
+    once per process)."""
+    global _fst_checked
+    if _fst_checked is None:
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            probe = Path(tmp) / "probe.cpp"
+            probe.write_text(_FST_PROBE)
+            result = subprocess.run(["c++", str(probe), "-o", str(Path(tmp) / "probe"),
+                                     "-llz4", "-lz"], capture_output=True)
+        _fst_checked = "" if result.returncode == 0 else (
+            "FST waves need the lz4 and zlib headers and libraries "
+            f"(Debian: apt-get install {' '.join(FST_PACKAGES)})")
+    return _fst_checked or None
 
 
 class SimulationFailed(AssertionError):
@@ -156,7 +183,11 @@ def build_model(verilog, toplevel, *, public=(), sources=(), name=None, include_
     include_dirs = [Path(d).resolve() for d in include_dirs]
     from cocotb_tools import config as cocotb_config
     env = verilator_environment()
-    vlt = ["`verilator_config", f'public_flat_rw -module "{toplevel}" -var "*"']
+    # Only the top module's ports, not its internal signals: a public signal is one Python
+    # may write, so Verilator re-evaluates all the logic it feeds on every eval (as for a
+    # top-level input) and cannot optimise it away; the system's top holds the whole bus.
+    vlt = ["`verilator_config", *(f'public_flat_rw -module "{toplevel}" -var "{port}"'
+                                  for port in _top_ports(verilog, toplevel))]
     vlt += [f'public_flat_rw -module "{m}" -var "{s}"' for m, s in public]
     vlt_text = "\n".join(vlt) + "\n"
     if waves not in _TRACE_FLAGS:
@@ -198,6 +229,17 @@ def build_model(verilog, toplevel, *, public=(), sources=(), name=None, include_
               "CFG_CXXFLAGS_PCH_I=-include"], build_dir, env)
         _record_inputs(build_dir)
     return Model(build_dir, toplevel, waves)
+
+
+def _top_ports(verilog, toplevel):
+    """The port names of module ``toplevel`` in ``verilog`` (its header's list), or
+    ``["*"]`` (every signal of the module) when the header is not found."""
+    import re
+    header = re.search(r"^module\s+\\?" + re.escape(toplevel) + r"\s*\(([^;]*)\)\s*;",
+                       verilog, re.MULTILINE)
+    if header is None:
+        return ["*"]
+    return [port.strip().lstrip("\\") for port in header.group(1).split(",") if port.strip()]
 
 
 #: In a model's folder: ``{path: sha256}`` of every file Verilator read (its own files

@@ -94,6 +94,8 @@ class ProtocolChecker(wiring.Component):
             only and leaves this False (``parked_bus_parity`` then checks the board's own
             parking).
         count_width: bits of each rule's saturating counter.
+        shared_cycle: ``cycle`` is an input, the clock count of a system that several
+            monitors share (the simulated system's), instead of the checker's own counter.
 
     Ports:
         bus (In, :class:`BusState`): the resolved bus of this clock, inside-level.
@@ -109,7 +111,7 @@ class ProtocolChecker(wiring.Component):
             several broke in that clock); valid while ``any``.
         first_cycle (Out, 32): value of ``cycle`` at the first violation; valid while ``any``.
         cycle (Out, 32): free-running clock counter (0 at the first clock after reset,
-            wraps), the timebase of ``first_cycle``.
+            wraps), the timebase of ``first_cycle``; with ``shared_cycle`` an input (In, 32).
         count_index (In, bits_for(n_rules - 1)): which rule's counter to read.
         count (Out, count_width): that counter, registered (valid the clock after
             ``count_index``); reads 0 when ``count_index`` names no rule.
@@ -133,7 +135,8 @@ class ProtocolChecker(wiring.Component):
             :data:`NO_MASTER`.
     """
 
-    def __init__(self, width=32, masters=1, *, arbiter_visible=False, count_width=COUNT_WIDTH):
+    def __init__(self, width=32, masters=1, *, arbiter_visible=False, count_width=COUNT_WIDTH,
+                 shared_cycle=False):
         if width not in (32, 64):
             raise ValueError(f"PCI bus width must be 32 or 64, not {width!r}")
         if masters < 1:
@@ -144,6 +147,7 @@ class ProtocolChecker(wiring.Component):
         self.masters = masters
         self.arbiter_visible = arbiter_visible
         self.count_width = count_width
+        self.shared_cycle = shared_cycle
         n_rules = len(RULES)
         super().__init__({
             "bus":               In(BusState(width, masters)),
@@ -154,7 +158,7 @@ class ProtocolChecker(wiring.Component):
             "any":               Out(1),
             "first_rule":        Out(range(n_rules)),
             "first_cycle":       Out(32),
-            "cycle":             Out(32),
+            "cycle":             In(32) if shared_cycle else Out(32),
             "count_index":       In(bits_for(n_rules - 1)),
             "count":             Out(count_width),
             "count_index_error": Out(1),
@@ -535,7 +539,8 @@ class ProtocolChecker(wiring.Component):
         # The lowest id wins (rule ids are bit positions), in log2(rules) mux levels.
         m.d.comb += first_now.eq(bottom_bit(self.violation)[1])
 
-        m.d.sync += self.cycle.eq(self.cycle + 1)
+        if not self.shared_cycle:
+            m.d.sync += self.cycle.eq(self.cycle + 1)
         with m.If(self.clear):
             m.d.sync += [self.flags.eq(0), self.any.eq(0), self.first_rule.eq(0),
                          self.first_cycle.eq(0)]

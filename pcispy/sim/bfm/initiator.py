@@ -53,6 +53,7 @@ from amaranth.lib.wiring import In, Out
 from pcispy.pci.bus import Command, PCIBusSignature, Termination
 from pcispy.pci.lfsr import lfsr_step
 from pcispy.sim.bfm.backdoor_ram import BackdoorRAM
+from pcispy.sim.bfm.nets import net
 from pcispy.sim.control import (ControlRegisters, ControlSignature, Field, Register,
                                 register_reads, written)
 
@@ -298,7 +299,8 @@ class _InitiatorLogic:
 
     The attributes are the signals the steps share: the control registers, the command
     being executed, the transaction under way and its data phase, and the bus outputs'
-    state. ``state`` is the sequencer's (:class:`_State`).
+    state. ``state`` is the sequencer's (:class:`_State`). Values read in several places
+    are signals of their own (:func:`~pcispy.sim.bfm.nets.net`).
     """
 
     def __init__(self, initiator, m, buffer, queue, results):
@@ -323,10 +325,10 @@ class _InitiatorLogic:
         self.config_refused = Signal()
 
         self.state = Signal(_State)
-        self.busy = self.state != _State.IDLE
+        self.busy = net(m, self.state != _State.IDLE, "busy")
         self.req_in_end = Signal()
         # Queued or running: the register path to the buffer is closed.
-        self.engaged = self.busy | (queue.level != 0)
+        self.engaged = net(m, self.busy | (queue.level != 0), "engaged")
 
         # The command being executed.
         self.cur = Signal(COMMAND)
@@ -392,28 +394,32 @@ class _InitiatorLogic:
         ]
 
         # States the bus outputs follow.
-        self.in_addr = _is(self.state, _State.ADDR, _State.ADDR2)
-        self.in_data = self.state == _State.DATA
+        self.in_addr = net(m, _is(self.state, _State.ADDR, _State.ADDR2), "in_addr")
+        self.in_data = net(m, self.state == _State.DATA, "in_data")
         # FRAME#, REQ64# and C/BE# are this agent's from the address phase through the last
         # data phase. The clock after it (END) is the idle clock, their turnaround: another
         # master that sampled the bus idle there starts in the clock after, so nothing of
         # this agent may still be driven in it but IRDY# (driven deasserted) and PAR.
-        self.owning = self.in_addr | self.in_data
-        self.data_cycle = self.in_data & self.irdy_on
-        self.mid_phase_wait = self.data_cycle & self.wait_seen
+        self.owning = net(m, self.in_addr | self.in_data, "owning")
+        self.data_cycle = net(m, self.in_data & self.irdy_on, "data_cycle")
+        self.mid_phase_wait = net(m, self.data_cycle & self.wait_seen, "mid_phase_wait")
         self.frame_out = Signal()
         self.irdy_out = Signal()
         self.parked = Signal()
-        self.parking = self.parked & ~self.owning
+        self.parking = net(m, self.parked & ~self.owning, "parking")
 
         # What the target answers, as sampled in this clock.
         bus = self.bus
         self.trdy, self.stop, self.devsel = bus.trdy.i, bus.stop.i, bus.devsel.i
         ack64_in = bus.ack64.i if self.wide else Const(0)
-        self.bus_idle = ~bus.frame.i & ~bus.irdy.i
-        self.devsel_now = self.devsel_seen | self.devsel
-        self.ack64_now = Mux(self.devsel_seen, self.ack64_seen, self.devsel & ack64_in)
-        self.lt_stop_now = self.lt_stop | ((self.clk > self.config.lat_timer) & ~bus.gnt.i)
+        self.bus_idle = net(m, ~bus.frame.i & ~bus.irdy.i, "bus_idle")
+        self.devsel_now = net(m, self.devsel_seen | self.devsel, "devsel_now")
+        self.ack64_now = net(m, Mux(self.devsel_seen, self.ack64_seen, self.devsel & ack64_in),
+                             "ack64_now")
+        self.lt_stop_now = net(m, self.lt_stop | ((self.clk > self.config.lat_timer)
+                                                  & ~bus.gnt.i), "lt_stop_now")
+        # The DWORDs a data phase moves when it completes (two on a 64-bit one).
+        self.phase_dwords = net(m, Mux(self.is64 & self.ack64_now, 2, 1), "phase_dwords")
 
     # ---- control port ------------------------------------------------------------------
 
@@ -521,8 +527,9 @@ class _InitiatorLogic:
         self.lane = self.buf_dw[0] if self.wide else Const(0)
         ram_lo = buffer.r_data[:32]
         ram_hi = buffer.r_data[32:] if self.wide else buffer.r_data
-        self.data_lo = Mux(cur.imm, cur.imm_data, Mux(self.lane, ram_hi, ram_lo))
-        self.data_hi = Mux(cur.imm, cur.imm_data, ram_hi)
+        self.data_lo = net(m, Mux(cur.imm, cur.imm_data, Mux(self.lane, ram_hi, ram_lo)),
+                           "data_lo")
+        self.data_hi = net(m, Mux(cur.imm, cur.imm_data, ram_hi), "data_hi")
 
     def be_of(self, i):
         """C/BE# of the command's DWORD ``i``."""
@@ -781,7 +788,7 @@ class _InitiatorLogic:
 
     def ends_here(self, rem):
         """The data phase starting with ``rem`` DWORDs left is the command's last."""
-        return rem <= Mux(self.is64 & self.ack64_now, 2, 1)
+        return rem <= self.phase_dwords
 
     def undecided(self, rem, phases):
         """64-bit, two DWORDs left: one phase or two depends on ACK64#, not seen yet."""
@@ -802,7 +809,7 @@ class _InitiatorLogic:
         cur, config = self.cur, self.config
         line_mask = Mux(config.cache_line == 0, 0, config.cache_line - 1)
         is_mwi = cur.code == Command.MEM_WRITE_INVALIDATE
-        dw = Mux(self.is64 & self.ack64_now, 2, 1)
+        dw = self.phase_dwords
         line_end = (((cur.addr >> 2) + at + dw) & line_mask) == 0
         lt_end = self.lt_stop_now & (~is_mwi | line_end)
         last = self.ends_here(rem) | self.burst_hit(phases)

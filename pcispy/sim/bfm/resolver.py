@@ -137,7 +137,9 @@ class BusResolver(wiring.Component):
         rst (In, 1): RST#, inside-level (1 = asserted).
         gnt (In, masters): every master's GNT#, inside-level (for the parking rule).
         clear (In, 1): clear all evidence (takes precedence over this clock's violations).
-        cycle (Out, 32): clocks since the model started (the log's timebase).
+        cycle (Out, 32): clocks since the model started (the log's timebase); with
+            ``shared_cycle`` an input (In, 32): the system's one clock count, which the
+            protocol checker and the control port read too.
         violation (Out, len(DRIVER_RULES)): the rules broken in this clock (bit = rule id).
         flags (Out, len(DRIVER_RULES)): sticky per-rule flags.
         counts (Out, 32 x len(DRIVER_RULES)): per rule, clocks in which it was broken
@@ -158,8 +160,9 @@ class BusResolver(wiring.Component):
         width: bus width (32 or 64).
         masters: for each master of the arbiter (GNT# bit), the index of the agent that
             drives for it when it is parked, or None when it has none on the bus.
+        shared_cycle: take ``cycle`` as an input instead of counting clocks itself.
     """
-    def __init__(self, agents, width=32, masters=()):
+    def __init__(self, agents, width=32, masters=(), *, shared_cycle=False):
         if not 1 <= agents < AGENT_NONE:
             raise ValueError(f"the resolver serves 1 to {AGENT_NONE - 1} agents")
         for agent in masters:
@@ -168,6 +171,7 @@ class BusResolver(wiring.Component):
         self.agents = agents
         self.width = width
         self.masters = tuple(masters)
+        self.shared_cycle = shared_cycle
         self.lines = shared_lines(width)
         n_rules = len(DRIVER_RULES)
         members = {}
@@ -179,7 +183,7 @@ class BusResolver(wiring.Component):
             "rst": In(1),
             "gnt": In(max(1, len(self.masters))),
             "clear": In(1),
-            "cycle": Out(32),
+            "cycle": In(32) if shared_cycle else Out(32),
             "violation": Out(n_rules),
             "flags": Out(n_rules),
             "counts": Out(_COUNT_BITS * n_rules),
@@ -199,7 +203,8 @@ class BusResolver(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         n = self.agents
-        m.d.sync += self.cycle.eq(self.cycle + 1)
+        if not self.shared_cycle:
+            m.d.sync += self.cycle.eq(self.cycle + 1)
         prev_rst = Signal()
         m.d.sync += prev_rst.eq(self.rst)
         rst_held = Signal()

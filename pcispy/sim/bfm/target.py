@@ -39,6 +39,7 @@ from pcispy.pci.bus import PCIBusSignature, DevselSpeed, Command
 from pcispy.sim.control import (ControlRegisters, ControlSignature, Field, Register,
                                 register_reads, written)
 from pcispy.sim.bfm.backdoor_ram import BackdoorRAM
+from pcispy.sim.bfm.nets import at_least, net
 from pcispy.sim.bfm.profiles import DisconnectMode, RetryMode, PROFILES
 
 __all__ = ["REGISTERS", "Reg", "FIELDS", "Knob", "Event", "REFUSALS", "BehaviouralTarget",
@@ -392,6 +393,9 @@ class _TargetLogic:
     signal per :class:`Reg`; :meth:`fld` reads a field), the live decode of an address
     phase (``a_*``), the values latched for the transaction (``r``, and ``t``: the values
     in force at this edge), the transaction's state and the target's outputs.
+
+    Every expression read in more than one place is put in a signal of its own
+    (:meth:`net`, see :mod:`pcispy.sim.bfm.nets`).
     """
 
     def __init__(self, target, m, ram):
@@ -414,7 +418,7 @@ class _TargetLogic:
         self.frame_prev = Signal()
         self.irdy_prev = Signal()
         m.d.sync += [self.frame_prev.eq(frame), self.irdy_prev.eq(irdy)]
-        self.bus_idle = ~frame & ~irdy
+        self.bus_idle = self.net(~frame & ~irdy, "bus_idle")
 
         # Transaction state.
         self.busy = Signal()          # between an address phase and the end of its transaction
@@ -441,8 +445,9 @@ class _TargetLogic:
 
         # This edge samples an address phase (an unclaimed transaction may be followed back
         # to back, without an idle clock).
-        self.start = ~(self.busy & self.claimed) & frame & ~self.frame_prev
-        self.nclk = Mux(self.start, 2, Mux(self.clk == 1023, 1023, self.clk + 1))
+        self.start = self.net(~(self.busy & self.claimed) & frame & ~self.frame_prev, "start")
+        self.nclk = self.net(Mux(self.start, 2, Mux(self.clk == 1023, 1023, self.clk + 1)),
+                             "nclk")
 
         # Shared between the data path, parity, configuration space and control port.
         self.cfg_rdata = Signal(32)
@@ -457,6 +462,10 @@ class _TargetLogic:
         reg, f = FIELDS[name]
         return f.get(self.bank[reg])
 
+    def net(self, value, name):
+        """A combinational signal named ``name`` carrying ``value`` (same shape)."""
+        return net(self.m, value, name)
+
     # ---- the address phase ---------------------------------------------------------------
 
     def decode_address(self):
@@ -464,30 +473,34 @@ class _TargetLogic:
         storage, how wide."""
         bus, fld, knob = self.bus, self.fld, self.knob
         self.a_ad, self.a_cmd = a_ad, a_cmd = bus.ad.i, bus.cbe.i
-        a_is_mem = a_cmd.matches("0110", "0111", "1100", "1110", "1111")
-        a_is_io = a_cmd.matches("0010", "0011")
-        self.a_is_cfg = a_is_cfg = (
+        net = self.net
+        a_is_mem = net(a_cmd.matches("0110", "0111", "1100", "1110", "1111"), "a_is_mem")
+        a_is_io = net(a_cmd.matches("0010", "0011"), "a_is_io")
+        self.a_is_cfg = a_is_cfg = net(
             a_cmd.matches("1010", "1011") & bus.idsel.i & (a_ad[0:2] == 0)
-            & (a_ad[8:11] == 0) & fld("config_enable"))
+            & (a_ad[8:11] == 0) & fld("config_enable"), "a_is_cfg")
         a_is_special = a_cmd == Command.SPECIAL_CYCLE.value
-        self.a_read = a_cmd.matches("0010", "0110", "1010", "1100", "1110")
-        mem_off = (a_ad - fld("mem_base"))[:32]
-        io_off = (a_ad - fld("io_base"))[:32]
-        a_mem_hit = a_is_mem & fld("mem_enable") & (mem_off < fld("mem_size"))
-        a_io_hit = a_is_io & fld("io_enable") & (io_off < fld("io_size"))
-        a_claim_all = fld("claim_all") & (a_is_mem | a_is_io)
-        self.a_hit = fld("enable") & (a_mem_hit | a_io_hit | a_is_cfg | a_claim_all
-                                      | (knob[Knob.CLAIM_SPECIAL] & a_is_special))
-        self.a_storage = a_mem_hit | a_io_hit | a_claim_all
+        self.a_read = net(a_cmd.matches("0010", "0110", "1010", "1100", "1110"), "a_read")
+        mem_off = net((a_ad - fld("mem_base"))[:32], "a_mem_off")
+        io_off = net((a_ad - fld("io_base"))[:32], "a_io_off")
+        a_mem_hit = net(a_is_mem & fld("mem_enable") & (mem_off < fld("mem_size")),
+                        "a_mem_hit")
+        a_io_hit = net(a_is_io & fld("io_enable") & (io_off < fld("io_size")), "a_io_hit")
+        a_claim_all = net(fld("claim_all") & (a_is_mem | a_is_io), "a_claim_all")
+        self.a_hit = net(fld("enable") & (a_mem_hit | a_io_hit | a_is_cfg | a_claim_all
+                                          | (knob[Knob.CLAIM_SPECIAL] & a_is_special)),
+                         "a_hit")
+        self.a_storage = net(a_mem_hit | a_io_hit | a_claim_all, "a_storage")
         a_off = Mux(a_mem_hit, mem_off,
                     Mux(a_io_hit, (io_off + fld("io_ram_offset"))[:32],
                         Mux(a_is_cfg, a_ad[0:8], mem_off)))
         a_req64 = bus.req64.i if self.wide_bus else C(0)
-        self.a_ack64 = (C(self.wide_bus) & a_is_mem & fld("ack64_capable")
-                        & (a_req64 | knob[Knob.ACK64_WITHOUT_REQ64]))
-        self.a_wide = self.a_ack64 & a_req64
-        self.a_off = Mux(self.a_wide, a_off & ~7, a_off & ~3)
-        self.a_nonlinear = a_is_mem & (a_ad[0:2] != 0) & ~knob[Knob.IGNORE_BURST_ORDER]
+        self.a_ack64 = net(C(self.wide_bus) & a_is_mem & fld("ack64_capable")
+                           & (a_req64 | knob[Knob.ACK64_WITHOUT_REQ64]), "a_ack64")
+        self.a_wide = net(self.a_ack64 & a_req64, "a_wide")
+        self.a_off = net(Mux(self.a_wide, a_off & ~7, a_off & ~3), "a_off")
+        self.a_nonlinear = net(a_is_mem & (a_ad[0:2] != 0) & ~knob[Knob.IGNORE_BURST_ORDER],
+                               "a_nonlinear")
 
     def draw_first_answer(self):
         """When and how the target answers the address phase: the DEVSEL# clock, the
@@ -500,32 +513,36 @@ class _TargetLogic:
         m.d.comb += rnd.eq(x2 ^ (x2 << 5)[:32])
         with m.If(self.start):
             m.d.sync += rng.eq(rnd)
-        lat_min = Mux(a_read, fld("read_latency_min"), fld("write_latency_min"))
+        lat_min = self.net(Mux(a_read, fld("read_latency_min"), fld("write_latency_min")),
+                           "lat_min")
         lat_max = Mux(a_read, fld("read_latency_max"), fld("write_latency_max"))
         lat_span = (lat_max - lat_min + 1)[:9]
         lat_draw = (lat_min + (rnd[0:16] * lat_span)[16:25])[:10]
         lat = Mux(knob[Knob.INITIAL_LATENCY_17], 17, lat_draw)
 
-        turn_read = knob[Knob.TRDY_IN_TURNAROUND] & a_read
+        turn_read = self.net(knob[Knob.TRDY_IN_TURNAROUND] & a_read, "turn_read")
         dclk = Signal(4)
         with m.Switch(fld("devsel_speed")):
             for speed, clock in ((DevselSpeed.FAST, 2), (DevselSpeed.MEDIUM, 3),
                                  (DevselSpeed.SLOW, 4), (DevselSpeed.SUBTRACTIVE, 5)):
                 with m.Case(speed.value):
                     m.d.comb += dclk.eq(clock)
-        self.a_dclk = a_dclk = Mux(knob[Knob.DEVSEL_LATE], 6, Mux(turn_read, 2, dclk))
-        self.a_subtractive = (fld("devsel_speed") == DevselSpeed.SUBTRACTIVE.value) & \
-            ~knob[Knob.DEVSEL_LATE] & ~turn_read
+        self.a_dclk = a_dclk = self.net(
+            Mux(knob[Knob.DEVSEL_LATE], 6, Mux(turn_read, 2, dclk)), "a_dclk")
+        self.a_subtractive = self.net(
+            (fld("devsel_speed") == DevselSpeed.SUBTRACTIVE.value)
+            & ~knob[Knob.DEVSEL_LATE] & ~turn_read, "a_subtractive")
         earliest = Mux(turn_read, 2, Mux(a_read, 3, 2))
-        t_data = _at_least(lat + 1, earliest, a_dclk)
+        t_data = at_least(m, "t_data", lat + 1, earliest, a_dclk)
 
         self.retry_policy()
-        t_retry = _at_least(fld("retry_latency") + 1, a_dclk)
-        self.a_abort = (self.a_storage
-                        & ((self.a_ad - fld("abort_base"))[:32] < fld("abort_size"))
-                        & ~self.a_retry_any)
-        t_abort = _at_least(t_data, a_dclk + 1)
-        self.a_first = Mux(self.a_retry_any, t_retry, Mux(self.a_abort, t_abort, t_data))
+        t_retry = at_least(m, "t_retry", fld("retry_latency") + 1, a_dclk)
+        self.a_abort = self.net(self.a_storage
+                                & ((self.a_ad - fld("abort_base"))[:32] < fld("abort_size"))
+                                & ~self.a_retry_any, "a_abort")
+        t_abort = at_least(m, "t_abort", t_data, a_dclk + 1)
+        self.a_first = self.net(Mux(self.a_retry_any, t_retry,
+                                    Mux(self.a_abort, t_abort, t_data)), "a_first")
 
     def retry_policy(self):
         """Whether this address phase is retried (``a_retry``), by the retry mode: the
@@ -534,10 +551,11 @@ class _TargetLogic:
         self.pend_valid, self.pend_addr, self.pend_cmd = Signal(), Signal(32), Signal(4)
         self.pend_count = Signal(8)
         self.every_count = Signal(8)
-        self.retry_dir = retry_dir = Mux(self.a_read, fld("retry_reads"), fld("retry_writes"))
-        chosen = self.rnd[16:24] < fld("retry_probability")
-        self.same = same = (self.pend_valid & (self.pend_addr == self.a_ad)
-                            & (self.pend_cmd == self.a_cmd))
+        self.retry_dir = retry_dir = self.net(
+            Mux(self.a_read, fld("retry_reads"), fld("retry_writes")), "retry_dir")
+        chosen = self.net(self.rnd[16:24] < fld("retry_probability"), "retry_chosen")
+        self.same = same = self.net(self.pend_valid & (self.pend_addr == self.a_ad)
+                                    & (self.pend_cmd == self.a_cmd), "retry_same")
         self.a_retry = a_retry = Signal()
         with m.Switch(fld("retry_mode")):
             with m.Case(RetryMode.FIRST.value):
@@ -547,7 +565,8 @@ class _TargetLogic:
                 m.d.comb += a_retry.eq(retry_dir & (self.every_count + 1 >= fld("retry_count")))
             with m.Case(RetryMode.RANDOM.value):
                 m.d.comb += a_retry.eq(retry_dir & chosen)
-        self.a_retry_any = a_retry | self.knob[Knob.STOP_WITHOUT_CLAIM]
+        self.a_retry_any = self.net(a_retry | self.knob[Knob.STOP_WITHOUT_CLAIM],
+                                    "a_retry_any")
 
     def latch_transaction(self):
         """Latch the decode for the transaction (``r``); ``t`` are the values in force at
@@ -563,7 +582,8 @@ class _TargetLogic:
                 "retry": self.a_retry_any, "abort": self.a_abort,
                 "subtractive": self.a_subtractive,
                 "suppress": knob[Knob.TRDY_WITHOUT_DEVSEL] | knob[Knob.STOP_WITHOUT_CLAIM]}
-        self.t = {name: Mux(start, live[name], r[name]) for name in r}
+        self.t = {name: self.net(Mux(start, live[name], r[name]), f"now_{name}")
+                  for name in r}
         with m.If(start):
             m.d.sync += [r[name].eq(live[name]) for name in r]
             with m.If(self.a_hit & self.retry_dir):
@@ -580,8 +600,8 @@ class _TargetLogic:
                         m.d.sync += self.every_count.eq(Mux(self.a_retry, 0,
                                                             self.every_count + 1))
 
-        self.step = Mux(self.t["wide"], 8, 4)
-        self.moved = self.busy & self.trdy_o & self.irdy
+        self.step = self.net(Mux(self.t["wide"], 8, 4), "step")
+        self.moved = self.net(self.busy & self.trdy_o & self.irdy, "moved")
         m.d.comb += self.stat_inc["data_phases"].eq(self.moved & self.claimed)
 
     # ---- the answer: DEVSEL#, TRDY#, STOP#, ACK64# ---------------------------------------
@@ -624,8 +644,8 @@ class _TargetLogic:
         after it before releasing them."""
         m, t, start, bus = self.m, self.t, self.start, self.bus
         claimed, nclk = self.claimed, self.nclk
-        last_edge = (self.busy & claimed & self.irdy & ~self.frame
-                     & (self.trdy_o | self.stop_o))
+        last_edge = self.net(self.busy & claimed & self.irdy & ~self.frame
+                             & (self.trdy_o | self.stop_o), "last_edge")
         with m.If(self.turnaround):
             # Our lines were driven deasserted for one clock: release them now.
             m.d.sync += [self.ctl_oe.eq(0), self.turnaround.eq(0)]
@@ -639,9 +659,12 @@ class _TargetLogic:
             with m.Elif(~claimed):
                 m.d.sync += self.other_devsel.eq(self.other_devsel | bus.devsel.i)
 
-            claim_now = ~claimed & t["hit"] & (nclk == t["dclk"]) & \
-                ~(t["subtractive"] & (self.other_devsel | (bus.devsel.i & ~start)))
-            first_now = (claimed | claim_now) & ~(self.started & ~start) & (nclk == t["first"])
+            claim_now = self.net(
+                ~claimed & t["hit"] & (nclk == t["dclk"])
+                & ~(t["subtractive"] & (self.other_devsel | (bus.devsel.i & ~start))),
+                "claim_now")
+            first_now = self.net((claimed | claim_now) & ~(self.started & ~start)
+                                 & (nclk == t["first"]), "first_now")
             decline = ~claimed & (~t["hit"] | (nclk > t["dclk"]))
 
             with m.If(~start & (last_edge | (self.bus_idle & claimed))):
@@ -788,8 +811,9 @@ class _TargetLogic:
         presented, and knob (q)'s change while TRDY# waits."""
         m, bus, ram, r, t = self.m, self.bus, self.ram, self.r, self.t
         # The read port shows, in the next clock, the word of the data phase presented then.
-        self.shown_off = shown_off = Mux(self.start, self.a_off,
-                                         Mux(self.moved, self.off + self.step, self.off))
+        self.shown_off = shown_off = self.net(
+            Mux(self.start, self.a_off, Mux(self.moved, self.off + self.step, self.off)),
+            "shown_off")
         shown_reg = Signal(32)
         m.d.sync += shown_reg.eq(shown_off)
         # From the address phase on (not only once claimed: slower DEVSEL# still needs the
@@ -1086,14 +1110,6 @@ class _TargetLogic:
         if self.wide_bus:
             bd_word = Mux(last_bd_half, ram.r_data[32:], ram.r_data[:32])
         m.d.comb += ctl.r_data.eq(Mux(last_addr == Reg.BD_DATA, bd_word, read_reg))
-
-
-def _at_least(*values):
-    """The largest of Amaranth ``values``."""
-    result = values[0]
-    for v in values[1:]:
-        result = Mux(v > result, v, result)
-    return result
 
 
 class TargetDriver:

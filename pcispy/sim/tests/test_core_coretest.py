@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pcispy.sim.coretest import CHECKS, assert_core_passes, run_core_checks
+from pcispy.sim.coretest import CHECKS, assert_core_passes, format_table, run_core_checks
 from pcispy.sim.coretest_command import SimTestCommand
 
 pytestmark = pytest.mark.core
@@ -52,3 +52,11 @@ def test_a_fault_fails_its_checks():
     assert SimTestCommand().exit_status({"checks": checks}) == 3
     assert rows["memory_read"]["result"] == "fail", rows
     assert "sts_released_asserted" in rows["memory_read"]["rules"], rows
+    # The row's violation log names the rule, the line and slot 0 by the core's name.
+    released = [entry for entry in rows["memory_read"]["log"]
+                if entry["rule"] == "sts_released_asserted"]
+    assert released and released[0]["agents"] == ["example_target_fault"], rows
+    assert released[0]["line"] in ("trdy", "stop", "devsel"), rows
+    cycles = [entry["cycle"] for entry in rows["memory_read"]["log"]]
+    assert cycles == sorted(cycles) and len(cycles) <= 16, rows
+    assert "violations (the first 16 of each check" in format_table(checks)

@@ -71,7 +71,8 @@ def test_a_session_keeps_the_board_between_commands_until_stopped(sessions):
     assert fresh == DEFAULT_FIRST_DATA
     row = _status()["ideal-32bit"]
     assert row["state"] == "ready" and row["commands"] == 3
-    assert row["spec"] == {"profile": "ideal", "width": 32, "seed": 1, "name": "ideal-32bit"}
+    assert row["spec"] == {"profile": "ideal", "width": 32, "seed": 1, "name": "ideal-32bit",
+                           "core": ""}
     # Bus time carries on from command to command: both PIO runs' clocks are in it.
     clocks = sum(result[side]["clocks"] for result in (before, after)
                  for side in ("write", "read"))
