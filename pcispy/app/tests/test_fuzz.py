@@ -29,7 +29,7 @@ from pcispy.spy.format import (
 from pcispy.app import cli
 from pcispy.spy.decode import synthetic_trace
 from pcispy.spy.export import FORMATS
-from pcispy.spy.tracefile import HEADER_BYTES, pack_records, trace_bytes
+from pcispy.spy.tracefile import HEADER_BYTES, _enum_fields, pack_records, trace_bytes
 
 pytestmark = pytest.mark.fuzz
 
@@ -150,12 +150,16 @@ _METADATA_KEYS = ["mode", "bus_width", "masters", "clock_mhz", "record_layout",
 
 
 def _random_fields(layout, count, rng):
-    """Random values of every field of ``layout`` (the termination one a real capture can
-    hold: a reserved code is damage, left to :func:`_mutate`)."""
+    """Random values of every field of ``layout`` (the termination and every enum field a
+    value a real capture can hold: a reserved code is damage, left to :func:`_mutate`)."""
     fields = {name: rng.integers(0, 1 << min(width, 63), count, dtype=np.uint64)
               for name, _, width in record_fields(layout) if name != "kind"}
     if "termination" in fields:
         fields["termination"] %= np.uint64(len(Termination))
+    for name, values in _enum_fields(layout):
+        if name in fields:
+            fields[name] = rng.choice([member.value for member in values], count).astype(
+                np.uint64)
     return fields
 
 
@@ -485,8 +489,9 @@ def test_random_arguments_end_cleanly(sandbox, seed):
         else:
             argv = _global_argv(rng, directory) + [name] + options
         status, _, err = run_cli(argv)
-        # A board command fails before its transport only on its arguments (decode and
-        # list also fail on the files and directories they read).
+        # A board command fails before its transport only on its arguments (decode,
+        # list and readout also fail on the files and directories they read).
         findings.append(check_outcome(argv, status, err, f"seed {seed} argument case {number}",
-                                      arguments_only=name not in ("decode", "list")))
+                                      arguments_only=name not in ("decode", "list",
+                                                                  "readout")))
     report(findings)
