@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from vcdvcd import VCDVCD
 
-import pcispy.spy.tracefile as tracefile
 from pcispy.app.cli import main
 from pcispy.pci.bus import Command
 from pcispy.spy import pcapng
 from pcispy.spy.decode import _synthetic_clocks, iter_summaries, raw_records, summarise
-from pcispy.spy.export import (FORMATS, export, note_lines, read_csv, segment_starts,
+from pcispy.spy.export import (export, note_lines, read_csv, segment_starts,
                                summary_rows, trace_events, trace_json)
+from pcispy.spy.tests.test_bounded_decode import _exports
 from pcispy.spy.format import MarkerEvent, RawRecord, SummaryRecord, TriggerEvent, WrapEvent
 from pcispy.spy.tracefile import (TraceFormatError, pack_records, parse_trace, trace_bytes,
                                   write_trace)
@@ -302,20 +302,6 @@ def _random_segmented(seed):
         table.append((size, time, time + 3))
         time += int(deltas.sum()) + int(rng.integers(1, 100))
     return _raw([records], _table(*table), capture={"markers": True, "edge": "rising"})
-
-
-def _exports(trace, records, monkeypatch):
-    """Every export of ``trace`` made a run of ``records`` records at a time."""
-    monkeypatch.setattr(tracefile, "CHUNK_RECORDS", records)
-    outputs = {}
-    for fmt in FORMATS:
-        if fmt == "vcd" and trace.mode.name == "SUMMARY":
-            continue
-        out = io.BytesIO() if fmt == "pcapng" else io.StringIO()
-        export(trace, fmt, out, warn=lambda line: None)
-        # A VCD's first line is the date it was written.
-        outputs[fmt] = out.getvalue() if fmt != "vcd" else out.getvalue().split("\n", 1)[1]
-    return outputs
 
 
 def test_every_export_of_a_segmented_summary_trace_in_runs_is_byte_identical(monkeypatch):
