@@ -170,9 +170,15 @@ def _board():
     flip-flops, block RAMs, outputs in I/O registers, whether the usage fits the 25F, the
     fastest bus clock at which every input is sampled in time (``bus_clock_max_mhz``),
     whether it meets PCI at 33 MHz (``make timing``: :func:`~pcispy.platform.build.check`
-    finds nothing) and the build's time."""
+    finds nothing), what synthesis broke of the structure its timing needs
+    (:mod:`pcispy.platform.ecp5.structure`; a design that does not fit its part or breaks
+    that structure fails the bench) and the build's time."""
     from pcispy.platform.build import build, check, fits
     report = build("ulx3s-85f", clock_mhz=33)
+    if not fits(report, "LFE5U-85F") or report.get("structure_problems"):
+        raise RuntimeError(f"the default board does not fit the LFE5U-85F ({report['luts']} "
+                           f"LUTs, {report['brams']} block RAMs) or its synthesis broke: "
+                           f"{report.get('structure_problems')}")
     prefix = "board.ulx3s_85f."
     return {prefix + "fmax_pci_mhz": report["fmax_mhz"]["pci"],
             prefix + "fmax_sync_mhz": report["fmax_mhz"].get("sync"),
@@ -187,6 +193,7 @@ def _board():
             prefix + "fits_25f": fits(report, "LFE5U-25F"),
             prefix + "fits_45f": fits(report, "LFE5U-45F"),
             prefix + "meets_33mhz": not check(report, 33),
+            prefix + "structure_problems": report.get("structure_problems"),
             prefix + "build_s": sum(report["seconds"].values())}
 
 

