@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Test session order: the longest tests first.
+"""Test session order: the longest tests first, on every worker.
 
-``make test`` runs pytest on two workers with work stealing (``--dist worksteal``): the
-synthesis smoke build (three minutes of one core) starts at once on one worker
-while the other takes the rest, and an idle worker takes queued tests from the busy one. Tests marked ``runs_long`` go to the
-front of the queue, in the order they are collected, so they never start last.
+``make test`` runs pytest on two workers with work stealing (``--dist worksteal``): each
+worker starts with a contiguous share of the collected tests and an idle worker takes
+queued tests from the end of a busy one's share. Tests marked ``runs_long`` (a minute or
+more of one core: the first test on each distinct Verilator model, which builds it, the
+whole-board UART tests, the longest proofs) go to the front of the shares, dealt out in
+turn, so both workers start on them together and none of them starts last.
 
 Every ``--sim`` command a test runs gets a fresh simulated board (``PCISPY_FRESH_SIM``),
 as a test expects, not a session's that outlives it; the session tests
@@ -19,4 +21,16 @@ os.environ.setdefault("PCISPY_FRESH_SIM", "1")
 
 
 def pytest_collection_modifyitems(session, config, items):
-    items.sort(key=lambda item: item.get_closest_marker("runs_long") is None)
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    long = [item for item in items if item.get_closest_marker("runs_long")]
+    rest = [item for item in items if not item.get_closest_marker("runs_long")]
+    # xdist gives worker k the k-th of `workers` contiguous shares (the last one takes
+    # the remainder): put every workers-th long test at the front of each share.
+    size = len(items) // workers
+    order = []
+    for share in range(workers):
+        front = long[share::workers]
+        take = (size if share < workers - 1 else len(items)) - len(order) - len(front)
+        order += front + rest[:max(0, take)]
+        rest = rest[max(0, take):]
+    items[:] = order + rest

@@ -51,8 +51,9 @@ _OPT = ["OPT_FAST=-O1", "OPT_SLOW=-O0", "OPT_GLOBAL=-O1"]
 _RUNTIME_OBJECTS = ("verilated.o", "verilated_dpi.o", "verilated_vpi.o",
                     "verilated_threads.o", "verilated_vcd_c.o", "verilated_fst_c.o",
                     "verilated_timing.o", "verilated_random.o")
-#: The runtime objects' folder under BUILD_ROOT, one subfolder per compile command.
-_RUNTIME = "runtime"
+#: The runtime objects' folder, one subfolder per compile command (fixed at import: a
+#: test building a model in a folder of its own still shares them).
+_RUNTIME_ROOT = BUILD_ROOT / "runtime"
 #: Verilator's options for a model that records waves, by format.
 _TRACE_FLAGS = {None: [], "fst": ["--trace-fst", "--trace-structs"], "vcd": ["--trace"]}
 
@@ -260,7 +261,7 @@ def _runtime_objects(make, build_dir, env):
         for obj in _RUNTIME_OBJECTS:
             if f" -o {obj} " in f"{line} ":
                 key = hashlib.sha256(line.encode()).hexdigest()[:16]
-                shared[obj] = BUILD_ROOT / _RUNTIME / key
+                shared[obj] = _RUNTIME_ROOT / key
     for obj, folder in shared.items():
         if (folder / obj).exists():
             shutil.copyfile(folder / obj, build_dir / obj)     # a fresh time stamp

@@ -89,6 +89,7 @@ def test_board_platform_names_its_width(board, width):
     assert len(platform.lookup("pci", 0).ios) == len(bus_lines(width)) + 2
 
 
+@pytest.mark.runs_long
 def test_64bit_board_elaborates_with_io_cell_output_registers():
     from pcispy.platform.boards import ecp5_evn
     platform = ecp5_evn.add_pci(ecp5_evn.platform())
@@ -122,6 +123,7 @@ def _lpf(passive):
     return plan.files["top.lpf"], plan.files["top.il"]
 
 
+@pytest.mark.runs_long
 @pytest.mark.parametrize("passive", [False, True])
 def test_board_top_elaborates_with_the_pinout(passive):
     lpf, il = _lpf(passive)

@@ -30,6 +30,7 @@ def seeds(system):
     return CI_SEEDS[system]
 
 
+@pytest.mark.runs_long
 @pytest.mark.parametrize("system", list(CI_SEEDS), ids=lambda system: "%d-%s" % system)
 def test_compliance(system):
     width, decode = system

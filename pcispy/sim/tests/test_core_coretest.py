@@ -17,6 +17,7 @@ pytestmark = pytest.mark.core
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "verilog_target" / "core.json"
 
 
+@pytest.mark.runs_long
 def test_example_passes_every_check():
     rows = assert_core_passes(EXAMPLE, profile="alphastation200", seed=2)
     assert [row["check"] for row in rows] == [name for name, _ in CHECKS]
@@ -39,6 +40,7 @@ def test_command_prints_a_row_per_check():
     assert command.exit_status(result) == 0
 
 
+@pytest.mark.runs_long
 def test_a_fault_fails_its_checks():
     # The example with its deliberate fault defined: TRDY#/STOP#/DEVSEL# released while
     # asserted after every last data phase. The checks that move data say so.

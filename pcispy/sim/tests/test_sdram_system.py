@@ -19,6 +19,7 @@ CAPTURES = "pcispy.sim.tests.bench_trigger_segments"
 SDRAM = SystemConfig(width=32, trace_memory="sdram")
 
 
+@pytest.mark.runs_long
 def test_sdram_trace_memory_captures_what_block_ram_does(tmp_path):
     # The same seeded capture on the board with block RAM and on the board with an SDRAM
     # of 4 banks x 16 rows x 512 columns (4096 slots, as deep as the block RAM).

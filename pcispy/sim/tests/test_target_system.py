@@ -22,6 +22,7 @@ def test_target_in_system(bench, width):
     run_bench(BENCH, bench, SystemConfig(width=width))
 
 
+@pytest.mark.runs_long
 def test_slow_decode_board_in_system():
     run_bench(BENCH, "slow_decode", SystemConfig(width=32, decode="slow"))
 
