@@ -17,7 +17,10 @@ endmodule
 
 // The control port's inputs ({ctl_sel, ctl_addr, ctl_wdata, ctl_we, ctl_re}) likewise,
 // taken whenever a write or read strobe changes (pcispy/sim/api.py changes them together,
-// one falling clock edge before the rising edge that uses them) and at each clock edge.
+// one falling clock edge before the rising edge that uses them, and changes nothing
+// without a strobe). Not at clock edges: the logic an access feeds is then evaluated at
+// the accesses only, not at every clock. (`clk` is unused; the port stays for the
+// instance.)
 module pcispy_ctl_follow #(
     parameter W = 48
 ) (
@@ -28,5 +31,51 @@ module pcispy_ctl_follow #(
     output reg  [W-1:0] o
 );
     initial o = {W{1'b0}};
-    always @(posedge we or negedge we or posedge re or negedge re or posedge clk) o <= i;
+    always @(posedge we or negedge we or posedge re or negedge re) o <= i;
+endmodule
+
+// A clock gate for an agent of the simulated system (pcispy/sim/bfm/gate.py): `gclk` is
+// `clk` in the clocks `en` was high for, judged while `clk` is low (a latch open while
+// the clock is low, as in a hardware clock-gating cell), so `gclk` never glitches and an
+// enable that changes at a rising edge acts at the next one. Verilator then evaluates the
+// agent's registers only at the edges `gclk` has. It starts enabled.
+module pcispy_clock_gate (
+    input  wire clk,
+    input  wire en,
+    output wire gclk
+);
+    reg en_l;
+    initial en_l = 1'b1;
+    always @(*) if (!clk) en_l = en;
+    assign gclk = clk & en_l;
+endmodule
+
+// What gated logic sees of its inputs (pcispy/sim/bfm/gate.py): `o` takes `i`
+// at each falling clock edge `en` was high for (judged while the clock is high: a latch
+// open while it is high), whenever `access` rises (a control-port access to the agent
+// begins, at a falling edge) and, with RELOAD, whenever `reload` changes (RST#, which
+// Python changes at falling edges too). The inputs change only at rising edges, so in
+// every clock the agent's gated clock runs in, `o` is what `i` is at its rising edge;
+// and the logic fed from `o` is evaluated only when `o` is loaded, not at every clock.
+module pcispy_view #(
+    parameter W = 1,
+    parameter RELOAD = 0
+) (
+    input  wire         clk,
+    input  wire         en,
+    input  wire         access,
+    input  wire         reload,
+    input  wire [W-1:0] i,
+    output reg  [W-1:0] o
+);
+    reg en_l;
+    initial en_l = 1'b1;
+    initial o = {W{1'b0}};
+    always @(*) if (clk) en_l = en;
+    wire fall = ~clk & en_l;
+    generate if (RELOAD) begin : with_reload
+        always @(posedge fall or posedge access or posedge reload or negedge reload) o <= i;
+    end else begin : without_reload
+        always @(posedge fall or posedge access) o <= i;
+    end endgenerate
 endmodule

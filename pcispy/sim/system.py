@@ -264,21 +264,25 @@ class PCISystem(wiring.Component):
         from pcispy.sim.bfm.irq_responder import InterruptResponder
         cfg = self.config
         agents = {}
-        host_initiator = BehaviouralInitiator(width=cfg.width)
+        # The bus agents sleep on gated clocks while they have nothing to do (the model
+        # skips them then: pcispy/sim/bfm/gate.py).
+        host_initiator = BehaviouralInitiator(width=cfg.width, gated=True)
         agents[Agent.HOST_INITIATOR] = (host_initiator, MASTERS["host"], None)
         agents[Agent.HOST_MEMORY] = (
-            BehaviouralTarget(width=cfg.width, mem_addr_bits=cfg.host_memory_addr_bits),
+            BehaviouralTarget(width=cfg.width, mem_addr_bits=cfg.host_memory_addr_bits,
+                              gated=True),
             None, None)
-        agents[Agent.IRQ_RESPONDER] = (InterruptResponder(), None, None)
+        agents[Agent.IRQ_RESPONDER] = (InterruptResponder(gated=True), None, None)
         if cfg.test_device:
-            agents[Agent.TEST_INITIATOR] = (BehaviouralInitiator(width=cfg.width),
+            agents[Agent.TEST_INITIATOR] = (BehaviouralInitiator(width=cfg.width, gated=True),
                                             MASTERS["test_device"], None)
             agents[Agent.TEST_TARGET] = (
-                BehaviouralTarget(width=cfg.width, mem_addr_bits=cfg.test_memory_addr_bits),
+                BehaviouralTarget(width=cfg.width, mem_addr_bits=cfg.test_memory_addr_bits,
+                                  gated=True),
                 None, TEST_DEVICE_SLOT)
         if cfg.legacy:
             from pcispy.sim.bfm.legacy import LegacyDevice
-            agents[Agent.LEGACY] = (LegacyDevice(), None, None)
+            agents[Agent.LEGACY] = (LegacyDevice(gated=True), None, None)
         return agents
 
     def elaborate(self, platform):
@@ -330,7 +334,7 @@ class PCISystem(wiring.Component):
         saboteur = None
         if cfg.saboteur:
             from pcispy.sim.bfm.saboteur import Saboteur
-            saboteur = Saboteur(width=cfg.width)
+            saboteur = Saboteur(width=cfg.width, gated=True)
             m.submodules.saboteur = DomainRenamer({"sync": "monitor"})(saboteur)
             drivers += [(saboteur.bus, MASTERS["saboteur"], None, "saboteur"),
                         (saboteur.chan_a, None, None, "saboteur_a"),
@@ -347,7 +351,8 @@ class PCISystem(wiring.Component):
             if master is not None:
                 master_agents[master] = index
         m.submodules.resolver = resolver = DomainRenamer({"sync": "monitor"})(
-            BusResolver(len(drivers), cfg.width, masters=master_agents, shared_cycle=True))
+            BusResolver(len(drivers), cfg.width, masters=master_agents, shared_cycle=True,
+                        gated=True))
         m.d.comb += [resolver.rst.eq(ResetSignal("pci")), resolver.cycle.eq(cycle[:32])]
         for name, bits in lines.items():
             # A 32-bit agent on a 64-bit bus has no 64-bit extension lines: it never

@@ -53,6 +53,7 @@ from amaranth.lib.wiring import In, Out
 from pcispy.pci.bus import Command, PCIBusSignature, Termination
 from pcispy.pci.lfsr import lfsr_step
 from pcispy.sim.bfm.backdoor_ram import BackdoorRAM
+from pcispy.sim.bfm.gate import Gate
 from pcispy.sim.bfm.nets import net
 from pcispy.sim.control import (ControlRegisters, ControlSignature, Field, Register,
                                 register_reads, written)
@@ -247,6 +248,10 @@ class BehaviouralInitiator(wiring.Component):
         verilog_ram: keep the buffer in the hand-written Verilog RAM of
             :mod:`pcispy.core.ram` (Verilator); False for
             Amaranth's Python simulator.
+        gated: run on a clock gated while it has nothing to do (a Verilator build only,
+            :mod:`pcispy.sim.bfm.gate`): idle with no command queued or offered on
+            ``prio``, GNT# not on it and nothing of its own on the bus, no control-port
+            access. Its random generator steps on every clock all the same.
 
     Commands are refused (Status.BAD_COMMAND, no bus activity) when the length is 0, the
     code is DUAL_ADDRESS (the initiator adds DAC itself), REQ64# is asked on a 32-bit bus,
@@ -256,10 +261,11 @@ class BehaviouralInitiator(wiring.Component):
     claimed by nobody and so ends as a master abort (Status.MASTER_ABORT), as on a bus.
     """
 
-    def __init__(self, width=32, buffer_addr_bits=14, verilog_ram=True):
+    def __init__(self, width=32, buffer_addr_bits=14, verilog_ram=True, *, gated=False):
         if width not in (32, 64):
             raise ValueError(f"bus width must be 32 or 64, not {width!r}")
         self.width = width
+        self.gated = gated
         self.buffer_addr_bits = buffer_addr_bits
         self.verilog_ram = verilog_ram
         super().__init__({
@@ -275,15 +281,19 @@ class BehaviouralInitiator(wiring.Component):
         return (1 << self.buffer_addr_bits) * (self.width // 32)
 
     def elaborate(self, platform):
-        m = Module()
-        m.submodules.buffer = buffer = BackdoorRAM(
+        top = Module()          # the clock gate and what must see every clock
+        m = Module()            # the sequencer, the queues and the registers, gated
+        # The buffer runs on every clock: its read port shows what Python wrote through
+        # the backdoor a clock later, asleep or not.
+        top.submodules.buffer = buffer = BackdoorRAM(
             width=self.width, addr_bits=self.buffer_addr_bits, verilog=self.verilog_ram)
         m.submodules.queue = queue = fifo.SyncFIFOBuffered(width=COMMAND.size, depth=_QUEUE_DEPTH)
         m.submodules.results = results = fifo.SyncFIFOBuffered(width=RESULT.size, depth=_QUEUE_DEPTH)
 
         # The steps share their signals through ``logic``; their order is the order in
         # which their statements are added (a later assignment to a signal wins).
-        logic = _InitiatorLogic(self, m, buffer, queue, results)
+        gate = Gate(top, gated=self.gated)
+        logic = _InitiatorLogic(self, m, buffer, queue, results, top)
         logic.control_port()
         logic.buffer_port()
         logic.frame_irdy_req()
@@ -291,7 +301,8 @@ class BehaviouralInitiator(wiring.Component):
         logic.parity_outputs()
         logic.read_parity_check()
         logic.sequencer()
-        return m
+        gate.add(m, *logic.wake())
+        return top
 
 
 class _InitiatorLogic:
@@ -303,8 +314,9 @@ class _InitiatorLogic:
     are signals of their own (:func:`~pcispy.sim.bfm.nets.net`).
     """
 
-    def __init__(self, initiator, m, buffer, queue, results):
+    def __init__(self, initiator, m, buffer, queue, results, free):
         self.m = m
+        self.free = free              # the module of the registers that see every clock
         self.initiator = initiator
         self.bus, self.ctl = initiator.bus, initiator.ctl
         self.buffer, self.queue, self.results = buffer, queue, results
@@ -317,7 +329,7 @@ class _InitiatorLogic:
         self.config = Signal(CONFIG, init=config.unpack(config.reset))
         self.inject = Signal(INJECT)
         self.retry_limit = Signal(16, init=REGISTERS["RETRY_LIMIT"].reset)
-        self.lfsr = Signal(32, init=1)
+        self.lfsr = Signal(32, init=1)      # steps on every clock (control_port)
         self.perr_total = Signal(32)
         self.buf_ptr = Signal(21)
         self.push_refused = Signal()
@@ -421,6 +433,23 @@ class _InitiatorLogic:
         # The DWORDs a data phase moves when it completes (two on a 64-bit one).
         self.phase_dwords = net(m, Mux(self.is64 & self.ack64_now, 2, 1), "phase_dwords")
 
+    def wake(self):
+        """``(wake, bus_wake, access)`` for the gate (:mod:`pcispy.sim.bfm.gate`): high
+        before every edge at which a register of the engine would change: a control-port
+        access (``access``), RST#, a command under way, queued or offered on ``prio``, a
+        result moving to the result FIFO's output, GNT# on it (parking), its lines still
+        driven, a parity check or PERR# under way."""
+        bus, ctl, results = self.bus, self.ctl, self.results
+        bus_wake = (bus.rst.i | self.engaged | self.initiator.prio.valid
+                    | (~results.r_rdy & (results.level != 0))
+                    | bus.gnt.i | self.parked | self.irdy_was | bus.par.oe
+                    | self.chk_pending | (self.perr_stage != 0))
+        if self.wide:
+            bus_wake = bus_wake | bus.par64.oe
+        access = ctl.w_en | ctl.r_en
+        bus_wake = net(self.m, bus_wake, "bus_wake")
+        return access | bus_wake, bus_wake, access
+
     # ---- control port ------------------------------------------------------------------
 
     def control_port(self):
@@ -428,7 +457,12 @@ class _InitiatorLogic:
         result FIFO's POP among them), the buffer's register path and the read mux."""
         m, ctl, queue, results = self.m, self.ctl, self.queue, self.results
         m.d.comb += ctl.event.eq(results.r_rdy)
-        m.d.sync += self.lfsr.eq(lfsr_step(self.lfsr))
+        # The generator steps on every clock, the engine's or not (its draws are the
+        # same whether the engine slept or not); SEED reloads it.
+        free = self.free
+        free.d.sync += self.lfsr.eq(lfsr_step(self.lfsr))
+        with free.If(written(ctl, Reg.SEED)):
+            free.d.sync += self.lfsr.eq(Mux(ctl.w_data == 0, 1, ctl.w_data))
 
         with m.If(ctl.w_en):
             with m.Switch(ctl.addr):
@@ -443,8 +477,6 @@ class _InitiatorLogic:
                         m.d.sync += self.config_refused.eq(1)
                     with m.Else():
                         m.d.sync += self.config.eq(new_config)
-                with m.Case(Reg.SEED):
-                    m.d.sync += self.lfsr.eq(Mux(ctl.w_data == 0, 1, ctl.w_data))
                 with m.Case(Reg.RETRY_LIMIT):
                     m.d.sync += self.retry_limit.eq(ctl.w_data)
                 with m.Case(Reg.INJECT):
@@ -578,7 +610,7 @@ class _InitiatorLogic:
         # IRDY# asserted by this agent in the previous clock: driven deasserted now
         # (sustained tri-state), whatever the state (END, JUNK_END, or an address phase
         # after (q)'s).
-        irdy_was = Signal()
+        self.irdy_was = irdy_was = Signal()
         m.d.sync += irdy_was.eq(self.irdy_out)
         m.d.comb += [
             bus.frame.o.eq(self.frame_out),
@@ -675,7 +707,8 @@ class _InitiatorLogic:
         """Check PAR (PAR64) of read data one clock after each read data phase; count the
         errors and answer them with PERR# when enabled (and (o): at the wrong time)."""
         m, bus, inject, state = self.m, self.bus, self.inject, self.state
-        perr_stage = Signal(2)   # 1: PERR# asserted, 2: PERR# driven deasserted
+        # 1: PERR# asserted, 2: PERR# driven deasserted
+        self.perr_stage = perr_stage = Signal(2)
         parity_error = Signal()
         chk_bad = parity_of(self.chk_ad, self.chk_cbe) != bus.par.i
         if self.wide:

@@ -15,12 +15,13 @@ The writes go through the initiator's priority command port
 (:attr:`BehaviouralInitiator.prio`), so they never wait behind queued Python commands.
 """
 
-from amaranth import Cat, Module, Mux, Signal
+from amaranth import Cat, Module, Mux, ResetSignal, Signal
 from amaranth.lib import enum, memory, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.pci.bus import Command
 from pcispy.pci.lfsr import lfsr_advance
+from pcispy.sim.bfm.gate import Gate
 from pcispy.sim.bfm.initiator import COMMAND, Status
 from pcispy.sim.control import (ControlRegisters, ControlSignature, Field, Register,
                                 register_reads, register_writes)
@@ -208,9 +209,16 @@ class InterruptResponder(wiring.Component):
 
     The acknowledge and checkpoint writes are single-DWORD Memory Writes with all byte
     enables. Delays are counted in bus clocks.
+
+    Parameters:
+        gated: run on a clock gated while it has nothing to do (a Verilator build only,
+            :mod:`pcispy.sim.bfm.gate`): armed with no interrupt to take (disabled, or
+            INTA# deasserted and seen so), no control-port access. Its clock counter
+            ``NOW`` counts every clock all the same.
     """
 
-    def __init__(self):
+    def __init__(self, *, gated=False):
+        self.gated = gated
         super().__init__({
             "inta": In(1),
             "cmd": Out(stream.Signature(COMMAND)),
@@ -220,7 +228,8 @@ class InterruptResponder(wiring.Component):
         })
 
     def elaborate(self, platform):
-        m = Module()
+        top = Module()          # the clock gate and the clock counter
+        m = Module()            # the rest, on the gated clock
         ctl = self.ctl
 
         m.submodules.log = log = memory.Memory(shape=LOG_ENTRY, depth=_LOG_DEPTH, init=[])
@@ -244,7 +253,7 @@ class InterruptResponder(wiring.Component):
         log_index = Signal(range(_LOG_DEPTH))
         state = Signal(_State)
 
-        m.d.sync += now.eq(now + 1)
+        top.d.sync += now.eq(now + 1)
         m.d.comb += ctl.event.eq(logged != seen)
 
         plain = {
@@ -362,7 +371,14 @@ class InterruptResponder(wiring.Component):
             with m.Case(_State.REARM):
                 with m.If(dropped | ~self.inta):
                     m.d.sync += state.eq(_State.ARMED)
-        return m
+
+        # Asleep (armed, nothing to take), every register holds: ``dropped`` is set once
+        # INTA# is seen deasserted and stays so.
+        access = ctl.w_en | ctl.r_en
+        bus_wake = (ResetSignal("sync") | (state != _State.ARMED)
+                    | (control.enable & self.inta) | (~self.inta & ~dropped))
+        Gate(top, gated=self.gated).add(m, access | bus_wake, bus_wake, access)
+        return top
 
 
 class InterruptResponderDriver:

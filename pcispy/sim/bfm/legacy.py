@@ -93,15 +93,16 @@ class LegacyDevice(BehaviouralTarget):
         profile: the behaviour after reset (default :data:`RTC`).
         seed: the random generator's seed after reset.
         fields: further reset values by field name.
+        gated: as :class:`BehaviouralTarget`'s.
 
     Backdoor: ``<instance>.ram.bd_storage[1 + i // 4]`` holds CMOS bytes ``i..i+3``.
     """
-    def __init__(self, *, profile=RTC, seed=1, fields=None):
+    def __init__(self, *, profile=RTC, seed=1, fields=None, gated=False):
         values = {"io_base": RTC_PORT, "io_size": 2, "mem_size": 0}
         values.update(fields or {})
         # 6 address bits: word 0 (the ports) and 32 words of CMOS (see RTCStorage).
         super().__init__(width=32, mem_addr_bits=6, verilog_ram=False, profile=profile,
-                         seed=seed, fields=values)
+                         seed=seed, fields=values, gated=gated)
 
     def _storage(self):
         return RTCStorage()

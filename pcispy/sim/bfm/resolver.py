@@ -52,6 +52,7 @@ from amaranth.lib.wiring import In, Out
 from pcispy.core.logic import bottom_bit
 from pcispy.pci.bus import ACTIVE_LOW, OPEN_DRAIN, SUSTAINED_TRISTATE, bus_lines
 from pcispy.pci.rules import DRIVER_RULES, DRIVER_RULES_BY_NAME
+from pcispy.sim.bfm.gate import Gate
 
 __all__ = ["BusResolver", "shared_lines", "LOG_DEPTH", "AGENT_NONE", "AGENT_BITS",
            "LINE_BITS", "PARK_AD_CLOCK", "PARK_PAR_CLOCK"]
@@ -91,34 +92,6 @@ def _lowest(m, vector):
     found, lowest = bottom_bit(bits)
     m.d.comb += [bits.eq(vector), index.eq(Mux(found, lowest, AGENT_NONE))]
     return index
-
-
-class _Candidates:
-    """``{rule name: [(fires, line index, agent A, agent B)]}``, each value put in a
-    signal of its own as it is added (``found[rule].append(...)``)."""
-
-    def __init__(self, m):
-        self._m = m
-        self._lists = {rule.name: _CandidateList(m, rule.name) for rule in DRIVER_RULES}
-
-    def __getitem__(self, rule):
-        return self._lists[rule]
-
-
-class _CandidateList(list):
-    def __init__(self, m, rule):
-        super().__init__()
-        self._m = m
-        self._rule = rule
-
-    def append(self, candidate):
-        fire, index, a, b = candidate
-        number = len(self)
-        signals = (Signal(name=f"{self._rule}_{number}_fires"),
-                   Signal(AGENT_BITS, name=f"{self._rule}_{number}_a"),
-                   Signal(AGENT_BITS, name=f"{self._rule}_{number}_b"))
-        self._m.d.comb += [signals[0].eq(fire), signals[1].eq(a), signals[2].eq(b)]
-        super().append((signals[0], index, signals[1], signals[2]))
 
 
 def _saturating_increment(counter):
@@ -161,8 +134,10 @@ class BusResolver(wiring.Component):
         masters: for each master of the arbiter (GNT# bit), the index of the agent that
             drives for it when it is parked, or None when it has none on the bus.
         shared_cycle: take ``cycle`` as an input instead of counting clocks itself.
+        gated: keep the evidence on a clock gated while no rule is broken (a Verilator
+            build only, :mod:`pcispy.sim.bfm.gate`).
     """
-    def __init__(self, agents, width=32, masters=(), *, shared_cycle=False):
+    def __init__(self, agents, width=32, masters=(), *, shared_cycle=False, gated=False):
         if not 1 <= agents < AGENT_NONE:
             raise ValueError(f"the resolver serves 1 to {AGENT_NONE - 1} agents")
         for agent in masters:
@@ -172,6 +147,7 @@ class BusResolver(wiring.Component):
         self.width = width
         self.masters = tuple(masters)
         self.shared_cycle = shared_cycle
+        self.gated = gated
         self.lines = shared_lines(width)
         n_rules = len(DRIVER_RULES)
         members = {}
@@ -201,19 +177,51 @@ class BusResolver(wiring.Component):
         super().__init__(members)
 
     def elaborate(self, platform):
-        m = Module()
+        m = Module()      # the bus, the registers of every clock, the rules' fire bits
+        ev = Module()     # the evidence (which line, which agents; log, counts, flags)
+        # The evidence changes only in a clock a rule is broken in (or at ``clear``): it
+        # runs on a gated clock and works out the agents from a view of the drivers
+        # (pcispy/sim/bfm/gate.py), so the model skips it on every other clock.
+        gate = Gate(m, name="evidence", gated=self.gated)
+        viewed = {}
+
+        def view(value, name):
+            """``value`` of ``m`` as the evidence sees it (one view per name)."""
+            if name not in viewed:
+                viewed[name] = gate.view(value, name)
+            return viewed[name]
+
         n = self.agents
         if not self.shared_cycle:
             m.d.sync += self.cycle.eq(self.cycle + 1)
+        # RST# in the clock before: with RST# now, "RST# held" (driven_during_reset).
         prev_rst = Signal()
         m.d.sync += prev_rst.eq(self.rst)
-        rst_held = Signal()
-        m.d.comb += rst_held.eq(self.rst & prev_rst)
 
-        # Per rule: the (fires, line index, agent A, agent B) of every line it is checked
-        # on, each a signal of its own (the expressions are shared by many uses); the log
-        # names the first line that fires.
-        found = _Candidates(m)
+        # Per rule: (fires, may, when, line index, agent A, agent B) of every line it is
+        # checked on. ``fires`` is a signal of ``m`` (every clock): ``may`` (the rest of
+        # the condition, which does not depend on RST#) where RST# is as ``when`` says
+        # (``None``: either way; "running": deasserted; "held": asserted). The evidence
+        # sees ``may`` through the view and RST# as it is: Python changes RST# at falling
+        # edges, after the view is loaded. The agents are functions building their
+        # signals in ``ev`` from viewed vectors, called only there. The log names the
+        # first line that fires.
+        found = {rule.name: [] for rule in DRIVER_RULES}
+
+        def under_reset(when, may, rst=self.rst):
+            return {None: may, "running": ~rst & may, "held": rst & may}[when]
+
+        def candidate(rule, may, when, index, agent_a, agent_b=lambda: AGENT_NONE):
+            number = len(found[rule])
+            fire = Signal(name=f"{rule}_{number}_fires")
+            maybe = Signal(name=f"{rule}_{number}_may")
+            m.d.comb += [maybe.eq(may), fire.eq(under_reset(when, maybe))]
+            found[rule].append((fire, maybe, when, index, agent_a, agent_b))
+
+        def lowest(value, name):
+            """In ``ev``: the lowest agent set in the viewed vector ``value`` of ``m``."""
+            return _lowest(ev, view(value, name))
+
         line_index = {name: index for index, name in enumerate(self.lines)}
         enables = {}
         clash_now = []
@@ -235,8 +243,9 @@ class BusResolver(wiring.Component):
                 clash_now.append(Const(0))
                 pulling = Signal(n, name=f"{name}_pulling")
                 m.d.comb += pulling.eq(Cat(oe[k] & outs[k] for k in range(n)))
-                found["driven_during_reset"].append(
-                    (rst_held & pulling.any(), index, _lowest(m, pulling), AGENT_NONE))
+                candidate("driven_during_reset", prev_rst & pulling.any(), "held", index,
+                          lambda pulling=pulling, name=name:
+                          lowest(pulling, f"{name}_pulling"))
                 continue
 
             pulled_up = 0 if name in ACTIVE_LOW else (1 << bits) - 1
@@ -247,24 +256,41 @@ class BusResolver(wiring.Component):
                 # undefined on a real bus: OR keeps the model deterministic.
                 m.d.comb += getattr(self, name).eq(any_value)
 
+            # The drivers of this clock: the first two (contention, driven_during_reset).
+            def drivers(oe=oe, name=name):
+                key = f"{name}_drivers"
+                if key not in viewed:
+                    seen = view(oe, f"{name}_oe")
+                    first = Signal(AGENT_BITS, name=f"{name}_driver")
+                    ev.d.comb += first.eq(_lowest(ev, seen))
+                    second = _lowest(ev, (seen & ~(Const(1, n) << first))[:n])
+                    viewed[key] = (first, second)
+                return viewed[key]
+
             # contention: two drivers in this clock.
             several = Signal(name=f"{name}_clash")
             m.d.comb += several.eq((oe & (oe - 1)) != 0)
             clash_now.append(several)
-            first = Signal(AGENT_BITS, name=f"{name}_driver")
-            m.d.comb += first.eq(_lowest(m, oe))
-            second = _lowest(m, (oe & ~(Const(1, n) << first))[:n])
-            found["contention"].append((several, index, first, second))
+            candidate("contention", several, None, index, lambda d=drivers: d()[0],
+                      lambda d=drivers: d()[1])
 
             # no_turnaround: an agent starts driving it while another drove it in the
             # clock before (two agents driving on together is contention only).
             late = Signal(n, name=f"{name}_late")
             m.d.comb += late.eq(oe & ~prev_oe & prev_oe.any().replicate(n))
-            late_agent = Signal(AGENT_BITS, name=f"{name}_late_agent")
-            m.d.comb += late_agent.eq(_lowest(m, late))
-            found["no_turnaround"].append(
-                (late.any(), index, _lowest(m, (prev_oe & ~(Const(1, n) << late_agent))[:n]),
-                 late_agent))
+
+            def late_agents(late=late, prev_oe=prev_oe, name=name):
+                key = f"{name}_late_agents"
+                if key not in viewed:
+                    late_agent = Signal(AGENT_BITS, name=f"{name}_late_agent")
+                    ev.d.comb += late_agent.eq(lowest(late, f"{name}_late"))
+                    before = view(prev_oe, f"{name}_prev_oe")
+                    viewed[key] = (_lowest(ev, (before & ~(Const(1, n) << late_agent))[:n]),
+                                   late_agent)
+                return viewed[key]
+            candidate("no_turnaround", late.any(), None, index,
+                      lambda a=late_agents: a()[0],
+                      lambda a=late_agents: a()[1])
 
             # sts_released_asserted: released the clock after driving it asserted.
             if name in SUSTAINED_TRISTATE:
@@ -272,13 +298,14 @@ class BusResolver(wiring.Component):
                 m.d.sync += asserted.eq(Cat(oe[k] & outs[k] for k in range(n)))
                 released = Signal(n, name=f"{name}_released")
                 m.d.comb += released.eq(asserted & ~oe)
-                found["sts_released_asserted"].append(
-                    (~self.rst & released.any(), index, _lowest(m, released), AGENT_NONE))
+                candidate("sts_released_asserted", released.any(), "running", index,
+                          lambda released=released, name=name:
+                          lowest(released, f"{name}_released"))
 
             # driven_during_reset (REQ64# is the central resource's during reset).
             if name != "req64":
-                found["driven_during_reset"].append(
-                    (rst_held & oe.any(), index, first, second))
+                candidate("driven_during_reset", prev_rst & oe.any(), "held", index,
+                          lambda d=drivers: d()[0], lambda d=drivers: d()[1])
 
         # par_driver_mismatch: PAR's drivers in N are AD's in N-1 (PAR64 and AD[63:32]).
         for data, par in (("ad", "par"), ("ad_hi", "par64")):
@@ -286,29 +313,42 @@ class BusResolver(wiring.Component):
                 continue
             prev_data_oe = Signal(n, name=f"{data}_prev_oe_for_{par}")
             m.d.sync += prev_data_oe.eq(enables[data])
-            mismatch = ~self.rst & (prev_data_oe != enables[par])
-            found["par_driver_mismatch"].append(
-                (mismatch, line_index[par], _lowest(m, prev_data_oe), _lowest(m, enables[par])))
+            candidate("par_driver_mismatch", prev_data_oe != enables[par], "running",
+                      line_index[par],
+                      lambda v=prev_data_oe, name=f"{data}_prev_oe_for_{par}":
+                      lowest(v, name),
+                      lambda v=enables[par], name=f"{par}_oe": lowest(v, name))
 
-        self._parking(m, found, enables, line_index)
+        self._parking(m, candidate, enables, line_index, view)
 
         # --- evidence ---------------------------------------------------------------------
         n_rules = len(DRIVER_RULES)
+        violation = Cat(Cat(entry[0] for entry in found[rule.name]).any()
+                        if found[rule.name] else Const(0) for rule in DRIVER_RULES)
+        m.d.comb += self.violation.eq(violation)
         entries_now = []
-        for rule in DRIVER_RULES:
-            fires = Signal(name=f"{rule.name}_now")
+        # RST# as the evidence sees it: the view is loaded again whenever it changes.
+        seen_rst = view(self.rst, "rst")
+        for r, rule in enumerate(DRIVER_RULES):
             line = Signal(LINE_BITS, name=f"{rule.name}_line")
             a = Signal(AGENT_BITS, name=f"{rule.name}_a", init=AGENT_NONE)
             b = Signal(AGENT_BITS, name=f"{rule.name}_b", init=AGENT_NONE)
-            candidates = found[rule.name]
-            m.d.comb += fires.eq(Cat(fire for fire, _, _, _ in candidates).any()
-                                 if candidates else 0)
-            # The first line that fires wins (the last assignment in the chain).
-            for fire, index, agent_a, agent_b in reversed(candidates):
-                with m.If(fire):
-                    m.d.comb += [line.eq(index), a.eq(agent_a), b.eq(agent_b)]
+            # The agents' signals first (their logic is not conditional), then the chain:
+            # the first line that fires wins (the last assignment in it).
+            chain = []
+            for number, (_, maybe, when, index, agent_a, agent_b) in enumerate(
+                    found[rule.name]):
+                fire = Signal(name=f"{rule.name}_{number}_seen")
+                ev.d.comb += fire.eq(under_reset(when, view(maybe, f"{rule.name}_{number}"),
+                                                 seen_rst))
+                chain.append((fire, index, agent_a(), agent_b()))
+            for fire, index, agent_a, agent_b in reversed(chain):
+                with ev.If(fire):
+                    ev.d.comb += [line.eq(index), a.eq(agent_a), b.eq(agent_b)]
+            fires = Signal(name=f"{rule.name}_now")
+            ev.d.comb += fires.eq(Cat(fire for fire, _, _, _ in chain).any() if chain else 0)
             entries_now.append((fires, line, a, b))
-        m.d.comb += self.violation.eq(Cat(entry[0] for entry in entries_now))
+        seen_violation = Cat(entry[0] for entry in entries_now)
 
         counts = [self.counts[_COUNT_BITS * r:_COUNT_BITS * (r + 1)] for r in range(n_rules)]
         log_cycle = [Signal(32, name=f"log_cycle_{i}") for i in range(LOG_DEPTH)]
@@ -317,42 +357,51 @@ class BusResolver(wiring.Component):
         log_a = [Signal(AGENT_BITS, name=f"log_a_{i}") for i in range(LOG_DEPTH)]
         log_b = [Signal(AGENT_BITS, name=f"log_b_{i}") for i in range(LOG_DEPTH)]
 
-        clashes = Cat(*clash_now)
-        with m.If(self.clear):
-            m.d.sync += [self.contention.eq(0), self.first_line.eq(0), self.first_cycle.eq(0),
-                         self.flags.eq(0), self.counts.eq(0), self.log_entries.eq(0)]
-        with m.Else():
-            m.d.sync += self.contention.eq(self.contention | clashes)
-            with m.If((self.contention == 0) & (clashes != 0)):
-                m.d.sync += self.first_cycle.eq(self.cycle)
+        clashes = Signal(len(clash_now))
+        m.d.comb += clashes.eq(Cat(*clash_now))
+        seen_clashes = view(clashes, "clashes")
+        cycle = view(self.cycle, "cycle")
+        with ev.If(self.clear):
+            ev.d.sync += [self.contention.eq(0), self.first_line.eq(0),
+                          self.first_cycle.eq(0), self.flags.eq(0), self.counts.eq(0),
+                          self.log_entries.eq(0)]
+        with ev.Else():
+            ev.d.sync += self.contention.eq(self.contention | seen_clashes)
+            with ev.If((self.contention == 0) & (seen_clashes != 0)):
+                ev.d.sync += self.first_cycle.eq(cycle)
                 for index in reversed(range(len(clash_now))):
-                    with m.If(clash_now[index]):
-                        m.d.sync += self.first_line.eq(index)
-            m.d.sync += self.flags.eq(self.flags | self.violation)
+                    with ev.If(seen_clashes[index]):
+                        ev.d.sync += self.first_line.eq(index)
+            ev.d.sync += self.flags.eq(self.flags | seen_violation)
             for r, count in enumerate(counts):
-                with m.If(self.violation[r]):
-                    m.d.sync += count.eq(_saturating_increment(count))
+                with ev.If(seen_violation[r]):
+                    ev.d.sync += count.eq(_saturating_increment(count))
             # One entry per rule broken in this clock, in rule order, after those logged.
             slot = self.log_entries
             for r, (fires, line, a, b) in enumerate(entries_now):
                 for i in range(LOG_DEPTH):
-                    with m.If(fires & (slot == i)):
-                        m.d.sync += [log_cycle[i].eq(self.cycle), log_rule[i].eq(r),
-                                     log_line[i].eq(line), log_a[i].eq(a), log_b[i].eq(b)]
+                    with ev.If(fires & (slot == i)):
+                        ev.d.sync += [log_cycle[i].eq(cycle), log_rule[i].eq(r),
+                                      log_line[i].eq(line), log_a[i].eq(a), log_b[i].eq(b)]
                 after = Signal(range(LOG_DEPTH + n_rules + 1), name=f"log_slot_{r}")
-                m.d.comb += after.eq(slot + fires)
+                ev.d.comb += after.eq(slot + fires)
                 slot = after
-            m.d.sync += self.log_entries.eq(Mux(slot > LOG_DEPTH, LOG_DEPTH, slot))
+            ev.d.sync += self.log_entries.eq(Mux(slot > LOG_DEPTH, LOG_DEPTH, slot))
 
-        with m.Switch(self.log_index):
+        with ev.Switch(self.log_index):
             for i in range(LOG_DEPTH):
-                with m.Case(i):
-                    m.d.comb += [self.log_cycle.eq(log_cycle[i]), self.log_rule.eq(log_rule[i]),
-                                 self.log_line.eq(log_line[i]), self.log_agent_a.eq(log_a[i]),
-                                 self.log_agent_b.eq(log_b[i])]
+                with ev.Case(i):
+                    ev.d.comb += [self.log_cycle.eq(log_cycle[i]), self.log_rule.eq(log_rule[i]),
+                                  self.log_line.eq(log_line[i]), self.log_agent_a.eq(log_a[i]),
+                                  self.log_agent_b.eq(log_b[i])]
+        # Awake in a clock a rule is broken in (the contention flags are the contention
+        # rule's lines), and at ``clear`` (a control-port write); the view is loaded in
+        # the clocks one may be, whatever RST# does.
+        may = Cat(entry[1] for entries in found.values() for entry in entries).any()
+        gate.add(ev, self.violation.any() | self.clear, may, self.clear, reload=self.rst)
         return m
 
-    def _parking(self, m, found, enables, line_index):
+    def _parking(self, m, candidate, enables, line_index, view):
         """The parked_bus_floating candidates: AD and C/BE# from clock PARK_AD_CLOCK of a parked
         run, PAR from clock PARK_PAR_CLOCK, each driven by the parked master's agent."""
         masters = self.masters
@@ -363,12 +412,17 @@ class BusResolver(wiring.Component):
         m.d.sync += prev_gnt.eq(gnt)
         one_gnt = (gnt != 0) & ((gnt & (gnt - 1)) == 0)
         idle = ~self.frame & ~self.irdy
-        parked = ~self.rst & idle & one_gnt
-        # The clock of this parked run (1 = its first), 0 when the bus is not parked.
+        # The clock of this parked run (1 = its first), 0 when the bus is not parked;
+        # ``unless_reset``: the same but for RST# (the rules' ``may``).
         run = Signal(4)
         clock = Signal(4)
+        unless_reset = Signal(4)
         continued = (run != 0) & (gnt == prev_gnt)
-        m.d.comb += clock.eq(Mux(parked, Mux(continued, _saturating_increment(run), 1), 0))
+        m.d.comb += [
+            unless_reset.eq(Mux(idle & one_gnt,
+                                Mux(continued, _saturating_increment(run), 1), 0)),
+            clock.eq(Mux(~self.rst, unless_reset, 0)),
+        ]
         m.d.sync += run.eq(clock)
 
         agent = Const(AGENT_NONE, AGENT_BITS)
@@ -386,9 +440,9 @@ class BusResolver(wiring.Component):
 
         for line, from_clock in (("ad", PARK_AD_CLOCK), ("cbe", PARK_AD_CLOCK),
                                  ("par", PARK_PAR_CLOCK)):
-            floating = (clock >= from_clock) & ~drives(line)
-            found["parked_bus_floating"].append(
-                (floating, line_index[line], parked_agent, AGENT_NONE))
+            floating = (unless_reset >= from_clock) & ~drives(line)
+            candidate("parked_bus_floating", floating, "running", line_index[line],
+                      lambda: view(parked_agent, "parked_agent"))
 
 
 # The rule names this module implements, checked against the vocabulary at import.

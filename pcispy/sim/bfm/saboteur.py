@@ -33,6 +33,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
 from pcispy.pci.bus import PCIBusSignature
+from pcispy.sim.bfm.gate import Gate
 from pcispy.sim.bfm.resolver import shared_lines
 from pcispy.sim.control import (ControlRegisters, ControlSignature, Field, Register,
                                 register_reads, register_writes, written)
@@ -130,9 +131,13 @@ class Saboteur(wiring.Component):
 
     Parameters:
         width: bus width (32 or 64).
+        gated: run on a clock gated while it has nothing to do (a Verilator build only,
+            :mod:`pcispy.sim.bfm.gate`): nothing requested, armed or running, GNT# not
+            on it and no control-port access.
     """
-    def __init__(self, width=32):
+    def __init__(self, width=32, *, gated=False):
         self.width = width
+        self.gated = gated
         self.lines = shared_lines(width)
         super().__init__({
             "bus": Out(PCIBusSignature(width)),
@@ -142,7 +147,8 @@ class Saboteur(wiring.Component):
         })
 
     def elaborate(self, platform):
-        m = Module()
+        top = Module()          # the clock gate and what must see every clock
+        m = Module()            # the rest, on the gated clock
         bus, ctl = self.bus, self.ctl
         rst = bus.rst.i
         idle = ~bus.frame.i & ~bus.irdy.i
@@ -184,7 +190,7 @@ class Saboteur(wiring.Component):
             SaboteurReg.PARK_CBE: park_cbe,
         }
         prev_busy = Signal()
-        m.d.sync += prev_busy.eq(~idle)
+        top.d.sync += prev_busy.eq(~idle)
         arm_register = REGISTERS["ARM"]
         arming = written(ctl, SaboteurReg.ARM)
         arm = arm_register.field("arm").get(ctl.w_data)
@@ -239,7 +245,14 @@ class Saboteur(wiring.Component):
         readable[SaboteurReg.PARKED] = parked
         register_reads(m, ctl, readable)
         m.d.comb += ctl.event.eq(~(armed | running).any() & ran.any())
-        return m
+
+        # Asleep, every register holds: REQ# stays deasserted, the parked count at 0 (GNT#
+        # is not on it), no channel moves and no PAR is pending.
+        access = ctl.w_en | ctl.r_en
+        bus_wake = ((request != Request.NEVER) | req | bus.gnt.i | (parked != 0) | par_late
+                    | armed.any() | running.any())
+        Gate(top, gated=self.gated).add(m, access | bus_wake, bus_wake, access)
+        return top
 
 
 class SaboteurDriver:

@@ -39,6 +39,7 @@ from pcispy.pci.bus import PCIBusSignature, DevselSpeed, Command
 from pcispy.sim.control import (ControlRegisters, ControlSignature, Field, Register,
                                 register_reads, written)
 from pcispy.sim.bfm.backdoor_ram import BackdoorRAM
+from pcispy.sim.bfm.gate import Gate
 from pcispy.sim.bfm.nets import at_least, net
 from pcispy.sim.bfm.profiles import DisconnectMode, RetryMode, PROFILES
 
@@ -343,17 +344,22 @@ class BehaviouralTarget(wiring.Component):
         profile: the :class:`Profile` in force after reset (default ``ideal``).
         seed: the random generator's seed after reset.
         fields: further reset values, ``{field name: value}``.
+        gated: run on a clock gated while it has nothing to do (a Verilator build only,
+            :mod:`pcispy.sim.bfm.gate`): no transaction it claimed or may claim, nothing
+            it drives or reports pending, no control-port access (it sleeps through
+            other targets' transactions after their address phase).
 
     Storage backdoor: ``<instance>.ram.ram.bd_storage[word]`` in a Verilator build (the
     RAM's instance is ``ram`` inside the submodule ``ram``), ``ram.bd_storage`` here.
     """
     def __init__(self, width=32, mem_addr_bits=18, verilog_ram=True, *, profile=None,
-                 seed=1, fields=None):
+                 seed=1, fields=None, gated=False):
         if width not in (32, 64):
             raise ValueError(f"PCI bus width must be 32 or 64, not {width!r}")
         self.width = width
         self.mem_addr_bits = mem_addr_bits
         self.verilog_ram = verilog_ram
+        self.gated = gated
         self.reset_words = check_profile(profile or PROFILES["ideal"], width=width, seed=seed,
                                          fields=fields)
         super().__init__({"bus": Out(PCIBusSignature(width)), "ctl": Out(ControlSignature())})
@@ -364,11 +370,15 @@ class BehaviouralTarget(wiring.Component):
                            verilog=self.verilog_ram)
 
     def elaborate(self, platform):
-        m = Module()
-        m.submodules.ram = ram = self._storage()
+        top = Module()          # the clock gate and what must see every clock
+        m = Module()            # the protocol engine and the registers, on the gated clock
+        # The storage runs on every clock: its read port shows what Python wrote through
+        # the backdoor a clock later, asleep or not.
+        top.submodules.ram = ram = self._storage()
         # The steps share their signals through ``logic``; their order is the order in
         # which their statements are added (a later assignment to a signal wins).
-        logic = _TargetLogic(self, m, ram)
+        gate = Gate(top, gated=self.gated)
+        logic = _TargetLogic(self, m, ram, top)
         logic.decode_address()
         logic.draw_first_answer()
         logic.latch_transaction()
@@ -383,7 +393,8 @@ class BehaviouralTarget(wiring.Component):
         logic.control_writes()
         logic.hardware_updates()
         logic.control_reads()
-        return m
+        gate.add(m, *logic.wake())
+        return top
 
 
 class _TargetLogic:
@@ -398,8 +409,9 @@ class _TargetLogic:
     (:meth:`net`, see :mod:`pcispy.sim.bfm.nets`).
     """
 
-    def __init__(self, target, m, ram):
+    def __init__(self, target, m, ram, free):
         self.m, self.ram = m, ram
+        self.free = free              # the module of the registers that see every clock
         self.target = target
         self.W = W = target.width
         self.wide_bus = W == 64
@@ -415,9 +427,10 @@ class _TargetLogic:
 
         # Bus inputs.
         self.frame, self.irdy = frame, irdy = bus.frame.i, bus.irdy.i
+        # FRAME# and IRDY# of the clock before, sampled on every clock.
         self.frame_prev = Signal()
         self.irdy_prev = Signal()
-        m.d.sync += [self.frame_prev.eq(frame), self.irdy_prev.eq(irdy)]
+        free.d.sync += [self.frame_prev.eq(frame), self.irdy_prev.eq(irdy)]
         self.bus_idle = self.net(~frame & ~irdy, "bus_idle")
 
         # Transaction state.
@@ -456,6 +469,27 @@ class _TargetLogic:
         self.stat_inc = {name: Signal(name=f"count_{name}") for name in STATS.values()}
         self.ev_end = Signal()
         self.abort_signaled = Signal()
+
+    def wake(self):
+        """``(wake, bus_wake, access)`` for the gate (:mod:`pcispy.sim.bfm.gate`): high
+        before every edge at which a register of the engine would change: a control-port
+        access (``access``), RST#, an address phase, a transaction it claimed or may still
+        claim (one it does not hit only at its end: the bus idle again), an output it
+        drives, a parity check or PERR#/SERR# under way, the idle and reset knobs."""
+        ctl, bus = self.ctl, self.bus
+        bus_wake = (bus.rst.i | self.start
+                    | (self.busy & (self.claimed | self.r["hit"] | self.bus_idle))
+                    | self.claimed | self.turnaround | self.ctl_oe | self.ad_oe | bus.par.oe
+                    | self.trdy_o | self.stop_o | self.devsel_o | self.ack64_o
+                    | self.ack64_pending | (self.idle_pulse != 0)
+                    | self.knob[Knob.DEVSEL_ON_IDLE] | self.reset_knob
+                    | self.achk | self.dchk | self.wchk | self.phase_end
+                    | (self.perr_step != 0) | self.perr_hold | self.serr | self.q_flip)
+        if self.wide_bus:
+            bus_wake = bus_wake | bus.par64.oe
+        access = ctl.w_en | ctl.r_en
+        bus_wake = self.net(bus_wake, "bus_wake")
+        return access | bus_wake, bus_wake, access
 
     def fld(self, name):
         """The control-register field ``name`` (a slice of its register)."""
@@ -780,9 +814,9 @@ class _TargetLogic:
 
         # Knob (v) must outlive the reset it acts in: a reset-less copy, armed by the INJECT
         # write and disarmed when RST# is released.
-        reset_knob = Signal(reset_less=True)
+        self.reset_knob = reset_knob = Signal(reset_less=True)
         rst_prev = Signal(reset_less=True)
-        m.d.sync += rst_prev.eq(bus.rst.i)
+        self.free.d.sync += rst_prev.eq(bus.rst.i)
         inject_refused = Signal()
         m.d.comb += inject_refused.eq(REFUSALS[Reg.INJECT][1](ctl.w_data, self.W))
         with m.If(written(ctl, Reg.INJECT) & ~inject_refused):
@@ -826,7 +860,7 @@ class _TargetLogic:
             m.d.comb += word.eq(Mux(shown_reg[2], ram.r_data[32:], ram.r_data[:32]))
         else:
             m.d.comb += word.eq(ram.r_data)
-        q_flip = Signal()
+        self.q_flip = q_flip = Signal()
         with m.If(self.knob[Knob.READ_DATA_CHANGE] & self.trdy_o & ~self.irdy & self.ad_oe):
             m.d.sync += q_flip.eq(~q_flip)
         with m.Elif(~self.busy):
@@ -893,7 +927,8 @@ class _TargetLogic:
         """Address parity (every address phase) and write data parity (our writes), with
         the early report of a write data parity error while the phase waits."""
         m, bus, t, moved, claimed = self.m, self.bus, self.t, self.moved, self.claimed
-        achk, aexp = Signal(), Signal()
+        self.achk = achk = Signal()
+        aexp = Signal()
         self.dchk = dchk = Signal()
         dexp, dexp64, dchk64 = Signal(), Signal(), Signal()
         m.d.sync += [achk.eq(self.start), aexp.eq(_parity(bus.ad.i, bus.cbe.i)),
@@ -912,7 +947,7 @@ class _TargetLogic:
         # later, covers it. Not on a transaction this target will retry or abort: a target
         # that signalled PERR# must complete the phase with TRDY# (PCI LB 3.0 §3.7.4.1).
         early_on = self.fld("perr_early") | self.knob[Knob.PERR_RELEASED_EARLY]
-        wchk = Signal()
+        self.wchk = wchk = Signal()
         m.d.sync += wchk.eq(early_on & self.busy & claimed & ~t["read"] & ~t["retry"]
                             & ~t["abort"] & self.irdy & ~self.trdy_o & ~self.stop_o)
         early_error = wchk & (bus.par.i != dexp)
@@ -941,8 +976,8 @@ class _TargetLogic:
         # the phase has completed; the normal report two clocks after completion then
         # carries it on, so PERR# stays asserted through completion + 2 whatever PAR shows
         # after completion. Knob (w) gives the early report one clock only and no tail.
-        perr_step = Signal(2)
-        perr_hold = Signal()
+        self.perr_step = perr_step = Signal(2)
+        self.perr_hold = perr_hold = Signal()
         early_report = self.early_first & fld("parity_response")
         with m.If(self.phase_end):
             m.d.sync += perr_hold.eq(0)
@@ -961,7 +996,7 @@ class _TargetLogic:
                      bus.perr.oe.eq((perr_step != 0) | perr_hold)]
         # SERR# (open drain): one clock, after an address parity error, when enabled.
         self.serr_now = self.addr_par_error & fld("serr_enable") & fld("parity_response")
-        serr = Signal()
+        self.serr = serr = Signal()
         m.d.sync += serr.eq(self.serr_now)
         m.d.comb += [bus.serr.o.eq(serr), bus.serr.oe.eq(serr)]
 
