@@ -357,18 +357,35 @@ def _spy_sdram():
     The rest, as :func:`_sdram_figures` measures them: ``spy.sdram_*`` for the passive
     ULX3S as it is built by default (the SDRAM on the 33 MHz PCI clock), and
     ``spy.sdram_*.pll_110mhz`` for the build with the SDRAM on its own clock
-    (``--sdram-clock``, ``SDRAM_CLOCK_MHZ``; that build does not meet its timing yet,
-    docs/sdram.md)."""
-    from pcispy.platform.boards.ulx3s import SDRAM_CLOCK_MHZ
+    (``--sdram-clock``, ``SDRAM_CLOCK_MHZ``, docs/sdram.md), with that build's PLL
+    (BoardTop's ``sdram_clocking``, the one the build makes): ``spy.sdram_pll`` (its
+    dividers and the SDRAM clock pin's phase settings), ``spy.sdram_clock_phase_deg``
+    (that phase after the controller's clock) and ``spy.sdram_read_margin_ns`` /
+    ``spy.sdram_command_margin_ns`` (the smaller side of the read data's window around
+    its sampling edge and of the commands' setup and hold, for the assumed board round
+    trip: pcispy/spy/sdram.py ``board_margins``)."""
+    from pcispy.board.board_top import sdram_clocking
+    from pcispy.platform.boards.ulx3s import BOARDS, SDRAM_CLOCK_MHZ
     from pcispy.spy.format import RAW_RECORD_BITS, SLOT_BITS, SUMMARY_RECORD_BITS
-    from pcispy.spy.sdram import SDRAMTiming
+    from pcispy.spy.sdram import SDRAMTiming, board_margins
     slots = 1 << SDRAMTiming.for_clock(SDRAM_BENCH_PCI_MHZ).slot_bits
     figures = {"spy.trace_depth_records.ulx3s_sdram.summary":
                slots * SLOT_BITS // SUMMARY_RECORD_BITS,
                "spy.trace_depth_records.ulx3s_sdram.raw": slots * SLOT_BITS // RAW_RECORD_BITS}
     figures.update(_sdram_figures(None))
-    figures.update({f"{name}.pll_{SDRAM_CLOCK_MHZ}mhz": value
-                    for name, value in _sdram_figures(SDRAM_CLOCK_MHZ).items()})
+    pll = _sdram_figures(SDRAM_CLOCK_MHZ)
+    oscillator_mhz = BOARDS["ulx3s-85f"]().default_clk_frequency / 1e6
+    dividers, phase, timing = sdram_clocking(oscillator_mhz, SDRAM_CLOCK_MHZ)
+    cphase, fphase = phase.settings((dividers.clkop - 1) // 2)
+    _, read, command = board_margins(SDRAM_CLOCK_MHZ, timing.cas_latency, phase.fraction)
+    pll.update({
+        "spy.sdram_pll": (f"CLKI_DIV {dividers.clki}, CLKFB_DIV {dividers.clkfb}, CLKOP_DIV "
+                          f"{dividers.clkop} (VCO {dividers.vco_mhz:g} MHz); CLKOS_DIV "
+                          f"{dividers.clkop}, CLKOS_CPHASE {cphase}, CLKOS_FPHASE {fphase}"),
+        "spy.sdram_clock_phase_deg": round(phase.degrees, 1),
+        "spy.sdram_read_margin_ns": round(read, 2),
+        "spy.sdram_command_margin_ns": round(command, 2)})
+    figures.update({f"{name}.pll_{SDRAM_CLOCK_MHZ}mhz": value for name, value in pll.items()})
     return figures
 
 
@@ -378,7 +395,7 @@ def _sdram_figures(sdram_mhz):
     Amaranth's simulator: the trace memory's port on a 33 MHz PCI clock, the data sheet's
     timing at the SDRAM's clock, row changes and refreshes included, behind a 16-slot FIFO
     (so the figures are what the SDRAM sustains, not what the board's 256-slot FIFO absorbs
-    in a burst):
+    in a burst; on a clock of its own the board's FIFO, pcispy/spy/async_fifo.py):
 
     - spy.sdram_clock_mhz: the SDRAM's clock.
 

@@ -11,7 +11,7 @@ resource (the ULX3S's FTDI USB serial) in both builds: for a passive spy it is t
 way to reach the board's registers and trace memory.
 """
 
-from amaranth import ClockDomain, ClockSignal, Module, Signal
+from amaranth import ClockDomain, ClockSignal, Module, ResetSignal, Signal
 from amaranth.lib import io, wiring
 from amaranth.lib.cdc import FFSynchronizer, ResetSynchronizer
 
@@ -20,11 +20,23 @@ from pcispy.core.pads import PIN_GROUP
 from pcispy.pci.bus import bus_lines
 from pcispy.sidechannel.protocol import DEFAULT_BAUD
 from pcispy.sidechannel.sidechannel import SideChannel
-from pcispy.platform.ecp5.pll import ECP5PLL
-from pcispy.spy.sdram import SDRAM_PINS, SDRAMTiming
+from pcispy.platform.ecp5.pll import ECP5PLL, pll_dividers, pll_phase
+from pcispy.spy.sdram import SDRAM_PINS, SDRAMTiming, board_clock_phase
 from pcispy.board.top import PCIBoard
 
-__all__ = ["BoardTop", "LED_MEANING"]
+__all__ = ["BoardTop", "LED_MEANING", "sdram_clocking"]
+
+
+def sdram_clocking(input_mhz, mhz):
+    """The SDRAM's own clock of ``mhz`` made by an ECP5 PLL from ``input_mhz``:
+    ``(dividers, phase, timing)``: the PLL's dividers, the phase of its second output
+    (the SDRAM's clock pin: :func:`~pcispy.spy.sdram.board_clock_phase` rounded to the
+    PLL's steps, docs/sdram.md) and the SDRAM's timing with the read delay for that phase.
+    Raises ValueError when the PLL cannot make it or the SDRAM cannot run at it."""
+    dividers = pll_dividers(input_mhz, mhz)
+    phase = pll_phase(dividers, board_clock_phase(mhz))
+    return dividers, phase, SDRAMTiming.for_clock(mhz, board=True,
+                                                  clock_phase=phase.fraction)
 
 #: What each board LED shows, LED 0 first (documented in docs/wiring.md).
 LED_MEANING = (
@@ -93,24 +105,37 @@ class BoardTop(wiring.Component):
         if (getattr(platform, "pci_trace_memory", "bram") == "sdram"
                 and not {"trace_memory", "spy_addr_bits"} & set(board_args)):
             sdram = platform.request("sdram", 0, dir="-")
-            # Its pins go through I/O cell flip-flops, its clock pin is the controller's
-            # clock inverted (SDRAMPads): the read delay follows (docs/sdram.md). By
-            # default the controller runs on the PCI clock; the platform may give the
-            # SDRAM its own clock, domain sdram, from the oscillator by a PLL (held in
-            # reset until the PLL locks).
+            # Its pins go through I/O cell flip-flops (SDRAMPads). By default the
+            # controller runs on the PCI clock and the clock pin is that clock inverted;
+            # the platform may give the SDRAM its own clock, domain sdram, from the
+            # oscillator by a PLL (held in reset until the PLL locks). The read delay
+            # follows from the clock pin's phase (docs/sdram.md).
             mhz = getattr(platform, "pci_sdram_clock_mhz", None)
+            sdram_ports = {pin: getattr(sdram, pin) for pin in SDRAM_PINS}
             if mhz is None:
-                mhz, domain = self.clock_mhz, None
+                domain = None
+                timing = SDRAMTiming.for_clock(self.clock_mhz, board=True)
             else:
+                # The SDRAM's clock pin from the PLL's second output, phase-shifted to
+                # centre the read data on a clock edge (docs/sdram.md), through a DDR
+                # cell like the other pins' registers; SDRAMPads drives the rest. A PCI
+                # reset resets the controller too (both ends of its FIFO together).
                 domain = "sdram"
                 m.domains.sdram = ClockDomain("sdram")
+                m.domains.sdram_pin = ClockDomain("sdram_pin", reset_less=True)
+                input_mhz = platform.default_clk_frequency / 1e6
+                _, phase, timing = sdram_clocking(input_mhz, mhz)
                 m.submodules.sdram_pll = pll = ECP5PLL(
-                    platform.default_clk_frequency / 1e6, mhz, domain="sdram")
-                m.d.comb += pll.clk_in.eq(ClockSignal("sync"))
-            board_args.update(trace_memory="sdram",
-                              sdram_ports={pin: getattr(sdram, pin) for pin in SDRAM_PINS},
-                              sdram_timing=SDRAMTiming.for_clock(mhz, board=True),
-                              sdram_domain=domain)
+                    input_mhz, mhz, domain="sdram", phase_domain="sdram_pin",
+                    phase=phase.fraction)
+                m.d.comb += [pll.clk_in.eq(ClockSignal("sync")),
+                             pll.reset.eq(ResetSignal("pci"))]
+                m.submodules.sdram_clk = sdram_clk = io.DDRBuffer(
+                    "o", sdram_ports["clk"], o_domain="sdram_pin")
+                m.d.comb += [sdram_clk.o[0].eq(1), sdram_clk.o[1].eq(0)]
+                sdram_ports["clk"] = None
+            board_args.update(trace_memory="sdram", sdram_ports=sdram_ports,
+                              sdram_timing=timing, sdram_domain=domain)
         m.submodules.board = board = PCIBoard(self.width, ports, clock_mhz=self.clock_mhz,
                                               **board_args)
         # The spy's trigger pins, where the pin-out has them (pcispy.platform.boards).

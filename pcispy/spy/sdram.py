@@ -28,9 +28,12 @@ of it are answered from there.
 
 Clocking: by default the controller runs in ``sync`` with its port (the board renames it
 to the PCI clock). Given ``domain``, the controller and the SDRAM pins run on that clock
-instead (the SDRAM faster than the bus): the FIFO becomes asynchronous and a read crosses
-by a toggle handshake. The passive ULX3S build runs it on a 110 MHz PLL clock (domain
-``sdram``, pcispy.board.board_top); the simulated system on the bus clock (docs/sdram.md).
+instead (the SDRAM faster than the bus): the FIFO becomes asynchronous
+(:class:`~pcispy.spy.async_fifo.RegisteredAsyncFIFO`, its read side registered) and a
+read crosses by a toggle handshake. The passive ULX3S build can run it on a 110 MHz PLL
+clock (domain ``sdram``, pcispy.board.board_top, the SDRAM's clock pin from a second,
+phase-shifted PLL output: :func:`board_clock_phase`); the simulated system on the bus
+clock (docs/sdram.md).
 """
 
 from dataclasses import dataclass
@@ -42,11 +45,14 @@ from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.wiring import In, Out
 
 from pcispy.pci.bus import TriStateSignature
+from pcispy.spy.async_fifo import RegisteredAsyncFIFO
 from pcispy.spy.format import SLOT_BITS
 from pcispy.spy.tracemem import TraceMemorySignature
 
-__all__ = ["SDRAMTiming", "SDRAMSignature", "board_read_delay", "SDRAM_MAX_MHZ",
-           "SDRAM_T_AC_NS", "SDRAM_T_OH_NS", "BOARD_ROUND_TRIP_NS", "SDRAMTraceMemory",
+__all__ = ["SDRAMTiming", "SDRAMSignature", "board_read_delay", "board_margins",
+           "board_clock_phase", "SDRAM_MAX_MHZ", "SDRAM_T_AC_NS", "SDRAM_T_OH_NS",
+           "SDRAM_T_IS_NS", "SDRAM_T_IH_NS", "BOARD_ROUND_TRIP_NS", "INVERTED_CLOCK_PHASE",
+           "SDRAMTraceMemory",
            "SDRAMPads", "SDRAM_PINS",
            "sdram_simulation_ports", "SDRAM_DATA_BITS", "SDRAM_ADDR_PINS"]
 
@@ -69,34 +75,81 @@ SDRAM_MAX_MHZ = 133
 #: (tOH, ns): the slowest grade's tAC and the smallest tOH of the parts.
 SDRAM_T_AC_NS = {2: 6.0, 3: 5.4}
 SDRAM_T_OH_NS = 2.7
+#: Input setup and hold times (tIS, tIH, ns) of commands, addresses and write data.
+SDRAM_T_IS_NS = 1.5
+SDRAM_T_IH_NS = 0.8
 #: What a board adds to the read data's way back, in ns, least and most (assumed, not
 #: measured): the SDRAM clock's I/O cell to its pin, the traces there and back, the
 #: data's input buffer to its I/O cell flip-flop. The clock trees into the I/O cells of
 #: the clock pin and of the data pins cancel.
 BOARD_ROUND_TRIP_NS = (2.0, 6.0)
+#: The SDRAM clock pin's delay after the controller's clock edges, in periods, when it is
+#: the controller's clock inverted (:class:`SDRAMPads`' own clock pin).
+INVERTED_CLOCK_PHASE = 0.5
 
 
-def board_read_delay(mhz, cas_latency, round_trip_ns=BOARD_ROUND_TRIP_NS):
-    """``SDRAMTiming.read_delay`` for :class:`SDRAMPads` on a board at ``mhz``.
+def _cas_latency(mhz):
+    # The -75 grade: CAS latency 2 up to 100 MHz.
+    return 2 if mhz <= 100 else 3
 
-    In clocks from the edge at which the controller's register puts out the READ (edge
-    0): the command leaves its I/O cell flip-flop at edge 1; the SDRAM's clock is the
-    inverted clock, so the SDRAM samples it at 1.5; the data for its edge CL is valid at
-    its pins from ``tAC`` after its edge CL - 1 until ``tOH`` after its edge CL, and
-    reaches the FPGA's input flip-flops ``round_trip_ns`` later. The first edge E
-    inside that window for both ends of ``round_trip_ns`` samples word 0; the controller
-    takes it from the flip-flop at E + 1, which it counts as ``1 + CL + read_delay``.
-    Raises ValueError where no edge is inside the window for the whole range.
-    """
+
+def board_margins(mhz, cas_latency, clock_phase=INVERTED_CLOCK_PHASE,
+                  round_trip_ns=BOARD_ROUND_TRIP_NS):
+    """``(read_delay, read_margin_ns, command_margin_ns)`` of :class:`SDRAMPads` on a board
+    at ``mhz``, the SDRAM's clock pin ``clock_phase`` of a period after the controller's
+    clock (0.5: the inverted clock; a PLL output's phase otherwise).
+
+    In clocks from the edge at which the controller's register puts out a command (edge
+    0): it leaves its I/O cell flip-flop at edge 1 (the clock pin's DDR cell has the same
+    delay) and the SDRAM samples it at ``1 + clock_phase``: the command margin is the
+    smaller of the setup (``clock_phase`` periods less tIS) and the hold (the rest of the
+    period less tIH). A READ's word 0 leaves the SDRAM ``tAC`` after its edge ``CL - 1``
+    later and holds until ``tOH`` after its edge ``CL``, and reaches the FPGA's input
+    flip-flops ``round_trip_ns`` later: valid there from ``(CL + phase) T + tAC + most`` to
+    ``(CL + 1 + phase) T + tOH + least``. The first edge E at or after the start samples
+    word 0 (the read margin: the nearer end of the window from E, negative when E is past
+    it); the controller takes it from the flip-flop at E + 1, which it counts as
+    ``1 + CL + read_delay``."""
     period = 1000 / mhz
     low, high = round_trip_ns
-    start = 1.5 + cas_latency - 1 + (SDRAM_T_AC_NS[cas_latency] + high) / period
-    end = 1.5 + cas_latency + (SDRAM_T_OH_NS + low) / period
-    edge = math.ceil(start)
-    if edge > end:
+    start = (cas_latency + clock_phase) * period + SDRAM_T_AC_NS[cas_latency] + high
+    end = (cas_latency + 1 + clock_phase) * period + SDRAM_T_OH_NS + low
+    edge = math.ceil(start / period - 1e-9)
+    read = min(edge * period - start, end - edge * period)
+    command = min(clock_phase * period - SDRAM_T_IS_NS,
+                  (1 - clock_phase) * period - SDRAM_T_IH_NS)
+    return edge - cas_latency, read, command
+
+
+def board_read_delay(mhz, cas_latency, round_trip_ns=BOARD_ROUND_TRIP_NS,
+                     clock_phase=INVERTED_CLOCK_PHASE):
+    """``SDRAMTiming.read_delay`` for :class:`SDRAMPads` on a board at ``mhz`` with the
+    SDRAM's clock pin ``clock_phase`` of a period after the controller's clock
+    (:func:`board_margins`). Raises ValueError where no edge samples the read data for
+    the whole ``round_trip_ns``, or the commands miss the SDRAM's setup or hold."""
+    read_delay, read, command = board_margins(mhz, cas_latency, clock_phase, round_trip_ns)
+    if read < 0:
+        low, high = round_trip_ns
         raise ValueError(f"at {mhz:g} MHz no clock edge samples the SDRAM's read data for "
                          f"a round trip of {low:g} to {high:g} ns")
-    return edge - cas_latency
+    if command < 0:
+        raise ValueError(f"at {mhz:g} MHz an SDRAM clock {360 * clock_phase:.1f} degrees "
+                         f"late misses the commands' setup ({SDRAM_T_IS_NS:g} ns) or hold "
+                         f"({SDRAM_T_IH_NS:g} ns)")
+    return read_delay
+
+
+def board_clock_phase(mhz, round_trip_ns=BOARD_ROUND_TRIP_NS):
+    """The SDRAM clock pin's phase after the controller's clock (in periods, a multiple of
+    1/720) that gives :func:`board_margins` the largest smaller margin of the two, read
+    and command, at ``mhz``: where a PLL output drives the pin, the read data's window
+    can be centred on a clock edge at any frequency the SDRAM runs at."""
+    cas_latency = _cas_latency(mhz)
+
+    def worst(step):
+        _, read, command = board_margins(mhz, cas_latency, step / 720, round_trip_ns)
+        return min(read, command)
+    return max(range(720), key=worst) / 720
 
 
 @dataclass(frozen=True)
@@ -129,12 +182,14 @@ class SDRAMTiming:
     read_delay: int = 0
 
     @classmethod
-    def for_clock(cls, mhz, row_bits=13, col_bits=9, board=False):
+    def for_clock(cls, mhz, row_bits=13, col_bits=9, board=False,
+                  clock_phase=INVERTED_CLOCK_PHASE):
         """The ULX3S parts (IS42S16160 / MT48LC16M16A2, the slowest speed grade's figures
         that runs at ``mhz``, up to :data:`SDRAM_MAX_MHZ`) at ``mhz``: 20 ns tRCD and tRP,
         44 ns tRAS, 66 ns tRC and tRFC, 15 ns tWR, 2-clock tMRD, 200 us power-up, 8
         refreshes at initialisation, 7.8 us refresh interval; CAS latency 2 up to 100 MHz,
-        else 3. ``board``: the read delay of :class:`SDRAMPads` on a board
+        else 3. ``board``: the read delay of :class:`SDRAMPads` on a board with the
+        SDRAM's clock pin ``clock_phase`` of a period after the controller's clock
         (:func:`board_read_delay`); else 0, the simulated system's."""
         if not 0 < mhz <= SDRAM_MAX_MHZ:
             raise ValueError(f"the ULX3S's SDRAM runs at up to {SDRAM_MAX_MHZ} MHz, "
@@ -142,12 +197,13 @@ class SDRAMTiming:
 
         def clocks(ns):
             return max(1, math.ceil(ns * mhz / 1000))
-        cas_latency = 2 if mhz <= 100 else 3
+        cas_latency = _cas_latency(mhz)
         return cls(row_bits=row_bits, col_bits=col_bits, cas_latency=cas_latency,
                    t_rcd=clocks(20), t_ras=clocks(44), t_rp=clocks(20), t_rc=clocks(66),
                    t_wr=clocks(15), t_rfc=clocks(66), t_mrd=2, power_up=clocks(200_000),
                    init_refreshes=8, refresh_interval=int(7.8125 * mhz),
-                   read_delay=board_read_delay(mhz, cas_latency) if board else 0)
+                   read_delay=board_read_delay(mhz, cas_latency, clock_phase=clock_phase)
+                   if board else 0)
 
     @property
     def slot_bits(self):
@@ -199,11 +255,14 @@ class SDRAMPads(wiring.Component):
     same short, fixed delay to and from the pins whatever the placement (at 110 MHz the
     read data is valid for under a clock: docs/sdram.md); each register adds a clock
     (``read_delay`` counts both). The ``clk`` port gets the domain's clock through a DDR
-    output, inverted, so the SDRAM samples each command in its middle.
+    output, inverted, so the SDRAM samples each command in its middle; a ``clk`` of None
+    says the board drives the clock pin itself (a PLL output shifted in phase, through a
+    DDR cell of its own: pcispy.board.board_top), the other pins still registered.
 
     Ports: sdram (In, SDRAMSignature()): the controller's pins.
 
-    Parameters: ports: ``{pin: io port}`` for :data:`SDRAM_PINS` (``clk`` optional).
+    Parameters: ports: ``{pin: io port}`` for :data:`SDRAM_PINS` (``clk`` optional, or
+    None).
     """
     def __init__(self, ports):
         missing = set(SDRAM_PINS) - {"clk"} - set(ports)
@@ -228,7 +287,7 @@ class SDRAMPads(wiring.Component):
             m.d.comb += buffer.o.eq(getattr(pins, member)[:len(ports[pin])])
         m.submodules.dq = dq = buffer_type("io", ports["dq"])
         m.d.comb += [dq.o.eq(pins.dq.o), dq.oe.eq(pins.dq.oe), pins.dq.i.eq(dq.i)]
-        if "clk" in ports:
+        if ports.get("clk") is not None:
             m.submodules.clk = clk = io.DDRBuffer("o", ports["clk"])
             m.d.comb += [clk.o[0].eq(0), clk.o[1].eq(1)]
         return m
@@ -255,7 +314,7 @@ class SDRAMTraceMemory(wiring.Component):
     Parameters:
         timing: an :class:`SDRAMTiming` (in clocks of the controller's domain).
         addr_bits: log2 of the slots used (default and most: ``timing.slot_bits``).
-        fifo_depth: slots the FIFO holds.
+        fifo_depth: slots the FIFO holds (with ``domain``, a power of two).
         domain: None: the controller runs in ``sync`` with the ``mem`` port. A domain
             name: the controller and the ``sdram`` pins run in that domain (the SDRAM's
             own clock), the FIFO is asynchronous, a read crosses by a toggle handshake;
@@ -269,6 +328,10 @@ class SDRAMTraceMemory(wiring.Component):
             raise ValueError(f"tRFC must be 2 clocks or more, not {timing.t_rfc}")
         if timing.read_delay < -1:
             raise ValueError(f"read delay must be -1 or more, not {timing.read_delay}")
+        if domain and (fifo_depth < 2 or fifo_depth & (fifo_depth - 1)):
+            # RegisteredAsyncFIFO's Gray counts wrap at a power of two.
+            raise ValueError(f"the FIFO of a clock domain of its own holds a power of two "
+                             f"slots, not {fifo_depth}")
         if addr_bits is None:
             addr_bits = timing.slot_bits
         if not 1 <= addr_bits <= timing.slot_bits:
@@ -303,7 +366,7 @@ class SDRAMTraceMemory(wiring.Component):
         # The FIFO of (slot address, slot); asynchronous into a domain of its own.
         width = self.addr_bits + SLOT_BITS
         if self.domain:
-            m.submodules.queue = queue = fifo.AsyncFIFOBuffered(
+            m.submodules.queue = queue = RegisteredAsyncFIFO(
                 width=width, depth=self.fifo_depth, w_domain="sync", r_domain=self.domain)
             level = queue.w_level
         else:
@@ -392,10 +455,10 @@ class SDRAMTraceMemory(wiring.Component):
                          cache.eq(answer), cache_slot.eq(read_word[2:]), cache_valid.eq(1)]
 
         # The slot to write next, taken from the FIFO into a register of the controller's
-        # whenever that is empty: the FIFO's read side (its pointer arithmetic) then hangs
-        # on one flip-flop, not on the controller's choice of command (which would not fit
-        # in a clock above 100 MHz). A slot takes eight clocks to write; the register refills
-        # in two.
+        # whenever that is empty: the FIFO's read side (its pointers, its block RAM's
+        # enable) then hangs on one flip-flop, `held_valid`, not on the controller's choice
+        # of command, and that choice reads `held` and the row comparisons from
+        # flip-flops. A slot takes eight clocks to write; the register refills in two.
         held = Signal(width)
         held_valid = Signal()
         # `stale`: something the row comparisons below depend on changed in the last
@@ -441,16 +504,21 @@ class SDRAMTraceMemory(wiring.Component):
             # The next command goes out `clocks` after this one.
             return [timer.eq(clocks - 1), timer_zero.eq(clocks == 1)]
 
-        saturate = 255
+        def countdown(name, clocks):
+            # `done` rises `clocks` clocks after the statements returned are given (and is
+            # set at reset): a counter whose zero test is a flip-flop, like `timer_zero`,
+            # so the choice of command reads flip-flops, not comparators.
+            left = Signal(range(clocks + 1), name=f"{name}_left")
+            done = Signal(init=1, name=f"{name}_done")
+            with m.If(~done):
+                m.d[ctl] += [left.eq(left - 1), done.eq(left == 1)]
+            return done, [left.eq(clocks - 1), done.eq(clocks == 1)]
 
-        def since(name):
-            counter = Signal(range(saturate + 1), init=saturate, name=name)
-            with m.If(counter != saturate):
-                m.d[ctl] += counter.eq(counter + 1)
-            return counter
-
-        since_act = since("since_act")      # the ACTIVE of the open row
-        since_wr = since("since_wr")        # the last word written
+        # From the ACTIVE of the open row: tRAS to its PRECHARGE, tRC to the next ACTIVE;
+        # from the last word written: tWR to a PRECHARGE.
+        ras_done, ras_start = countdown("t_ras", t.t_ras)
+        rc_done, rc_start = countdown("t_rc", t.t_rc)
+        wr_done, wr_start = countdown("t_wr", t.t_wr)
         since_ref = Signal(range(t.refresh_interval + 1))
         with m.If(initialised & (since_ref != t.refresh_interval)):
             m.d[ctl] += since_ref.eq(since_ref + 1)
@@ -462,7 +530,7 @@ class SDRAMTraceMemory(wiring.Component):
         open_bank = Signal(2)
         open_row = Signal(t.row_bits)
         can_precharge = Signal()
-        m.d.comb += can_precharge.eq((since_act >= t.t_ras) & (since_wr >= t.t_wr))
+        m.d.comb += can_precharge.eq(ras_done & wr_done)
 
         # Whether the held slot's row, and the read's, is the open row: in flip-flops, a
         # clock behind (the compare and the choice of command do not fit in one clock at
@@ -524,7 +592,7 @@ class SDRAMTraceMemory(wiring.Component):
                                 burst.eq(data_ >> SDRAM_DATA_BITS),
                                 count.eq(_WORDS_PER_SLOT - 1), state.eq(_State.WRITE_BURST)]
                             if _WORDS_PER_SLOT == 1:
-                                m.d[ctl] += since_wr.eq(1)
+                                m.d[ctl] += wr_start
                         with m.Else():
                             m.d[ctl] += command(0, 1, 0, job_bank, job_col) + [
                                 count.eq(1), state.eq(_State.READ_BURST)]
@@ -532,15 +600,15 @@ class SDRAMTraceMemory(wiring.Component):
                         with m.If(can_precharge):
                             m.d[ctl] += command(1, 0, 1, address=all_banks) + [
                                 wait(t.t_rp), row_open.eq(0), stale.eq(1)]
-                    with m.Elif(since_act >= t.t_rc):
+                    with m.Elif(rc_done):
                         m.d[ctl] += command(1, 0, 0, job_bank, job_row) + [
                             wait(t.t_rcd), row_open.eq(1), open_bank.eq(job_bank),
-                            open_row.eq(job_row), since_act.eq(1), stale.eq(1)]
+                            open_row.eq(job_row), stale.eq(1)] + ras_start + rc_start
             with m.Case(_State.WRITE_BURST):
                 m.d[ctl] += [pins.dq.o.eq(burst[:SDRAM_DATA_BITS]), pins.dq.oe.eq(1),
                              burst.eq(burst >> SDRAM_DATA_BITS), count.eq(count - 1)]
                 with m.If(count == 1):
-                    m.d[ctl] += [since_wr.eq(1), state.eq(_State.IDLE)]
+                    m.d[ctl] += [state.eq(_State.IDLE)] + wr_start
             with m.Case(_State.READ_BURST):
                 # Word i is sampled `first_word + i` clocks after the READ.
                 m.d[ctl] += count.eq(count + 1)

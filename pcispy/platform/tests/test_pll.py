@@ -7,11 +7,11 @@ import re
 
 import pytest
 
-from pcispy.board.board_top import BoardTop
+from pcispy.board.board_top import BoardTop, sdram_clocking
 from pcispy.platform.boards import board_platform
 from pcispy.platform.boards.ulx3s import BOARDS, SDRAM_CLOCK_MHZ, add_pci
 from pcispy.platform.build import check, margins
-from pcispy.platform.ecp5.pll import LIMITS_MHZ, PLLError, pll_dividers
+from pcispy.platform.ecp5.pll import LIMITS_MHZ, PLLError, pll_dividers, pll_phase
 
 pytestmark = pytest.mark.board
 
@@ -46,6 +46,39 @@ def test_a_tolerance_takes_the_closest():
     assert (d.clki, d.clkfb) == (3, 16) and round(d.output_mhz, 3) == 133.333
 
 
+@pytest.mark.parametrize("output, fraction, steps, settings, degrees", [
+    # Steps of an eighth of a VCO period: 56 per period at 110 MHz (CLKOP_DIV 7, CLKOP's
+    # CPHASE 3): 221 degrees is 34.38 steps, rounded to 34: CPHASE 3 + 4, FPHASE 2.
+    (110, 442 / 720, 34, (7, 2), 218.57),
+    (125, 0.5, 24, (5, 0), 180.0),          # CLKOP_DIV 6: 48 steps, half of them
+    (100, 479 / 720, 43, (8, 3), 241.88),   # CLKOP_DIV 8: 64 steps
+    (110, 0.995, 0, (3, 0), 0.0),           # 55.7 steps rounds to 56: a whole period
+])
+def test_phase_of_the_second_output(output, fraction, steps, settings, degrees):
+    d = pll_dividers(25, output)
+    phase = pll_phase(d, fraction)
+    assert phase.steps == steps
+    assert phase.settings((d.clkop - 1) // 2) == settings
+    assert round(phase.degrees, 2) == degrees
+
+
+def test_a_phase_outside_a_period_is_refused():
+    d = pll_dividers(25, 110)
+    for fraction in (-0.1, 1.0):
+        with pytest.raises(PLLError, match=f"a phase of {fraction:g} periods is outside 0..1"):
+            pll_phase(d, fraction)
+
+
+def test_sdram_clocking_of_the_passive_ulx3s():
+    # The SDRAM at 110 MHz: its clock pin 218.6 degrees after the controller's clock, the
+    # controller takes word 0 two clocks after CL (docs/sdram.md).
+    dividers, phase, timing = sdram_clocking(25, 110)
+    assert (dividers.clki, dividers.clkfb, dividers.clkop) == (5, 22, 7)
+    assert phase.steps == 34 and (timing.cas_latency, timing.read_delay) == (3, 2)
+    # 100 MHz: no edge on the inverted clock; with the phase, read_delay 2.
+    assert sdram_clocking(25, 100)[2].read_delay == 2
+
+
 @pytest.mark.parametrize("args, message", [
     ((25, 3), "output clock 3 MHz is outside 3.125..400 MHz"),
     ((25, 401), "output clock 401 MHz is outside 3.125..400 MHz"),
@@ -56,11 +89,20 @@ def test_frequencies_out_of_range_are_refused(args, message):
         pll_dividers(*args)
 
 
-def test_passive_ulx3s_keeps_the_sdram_on_the_pci_clock_by_default():
-    """No PLL unless asked: the SDRAM's pins in I/O cell flip-flops of the PCI clock."""
+def test_passive_ulx3s_keeps_its_trace_in_the_sdram_on_the_pci_clock_by_default():
+    """The passive build (the active one keeps block RAM) puts the spy's trace in the
+    board's SDRAM, on amaranth-boards' ``sdram`` pins; no PLL unless asked: the SDRAM's
+    pins in I/O cell flip-flops of the PCI clock."""
     platform = add_pci(BOARDS["ulx3s-85f"](), passive=True)
-    assert platform.pci_sdram_clock_mhz is None
-    rtlil = platform.build(BoardTop(passive=True), name="top", do_build=False).files["top.il"]
+    assert platform.pci_trace_memory == "sdram" and platform.pci_sdram_clock_mhz is None
+    assert add_pci(BOARDS["ulx3s-85f"](), passive=False).pci_trace_memory == "bram"
+    plan = platform.build(BoardTop(passive=True), name="top", do_build=False)
+    located = dict(re.findall(r'LOCATE COMP "(\S+)" SITE "(\w+)";', plan.files["top.lpf"]))
+    # The ULX3S's SDRAM pins (amaranth-boards): the clock, CS#, and the data bits.
+    assert located["sdram_0__clk__io"] == "F19"
+    assert located["sdram_0__cs__io"] == "P20"
+    assert sum(name.startswith("sdram_0__dq__io") for name in located) == 16
+    rtlil = plan.files["top.il"]
     assert "cell \\EHXPLLL" not in rtlil
     assert rtlil.count("cell \\ODDRX1F") == 1
     assert len(re.findall(r"cell \\IFS1P3DX", rtlil)) >= 16          # DQ
@@ -85,7 +127,13 @@ def test_passive_ulx3s_with_an_sdram_clock_has_the_sdram_on_its_pll_clock():
     for parameter, value in (("CLKI_DIV", 5), ("CLKFB_DIV", 22), ("CLKOP_DIV", 7)):
         assert re.search(rf"parameter \\{parameter} {value}\b", pll), parameter
     assert 'parameter \\FEEDBK_PATH "CLKOP"' in pll
-    # Every SDRAM pin in an I/O cell flip-flop on that clock; the clock pin from a DDR cell.
+    # The SDRAM's clock pin from CLKOS, the same divider, 34/56 of a period later.
+    for parameter, value in (("CLKOS_DIV", 7), ("CLKOP_CPHASE", 3), ("CLKOS_CPHASE", 7),
+                             ("CLKOS_FPHASE", 2)):
+        assert re.search(rf"parameter \\{parameter} {value}\b", pll), parameter
+    assert 'parameter \\CLKOS_ENABLE "ENABLED"' in pll
+    # Every SDRAM pin in an I/O cell flip-flop on that clock; the clock pin from a DDR cell
+    # (on CLKOS).
     assert rtlil.count("cell \\ODDRX1F") == 1
     assert len(re.findall(r"cell \\IFS1P3DX", rtlil)) >= 16          # DQ
 
@@ -110,9 +158,11 @@ def test_check_holds_the_sdram_domain_to_its_own_clock():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["ulx3s-85f", "--passive", "--sdram-clock", "100"],
-     "--sdram-clock 100: at 100 MHz no clock edge samples the SDRAM's read data for a "
-     "round trip of 2 to 6 ns"),
+    (["ulx3s-85f", "--passive", "--sdram-clock", "140"],
+     "--sdram-clock 140: the ULX3S's SDRAM runs at up to 133 MHz, not 140"),
+    (["ulx3s-85f", "--passive", "--sdram-clock", "66"],
+     "--sdram-clock 66: ECP5 PLL: no dividers make 66 MHz from 25 MHz (within 0 MHz) with "
+     "the phase detector in 3.125..400 MHz and the VCO in 400..800 MHz"),
     (["ulx3s-85f", "--sdram-clock", "110"],
      "--sdram-clock 110: an SDRAM clock is for the passive ULX3S build, the one that keeps "
      "its trace in SDRAM"),
@@ -125,3 +175,22 @@ def test_an_sdram_clock_the_board_cannot_honour_ends_before_the_build(argv, mess
     assert stop.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1].endswith(f"error: {message}")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("pin_first", [False, True])
+def test_report_holds_the_sdram_domain_to_its_slowest_net(tmp_path, pin_first):
+    # nextpnr names the SDRAM's clock and its clock pin's phase-shifted copy (which
+    # clocks only a DDR cell); both say "sdram": the slower is the domain's (the figures
+    # of the passive ULX3S-85F built with --sdram-clock 110, seed 2).
+    import json
+    from pcispy.platform.build import read_report
+    from pcispy.platform.tests.test_board_build import SDF, _netlist
+    nets = [("$glbnet$board.sdram_clk", 120.55), ("$glbnet$sdram_pll.sdram_pin_pll_clk", 550.36)]
+    fmax = {"$glbnet$board.bank.pci_clk": {"achieved": 42.05, "constraint": 33.0}}
+    fmax.update({net: {"achieved": mhz, "constraint": 110.01}
+                 for net, mhz in (nets[::-1] if pin_first else nets)})
+    (tmp_path / "pcispy.sdf").write_text(SDF)
+    (tmp_path / "pcispy_routed.json").write_text(json.dumps(_netlist(True)))
+    (tmp_path / "nextpnr_report.json").write_text(json.dumps({
+        "fmax": fmax, "utilization": {"TRELLIS_COMB": {"used": 18953, "available": 83640}}}))
+    assert read_report(tmp_path)["fmax_mhz"] == {"pci": 42.05, "sdram": 120.55}

@@ -15,14 +15,15 @@ from amaranth.sim import Simulator
 
 from pcispy.platform.boards.ulx3s import SDRAM_CLOCK_MHZ
 from pcispy.sim.bfm.sdram import SDRAMModel, attach, violation_names
-from pcispy.spy.sdram import SDRAMTiming, SDRAMTraceMemory, board_read_delay
+from pcispy.spy.sdram import (SDRAMTiming, SDRAMTraceMemory, board_clock_phase, board_margins,
+                               board_read_delay)
 
 #: A small part (4 banks x 16 rows x 512 columns: 4096 slots) with a short power-up and
 #: a scaled refresh deadline.
 TIMING = SDRAMTiming(row_bits=4, power_up=10, refresh_interval=200)
 
 
-def _system(timing, fifo_depth, inverted_clock=False, domain=None):
+def _system(timing, fifo_depth, inverted_clock=False, domain=None, shifted_clock=False):
     m = Module()
     m.submodules.ctrl = ctrl = SDRAMTraceMemory(timing, fifo_depth=fifo_depth, domain=domain)
     model = SDRAMModel(**timing.model_args())
@@ -30,6 +31,12 @@ def _system(timing, fifo_depth, inverted_clock=False, domain=None):
         # The SDRAM's own clock (the test adds it): the controller and the model on it.
         m.domains.sdram = ClockDomain(domain)
         m.submodules.model = DomainRenamer(domain)(model)
+    elif shifted_clock:
+        # As from a PLL's second output: the SDRAM on a clock of the same period, later
+        # (the test adds it with its phase).
+        m.domains.shifted = ClockDomain("shifted")
+        m.d.comb += ResetSignal("shifted").eq(ResetSignal())
+        m.submodules.model = DomainRenamer("shifted")(model)
     elif inverted_clock:
         # As on the board: the SDRAM clocked by the inverted clock (its falling edge).
         m.domains.sdram = ClockDomain("sdram", clk_edge="neg")
@@ -47,11 +54,13 @@ def _slot(seed, index):
 
 
 def run(slots, *, timing=TIMING, fifo_depth=16, every=1, read_back=True, seed=1,
-        tail=0, inverted_clock=False, domain=None, sdram_period=None, sync_period=1e-8):
+        tail=0, inverted_clock=False, domain=None, sdram_period=None, sync_period=1e-8,
+        sdram_phase=None):
     """Offer the slot writes ``slots`` (addresses) one each ``every`` clocks (waiting while
     ``w_ready`` is low unless ``every`` is 1, which drops refused slots and notes them),
     then read every word of the written slots back. Returns the evidence."""
-    m, ctrl, model = _system(timing, fifo_depth, inverted_clock, domain)
+    m, ctrl, model = _system(timing, fifo_depth, inverted_clock, domain,
+                             shifted_clock=sdram_phase is not None)
     p = ctrl.mem
     out = {"written": {}, "refused": 0, "read": {}}
 
@@ -99,6 +108,8 @@ def run(slots, *, timing=TIMING, fifo_depth=16, every=1, read_back=True, seed=1,
     sim.add_clock(sync_period)
     if domain:
         sim.add_clock(sdram_period, domain=domain)
+    if sdram_phase is not None:
+        sim.add_clock(sync_period, phase=sdram_phase * sync_period, domain="shifted")
     sim.add_testbench(bench)
     sim.run()
     return out
@@ -121,6 +132,18 @@ def test_read_delay_for_an_inverted_sdram_clock():
     # clock): with read_delay=-1 the slots come back whole.
     timing = replace(TIMING, read_delay=-1)
     out = run(list(range(70)), timing=timing, every=3, tail=20, inverted_clock=True)
+    assert out["flags"] == 0, violation_names(out["flags"])
+    assert out["read"] == out["written"] and len(out["written"]) == 70
+
+
+@pytest.mark.parametrize("phase", [0.2, 0.6, 0.9])
+def test_read_delay_for_a_phase_shifted_sdram_clock(phase):
+    # The SDRAM on a PLL output of the controller's period, a fraction of it later: in the
+    # simulator (no pads, no analogue delays) the data of each of its edges is sampled by
+    # the controller's next edge, whatever the phase, so read_delay=-1 as for the
+    # inverted clock.
+    timing = replace(TIMING, read_delay=-1)
+    out = run(list(range(70)), timing=timing, every=3, tail=20, sdram_phase=phase)
     assert out["flags"] == 0, violation_names(out["flags"])
     assert out["read"] == out["written"] and len(out["written"]) == 70
 
@@ -178,6 +201,35 @@ def test_timing_at_the_board_clock_and_its_read_delay():
         SDRAMTiming.for_clock(150)
 
 
+def test_read_timing_with_the_sdram_clock_shifted_in_phase():
+    # docs/sdram.md, "Pins and read timing". At 110 MHz (T = 9.09 ns, CAS latency 3) the
+    # inverted clock (half a period) leaves the read data 0.15 ns on the near side of
+    # edge 5; the commands 3.05 ns (hold: 4.55 less 0.8 and setup: 4.55 less 1.5, the
+    # smaller).
+    read_delay, read, command = board_margins(110, 3)
+    assert (read_delay, round(read, 2), round(command, 2)) == (2, 0.15, 3.05)
+    # The best phase centres word 0's window (T - 6.7 ns = 2.39 ns long) on edge 5:
+    # 221 degrees (442/720 of a period); the PLL's nearest step, 34/56 (218.6 degrees),
+    # leaves 1.13 ns each side at most, and 2.77 ns to the commands' hold.
+    assert board_clock_phase(110) == 442 / 720
+    read_delay, read, command = board_margins(110, 3, clock_phase=34 / 56)
+    assert (read_delay, round(read, 2), round(command, 2)) == (2, 1.13, 2.77)
+    assert SDRAMTiming.for_clock(110, board=True, clock_phase=34 / 56).read_delay == 2
+    # 100 and 50 MHz (CAS latency 2): no edge on the inverted clock; shifted, 1.28 and
+    # 3.19 ns of margin.
+    assert board_clock_phase(100) == 479 / 720
+    assert board_margins(100, 2, clock_phase=43 / 64)[:2] == (2, 1.28125)
+    assert board_margins(50, 2, clock_phase=30 / 128)[0] == 1
+    assert round(min(board_margins(50, 2, clock_phase=30 / 128)[1:]), 2) == 3.19
+    assert SDRAMTiming.for_clock(100, board=True, clock_phase=43 / 64).read_delay == 2
+    with pytest.raises(ValueError, match="at 50 MHz no clock edge"):
+        SDRAMTiming.for_clock(50, board=True)
+    # A phase that suits the read data but comes too soon after the command.
+    with pytest.raises(ValueError, match="at 50 MHz an SDRAM clock 25.9 degrees late misses "
+                                         r"the commands' setup \(1.5 ns\) or hold"):
+        board_read_delay(50, 2, clock_phase=0.072)
+
+
 def test_refresh_on_time_under_continuous_writes():
     # A slot offered each 8 clocks keeps the data pins busy (a burst of 8 words per slot);
     # the deadline is 200 clocks; the FIFO absorbs the row changes and refreshes.
@@ -210,6 +262,8 @@ def test_parameters_checked():
             SDRAMTraceMemory(SDRAMTiming(refresh_interval=20))
         with pytest.raises(ValueError, match="tRFC must be 2 clocks or more, not 1"):
             SDRAMTraceMemory(SDRAMTiming(t_rfc=1))
+        with pytest.raises(ValueError, match="holds a power of two slots, not 100"):
+            SDRAMTraceMemory(TIMING, fifo_depth=100, domain="sdram")
         gc.collect()
     timing = SDRAMTiming.for_clock(100)
     assert (timing.t_rcd, timing.t_rc, timing.refresh_interval, timing.cas_latency) == \
