@@ -261,6 +261,7 @@ def trace_metadata(*, mode, width, masters, clock_mhz, settings, status, start_t
         "clock_mhz": clock_mhz, "record_bits": record_bits(mode),
         "record_layout": type(record_layouts(width, masters)[kind]).__name__,
         "capture": settings, "overruns": status["overruns"], "lost": status["lost"],
+        "memory_fills": status.get("memory_fills", 0),
         "start_timestamp": start_timestamp,
         # Raw records are pushed one clock after the bus clock they hold.
         "raw_time_offset": 1 if mode is CaptureMode.RAW else 0,
@@ -422,8 +423,8 @@ async def finish_capture(run, *, interrupted=False, timed_out=False, output=None
     await board.write("spy.control", stop=1)
     while not (await board.fields("spy.status"))["done"]:
         await transport.sleep(16 / clock_hz)
-    status = {name: await board.read(f"spy.{name}")
-              for name in ("capacity", "start", "count", "trigger_index", "lost", "overruns")}
+    from pcispy.spy.readout import CAPTURE_STATUS
+    status = {name: await board.read(f"spy.{name}") for name in CAPTURE_STATUS}
     status["state"] = RecorderState((await board.fields("spy.status"))["state"]).name.lower()
     status["trigger_timestamp"] = await board.read64("spy.trigger_time")
     status["segment"] = (await board.fields("spy.segments"))["current"]
@@ -702,7 +703,9 @@ class CaptureCommand(CliCommand):
             parts = f" in {len(segments)} segments" if segments else ""
             out.write(f"{args.output}: {result['records_count']} {args.mode} records{parts} "
                       f"({how}; {'triggered' if status['triggered'] else 'not triggered'}"
-                      f", {status['lost']} lost in {status['overruns']} overruns)\n")
+                      f", {status['lost']} lost in {status['overruns']} overruns"
+                      + (f", the trace memory's FIFO filled {status['memory_fills']} times"
+                         if status.get("memory_fills") else "") + ")\n")
         return result
 
 

@@ -47,8 +47,10 @@ BLOCK_BYTES = 32 << 10
 #: Bytes per block over the UART side channel: at 115200 baud a 1 KiB block takes about
 #: 0.1 s, so progress moves and an interruption loses little.
 UART_BLOCK_BYTES = 1 << 10
-#: The status registers that name a stopped capture.
-_STATUS = ("capacity", "start", "count", "trigger_index", "lost", "overruns")
+#: The status registers of a stopped capture (``spy.<name>``): where its records are,
+#: what it lost, and the times the trace memory's FIFO filled.
+CAPTURE_STATUS = ("capacity", "start", "count", "trigger_index", "lost", "overruns",
+                  "memory_fills")
 
 
 class ReadoutStopped(PcispyError):
@@ -64,10 +66,10 @@ def block_records(transport, record_bytes, block_bytes=None):
 
 
 async def capture_status(board):
-    """The status of the board's capture: the registers of :data:`_STATUS`, ``segment``
+    """The status of the board's capture: the registers of :data:`CAPTURE_STATUS`, ``segment``
     (the current one), ``state``, ``done``, ``trigger_timestamp`` and ``triggered`` (as
     ``finish_capture`` reads them)."""
-    status = {name: await board.read(f"spy.{name}") for name in _STATUS}
+    status = {name: await board.read(f"spy.{name}") for name in CAPTURE_STATUS}
     status["segment"] = (await board.fields("spy.segments"))["current"]
     fields = await board.fields("spy.status")
     status["state"] = RecorderState(fields["state"]).name.lower()

@@ -15,7 +15,8 @@ A trace file is a fixed 16-byte header, a JSON metadata block, then fixed-size r
 Metadata keys: ``mode`` ("raw" or "summary"), ``bus_width`` (32/64), ``masters`` (REQ#/GNT#
 pairs recorded), ``clock_mhz``, ``record_layout`` and ``record_bits`` (what a record is),
 ``capture`` (the capture settings, free-form), ``overruns`` (OVERRUN events) and ``lost``
-(records lost), ``start_timestamp`` (the time the first raw record's delta counts from),
+(records lost), ``memory_fills`` (the times the trace memory's FIFO filled: the SDRAM's,
+0 for block RAM and SRAM), ``start_timestamp`` (the time the first raw record's delta counts from),
 ``raw_time_offset`` (clocks subtracted from raw record times so that they are bus clocks),
 ``latency_timer`` (the Latency Timer the software decoder assumes, 0 = none), and for a file
 written as the board was read out (pcispy/spy/readout.py) ``readout``: ``{"complete",
@@ -95,7 +96,8 @@ _RESERVE = 256
 
 _METADATA_DEFAULTS = {
     "bus_width": 32, "masters": 1, "clock_mhz": 100 / 3, "capture": {}, "overruns": 0,
-    "lost": 0, "start_timestamp": 0, "raw_time_offset": 0, "latency_timer": 0,
+    "lost": 0, "memory_fills": 0, "start_timestamp": 0, "raw_time_offset": 0,
+    "latency_timer": 0,
 }
 
 
@@ -447,8 +449,8 @@ def _check_metadata(metadata, name, record_bytes):
     full.update(metadata)
     if full["bus_width"] not in (32, 64) or not isinstance(full["bus_width"], int):
         raise bad(f"bus_width {full['bus_width']!r} is not 32 or 64")
-    for key in ("masters", "overruns", "lost", "start_timestamp", "raw_time_offset",
-                "latency_timer"):
+    for key in ("masters", "overruns", "lost", "memory_fills", "start_timestamp",
+                "raw_time_offset", "latency_timer"):
         if not isinstance(full[key], int) or isinstance(full[key], bool) or full[key] < 0:
             raise bad(f"{key} {full[key]!r} is not a non-negative integer")
     if not 1 <= full["masters"] <= 15:

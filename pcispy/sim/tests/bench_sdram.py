@@ -75,6 +75,7 @@ async def raw_overrun_through_sdram(dut):
     # The SDRAM's FIFO filled, and the board says how often (each fill cost records).
     fills = await Board(transport).read("spy.memory_fills")
     assert 1 <= fills <= status["lost"], (fills, status)
+    assert status["memory_fills"] == result["metadata"]["memory_fills"] == fills
     # The raw records kept are in order, with gaps where records were lost.
     times = trace.times()[np.array(kinds) == RecordKind.RAW.value]
     assert (times[1:] > times[:-1]).all() and (times[1:] - times[:-1] > 1).any()

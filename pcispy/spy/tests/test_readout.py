@@ -205,7 +205,7 @@ def test_capture_status_names_the_stopped_capture():
     board = FakeBoard(_memory(1), start=7, count=9)
     status = asyncio.run(capture_status(_Board(board)))
     assert status == {"capacity": CAPACITY, "start": 7, "count": 9, "trigger_index": 0,
-                      "lost": 0, "overruns": 0, "state": "done", "done": True,
+                      "lost": 0, "overruns": 0, "memory_fills": 0, "state": "done", "done": True,
                       "trigger_timestamp": TRIGGER_TIME, "triggered": True, "segment": 0}
 
 
