@@ -5,7 +5,7 @@
 worker starts with a contiguous share of the collected tests and an idle worker takes
 queued tests from the end of a busy one's share. Tests marked ``runs_long`` (a minute or
 more of one core: the first test on each distinct Verilator model, which builds it, the
-whole-board UART tests, the longest proofs) go to the front of the shares, dealt out in
+longest proofs and elaborations) go to the front of the shares, dealt out in
 turn, so both workers start on them together and none of them starts last.
 
 Every ``--sim`` command a test runs gets a fresh simulated board (``PCISPY_FRESH_SIM``),

@@ -44,11 +44,11 @@ __all__ = ["SideChannelBench", "BoardPart", "SimulatedWire", "SimulatedSideChann
 #: Clock periods (s): the board oscillator (25 MHz) and a PCI clock unrelated to it.
 SYNC_PERIOD = 40e-9
 PCI_PERIOD = 30.3e-9
-#: The PCI clock of the benches with the whole board: 12.5 MHz, as legal as 33 (PCI's
+#: The PCI clock of the benches with the whole board: 5 MHz, as legal as 33 (PCI's
 #: clock may be anything up to 33 MHz). The whole board's logic runs on it and costs
 #: most of Amaranth's simulator time, so fewer PCI clocks per UART bit make those
-#: benches about twice as fast; the clock meter then measures a clock far from 33.
-SLOW_PCI_PERIOD = 80e-9
+#: benches four times as fast; the clock meter then measures a clock far from 33.
+SLOW_PCI_PERIOD = 200e-9
 #: Clocks per UART bit in the simulation.
 DIVISOR = 4
 #: log2 of the BAR1 trace window's 16-byte slots on the simulated board.
