@@ -74,7 +74,8 @@ def test_raw_trace_round_trip(tmp_path):
     write_trace(path, stream, metadata)
     trace = read_trace(path)
     assert trace.metadata == {**metadata, "start_timestamp": 0, "raw_time_offset": 0,
-                              "latency_timer": 0, "format_version": FORMAT_VERSION,
+                              "latency_timer": 0, "memory_fills": 0,
+                              "format_version": FORMAT_VERSION,
                               "record_layout": "RawRecord", "record_bits": 128}
     assert np.array_equal(trace.data, stream)
     assert list(trace.kinds[[0, 5, 11, 22]]) == [1, 3, 4, 5]
@@ -208,3 +209,10 @@ def test_good_files_read():
         trace = parse_trace(_good_file(mode))
         assert len(trace) == 3 and trace.metadata["mode"] == mode
         assert MAGIC == _good_file(mode)[:8]
+
+
+@pytest.mark.parametrize("value", [-1, True, "3"])
+def test_a_bad_memory_fills_count_is_refused_in_one_line(value):
+    with pytest.raises(TraceFormatError, match=f"bad metadata: memory_fills {value!r} is not "
+                                               "a non-negative integer at byte offset 16"):
+        parse_trace(trace_bytes(b"", {"mode": "raw", "memory_fills": value}))
