@@ -5,16 +5,15 @@ row per check."""
 
 import argparse
 import io
-from pathlib import Path
 
 import pytest
 
 from pcispy.sim.coretest import CHECKS, assert_core_passes, format_table, run_core_checks
 from pcispy.sim.coretest_command import SimTestCommand
+from pcispy.sim.tests.core_examples import EXAMPLE, faulty_example
 
 pytestmark = pytest.mark.core
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "verilog_target" / "core.json"
 
 
 @pytest.mark.runs_long
@@ -40,16 +39,13 @@ def test_command_prints_a_row_per_check():
     assert command.exit_status(result) == 0
 
 
-@pytest.mark.runs_long
-def test_a_fault_fails_its_checks():
+def test_a_fault_fails_its_checks(tmp_path):
     # The example with its deliberate fault defined: TRDY#/STOP#/DEVSEL# released while
-    # asserted after every last data phase. The checks that move data say so.
-    from dataclasses import replace
-    from pcispy.sim.core import CoreDescription
-    core = CoreDescription.load(EXAMPLE)
-    faulty = replace(core, name="example_target_fault",
-                     defines=(("FAULT_RELEASE_ASSERTED", ""),))
-    checks = run_core_checks(faulty, seed=2)
+    # asserted after every last data phase. The checks that move data say so. Recorded
+    # as waves: the model test_core_waves.py reads the waves of (one build for both).
+    waves = tmp_path / "fault.vcd"
+    checks = run_core_checks(faulty_example(), seed=2, waves="vcd", waves_file=waves)
+    assert b"$enddefinitions" in waves.read_bytes()
     rows = {row["check"]: row for row in checks}
     assert SimTestCommand().exit_status({"checks": checks}) == 3
     assert rows["memory_read"]["result"] == "fail", rows

@@ -13,10 +13,10 @@ from amaranth.back import verilog
 
 from pcispy.sim.core import CoreDescription, PinMap, VerilogCore
 from pcispy.sim.system import SystemConfig, slot0_component
+from pcispy.sim.tests.core_examples import EXAMPLE
 
 pytestmark = pytest.mark.core
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "verilog_target" / "core.json"
 
 TOML = """
 top = "my_core"

@@ -3,17 +3,16 @@
 takes: its description file loaded, ``SystemConfig(core=...)``, ``run_bench``. Two host
 profiles; every bench ends with both monitors clean."""
 
-from pathlib import Path
 
 import pytest
 
 from pcispy.sim.api import run_bench
 from pcispy.sim.core import CoreDescription
 from pcispy.sim.system import SystemConfig
+from pcispy.sim.tests.core_examples import EXAMPLE
 
 pytestmark = pytest.mark.core
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "verilog_target" / "core.json"
 
 
 @pytest.mark.parametrize("profile", ["ideal", "alphastation200"])

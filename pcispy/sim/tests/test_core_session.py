@@ -7,17 +7,16 @@ are refused in one line."""
 import json
 import shutil
 import tempfile
-from pathlib import Path
 
 import pytest
 
 from pcispy.app.tests._cli import run_cli
 from pcispy.host.errors import EXIT_ERROR
 from pcispy.sim import session
+from pcispy.sim.tests.core_examples import EXAMPLE
 
 pytestmark = pytest.mark.core
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "verilog_target" / "core.json"
 NAME = "core-example_target-ideal-32bit"
 
 

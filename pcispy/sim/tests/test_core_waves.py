@@ -11,10 +11,10 @@ import pytest
 from pcispy.sim.coretest import run_core_checks, waves_target
 from pcispy.sim.system import SystemConfig, driver_names
 from pcispy.sim.verilate import fst_missing
+from pcispy.sim.tests.core_examples import faulty_example
 
 pytestmark = pytest.mark.core
 
-EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "verilog_target" / "core.json"
 
 
 def _variables(vcd):
@@ -33,14 +33,16 @@ def _variables(vcd):
 
 @pytest.mark.runs_long
 def test_waves_hold_the_bus_and_each_agents_enables(tmp_path):
-    from pcispy.sim.core import CoreDescription
+    # The faulty example, whose waves a user would open: the model its fault test
+    # (test_core_coretest.py) builds.
+    core = faulty_example()
     waves = tmp_path / "checks.vcd"
-    rows = run_core_checks(EXAMPLE, waves="vcd", waves_file=waves, writes=False)
-    assert all(row["result"] != "fail" for row in rows), rows
+    rows = run_core_checks(core, waves="vcd", waves_file=waves, writes=False)
+    assert {row["check"]: row["result"] for row in rows}["memory_read"] == "fail", rows
     variables = _variables(waves.read_bytes())
     resolver = {name: width for (scope, name), width in variables.items()
                 if re.fullmatch(r"(TOP\.)?pcisystem\.resolver", scope)}
-    agents = len(driver_names(SystemConfig(core=CoreDescription.load(EXAMPLE))))
+    agents = len(driver_names(SystemConfig(core=core)))
     # One enable bit per agent for each shared line, and the resolved line itself.
     assert resolver["ad_oe"] == resolver["trdy_oe"] == resolver["frame_oe"] == agents, resolver
     assert resolver["ad"] == 32 and resolver["trdy"] == 1, resolver
