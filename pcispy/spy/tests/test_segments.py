@@ -12,8 +12,8 @@ from pcispy.spy.capture_feature import check_settings, parse_segments
 from pcispy.spy.format import RecordKind, TriggerSource, CaptureMode
 from pcispy.spy.trigger import MAX_SEGMENTS, RecorderState
 from pcispy.spy.tests.test_spy_waves import idle, transaction
-from pcispy.spy.tests.test_trigger_pins import (FIRST, PULSE, SYNC_CLOCKS, PinBench, clock_of,
-                                                numbered)
+from pcispy.spy.tests.test_trigger_pins import (FIRST, PULSE, SYNC_CLOCKS, clock_of,
+                                                numbered, pin_bench)
 
 pytestmark = pytest.mark.spy
 
@@ -25,7 +25,7 @@ def test_raw_segments_triggered_now_rearm_until_all_are_full():
     # Four segments of 16 raw records, triggered at once: each holds the 16 clocks from its
     # trigger; the clock in which a segment fills and the next segment's first (a
     # pre-trigger record, none kept) are not in any: segment j starts at wave clock 18 j.
-    res = PinBench().run(numbered(90), config={"segments_log2": 2}, stop=False)
+    res = pin_bench().run(numbered(90), config={"segments_log2": 2}, stop=False)
     st = res["status"]
     assert st["state"] == RecorderState.DONE and st["done"] and st["segment"] == 3
     assert st["lost"] == 0 and st["capacity"] == RAW_CAPACITY
@@ -47,7 +47,7 @@ def test_raw_segments_keep_their_own_pre_trigger_records():
     # pin's rising edges at wave clocks 10 and 50 trigger them.
     edges = (10, 50)
     fires = [edge + SYNC_CLOCKS for edge in edges]
-    res = PinBench().run(numbered(70), pin={10: 1, 20: 0, 50: 1},
+    res = pin_bench().run(numbered(70), pin={10: 1, 20: 0, 50: 1},
                          config={"source": TriggerSource.EXTERNAL, "segments_log2": 1,
                                  "pre": 3, "post": 5}, stop=False)
     st = res["status"]
@@ -82,7 +82,7 @@ def test_summary_segments_exact_records_per_segment():
     pin = {}
     for rise in rises:
         pin.update({rise: 1, rise + 3: 0})
-    res = PinBench().run(wave, pin=pin, stop=False,
+    res = pin_bench().run(wave, pin=pin, stop=False,
                          config={"mode": CaptureMode.SUMMARY, "pre": 2, "post": 3,
                                  "source": TriggerSource.EXTERNAL, "segments_log2": 2})
     st = res["status"]
@@ -109,7 +109,7 @@ def test_stop_ends_the_current_segment():
     # before its trigger does).
     wave, gaps = _io_writes(12)
     rises = [gaps[3] + 1, gaps[7] + 1]
-    res = PinBench().run(wave, pin={rises[0]: 1, rises[0] + 2: 0, rises[1]: 1},
+    res = pin_bench().run(wave, pin={rises[0]: 1, rises[0] + 2: 0, rises[1]: 1},
                          config={"mode": CaptureMode.SUMMARY, "pre": 2, "post": 2,
                                  "source": TriggerSource.EXTERNAL, "segments_log2": 2})
     st = res["status"]
@@ -128,7 +128,7 @@ def test_stop_ends_the_current_segment():
     ({"segments_log2": 3, "pre": 8}, "pre_error"),                   # 8 records each
 ])
 def test_arm_refuses_segments_it_cannot_make(config, error):
-    res = PinBench().run(numbered(10), config=config)
+    res = pin_bench().run(numbered(10), config=config)
     st = res["status"]
     assert st[error] == 1 and st["pre_error" if error == "segment_error" else
                                  "segment_error"] == 0

@@ -37,12 +37,16 @@ def comparator(address=0, mask=0, commands=ALL_COMMANDS, exclude=0, enable=1):
 
 
 class Bench:
-    """A Spy fed with a waveform, then read out like the host would."""
+    """A Spy fed with a waveform and a trigger input level per clock, watched clock by
+    clock (its trigger output and state), then read out like the host would: the status,
+    every segment's table entry and records. ``pulse_clocks``: the trigger output's
+    pulse (the Spy's default when None)."""
     def __init__(self, *, memory="bram", addr_bits=6, fifo_depth=8, rules=4, width=32,
-                 sram_data_bits=32):
+                 sram_data_bits=32, pulse_clocks=None):
         self.width = width
+        pulse = {} if pulse_clocks is None else {"trigger_pulse_clocks": pulse_clocks}
         self.spy = Spy(width, rules=rules, memory=memory, addr_bits=addr_bits,
-                       fifo_depth=fifo_depth, sram_data_bits=sram_data_bits)
+                       fifo_depth=fifo_depth, sram_data_bits=sram_data_bits, **pulse)
         self.top = Module()
         self.top.submodules.spy = self.spy
         self.sram = None
@@ -62,9 +66,12 @@ class Bench:
                 self.top.d.sync += self.fights.eq(self.fights + 1)
 
     def run(self, clocks, *, config=None, comparators=(), strobes=None, violations=None,
-            read=True, stop=True, jumps=None):
-        """Arm, feed ``clocks`` and read the trace back. ``jumps[i]``: the timestamp
-        skips that many clocks before wave clock ``i`` (a long idle bus, cheaply)."""
+            read=True, stop=True, jumps=None, pin=None, after=0):
+        """Arm, feed ``clocks`` (wave clock ``i`` with timestamp 2 + i) and read the trace
+        back. ``strobes[i]``: "trigger" or "stop" in wave clock ``i``; ``pin[i]``: the
+        trigger input's level from wave clock ``i`` on; ``jumps[i]``: the timestamp skips
+        that many clocks before wave clock ``i`` (a long idle bus, cheaply); ``after``
+        idle clocks follow the wave before the stop (if ``stop``)."""
         spy = self.spy
         config = dict({"mode": CaptureMode.RAW, "source": TriggerSource.IMMEDIATE,
                        "ring": 0, "idle_compress": 0, "raw_select": 0, "combine": 0,
@@ -72,8 +79,9 @@ class Bench:
                        "pre": 0, "post": 0, "violation_mask": 0xF}, **(config or {}))
         strobes = strobes or {}
         violations = violations or {}
-        clocks = finish(list(clocks), self.width)
-        result = {}
+        pin = pin or {}
+        clocks = finish(list(clocks) + idle(after), self.width)
+        result = {"out": [], "state": []}
 
         jumps = jumps or {}
         now = [0]
@@ -93,15 +101,20 @@ class Bench:
             ctx.set(spy.arm, 1)
             await tick(ctx)
             ctx.set(spy.arm, 0)
+            level = 0
             for index, clock in enumerate(clocks):
                 if index in jumps:
                     now[0] += jumps[index]
                     ctx.set(spy.timestamp, now[0])
                 for name, value in clock.items():
                     ctx.set(getattr(spy.bus, name), value)
+                level = pin.get(index, level)
+                ctx.set(spy.trigger_in, level)
                 for name in ("trigger", "stop"):
                     ctx.set(getattr(spy, name), strobes.get(index) == name)
                 ctx.set(spy.violation, violations.get(index, 0))
+                result["out"].append(ctx.get(spy.trigger_out))
+                result["state"].append(ctx.get(spy.status.state))
                 await tick(ctx)
             ctx.set(spy.trigger, 0)
             ctx.set(spy.violation, 0)
@@ -114,34 +127,36 @@ class Bench:
                     break
                 await tick(ctx)
             status = ctx.get(spy.status)
-            result["status"] = {name: getattr(status, name) for name in
-                                ("state", "done", "pre_error", "capacity", "start", "count",
-                                 "trigger_index", "trigger_timestamp", "lost", "overruns")}
-            counters = ctx.get(spy.counters)
-            result["counters"] = counters
+            result["status"] = st = {name: getattr(status, name) for name in
+                                     ("state", "done", "pre_error", "segment_error",
+                                      "capacity", "start", "count", "trigger_index",
+                                      "trigger_timestamp", "lost", "overruns", "segment")}
+            result["counters"] = ctx.get(spy.counters)
             if not read:
                 return
+            # The segment table (finished segments), then the segment in progress.
+            entries = []
+            for index in range(st["segment"]):
+                ctx.set(spy.segment_select, index)
+                await tick(ctx)
+                entry = ctx.get(spy.segment_entry)
+                entries.append({name: getattr(entry, name) for name in
+                                ("start", "count", "trigger_index", "trigger_timestamp")})
+            entries.append({name: st[name] for name in
+                            ("start", "count", "trigger_index", "trigger_timestamp")})
+            result["entries"] = entries
             slots = 2 if config["mode"] == CaptureMode.SUMMARY else 1
-            per_word = self.width // 32          # 32-bit words per backend word
-            records = []
-            st = result["status"]
-            for k in range(st["count"]):
-                index = (st["start"] + k) % st["capacity"]
-                value = 0
-                # the target's BAR1 backend protocol: request (valid/ready), then r_valid
-                for w in range(4 * slots // per_word):
-                    ctx.set(spy.trace.addr, (index * slots * 4) // per_word + w)
-                    ctx.set(spy.trace.valid, 1)
-                    while not ctx.get(spy.trace.ready):
-                        await tick(ctx)
-                    await tick(ctx)
-                    ctx.set(spy.trace.valid, 0)
-                    while not ctx.get(spy.trace.r_valid):
-                        await tick(ctx)
-                    value |= ctx.get(spy.trace.r_data) << (self.width * w)
-                    await tick(ctx)
-                records.append(decode(value, self.width))
-            result["records"] = records
+            size = st["capacity"] >> config.get("segments_log2", 0)
+            segments = []
+            for entry in entries if not (st["pre_error"] or st["segment_error"]) else []:
+                base = entry["start"] - entry["start"] % size
+                records = []
+                for k in range(entry["count"]):
+                    index = base + (entry["start"] - base + k) % size
+                    records.append(await self._read(ctx, tick, index, slots))
+                segments.append(records)
+            result["segments"] = segments
+            result["records"] = [record for part in segments for record in part]
             if self.sram is not None:
                 result["sram_errors"] = ctx.get(self.sram.errors)
                 result["sram_fights"] = ctx.get(self.fights)
@@ -151,6 +166,25 @@ class Bench:
         sim.add_testbench(bench)
         sim.run()
         return result
+
+    async def _read(self, ctx, tick, index, slots):
+        """Record ``index`` through the BAR1 backend (request with valid/ready, then
+        r_valid), decoded."""
+        spy = self.spy
+        per_word = self.width // 32          # 32-bit words per backend word
+        value = 0
+        for w in range(4 * slots // per_word):
+            ctx.set(spy.trace.addr, (index * slots * 4) // per_word + w)
+            ctx.set(spy.trace.valid, 1)
+            while not ctx.get(spy.trace.ready):
+                await tick(ctx)
+            await tick(ctx)
+            ctx.set(spy.trace.valid, 0)
+            while not ctx.get(spy.trace.r_valid):
+                await tick(ctx)
+            value |= ctx.get(spy.trace.r_data) << (self.width * w)
+            await tick(ctx)
+        return decode(value, self.width)
 
 
 def raw_times(records):

@@ -1,24 +1,23 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The trigger pins: the input's synchroniser and edge choice, the output's pulse width and
 level, the external trigger source and markers (exact clocks and timestamps), through the
-whole spy in the Amaranth simulator. :class:`PinBench` is shared with test_segments.py."""
+whole spy in the Amaranth simulator. :func:`pin_bench` (test_spy_capture's Bench with a
+short trigger pulse) is shared with test_segments.py."""
 
 import pytest
 
-from amaranth.hdl import Module
 from amaranth.sim import Simulator
 
 from pcispy.pci.bus import Command
 from pcispy.spy.format import RecordKind, TriggerSource, CaptureMode
-from pcispy.spy.spy import Spy
 from pcispy.spy.trigger import (MAX_SEGMENTS, RecorderState, TriggerInput, TriggerOutput,
                                 trigger_pulse_clocks)
-from pcispy.spy.tests.test_spy_capture import comparator, decode
+from pcispy.spy.tests.test_spy_capture import Bench
 from pcispy.spy.tests.test_spy_waves import idle, transaction, finish
 
 pytestmark = pytest.mark.spy
 
-#: The wave clock ``i`` of a PinBench run is presented with timestamp FIRST + i.
+#: The wave clock ``i`` of a bench run is presented with timestamp FIRST + i.
 FIRST = 2
 #: Clocks from the clock the pin changes in (before its ending edge) to the clock in which
 #: the spy sees the edge: the two synchroniser stages.
@@ -27,117 +26,9 @@ SYNC_CLOCKS = 2
 PULSE = 5
 
 
-class PinBench:
-    """A :class:`Spy` fed with a waveform and a trigger input level per clock, watched
-    clock by clock (the trigger output, the state), then read out like the host would:
-    the status, every segment's table entry and records."""
-    def __init__(self, *, addr_bits=6, fifo_depth=8, pulse_clocks=PULSE):
-        self.spy = Spy(32, rules=4, addr_bits=addr_bits, fifo_depth=fifo_depth,
-                       trigger_pulse_clocks=pulse_clocks)
-        self.top = Module()
-        self.top.submodules.spy = self.spy
-
-    def run(self, clocks, *, config=None, pin=None, strobes=None, comparators=(),
-            stop=True, after=0):
-        """Arm, feed ``clocks`` (wave clock ``i`` with timestamp FIRST + i), ``pin[i]``: the
-        trigger input's level from wave clock ``i`` on; ``strobes[i]``: "trigger" or "stop";
-        ``after`` idle clocks follow the wave before the stop (if ``stop``)."""
-        spy = self.spy
-        config = dict({"mode": CaptureMode.RAW, "source": TriggerSource.IMMEDIATE,
-                       "violation_mask": 0xF}, **(config or {}))
-        pin = pin or {}
-        strobes = strobes or {}
-        clocks = finish(list(clocks) + idle(after))
-        result = {"out": [], "state": []}
-        now = [0]
-
-        async def tick(ctx):
-            await ctx.tick()
-            now[0] += 1
-            ctx.set(spy.timestamp, now[0])
-
-        async def bench(ctx):
-            ctx.set(spy.config, config)
-            for i, comp in enumerate(list(comparators) + [comparator(enable=0)] *
-                                     (spy.filters - len(comparators))):
-                ctx.set(spy.comparators[i], comp)
-            ctx.set(spy.bus, finish(idle(1))[0])
-            await tick(ctx)
-            ctx.set(spy.arm, 1)
-            await tick(ctx)
-            ctx.set(spy.arm, 0)
-            level = 0
-            for index, clock in enumerate(clocks):
-                assert now[0] == FIRST + index
-                for name, value in clock.items():
-                    ctx.set(getattr(spy.bus, name), value)
-                level = pin.get(index, level)
-                ctx.set(spy.trigger_in, level)
-                for name in ("trigger", "stop"):
-                    ctx.set(getattr(spy, name), strobes.get(index) == name)
-                result["out"].append(ctx.get(spy.trigger_out))
-                result["state"].append(ctx.get(spy.status.state))
-                await tick(ctx)
-            ctx.set(spy.trigger, 0)
-            if stop:
-                ctx.set(spy.stop, 1)
-                await tick(ctx)
-                ctx.set(spy.stop, 0)
-            for _ in range(500):
-                if ctx.get(spy.status.done):
-                    break
-                await tick(ctx)
-            status = ctx.get(spy.status)
-            result["status"] = {name: getattr(status, name) for name in
-                                ("state", "done", "pre_error", "segment_error", "capacity",
-                                 "start", "count", "trigger_index", "trigger_timestamp",
-                                 "lost", "overruns", "segment")}
-            st = result["status"]
-            entries = []
-            for index in range(st["segment"]):
-                ctx.set(spy.segment_select, index)
-                await tick(ctx)
-                entry = ctx.get(spy.segment_entry)
-                entries.append({name: getattr(entry, name) for name in
-                                ("start", "count", "trigger_index", "trigger_timestamp")})
-            entries.append({name: st[name] for name in
-                            ("start", "count", "trigger_index", "trigger_timestamp")})
-            result["entries"] = entries
-            slots = 2 if config["mode"] == CaptureMode.SUMMARY else 1
-            size = st["capacity"] >> config.get("segments_log2", 0)
-            segments = []
-            for entry in entries if not (st["pre_error"] or st["segment_error"]) else []:
-                base = entry["start"] - entry["start"] % size
-                records = []
-                for k in range(entry["count"]):
-                    index = base + (entry["start"] - base + k) % size
-                    records.append(await self._read(ctx, tick, index, slots))
-                segments.append(records)
-            result["segments"] = segments
-            result["records"] = [record for part in segments for record in part]
-
-        sim = Simulator(self.top)
-        sim.add_clock(1e-6)
-        sim.add_testbench(bench)
-        sim.run()
-        return result
-
-    async def _read(self, ctx, tick, index, slots):
-        """Record ``index`` through the BAR1 backend, decoded."""
-        spy = self.spy
-        value = 0
-        for w in range(4 * slots):
-            ctx.set(spy.trace.addr, index * slots * 4 + w)
-            ctx.set(spy.trace.valid, 1)
-            while not ctx.get(spy.trace.ready):
-                await tick(ctx)
-            await tick(ctx)
-            ctx.set(spy.trace.valid, 0)
-            while not ctx.get(spy.trace.r_valid):
-                await tick(ctx)
-            value |= ctx.get(spy.trace.r_data) << (32 * w)
-            await tick(ctx)
-        return decode(value)
+def pin_bench():
+    """The spy bench (test_spy_capture.Bench) with this file's short trigger pulse."""
+    return Bench(pulse_clocks=PULSE)
 
 
 #: AD of wave clock ``i`` of :func:`numbered` clocks is NUMBERED + i.
@@ -219,7 +110,7 @@ def test_external_trigger_marks_the_raw_record_and_pulses_the_output(falling):
     # falls at 20: the chosen edge triggers SYNC_CLOCKS later.
     edge = 20 if falling else 8
     fire = edge + SYNC_CLOCKS
-    res = PinBench().run(numbered(30), pin={8: 1, 20: 0},
+    res = pin_bench().run(numbered(30), pin={8: 1, 20: 0},
                          config={"source": TriggerSource.EXTERNAL, "pre": 3, "post": 6,
                                  "falling": falling})
     st = res["status"]
@@ -238,7 +129,7 @@ def test_external_trigger_marks_the_raw_record_and_pulses_the_output(falling):
 
 def test_external_trigger_waits_for_the_chosen_edge():
     # Falling edges count: a pin that only rises never triggers.
-    res = PinBench().run(idle(20), pin={5: 1},
+    res = pin_bench().run(idle(20), pin={5: 1},
                          config={"source": TriggerSource.EXTERNAL, "falling": 1})
     assert res["status"]["trigger_timestamp"] == 0 and not any(res["out"])
     assert all(state == RecorderState.PRE for state in res["state"])
@@ -251,7 +142,7 @@ def test_summary_markers_carry_the_edge_clock():
     wave = (idle(2) + transaction(Command.IO_WRITE, 0x70, [1]) + idle(6) +
             transaction(Command.IO_WRITE, 0x71, [2]) + idle(10) +
             transaction(Command.IO_WRITE, 0x72, [3]) + idle(4))
-    res = PinBench().run(wave, pin={3: 1, 12: 0, 25: 1},
+    res = pin_bench().run(wave, pin={3: 1, 12: 0, 25: 1},
                          config={"mode": CaptureMode.SUMMARY, "markers": 1})
     records = res["records"]
     kinds = [r["kind"] for r in records]
@@ -267,7 +158,7 @@ def test_summary_markers_carry_the_edge_clock():
 
 
 def test_summary_markers_of_falling_edges_say_so():
-    res = PinBench().run(idle(20), pin={3: 1, 12: 0},
+    res = pin_bench().run(idle(20), pin={3: 1, 12: 0},
                          config={"mode": CaptureMode.SUMMARY, "markers": 1, "falling": 1})
     # The trigger 'now' (its TRIGGER event first), then the one falling edge.
     assert [(r["kind"], r["timestamp"], r.get("falling")) for r in res["records"]] == \
@@ -275,7 +166,7 @@ def test_summary_markers_of_falling_edges_say_so():
 
 
 def test_no_markers_unless_asked():
-    res = PinBench().run(idle(20), pin={3: 1, 12: 0}, config={"mode": CaptureMode.SUMMARY})
+    res = pin_bench().run(idle(20), pin={3: 1, 12: 0}, config={"mode": CaptureMode.SUMMARY})
     assert [r["kind"] for r in res["records"]] == [RecordKind.TRIGGER]
 
 
@@ -290,7 +181,7 @@ def test_raw_markers_mark_the_stored_clock_or_take_an_idle_one():
     assert clocks[data_clock]["ad"] == 0xA2 and clocks[data_clock]["irdy"]
     seen_idle = len(first) + 5              # an idle clock, not stored
     second = len(first) + 12                # the second transaction's address phase
-    res = PinBench().run(wave, pin={data_clock - SYNC_CLOCKS: 1,
+    res = pin_bench().run(wave, pin={data_clock - SYNC_CLOCKS: 1,
                                     data_clock - SYNC_CLOCKS + 1: 0,
                                     seen_idle - SYNC_CLOCKS: 1},
                          config={"idle_compress": 1, "markers": 1})
