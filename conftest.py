@@ -19,6 +19,9 @@ __all__ = []
 
 os.environ.setdefault("PCISPY_FRESH_SIM", "1")
 
+#: Fixtures several test folders' files share.
+pytest_plugins = ("pcispy.sim.tests.session_fixtures",)
+
 
 def pytest_collection_modifyitems(session, config, items):
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))

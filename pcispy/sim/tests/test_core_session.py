@@ -5,8 +5,6 @@ at its BARs, each command reports what both monitors saw, and pcispy's board com
 are refused in one line."""
 
 import json
-import shutil
-import tempfile
 
 import pytest
 
@@ -18,19 +16,6 @@ from pcispy.sim.tests.core_examples import EXAMPLE
 pytestmark = pytest.mark.core
 
 NAME = "core-example_target-ideal-32bit"
-
-
-@pytest.fixture
-def sessions(monkeypatch):
-    """A sessions folder of this test's own; every session it started is ended after."""
-    root = tempfile.mkdtemp(prefix="psc", dir="/tmp")
-    monkeypatch.setenv(session.SESSIONS_ENV, root)
-    monkeypatch.delenv(session.FRESH_ENV, raising=False)
-    yield root
-    for left in session.running():
-        left.kill()
-        left.discard()
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def _cli(*argv):

@@ -7,8 +7,6 @@ one line naming its log, and replaced by the next command; an idle session ends 
 
 import json
 import os
-import shutil
-import tempfile
 import time
 
 import pytest
@@ -24,21 +22,6 @@ DEFAULT_FIRST_DATA = (2, 3)
 #: The same after ``target --initial-wait 4``: the initial wait delays TRDY# to clock 6
 #: of either direction (a read's turnaround lies inside it).
 WAITED_FIRST_DATA = (6, 6)
-
-
-@pytest.fixture
-def sessions(monkeypatch):
-    """A sessions folder of this test's own (short: it holds Unix sockets), sessions on
-    (the suite's default is a fresh board per command); every session it started is
-    stopped afterwards."""
-    root = tempfile.mkdtemp(prefix="pss", dir="/tmp")
-    monkeypatch.setenv(session.SESSIONS_ENV, root)
-    monkeypatch.delenv(session.FRESH_ENV, raising=False)
-    yield root
-    for left in session.running():
-        left.kill()
-        left.discard()
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def _first_data(*options):
