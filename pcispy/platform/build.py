@@ -52,6 +52,7 @@ import time
 from pathlib import Path
 
 from pcispy.board.board_top import BoardTop
+from pcispy.core.config import DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID, parse_ids
 from pcispy.pci.bus import DECODE_SPEEDS, bus_lines
 from pcispy.platform.boards import BOARDS, PINOUTS, board_platform
 from pcispy.platform.boards.ulx3s import PCI_CLOCK_MHZ
@@ -137,7 +138,7 @@ def design_text(rtlil):
 
 def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
           clock_mhz=PCI_CLOCK_MHZ, threads=None, reuse=True, placer=PLACER, router=ROUTER,
-          floorplan=True, decode=DECODE, sdram_clock_mhz=None):
+          floorplan=True, decode=DECODE, sdram_clock_mhz=None, ids=None):
     """Build ``board`` (a key of :data:`pcispy.platform.boards.BOARDS`); return the report
     dict (also written to ``build_dir/report.json``). With ``reuse``, a build directory
     whose last build had the same design (hash of netlist and constraints) is not
@@ -148,7 +149,9 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
     nextpnr: left to the placer, it lands mid-die and the control paths miss their
     budget by up to 14 ns (docs/timing.md). ``decode`` is the target's decode
     speed by name (a key of :data:`DECODE_NAMES`). ``sdram_clock_mhz``: the passive ULX3S's
-    SDRAM trace memory on its own clock from a PLL (None: on the PCI clock)."""
+    SDRAM trace memory on its own clock from a PLL (None: on the PCI clock). ``ids``:
+    ``(vendor ID, device ID)`` of the board's configuration space (None: pcispy's,
+    :data:`~pcispy.core.config.DEFAULT_VENDOR_ID`)."""
 
     platform, width = board_platform(board, passive=passive, clock_mhz=clock_mhz,
                                      sdram_clock_mhz=sdram_clock_mhz)
@@ -157,8 +160,10 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
     build_dir = Path(build_dir or _default_build_dir(board, passive))
     build_dir.mkdir(parents=True, exist_ok=True)
     name = "pcispy"
-    top = BoardTop(passive=passive, clock_mhz=clock_mhz, width=width,
-                   board={"decode": DECODE_NAMES[decode]})
+    board_args = {"decode": DECODE_NAMES[decode]}
+    if ids is not None:
+        board_args["config"] = {"vendor_id": ids[0], "device_id": ids[1]}
+    top = BoardTop(passive=passive, clock_mhz=clock_mhz, width=width, board=board_args)
     plan = platform.build(top, name=name, build_dir=str(build_dir), do_build=False)
     plan.extract(str(build_dir))
     # The same design (netlist and constraints) as the last full build: keep its report.
@@ -226,7 +231,7 @@ def _check_sdram_clock(parser, args):
     from pcispy.board.board_top import sdram_clocking
     try:
         platform, _ = board_platform(args.board, passive=args.passive,
-                                     sdram_clock_mhz=args.sdram_clock)
+                                     sdram_clock_mhz=args.sdram_clock, ids=args.ids)
         sdram_clocking(platform.default_clk_frequency / 1e6, args.sdram_clock)
     except ValueError as error:
         parser.error(f"--sdram-clock {args.sdram_clock:g}: {error}")
@@ -870,6 +875,11 @@ def main(argv=None):
                              "first registers next to the pins (default; an active build; "
                              "docs/timing.md)")
     parser.add_argument("--build-dir", help="default: build/BOARD (build/BOARD-passive)")
+    parser.add_argument("--ids", type=_pci_ids, metavar="VENDOR:DEVICE",
+                        help="the PCI vendor and device ID in hex, e.g. 1234:0001 (default: "
+                             f"pcispy's, {DEFAULT_VENDOR_ID:04x}:{DEFAULT_DEVICE_ID:04x}, "
+                             "assigned to no company; give IDs you own for a board others "
+                             "use; the host finds it with PCISPY_BOARD_IDS=VENDOR:DEVICE)")
     parser.add_argument("--sdram-clock", type=float, metavar="MHZ",
                         help="with --passive on a ULX3S: run the SDRAM trace memory on its "
                              "own clock from a PLL (e.g. 110; docs/sdram.md: such a build "
@@ -916,6 +926,14 @@ def main(argv=None):
             print(f"bitstream: {margins(report, args.check)}", file=sys.stderr)
         return 1 if problems else 0
     return 0
+
+
+def _pci_ids(text):
+    """``--ids``: ``"VENDOR:DEVICE"`` in hex -> ``(vendor, device)``."""
+    try:
+        return parse_ids(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _explain(build_dir, pin, to):

@@ -40,6 +40,12 @@ def test_lspci_decodes_config_dump(tmp_path):
                           capture_output=True, text=True).stdout
     assert f"[{DEFAULT_CLASS_CODE >> 8:04x}]" in text, text
     assert f"[{DEFAULT_VENDOR_ID:04x}:{DEFAULT_DEVICE_ID:04x}]" in text, text
+    # The IDs name no company in pciutils' list (pci.ids): lspci calls the board a Device
+    # of those IDs, not a product of someone else.
+    plain = subprocess.run([lspci, "-F", str(dump)], check=True, capture_output=True,
+                           text=True).stdout
+    assert plain == f"00:00.0 Signal processing controller: Device {DEFAULT_VENDOR_ID:04x}:" \
+        f"{DEFAULT_DEVICE_ID:04x} (rev 01)\n", plain
     board = PCIBoard(width=32, exerciser_size=SystemConfig().exerciser_size)
     board._MustUse__silence = True     # built only for its BAR declarations
     bars = [(index, window.bar) for index, window in enumerate(board.windows) if window]

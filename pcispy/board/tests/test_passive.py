@@ -115,7 +115,7 @@ def test_passive_mode_silences_the_board_and_the_side_channel_clears_it():
     async def bench(host, pins, ctx):
         local = _Local(ctx, board.local)
         await enumerate_board(host, command=0x0147)           # + Bus Master, SERR#
-        assert (await host.config_read(0)) & 0xFFFF == 0x1209
+        assert (await host.config_read(0)) & 0xFFFF == 0x5C15
         write = await host.write(BAR0 + mode_address, [1 << passive.lsb])
         assert write.termination == Termination.COMPLETION and write.moved == 1
         await host.idle(3)              # the posted write reaches the register, then holds
@@ -151,7 +151,7 @@ def test_passive_mode_silences_the_board_and_the_side_channel_clears_it():
         await local.access("id.mode", 0)
         await host.idle(2)
         assert not ctx.get(board.indicators.passive)
-        assert (await host.config_read(0)) & 0xFFFF == 0x1209
+        assert (await host.config_read(0)) & 0xFFFF == 0x5C15
         assert ctx.get(board.ports["inta"].oe)
 
     simulate(board, bench)

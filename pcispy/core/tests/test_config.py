@@ -28,10 +28,10 @@ def run(bench, **kwargs):
 
 def test_identity_and_header():
     async def bench(acc, ctx, dut):
-        assert await acc.read(0x00) == 0x5C15_1209
+        assert await acc.read(0x00) == 0x0001_5C15
         assert await acc.read(0x02) == 0x1180_0001          # class 11/80/00, revision 1
         assert await acc.read(0x03) == 0x0000_0000          # header type 0, no BIST
-        assert await acc.read(0x0B) == 0x5C15_1209          # subsystem
+        assert await acc.read(0x0B) == 0x0001_5C15          # subsystem
         assert await acc.read(0x0F) == 0x0000_0100          # INTA#, line 0
         for unimplemented in (0x09, 0x0A, 0x0C, 0x0D, 0x0E, 0x10, 0x3F):
             await acc.write(unimplemented, 0xFFFF_FFFF)

@@ -464,7 +464,7 @@ def test_fast_decode_option():
         await enumerate_board(host)
         assert (await host.config_read(1)) >> 16 & 0x0600 == 0        # DEVSEL# fast
         r = await host.transaction(Command.CONFIG_READ, 0, idsel=True)
-        assert r.first("devsel") == 2 and r.data == [0x5C15_1209]
+        assert r.first("devsel") == 2 and r.data == [0x0001_5C15]
         # The exerciser windows follow target.response (reset: medium); ask for fast.
         assert (await host.write(BAR2, [1])).first("devsel") == 3
         await csr_write(host, "target.response", DevselSpeed.FAST.value)
@@ -484,7 +484,7 @@ def test_slow_decode_option():
         await enumerate_board(host)
         assert (await host.config_read(1)) >> 16 & 0x0600 == 0x0400    # DEVSEL# slow
         r = await host.transaction(Command.CONFIG_READ, 0, idsel=True)
-        assert r.first("devsel") == 4 and r.data == [0x5C15_1209]
+        assert r.first("devsel") == 4 and r.data == [0x0001_5C15]
         assert r.data_clocks() == [5]
         config = REGISTER_MAP["id.config"][1].decode(await csr_read(host, "id.config"))
         assert config["decode"] == DevselSpeed.SLOW.value

@@ -11,6 +11,7 @@ import struct
 import pytest
 
 from pcispy.pci.bus import DevselSpeed
+from pcispy.core.config import DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID
 from pcispy.board.registers import IDENTITY_MAGIC, REGISTER_MAP
 from pcispy.host.board import Board
 from pcispy.app.cli import main
@@ -26,7 +27,7 @@ BARS = [("memory", 0x1000, 0xFE000000), ("memory", 0x10000, 0xFE100000),
         ("memory", 0x4000, 0xFE200000), ("io", 0x100, 0xE000)]
 
 
-def make_tree(tmp_path, *, vendor=0x1209, device=0x5C15, driver="uio_pci_generic",
+def make_tree(tmp_path, *, vendor=DEFAULT_VENDOR_ID, device=DEFAULT_DEVICE_ID, driver="uio_pci_generic",
               config_bytes=256, bdf=BDF):
     root = tmp_path / "devices"
     dev = tmp_path / "dev"
@@ -87,7 +88,7 @@ def test_info_runs_on_the_board_through_the_cli(tree, capsys):
     status, out, err = cli(capsys, "--sysfs", "03:00.0", "--json", "info")
     assert status == 0, err
     result = json.loads(out)
-    assert (result["vendor_id"], result["device_id"]) == (0x1209, 0x5C15)
+    assert (result["vendor_id"], result["device_id"]) == (DEFAULT_VENDOR_ID, DEFAULT_DEVICE_ID)
     assert (result["revision"], result["class_code"]) == (1, 0x058000)
     assert (result["bus_width"], result["passive"], result["clock_mhz"]) == (32, False, 33)
     assert result["decode"] == "slow"
@@ -242,6 +243,32 @@ def test_list_finds_boards_by_id(tmp_path, monkeypatch, capsys):
                    "BAR1 memory 0x10000, BAR2 memory 0x4000, BAR3 io 0x100\n")
     status, out, _ = cli(capsys, "--json", "list")
     assert json.loads(out)["boards"][0]["bars"]["1"] == {"kind": "memory", "size": 0x10000}
+
+
+def test_a_board_built_with_ids_of_its_own_is_found_with_them(tmp_path, monkeypatch, capsys):
+    """``make bitstream ARGS="--ids 1234:abcd"`` builds a board the host finds only when
+    PCISPY_BOARD_IDS names the same IDs; a bad value is one line naming the variable."""
+    from pcispy.platform.build import _pci_ids
+    assert _pci_ids("1234:abcd") == (0x1234, 0xABCD)
+    for bad in ("1234", "12345:1", "ffff:0001", "x:1"):
+        with pytest.raises(Exception, match="VENDOR:DEVICE|ffff"):
+            _pci_ids(bad)
+    root, _, _ = make_tree(tmp_path, vendor=0x1234, device=0xABCD)
+    monkeypatch.setenv("PCISPY_SYSFS_ROOT", str(root))
+    assert find_boards() == []
+    status, out, _ = cli(capsys, "list")
+    assert status == 0 and out == f"no pcispy board ({DEFAULT_VENDOR_ID:04x}:" \
+        f"{DEFAULT_DEVICE_ID:04x}) found\n"
+    status, _, err = cli(capsys, "--sysfs", BDF, "info")
+    assert status == 2 and "PCISPY_BOARD_IDS=VENDOR:DEVICE" in err, err
+    monkeypatch.setenv("PCISPY_BOARD_IDS", "1234:abcd")
+    assert [b["bdf"] for b in find_boards()] == [BDF]
+    status, out, err = cli(capsys, "--json", "--sysfs", BDF, "info")
+    assert status == 0, err
+    assert (json.loads(out)["vendor_id"], json.loads(out)["device_id"]) == (0x1234, 0xABCD)
+    monkeypatch.setenv("PCISPY_BOARD_IDS", "12:zz")
+    status, _, err = cli(capsys, "list")
+    assert status == 2 and err.count("\n") == 1 and "PCISPY_BOARD_IDS" in err, err
 
 
 def test_addresses_and_buffers_are_parsed_or_refused():

@@ -32,12 +32,12 @@ import re
 import struct
 from pathlib import Path
 
-from pcispy.core.config import DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID
+from pcispy.core.config import DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID, parse_ids
 from pcispy.host.command import Command
 from pcispy.host.errors import TransportError
 from pcispy.host.transports.base import DmaBuffer, Transport
 
-__all__ = ["SysfsTransport", "PhysicalDmaBuffer", "find_boards", "normalise_bdf",
+__all__ = ["board_ids", "BOARD_IDS_ENV", "SysfsTransport", "PhysicalDmaBuffer", "find_boards", "normalise_bdf",
            "parse_buffer", "SYSFS_ROOT", "DEV_ROOT", "UIO_DRIVER", "ListCommand"]
 
 #: Where the kernel lists PCI functions, and where device nodes live.
@@ -130,8 +130,33 @@ def _resources(device):
     return bars
 
 
-def find_boards(root=None, vendor_id=DEFAULT_VENDOR_ID, device_id=DEFAULT_DEVICE_ID):
-    """Every PCI function with pcispy's IDs: ``[{"bdf", "driver", "uio", "bars"}]``."""
+#: A board built with IDs of its own (``make bitstream ARGS="--ids VENDOR:DEVICE"``) is
+#: found and accepted with the same IDs here (hex ``VENDOR:DEVICE``).
+BOARD_IDS_ENV = "PCISPY_BOARD_IDS"
+
+
+def board_ids():
+    """``(vendor ID, device ID)`` of a pcispy board: :data:`BOARD_IDS_ENV`'s, else pcispy's
+    own (:data:`~pcispy.core.config.DEFAULT_VENDOR_ID`); a value that is no pair of IDs is
+    a :class:`TransportError` naming the variable."""
+    text = os.environ.get(BOARD_IDS_ENV)
+    if not text:
+        return DEFAULT_VENDOR_ID, DEFAULT_DEVICE_ID
+    try:
+        return parse_ids(text)
+    except ValueError as error:
+        raise TransportError(f"{BOARD_IDS_ENV}: {error}") from None
+
+
+def _ids_text(separator=":"):
+    return separator.join(f"{x:04x}" for x in board_ids())
+
+
+def find_boards(root=None, vendor_id=None, device_id=None):
+    """Every PCI function with pcispy's IDs (:func:`board_ids`, or those given):
+    ``[{"bdf", "driver", "uio", "bars"}]``."""
+    if vendor_id is None or device_id is None:
+        vendor_id, device_id = board_ids()
     root = Path(root or sysfs_root())
     boards = []
     try:
@@ -208,11 +233,12 @@ class SysfsTransport(Transport):
             raise TransportError(f"no PCI device {self.bdf} (nothing at {self.device}); "
                                  "`pcispy list` shows the boards in this machine")
         ids = (_read_id(self.device / "vendor"), _read_id(self.device / "device"))
-        if check_ids and ids != (DEFAULT_VENDOR_ID, DEFAULT_DEVICE_ID):
+        if check_ids and ids != board_ids():
             found = ":".join(f"{x:04x}" if x is not None else "????" for x in ids)
             raise TransportError(
                 f"{self.bdf} is {found}, not a pcispy board "
-                f"({DEFAULT_VENDOR_ID:04x}:{DEFAULT_DEVICE_ID:04x}); `pcispy list` shows boards")
+                f"({_ids_text()}; a board built with other IDs: {BOARD_IDS_ENV}=VENDOR:DEVICE); "
+                "`pcispy list` shows boards")
         driver = _driver(self.device)
         if driver not in (None, UIO_DRIVER):
             raise TransportError(
@@ -312,7 +338,7 @@ class SysfsTransport(Transport):
             if self.driver != UIO_DRIVER:
                 raise TransportError(
                     f"{self.bdf} has no interrupt path: bind {UIO_DRIVER} to it (modprobe "
-                    f"{UIO_DRIVER}; echo {DEFAULT_VENDOR_ID:04x} {DEFAULT_DEVICE_ID:04x} > "
+                    f"{UIO_DRIVER}; echo {_ids_text(' ')} > "
                     f"/sys/bus/pci/drivers/{UIO_DRIVER}/new_id)")
             name = _uio_name(self.device)
             if name is None:
@@ -407,8 +433,7 @@ class ListCommand(Command):
         boards = find_boards()
         if not args.json:
             if not boards:
-                out.write(f"no pcispy board ({DEFAULT_VENDOR_ID:04x}:{DEFAULT_DEVICE_ID:04x}) "
-                          "found\n")
+                out.write(f"no pcispy board ({_ids_text()}) found\n")
             for board in boards:
                 bars = ", ".join(f"BAR{i} {b['kind']} {b['size']:#x}"
                                  for i, b in board["bars"].items())
