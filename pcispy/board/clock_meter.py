@@ -21,12 +21,9 @@ from amaranth.lib import wiring
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["OscillatorGate", "ClockMeter", "DEFAULT_GATE_LOG2", "COUNT_BITS"]
+from pcispy.board.registers import CLOCK_COUNT_BITS as COUNT_BITS, DEFAULT_GATE_LOG2
 
-#: log2 of the gate in microseconds on the boards (1024 us: 1 kHz resolution).
-DEFAULT_GATE_LOG2 = 10
-#: Width of the count (and of ``id.clock.pci_count``).
-COUNT_BITS = 24
+__all__ = ["OscillatorGate", "ClockMeter", "DEFAULT_GATE_LOG2", "COUNT_BITS"]
 
 
 class OscillatorGate(wiring.Component):

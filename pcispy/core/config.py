@@ -19,34 +19,10 @@ from amaranth.lib.wiring import In, Out
 
 from pcispy.pci.bus import DevselSpeed
 from pcispy.core.target import BackendSignature
+from pcispy.board.registers import DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID, parse_ids
 
 __all__ = ["BarSpec", "ConfigSpace", "COMMAND_BITS", "STATUS_BITS", "DEFAULT_VENDOR_ID",
            "DEFAULT_DEVICE_ID", "DEFAULT_CLASS_CODE", "parse_ids"]
-
-#: pcispy's IDs unless the build is given others (``make bitstream ARGS="--ids V:D"``). pcispy
-#: has no vendor ID of its own and the PCI-SIG keeps none for open projects: 0x5C15 is assigned
-#: to no company (pci.ids has no entry, so lspci shows "Device 5c15:0001"), unlike 0x1209, a
-#: pid.codes USB vendor ID that is SCI Systems Inc on PCI. A board for a machine others use
-#: should carry IDs its maker owns.
-DEFAULT_VENDOR_ID = 0x5C15
-DEFAULT_DEVICE_ID = 0x0001
-
-
-def parse_ids(text):
-    """``"VENDOR:DEVICE"`` (hex, e.g. ``"5c15:0001"``) -> ``(vendor ID, device ID)``; a
-    ValueError naming the problem (0xFFFF is no vendor: configuration reads of an empty
-    slot return it)."""
-    vendor, colon, device = str(text).partition(":")
-    try:
-        ids = (int(vendor, 16), int(device, 16))
-    except ValueError:
-        ids = None
-    if not colon or ids is None or not all(0 <= x <= 0xFFFF for x in ids):
-        raise ValueError(f"{text!r} is not VENDOR:DEVICE in hex (e.g. 5c15:0001)")
-    if ids[0] == 0xFFFF:
-        raise ValueError(f"{text!r}: vendor ID ffff means 'no device' to every host")
-    return ids
-
 
 #: Data acquisition and signal processing controller, "other" (0x11/0x80, prog-if 0).
 DEFAULT_CLASS_CODE = 0x11_80_00

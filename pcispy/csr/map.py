@@ -92,6 +92,8 @@ class Field:
             raise ValueError(f"field {self.name}: bits {self.lsb}+{self.width} outside 32")
         if not 0 <= self.reset < (1 << self.width):
             raise ValueError(f"field {self.name}: reset {self.reset:#x} does not fit")
+        if any(not 0 <= value <= self.top for value in self.values):
+            raise ValueError(f"field {self.name}: a named value does not fit {self.width} bits")
         if self.legal is not None:
             if self.access != Access.RW or max(self.legal.low, self.legal.high or 0) > self.top:
                 raise ValueError(f"field {self.name}: legal values {self.legal} do not fit "

@@ -19,10 +19,11 @@ fill or check host memory.
 """
 
 from amaranth import Module, Signal
-from amaranth.lib import data, enum, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.core.initiator import WDATA_WINDOW
+from pcispy.dma.registers import Pattern
 from pcispy.pci.lfsr import lfsr_step
 
 __all__ = ["Pattern", "pattern_dwords", "PatternGenerator",
@@ -31,17 +32,6 @@ __all__ = ["Pattern", "pattern_dwords", "PatternGenerator",
 #: DWORDs the generator offers at once: the initiator's write-data window
 #: (``pci.initiator.WDATA_WINDOW``, which says why it holds that many).
 WINDOW = WDATA_WINDOW
-
-
-class Pattern(enum.Enum, shape=2):
-    COUNTER   = 0
-    LFSR      = 1
-    CONSTANT  = 2
-    TIMESTAMP = 3
-
-    @property
-    def verifiable(self):
-        return self is not Pattern.TIMESTAMP
 
 
 def pattern_dwords(pattern, seed, count, start=0):

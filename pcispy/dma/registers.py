@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The ``dma`` register block: the DMA engine's settings, commands and results."""
+"""The ``dma`` register block: the DMA engine's settings, commands and results, and the
+data patterns it knows (:class:`Pattern`, data: the engine and the host read it here)."""
+
+import enum
 
 from pcispy.csr.map import Access, Block, Field, Legal, Register, reg32
-from pcispy.dma.patterns import Pattern as _Pattern
-from pcispy.pci.bus import Command as _Command, COMMAND_MNEMONICS as _MNEMONICS
+from pcispy.pci.codes import COMMAND_MNEMONICS as _MNEMONICS
 
-__all__ = ["DMA", "BURST", "LENGTH"]
+__all__ = ["DMA", "BURST", "LENGTH", "Pattern"]
 
 # DMA exerciser (pcispy/dma/engine.py): the bus master's programmable traffic. The
 # settings are checked at start: an impossible combination sets status.err_* and the
@@ -14,6 +16,21 @@ __all__ = ["DMA", "BURST", "LENGTH"]
 #
 # A setting with a narrower range than its bits declares it here (Field.legal), once: the
 # engine's refusal, the host's check and ``pcispy dma``'s option all follow from it.
+
+
+
+class Pattern(enum.IntEnum):
+    """The DMA data patterns (pcispy/dma/patterns.py says what each sends)."""
+    COUNTER   = 0
+    LFSR      = 1
+    CONSTANT  = 2
+    TIMESTAMP = 3
+
+    @property
+    def verifiable(self):
+        """Whether read data can be checked against the pattern (not a timestamp)."""
+        return self is not Pattern.TIMESTAMP
+
 
 #: Data phases per transaction the engine can be asked for, or unlimited (the host's 0).
 BURST = Legal(1, 4096, unlimited="unlimited")
@@ -28,12 +45,12 @@ DMA = Block("dma", 0x100, (
               "protocol allows and finish (status.stopped)"),
     ), "DMA commands"),
     Register("mode", 0x04, (
-        Field("cmd", 0, 4, Access.RW, _Command.MEM_WRITE.value, "bus command",
-              {c.value: _MNEMONICS[c] for c in _Command}),
+        Field("cmd", 0, 4, Access.RW, _MNEMONICS.index("MW"), "bus command",
+              dict(enumerate(_MNEMONICS))),
         Field("width64", 4, 1, Access.RW, 0, "64-bit data phases (REQ64#; 64-bit board, "
               "memory commands)"),
         Field("pattern", 8, 2, Access.RW, 0, "write data pattern / read reference "
-              "(pcispy/dma/patterns.py)", {p.value: p.name.lower() for p in _Pattern}),
+              "(pcispy/dma/patterns.py)", {p.value: p.name.lower() for p in Pattern}),
         Field("verify", 10, 1, Access.RW, 0, "compare read data with the pattern "
               "(mismatches)"),
         Field("continuous", 11, 1, Access.RW, 0, "repeat passes until stopped"),

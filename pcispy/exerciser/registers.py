@@ -2,7 +2,7 @@
 """The ``target`` register block: the programmed response of the exerciser windows."""
 
 from pcispy.csr.map import Access, Block, Field, Register, reg32
-from pcispy.pci.bus import DevselSpeed as _DevselSpeed
+from pcispy.pci.codes import DevselSpeed as _DevselSpeed
 
 __all__ = ["TARGET", "TARGET_MAX_INITIAL_LATENCY", "TARGET_MAX_SUBSEQUENT_LATENCY", "decode_resets"]
 

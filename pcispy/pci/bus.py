@@ -13,12 +13,15 @@ pins and are *not* inverted:
   (``cbe == 0b0000`` enables all four bytes); use :func:`byte_enables` for active-high.
 
 This module is imported by the gateware, the simulated bus models and the host (for the
-enum names), so it holds no state machine.
+enum names), so it holds no state machine. DEVSEL# timing (:class:`DevselSpeed`) and the
+commands' mnemonics are declared, as data, in :mod:`pcispy.pci.codes`.
 """
 
 from amaranth import Mux
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
+
+from pcispy.pci.codes import COMMAND_MNEMONICS as _MNEMONICS_BY_CODE, DECODE_SPEEDS, DevselSpeed
 
 __all__ = [
     "Command", "Termination", "DevselSpeed", "DECODE_SPEEDS",
@@ -77,25 +80,9 @@ class Command(enum.Enum, shape=4):
         return COMMAND_MNEMONICS[self]
 
 
-#: Short names used in tables, CSV exports and on the command line.
-COMMAND_MNEMONICS = {
-    Command.INTERRUPT_ACK:        "IACK",
-    Command.SPECIAL_CYCLE:        "SPC",
-    Command.IO_READ:              "IOR",
-    Command.IO_WRITE:             "IOW",
-    Command.RESERVED_4:           "RSV4",
-    Command.RESERVED_5:           "RSV5",
-    Command.MEM_READ:             "MR",
-    Command.MEM_WRITE:            "MW",
-    Command.RESERVED_8:           "RSV8",
-    Command.RESERVED_9:           "RSV9",
-    Command.CONFIG_READ:          "CFGR",
-    Command.CONFIG_WRITE:         "CFGW",
-    Command.MEM_READ_MULTIPLE:    "MRM",
-    Command.DUAL_ADDRESS:         "DAC",
-    Command.MEM_READ_LINE:        "MRL",
-    Command.MEM_WRITE_INVALIDATE: "MWI",
-}
+#: Short names used in tables, CSV exports and on the command line
+#: (:data:`pcispy.pci.codes.COMMAND_MNEMONICS`, by command).
+COMMAND_MNEMONICS = {command: _MNEMONICS_BY_CODE[command.value] for command in Command}
 
 
 class Termination(enum.Enum, shape=3):
@@ -123,19 +110,6 @@ TERMINATION_NAMES = {
     Termination.TARGET_ABORT:      "target_abort",
     Termination.LATENCY_TIMER:     "latency_timer",
 }
-
-
-class DevselSpeed(enum.Enum, shape=2):
-    """DEVSEL# timing, counting the address phase as clock 1 (fast = clock 2)."""
-    FAST        = 0
-    MEDIUM      = 1
-    SLOW        = 2
-    SUBTRACTIVE = 3
-
-
-#: The address decode speeds a target can be built with: a positive decoder claims at
-#: one of these; SUBTRACTIVE is a timing the exerciser plays, not a decoder.
-DECODE_SPEEDS = (DevselSpeed.FAST, DevselSpeed.MEDIUM, DevselSpeed.SLOW)
 
 
 #: Lines that are active-low on the pins and active-high inside the design.

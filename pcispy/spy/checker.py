@@ -34,20 +34,11 @@ from amaranth.utils import bits_for
 from pcispy.core.logic import bottom_bit
 from pcispy.pci.bus import BusState, Command
 from pcispy.pci.rules import LATENCY_RULES, RULES, RULES_BY_NAME, Rule
+from pcispy.spy.registers import COUNT_WIDTH, LOG_DEPTH, NO_MASTER
 
 __all__ = ["Rule", "RULES", "RULES_BY_NAME", "LATENCY_RULES", "COUNT_WIDTH", "LOG_DEPTH",
            "NO_MASTER", "ProtocolChecker"]
 
-
-#: Default bits of each rule's saturating violation counter (the width check.count shows).
-COUNT_WIDTH = 16
-
-#: Entries of the violation log: the first this many clocks with a violation since the
-#: last clear are kept; later ones are only flagged and counted.
-LOG_DEPTH = 16
-#: ``log_master`` when the master is not known (no transaction in progress, no single
-#: GNT# before its address phase, or the checker does not see every GNT#).
-NO_MASTER = 7
 
 # Limits in clocks (PCI LB 3.0 §3.5).
 _TARGET_INITIAL_LIMIT = 16

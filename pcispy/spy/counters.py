@@ -36,12 +36,14 @@ per-filter counters (``clearing`` is high meanwhile; transactions then are count
 """
 
 from amaranth.hdl import Const, Module, Signal, Mux, Value
-from amaranth.lib import data, enum, memory, wiring
+from amaranth.lib import data, memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.core.logic import top_bit
 from pcispy.pci.bus import Termination
 from pcispy.spy.format import SummaryRecord, TIMESTAMP_BITS
+from pcispy.spy.registers import (COUNTER_INIT, COUNTER_WIDTHS, FILTER_COUNTER_BITS,
+                                  FILTER_COUNTER_INIT, FILTER_COUNTER_WIDTHS, FilterCounter)
 from pcispy.spy.summary import saturating_increment
 
 __all__ = ["CounterValues", "COUNTER_INIT", "Counters", "Histogram", "HISTOGRAM_BINS",
@@ -64,32 +66,11 @@ def gap_bin(gap):
 
 
 class CounterValues(data.StructLayout):
-    """Every counter of :class:`Counters`."""
+    """Every counter of :class:`Counters` (:data:`~pcispy.spy.registers.COUNTER_WIDTHS`),
+    ``hits`` one per filter comparator."""
     def __init__(self, filters=4):
-        super().__init__({
-            "transactions":   32,
-            "data_phases":    32,
-            "bytes":          48,
-            "busy_clocks":    48,
-            "idle_clocks":    48,
-            "initiator_wait": 32,
-            "target_wait":    32,
-            "retries":        32,
-            "disconnects":    32,
-            "target_aborts":  32,
-            "master_aborts":  32,
-            "latency_sum":    48,
-            "latency_min":    16,
-            "latency_max":    16,
-            "hits":           data.ArrayLayout(32, filters),
-            "own_transactions": 32,
-            "own_clocks":     48,
-        })
-
-
-#: What the counters of :class:`CounterValues` hold after reset or clear (the others 0):
-#: the latency minimum starts above every latency (0xFFFF: no transaction answered yet).
-COUNTER_INIT = {"latency_min": 0xFFFF}
+        super().__init__({name: data.ArrayLayout(width, filters) if name == "hits" else width
+                          for name, width in COUNTER_WIDTHS.items()})
 
 
 def _add_saturating(m, counter, amount):
@@ -200,38 +181,6 @@ class Histogram(wiring.Component):
         return m
 
 
-class FilterCounter(enum.Enum, shape=4):
-    """The counters kept per filter comparator, by their select value
-    (``spy.fcount_select.counter``). Names and widths are the same-named fields of
-    :class:`CounterValues`."""
-    TRANSACTIONS   = 0
-    DATA_PHASES    = 1
-    BYTES          = 2
-    BUSY_CLOCKS    = 3
-    INITIATOR_WAIT = 4
-    TARGET_WAIT    = 5
-    RETRIES        = 6
-    DISCONNECTS    = 7
-    TARGET_ABORTS  = 8
-    MASTER_ABORTS  = 9
-    LATENCY_SUM    = 10
-    LATENCY_MIN    = 11
-    LATENCY_MAX    = 12
-
-    @property
-    def width(self):
-        """The counter's width in bits (32, 48, or 16 for the latency bounds)."""
-        return FILTER_COUNTER_WIDTHS[self]
-
-
-#: Width of every per-filter counter: that of the combined counter of the same name.
-FILTER_COUNTER_WIDTHS = {counter: CounterValues()[counter.name.lower()].width
-                         for counter in FilterCounter}
-#: Widest per-filter counter (the width of ``fcount_value``).
-FILTER_COUNTER_BITS = max(FILTER_COUNTER_WIDTHS.values())
-#: What a per-filter counter reads before anything was counted (after reset or clear).
-FILTER_COUNTER_INIT = {counter: 0xFFFF if counter is FilterCounter.LATENCY_MIN else 0
-                       for counter in FilterCounter}
 #: Bytes of one transaction, as the per-filter ``bytes`` counters add them, saturate here
 #: (the summary's data_phases field saturates first: 65535 phases are 262140 or 524280 bytes).
 TRANSACTION_BYTES_BITS = 20

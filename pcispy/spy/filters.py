@@ -17,10 +17,11 @@ can trigger a capture.
 """
 
 from amaranth.hdl import Module, Signal
-from amaranth.lib import data, enum, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.pci.bus import Command
+from pcispy.spy.registers import FilterCombine
 
 __all__ = ["FilterCombine", "Comparator", "FilterSet",
            "MEMORY_COMMANDS", "IO_COMMANDS", "CONFIG_COMMANDS", "ALL_COMMANDS",
@@ -39,12 +40,6 @@ MEMORY_COMMANDS = command_set(*(c for c in Command if c.is_memory))
 IO_COMMANDS = command_set(*(c for c in Command if c.is_io))
 CONFIG_COMMANDS = command_set(*(c for c in Command if c.is_config))
 ALL_COMMANDS = 0xFFFF
-
-
-class FilterCombine(enum.Enum, shape=1):
-    """How the include comparators combine."""
-    ANY = 0
-    ALL = 1
 
 
 class Comparator(data.StructLayout):

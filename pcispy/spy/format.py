@@ -23,6 +23,9 @@ restart from it.
 from amaranth.lib import data, enum
 
 from pcispy.pci.bus import BusState, Command, Termination, DevselSpeed
+# The version of these formats and the codes the registers share with them are declared
+# with the registers (FORMAT_VERSION: bump it on any change of a layout here).
+from pcispy.spy.registers import FORMAT_VERSION, TIMESTAMP_BITS, CaptureMode, TriggerSource
 
 __all__ = [
     "FORMAT_VERSION", "SLOT_BITS", "RAW_RECORD_BITS", "SUMMARY_RECORD_BITS",
@@ -33,11 +36,6 @@ __all__ = [
     "record_layouts", "record_fields", "record_bits",
 ]
 
-#: Version of the record formats below; bump on any change of a layout.
-#: 2: TriggerSource EXTERNAL (the event's ``source`` is 3 bits), RecordKind MARKER, the raw
-#: record's ``marker`` bit.
-FORMAT_VERSION = 2
-
 #: Width of one trace-memory slot.
 SLOT_BITS = 128
 #: Size of a raw record and of every record of a raw capture.
@@ -45,8 +43,6 @@ RAW_RECORD_BITS = 128
 #: Size of a summary record and of every record of a summary capture.
 SUMMARY_RECORD_BITS = 256
 
-#: Width of the spy's free-running timestamp (49 days at 66 MHz before it wraps).
-TIMESTAMP_BITS = 48
 #: Width of a raw record's delta timestamp.
 DELTA_BITS = 16
 #: Largest delta a raw record can carry.
@@ -65,21 +61,6 @@ class RecordKind(enum.Enum, shape=4):
     WRAP      = 5
     VIOLATION = 6
     MARKER    = 7
-
-
-class TriggerSource(enum.Enum, shape=3):
-    """What starts the post-trigger part of a capture."""
-    IMMEDIATE = 0  # at arm
-    FILTER    = 1  # the first transaction the filters select
-    REGISTER  = 2  # a write to the trigger register (Pamette: "prefix the code with a write")
-    VIOLATION = 3  # a protocol violation among the enabled rules
-    EXTERNAL  = 4  # the chosen edge on the trigger input pin
-
-
-class CaptureMode(enum.Enum, shape=1):
-    """What a capture stores."""
-    RAW     = 0  # one record per clock (idle clocks optionally skipped)
-    SUMMARY = 1  # one record per transaction selected by the filters
 
 
 def _padded(fields, bits, kind_name):

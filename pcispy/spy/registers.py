@@ -1,30 +1,161 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The ``check`` and ``spy`` register blocks: the protocol checker and the bus spy."""
+"""The ``check`` and ``spy`` register blocks: the protocol checker and the bus spy, and the
+constants and codes their gateware shares with the host (data, no gateware: the checker,
+the counters, the filters, the trigger and the record formats read them here).
+
+The codes are plain integer enums, which the gateware uses as shapes as they are (Amaranth
+takes an enum of integers as a shape as wide as its largest value; the register field that
+holds one declares its width).
+"""
+
+import enum
 
 from pcispy.csr.map import Access, Block, Field, Legal, Register, reg32
-from pcispy.spy.checker import (COUNT_WIDTH as _CHECK_COUNT_WIDTH, LOG_DEPTH as _CHECK_LOG_DEPTH,
-                                NO_MASTER as _CHECK_NO_MASTER, RULES as _CHECK_RULES)
-from pcispy.spy.counters import (COUNTER_INIT as _COUNTER_INIT, CounterValues as _CounterValues,
-                                 FILTER_COUNTER_BITS as _FILTER_COUNTER_BITS,
-                                 FilterCounter as _FilterCounter)
-from pcispy.spy.filters import FilterCombine as _FilterCombine
-from pcispy.spy.format import (CaptureMode as _CaptureMode, TIMESTAMP_BITS as _TIMESTAMP_BITS,
-                               TriggerSource as _TriggerSource)
-from pcispy.spy.trigger import (MAX_SEGMENTS as _MAX_SEGMENTS,
-                                MAX_SEGMENTS_LOG2 as _MAX_SEGMENTS_LOG2,
-                                SEGMENTS_LOG2_BITS as _SEGMENTS_LOG2_BITS,
-                                TRIGGER_PULSE_NS as _TRIGGER_PULSE_NS,
-                                RecorderState as _RecorderState)
+from pcispy.pci.rules import RULES as _CHECK_RULES
 
-__all__ = ["CHECK", "SPY", "SPY_FILTERS", "SEGMENTS_LEGAL"]
+__all__ = ["CHECK", "SPY", "SPY_FILTERS", "SEGMENTS_LEGAL",
+           "COUNT_WIDTH", "LOG_DEPTH", "NO_MASTER",
+           "SPY_MASTERS", "FORMAT_VERSION", "TIMESTAMP_BITS", "CaptureMode", "TriggerSource", "FilterCombine",
+           "RecorderState", "MAX_SEGMENTS_LOG2", "MAX_SEGMENTS", "SEGMENTS_LOG2_BITS",
+           "TRIGGER_PULSE_NS", "COUNTER_WIDTHS", "COUNTER_INIT", "FilterCounter",
+           "FILTER_COUNTER_WIDTHS", "FILTER_COUNTER_BITS", "FILTER_COUNTER_INIT"]
+
+
+# The protocol checker (pcispy/spy/checker.py).
+
+#: Default bits of each rule's saturating violation counter (the width check.count shows).
+COUNT_WIDTH = 16
+#: Entries of the violation log: the first this many clocks with a violation since the
+#: last clear are kept; later ones are only flagged and counted.
+LOG_DEPTH = 16
+#: ``log_master`` when the master is not known (no transaction in progress, no single
+#: GNT# before its address phase, or the checker does not see every GNT#).
+NO_MASTER = 7
+
+
+# The trace records (pcispy/spy/format.py).
+
+#: Version of the record formats of pcispy/spy/format.py (``id.version.format``, and the
+#: ``.pcitrace`` header's); bump on any change of a layout there.
+#: 2: TriggerSource EXTERNAL (the event's ``source`` is 3 bits), RecordKind MARKER, the raw
+#: record's ``marker`` bit.
+FORMAT_VERSION = 2
+#: Width of the spy's free-running timestamp (49 days at 66 MHz before it wraps).
+TIMESTAMP_BITS = 48
+
+
+class TriggerSource(enum.IntEnum):
+    """What starts the post-trigger part of a capture."""
+    IMMEDIATE = 0  # at arm
+    FILTER    = 1  # the first transaction the filters select
+    REGISTER  = 2  # a write to the trigger register (Pamette: "prefix the code with a write")
+    VIOLATION = 3  # a protocol violation among the enabled rules
+    EXTERNAL  = 4  # the chosen edge on the trigger input pin
+
+
+class CaptureMode(enum.IntEnum):
+    """What a capture stores."""
+    RAW     = 0  # one record per clock (idle clocks optionally skipped)
+    SUMMARY = 1  # one record per transaction selected by the filters
+
+
+# The filters (pcispy/spy/filters.py) and the trigger (pcispy/spy/trigger.py).
+
+class FilterCombine(enum.IntEnum):
+    """How the include comparators combine."""
+    ANY = 0
+    ALL = 1
+
+
+class RecorderState(enum.IntEnum):
+    """Where a capture is."""
+    IDLE      = 0  # never armed
+    PRE       = 1  # armed, waiting for the trigger
+    POST      = 2  # triggered
+    DONE      = 3  # stopped (full, count reached, or stop)
+
+
+#: REQ#/GNT# pairs the board's spy records (pcispy/board/top.py builds it with this).
+SPY_MASTERS = 1
+#: Segments of a segmented capture: ``2**segments_log2``, segments_log2 up to this.
+MAX_SEGMENTS_LOG2 = 6
+#: The most segments a capture can be split into.
+MAX_SEGMENTS = 1 << MAX_SEGMENTS_LOG2
+#: Width of the ``segments_log2`` setting (values above MAX_SEGMENTS_LOG2 are refused).
+SEGMENTS_LOG2_BITS = 3
+#: Width of the trigger output's pulse: long enough for a scope's or a counter's trigger
+#: input (most need a few ns to tens of ns) and to see by eye on a slow time base.
+TRIGGER_PULSE_NS = 1000
+
+
+# The counters (pcispy/spy/counters.py).
+
+#: Every counter of the spy and its width, in register order; ``hits`` is one counter per
+#: filter comparator.
+COUNTER_WIDTHS = {
+    "transactions":   32,
+    "data_phases":    32,
+    "bytes":          48,
+    "busy_clocks":    48,
+    "idle_clocks":    48,
+    "initiator_wait": 32,
+    "target_wait":    32,
+    "retries":        32,
+    "disconnects":    32,
+    "target_aborts":  32,
+    "master_aborts":  32,
+    "latency_sum":    48,
+    "latency_min":    16,
+    "latency_max":    16,
+    "hits":           32,
+    "own_transactions": 32,
+    "own_clocks":     48,
+}
+#: What the counters hold after reset or clear (the others 0): the latency minimum starts
+#: above every latency (0xFFFF: no transaction answered yet).
+COUNTER_INIT = {"latency_min": 0xFFFF}
+
+
+class FilterCounter(enum.IntEnum):
+    """The counters kept per filter comparator, by their select value
+    (``spy.fcount_select.counter``). Names and widths are those of the same-named combined
+    counters (:data:`COUNTER_WIDTHS`)."""
+    TRANSACTIONS   = 0
+    DATA_PHASES    = 1
+    BYTES          = 2
+    BUSY_CLOCKS    = 3
+    INITIATOR_WAIT = 4
+    TARGET_WAIT    = 5
+    RETRIES        = 6
+    DISCONNECTS    = 7
+    TARGET_ABORTS  = 8
+    MASTER_ABORTS  = 9
+    LATENCY_SUM    = 10
+    LATENCY_MIN    = 11
+    LATENCY_MAX    = 12
+
+    @property
+    def width(self):
+        """The counter's width in bits (32, 48, or 16 for the latency bounds)."""
+        return FILTER_COUNTER_WIDTHS[self]
+
+
+#: Width of every per-filter counter: that of the combined counter of the same name.
+FILTER_COUNTER_WIDTHS = {counter: COUNTER_WIDTHS[counter.name.lower()]
+                         for counter in FilterCounter}
+#: Widest per-filter counter (the width of ``fcount_value``).
+FILTER_COUNTER_BITS = max(FILTER_COUNTER_WIDTHS.values())
+#: What a per-filter counter reads before anything was counted (after reset or clear).
+FILTER_COUNTER_INIT = {counter: COUNTER_INIT.get(counter.name.lower(), 0)
+                       for counter in FilterCounter}
 
 # Protocol checker (pcispy/spy/checker.py): one bit per rule of RULES in the enable and
 # flag pairs (rule id n is bit n of enable_lo:enable_hi), counters read through count_index.
 _CHECK_N = len(_CHECK_RULES)
 _CHECK_NAMES = {rule.id: rule.name for rule in _CHECK_RULES}
 _CHECK_INDEX_BITS = max(1, (_CHECK_N - 1).bit_length())
-_CHECK_LOG_INDEX_BITS = max(1, (_CHECK_LOG_DEPTH - 1).bit_length())
-_CHECK_LOG_ENTRIES_BITS = _CHECK_LOG_DEPTH.bit_length()
+_CHECK_LOG_INDEX_BITS = max(1, (LOG_DEPTH - 1).bit_length())
+_CHECK_LOG_ENTRIES_BITS = LOG_DEPTH.bit_length()
 assert 32 < _CHECK_N <= 64, "check.enable/flags are one _lo/_hi pair of registers"
 
 CHECK = Block("check", 0x280, (
@@ -64,7 +195,7 @@ CHECK = Block("check", 0x280, (
               "shows", _CHECK_NAMES),
     ), "violation counter select"),
     Register("count", 0x24, (
-        Field("count", 0, _CHECK_COUNT_WIDTH, Access.RO, 0, "violations of rule count_index "
+        Field("count", 0, COUNT_WIDTH, Access.RO, 0, "violations of rule count_index "
               "since the last clear, saturating at all ones"),
     ), "violation counter of the selected rule"),
     Register("log_index", 0x28, (
@@ -85,10 +216,10 @@ CHECK = Block("check", 0x280, (
     Register("log_info", 0x38, (
         Field("entries", 0, _CHECK_LOG_ENTRIES_BITS, Access.RO, 0, f"log entries stored "
               f"since the last clear: one per clock in which an enabled rule broke, the "
-              f"first {_CHECK_LOG_DEPTH} (later ones are only flagged and counted)"),
-        Field("master", 8, 3, Access.RO, _CHECK_NO_MASTER, "entry log_index: the master of "
+              f"first {LOG_DEPTH} (later ones are only flagged and counted)"),
+        Field("master", 8, 3, Access.RO, NO_MASTER, "entry log_index: the master of "
               "the transaction in progress in its clock (the one whose GNT# was asserted "
-              f"in the clock before the address phase); {_CHECK_NO_MASTER}: unknown (no "
+              f"in the clock before the address phase); {NO_MASTER}: unknown (no "
               "transaction, no single GNT#, or the checker does not see every GNT#, as on "
               "a board in a slot)"),
     ), "violation log: entries stored, master of the selected entry"),
@@ -100,10 +231,11 @@ SPY_FILTERS = 4
 _SPY_FILTER_SELECT_BITS = max(1, (SPY_FILTERS - 1).bit_length())
 _SPY_FILTER_BASE, _SPY_FILTER_STRIDE = 0x080, 0x20
 _SPY_COUNTER_BASE = 0x100
-_SOURCE_BITS = _TriggerSource.as_shape().width
-_SEGMENT_BITS = (_MAX_SEGMENTS - 1).bit_length()
+#: Bits of the trigger source (config.source, and the records' ``source``).
+_SOURCE_BITS = 3
+_SEGMENT_BITS = (MAX_SEGMENTS - 1).bit_length()
 #: The segments_log2 values the spy takes (2**value segments); the arm refuses others.
-SEGMENTS_LEGAL = Legal(0, _MAX_SEGMENTS_LOG2)
+SEGMENTS_LEGAL = Legal(0, MAX_SEGMENTS_LOG2)
 
 
 def _enum_names(enum_class):
@@ -129,27 +261,27 @@ def _spy_filter_registers(index):
 
 
 def _spy_counter_registers():
-    """One register per counter of :class:`~.spy.counters.CounterValues` (``_lo``/``_hi``
-    pairs for the 48-bit ones; reading ``_lo`` latches ``_hi``), in its field order."""
+    """One register per counter of :data:`COUNTER_WIDTHS` (``_lo``/``_hi`` pairs for the
+    48-bit ones; reading ``_lo`` latches ``_hi``), in its order."""
     registers = []
     offset = _SPY_COUNTER_BASE
-    for name, field in _CounterValues(SPY_FILTERS):
+    for name, width in COUNTER_WIDTHS.items():
         if name == "hits":
             for i in range(SPY_FILTERS):
                 registers.append(reg32(f"hits{i}", offset, Access.RO,
                                        f"transactions comparator {i} hit"))
                 offset += 4
-        elif field.width > 32:
+        elif width > 32:
             registers.append(reg32(f"{name}_lo", offset, Access.RO,
                                    f"counter {name}, bits 31:0 (reading it latches _hi)"))
             registers.append(Register(f"{name}_hi", offset + 4, (
-                Field(name, 0, field.width - 32, Access.RO, 0, f"counter {name}, bits "
-                      f"{field.width - 1}:32"),), f"counter {name}, high bits"))
+                Field(name, 0, width - 32, Access.RO, 0, f"counter {name}, bits "
+                      f"{width - 1}:32"),), f"counter {name}, high bits"))
             offset += 8
         else:
-            reset = _COUNTER_INIT.get(name, 0)
+            reset = COUNTER_INIT.get(name, 0)
             registers.append(Register(name, offset, (
-                Field(name, 0, field.width, Access.RO, reset, f"counter {name} (saturating; "
+                Field(name, 0, width, Access.RO, reset, f"counter {name} (saturating; "
                       "latency_min reads 0xFFFF before any transaction)"),), f"counter {name}"))
             offset += 4
     return tuple(registers)
@@ -172,16 +304,16 @@ SPY = Block("spy", 0x400, (
     ), "spy commands"),
     Register("config", 0x04, (
         Field("mode", 0, 1, Access.RW, 0, "what is stored: raw clocks or transaction "
-              "summaries (taken at arm)", _enum_names(_CaptureMode)),
+              "summaries (taken at arm)", _enum_names(CaptureMode)),
         Field("source", 1, _SOURCE_BITS, Access.RW, 0, "trigger source (taken at arm)",
-              _enum_names(_TriggerSource)),
+              _enum_names(TriggerSource)),
         Field("ring", 7, 1, Access.RW, 0, "after the trigger, overwrite the oldest records "
               "until stop or post instead of stopping when full (not with segments)"),
         Field("idle_compress", 4, 1, Access.RW, 0, "raw mode: leave out idle clocks"),
         Field("raw_select", 6, 1, Access.RW, 0, "raw mode: store only the clocks of "
               "transactions the filters select (and those with a violation or the trigger)"),
         Field("combine", 5, 1, Access.RW, 0, "how include comparators combine",
-              _enum_names(_FilterCombine)),
+              _enum_names(FilterCombine)),
         Field("latency_timer", 8, 8, Access.RW, 0, "the masters' Latency Timer in clocks, "
               "to classify latency-timer terminations (0: never)"),
     ), "capture settings"),
@@ -193,7 +325,7 @@ SPY = Block("spy", 0x400, (
           "triggers on (bit n: rule n)"),
     reg32("violation_mask_hi", 0x14, Access.RW, "checker rules 32-63"),
     Register("status", 0x18, (
-        Field("state", 0, 2, Access.RO, 0, "capture state", _enum_names(_RecorderState)),
+        Field("state", 0, 2, Access.RO, 0, "capture state", _enum_names(RecorderState)),
         Field("done", 2, 1, Access.RO, 0, "stopped and every record written: the trace "
               "can be read"),
         Field("pre_error", 3, 1, Access.RO, 0, "the last arm was refused: pre >= the records "
@@ -203,7 +335,7 @@ SPY = Block("spy", 0x400, (
         Field("held", 5, 1, Access.RO, 0, "the counter registers show a snapshot "
               "(control.snapshot), not the running counters"),
         Field("segment_error", 6, 1, Access.RO, 0, "the last arm was refused: "
-              f"segments.log2 over {_MAX_SEGMENTS_LOG2}, segments of no record, or "
+              f"segments.log2 over {MAX_SEGMENTS_LOG2}, segments of no record, or "
               "segments with config.ring"),
     ), "spy status"),
     reg32("capacity", 0x1C, Access.RO, "records the trace memory holds in the armed mode "
@@ -216,7 +348,7 @@ SPY = Block("spy", 0x400, (
     reg32("trigger_time_lo", 0x2C, Access.RO, "timestamp of the trigger, bits 31:0 (reading "
           "it latches _hi)"),
     Register("trigger_time_hi", 0x30, (
-        Field("trigger_time", 0, _TIMESTAMP_BITS - 32, Access.RO, 0, "timestamp of the "
+        Field("trigger_time", 0, TIMESTAMP_BITS - 32, Access.RO, 0, "timestamp of the "
               "trigger, high bits"),), "trigger timestamp, high bits"),
     reg32("lost", 0x34, Access.RO, "records dropped since arm (each reported by an OVERRUN "
           "record in the trace)"),
@@ -234,14 +366,14 @@ SPY = Block("spy", 0x400, (
               "the others and config.combine say"),
         Field("counter", 8, 4, Access.RW, 0, "which counter (busy_clocks: the clocks of "
               "those transactions; bytes: added when each ends; the rest as the combined "
-              "counters; values 13-15 read 0)", _enum_names(_FilterCounter)),
+              "counters; values 13-15 read 0)", _enum_names(FilterCounter)),
     ), "per-filter counter select"),
     reg32("fcount_lo", 0x48, Access.RO, "the selected per-filter counter, bits 31:0 (valid "
           "from the second clock after fcount_select is written; reading it latches _hi). "
           "A transaction is counted within 70 clocks of its end; status.clearing is set "
           "while a clear is still zeroing them"),
     Register("fcount_hi", 0x4C, (
-        Field("fcount", 0, _FILTER_COUNTER_BITS - 32, Access.RO, 0, "the selected "
+        Field("fcount", 0, FILTER_COUNTER_BITS - 32, Access.RO, 0, "the selected "
               "per-filter counter, bits 47:32 (as of the last fcount_lo read)"),
     ), "selected per-filter counter, high bits"),
     Register("counting", 0x50, (
@@ -262,13 +394,13 @@ SPY = Block("spy", 0x400, (
               "while a capture runs: a MARKER record (summary mode), the raw record's "
               "marker bit or a MARKER record (raw mode) (taken at arm)"),
         Field("out_level", 2, 1, Access.RW, 0, "trigger output: 0: a pulse of "
-              f"{_TRIGGER_PULSE_NS} ns at each trigger; 1: high from the trigger until its "
+              f"{TRIGGER_PULSE_NS} ns at each trigger; 1: high from the trigger until its "
               "segment or the capture ends", {0: "pulse", 1: "level"}),
         Field("level", 8, 1, Access.RO, 0, "the trigger input's level now (synchronised): "
               "to check the wiring"),
     ), "trigger input and output pins"),
     Register("segments", 0x5C, (
-        Field("log2", 0, _SEGMENTS_LOG2_BITS, Access.RW, 0, "split the trace memory into "
+        Field("log2", 0, SEGMENTS_LOG2_BITS, Access.RW, 0, "split the trace memory into "
               "2**log2 equal segments, each re-armed after the previous one fills (taken at "
               "arm; 0: one segment, the plain capture)", legal=SEGMENTS_LEGAL),
         Field("current", 8, _SEGMENT_BITS, Access.RO, 0, "the segment being recorded (or "
@@ -286,7 +418,7 @@ SPY = Block("spy", 0x400, (
     reg32("segment_trigger_time_lo", 0x70, Access.RO, "the selected segment's trigger "
           "timestamp, bits 31:0 (0: it did not trigger; reading it latches _hi)"),
     Register("segment_trigger_time_hi", 0x74, (
-        Field("segment_trigger_time", 0, _TIMESTAMP_BITS - 32, Access.RO, 0, "the selected "
+        Field("segment_trigger_time", 0, TIMESTAMP_BITS - 32, Access.RO, 0, "the selected "
               "segment's trigger timestamp, high bits"),), "segment trigger timestamp, high "
               "bits"),
 ) + sum((_spy_filter_registers(i) for i in range(SPY_FILTERS)), ()) +

@@ -38,7 +38,7 @@ from pcispy.spy.trigger import (Recorder, RecorderState, RecordPlacement, Segmen
 from pcispy.core.target import BackendSignature
 from pcispy.spy.tracemem import (BRAMTraceMemory, SRAMTraceMemory, SRAMSignature, TraceWriter,
                                  TraceBackend)
-from pcispy.spy.registers import SPY_FILTERS
+from pcispy.spy.registers import SPY_FILTERS, SPY_MASTERS
 from pcispy.spy.sdram import SDRAMSignature, SDRAMTiming, SDRAMTraceMemory
 
 __all__ = ["SpyConfig", "SpyStatus", "Spy", "connect_spy_registers"]
@@ -139,7 +139,7 @@ class Spy(wiring.Component):
         without a target, whose own counters read 0). trigger_pulse_clocks: the trigger
         output's pulse width (default: :data:`~.trigger.TRIGGER_PULSE_NS` at 33 MHz).
     """
-    def __init__(self, width=32, *, masters=1, rules=1, filters=4, memory="bram",
+    def __init__(self, width=32, *, masters=SPY_MASTERS, rules=1, filters=4, memory="bram",
                  addr_bits=10, sram_data_bits=32, sdram_timing=None, sdram_fifo_depth=256,
                  sdram_domain=None,
                  fifo_depth=16, own=True, trigger_pulse_clocks=trigger_pulse_clocks(33)):

@@ -49,7 +49,7 @@ events (violations of consecutive clocks merge into one while it waits for a fre
 import math
 
 from amaranth.hdl import Cat, Module, ResetInserter, Signal, Mux
-from amaranth.lib import data, enum, fifo, wiring
+from amaranth.lib import data, fifo, wiring
 from amaranth.lib.cdc import FFSynchronizer
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -58,22 +58,13 @@ from pcispy.spy.format import (RawRecord, SummaryRecord, TriggerEvent, OverrunEv
                                ViolationEvent, MarkerEvent, RecordKind, TriggerSource,
                                CaptureMode, MAX_DELTA, MAX_RULES, TIMESTAMP_BITS,
                                SUMMARY_RECORD_BITS)
+from pcispy.spy.registers import (MAX_SEGMENTS, MAX_SEGMENTS_LOG2, SEGMENTS_LOG2_BITS,
+                                  TRIGGER_PULSE_NS, RecorderState)
 from pcispy.spy.summary import saturating_increment
 
 __all__ = ["RecorderState", "Recorder", "TriggerInput", "TriggerOutput", "SegmentEntry",
            "SegmentTable", "RecordPlacement", "MAX_SEGMENTS_LOG2", "MAX_SEGMENTS",
            "SEGMENTS_LOG2_BITS", "TRIGGER_PULSE_NS", "trigger_pulse_clocks"]
-
-#: Segments of a segmented capture: ``2**segments_log2``, segments_log2 up to this.
-MAX_SEGMENTS_LOG2 = 6
-#: The most segments a capture can be split into.
-MAX_SEGMENTS = 1 << MAX_SEGMENTS_LOG2
-#: Width of the ``segments_log2`` setting (values above MAX_SEGMENTS_LOG2 are refused).
-SEGMENTS_LOG2_BITS = 3
-#: Width of the trigger output's pulse: long enough for a scope's or a counter's trigger
-#: input (most need a few ns to tens of ns) and to see by eye on a slow time base.
-TRIGGER_PULSE_NS = 1000
-
 
 def trigger_pulse_clocks(clock_mhz):
     """Clocks of the trigger output's pulse at ``clock_mhz`` (at least
@@ -170,13 +161,6 @@ class SegmentTable(wiring.Component):
         m.d.comb += [w.en.eq(self.write), w.addr.eq(self.index), w.data.eq(self.entry),
                      r.addr.eq(self.select), self.shown.eq(r.data)]
         return m
-
-
-class RecorderState(enum.Enum, shape=2):
-    IDLE      = 0  # never armed
-    PRE       = 1  # armed, waiting for the trigger
-    POST      = 2  # triggered
-    DONE      = 3  # stopped (full, count reached, or stop)
 
 
 class RecordPlacement(wiring.Component):
