@@ -507,10 +507,10 @@ def _spy_readout():
     """spy.readout_mbps.bar1: MB/s of bus time of a streaming readout of a full trace memory
     (4096 raw records of the simulated board, 64 KiB) out of BAR1 into a file, the host
     bridge reading in Memory Read Multiple bursts: bytes over the board's clock counter
-    before and after the readout (pcispy/spy/readout.py readout_rate)."""
+    before and after the readout (pcispy/spy/capture_feature.py readout_rate)."""
     import tempfile
     from pcispy.sim.api import run_feature
-    from pcispy.spy.readout import readout_rate
+    from pcispy.spy.capture_feature import readout_rate
     with tempfile.TemporaryDirectory() as directory:
         rate = run_feature(readout_rate, {"path": str(Path(directory) / "rate.pcitrace")})
     seconds = rate["clocks"] / rate["clock_hz"]

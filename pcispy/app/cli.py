@@ -43,7 +43,7 @@ from pcispy.host.command import (Command, int_range, output_path, positive_secon
 from pcispy.host.transports.sysfs import normalise_bdf, parse_buffer
 from pcispy.host.errors import EXIT_BUG, EXIT_ERROR, PcispyError, UsageError
 from pcispy.sim.session import session_name
-from pcispy.sim.session_command import known_profile
+from pcispy.sim.session_command import known_profile, session_spec
 
 __all__ = ["main", "build_parser", "commands", "bare_sim_is_ideal",
            "BUG_REPORTS"]
@@ -257,7 +257,7 @@ _COMMAND_PATHS = [
     "pcispy.dma.dma_feature:DmaCommand",
     "pcispy.dma.sweep_feature:SweepCommand",
     "pcispy.irq.irq_feature:IrqCommand",
-    "pcispy.host.transports.sysfs:ListCommand",
+    "pcispy.board.identity_feature:ListCommand",
     "pcispy.exerciser.target_feature:TargetCommand",
     "pcispy.exerciser.pio_feature:PioCommand",
     "pcispy.spy.capture_feature:CaptureCommand",
@@ -401,13 +401,6 @@ def _simulate(args, feature, arguments):
                                 profile=args.sim or "ideal", seed=args.seed,
                                 verbose=args.verbose)
     return session.run_feature(feature, arguments, session_spec(args), verbose=args.verbose)
-
-
-def session_spec(args):
-    """The :class:`~pcispy.sim.session.SessionSpec` the global options describe."""
-    from pcispy.sim.session import SessionSpec
-    return SessionSpec(profile=args.sim or "ideal", width=args.bus_width, seed=args.seed,
-                       name=args.session or "")
 
 
 def main(argv=None, out=None):

@@ -1,14 +1,18 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Who the board is: identity registers, configuration space, register dump.
+"""Who the board is: identity registers, configuration space, register dump; and which
+boards this machine's PCI slots hold.
 
-Features behind ``pcispy info``, ``pcispy config``, ``pcispy regs`` and ``pcispy passive``.
+Features behind ``pcispy info``, ``pcispy config``, ``pcispy regs`` and ``pcispy passive``,
+and ``pcispy list`` (:class:`ListCommand`).
 """
 
 from pcispy.host.board import Board
+from pcispy.host.command import Command
 from pcispy.host.errors import PassiveBuild, TransportError
+from pcispy.host.transports.sysfs import board_ids, find_boards
 
 __all__ = ["info", "config_space", "register_dump", "passive_mode", "lspci_text",
-           "CONFIG_SPACE_BYTES"]
+           "CONFIG_SPACE_BYTES", "ListCommand"]
 
 #: Bytes of configuration space a conventional PCI function has.
 CONFIG_SPACE_BYTES = 256
@@ -94,3 +98,22 @@ def lspci_text(config, slot="00:00.0"):
     for row in range(0, len(config), 16):
         lines.append(f"{row:02x}: " + " ".join(f"{b:02x}" for b in config[row:row + 16]))
     return "\n".join(lines) + "\n\n"
+
+
+class ListCommand(Command):
+    name = "list"
+    help = "list the pcispy boards in this machine's PCI slots (by vendor/device ID)"
+    examples = ("pcispy list", "pcispy --json list")
+
+    def run(self, args, out):
+        boards = find_boards()
+        if not args.json:
+            if not boards:
+                ids = ":".join(f"{x:04x}" for x in board_ids())
+                out.write(f"no pcispy board ({ids}) found\n")
+            for board in boards:
+                bars = ", ".join(f"BAR{i} {b['kind']} {b['size']:#x}"
+                                 for i, b in board["bars"].items())
+                out.write(f"{board['bdf']}  driver: {board['driver'] or '-'}  "
+                          f"uio: {board['uio'] or '-'}  {bars}\n")
+        return {"boards": boards}

@@ -17,9 +17,10 @@ from dataclasses import replace
 
 from pcispy.host.command import Command, positive_seconds
 from pcispy.host.errors import PcispyError, UsageError
+from pcispy.sim.session import SessionSpec
 
-__all__ = ["SimCommand", "known_profile", "SLOT0_FEATURES", "slot0_config", "slot0_read",
-           "slot0_write"]
+__all__ = ["SimCommand", "known_profile", "session_spec", "SLOT0_FEATURES", "slot0_config",
+           "slot0_read", "slot0_write"]
 
 #: Configuration space bytes ``sim config`` reads.
 CONFIG_SPACE_BYTES = 256
@@ -69,6 +70,12 @@ def _word(text):
     if value > 0xFFFF_FFFF:
         raise argparse.ArgumentTypeError(f"{text!r} does not fit 32 bits")
     return value
+
+
+def session_spec(args):
+    """The :class:`~pcispy.sim.session.SessionSpec` the global options describe."""
+    return SessionSpec(profile=args.sim or "ideal", width=args.bus_width, seed=args.seed,
+                       name=args.session or "")
 
 
 def known_profile(name):
@@ -165,7 +172,6 @@ class SimCommand(Command):
 
     def _spec(self, args):
         """The session the options name, with ``--core``'s core in slot 0."""
-        from pcispy.app.cli import session_spec
         if args.fresh:
             raise UsageError(f"--fresh asks for no session; sim {args.action} works on one")
         spec = session_spec(args)

@@ -62,31 +62,28 @@ import base64
 import os
 
 from pcispy.pci.bus import COMMAND_MNEMONICS
-from pcispy.spy.registers import SPY_FILTERS
+from pcispy.pci.rules import RULES
+from pcispy.spy.registers import (MAX_SEGMENTS, SPY_FILTERS, TRIGGER_PULSE_NS, FilterCombine,
+                                  RecorderState)
 from pcispy.spy.filters import (ALL_COMMANDS, CONFIG_COMMANDS, IO_COMMANDS,
-                                         MEMORY_COMMANDS, FilterCombine, command_set)
-from pcispy.spy.format import (CaptureMode, RecordKind, TriggerSource, record_bits,
-                                        record_layouts)
-from pcispy.spy.spy import Spy
-from pcispy.spy.trigger import MAX_SEGMENTS, TRIGGER_PULSE_NS, RecorderState
+                                         MEMORY_COMMANDS, command_set)
+from pcispy.spy.format import CaptureMode, RecordKind, TriggerSource, record_bits
 from pcispy.host.board import Board
 from pcispy.host.command import (Command as CliCommand, int_range, output_path, positive_seconds,
                                  run_feature)
 from pcispy.host.errors import PcispyError, RefusedSetting, UsageError
-from pcispy.spy.checker import RULES
+from pcispy.spy.readout import (CAPTURE_STATUS, SEGMENT_FIELDS, SPY_MASTERS, TRACE_BAR,
+                                capture_status, resume_command as resume_line,
+                                segment_entry, stream_capture_to_file, trace_metadata)
 from pcispy.spy.tracefile import Trace, read_trace
 
 __all__ = ["capture", "start_capture", "wait_capture", "finish_capture", "CaptureCommand",
            "SIM_WAIT_LIMIT",
-           "SPY_MASTERS", "TRIGGERS", "TRACE_BAR", "ADDRESS_BITS", "FilterSpec",
+           "TRIGGERS", "ADDRESS_BITS", "FilterSpec",
            "parse_filter", "parse_trigger", "parse_violations", "check_settings",
-           "trace_metadata", "raw_start_timestamp", "read_trace_memory", "program_filters",
+           "raw_start_timestamp", "read_trace_memory", "program_filters", "readout_rate",
            "EDGES", "TRIGGER_OUTPUTS", "parse_segments"]
 
-#: REQ#/GNT# pairs the board's spy records (pcispy/board/top.py builds it with the default).
-SPY_MASTERS = __import__("inspect").signature(Spy).parameters["masters"].default
-#: The BAR the trace memory answers.
-TRACE_BAR = 1
 #: Width of a comparator's address and mask.
 ADDRESS_BITS = 64
 #: Trigger spec keywords and the source each selects.
@@ -251,24 +248,6 @@ def raw_start_timestamp(data, record_bytes, trigger_timestamp, width, masters):
     return int(trigger_timestamp - trace.times()[marked[0]])
 
 
-def trace_metadata(*, mode, width, masters, clock_mhz, settings, status, start_timestamp,
-                   latency_timer):
-    """The ``.pcitrace`` metadata of a capture (keys: pcispy/spy/tracefile.py)."""
-    mode = CaptureMode(mode)
-    kind = RecordKind.RAW if mode is CaptureMode.RAW else RecordKind.SUMMARY
-    return {
-        "mode": mode.name.lower(), "bus_width": width, "masters": masters,
-        "clock_mhz": clock_mhz, "record_bits": record_bits(mode),
-        "record_layout": type(record_layouts(width, masters)[kind]).__name__,
-        "capture": settings, "overruns": status["overruns"], "lost": status["lost"],
-        "memory_fills": status.get("memory_fills", 0),
-        "start_timestamp": start_timestamp,
-        # Raw records are pushed one clock after the bus clock they hold.
-        "raw_time_offset": 1 if mode is CaptureMode.RAW else 0,
-        "latency_timer": latency_timer,
-    }
-
-
 async def _status(board):
     fields = await board.fields("spy.status")
     return {"state": RecorderState(fields["state"]).name.lower(), "done": fields["done"],
@@ -423,7 +402,6 @@ async def finish_capture(run, *, interrupted=False, timed_out=False, output=None
     await board.write("spy.control", stop=1)
     while not (await board.fields("spy.status"))["done"]:
         await transport.sleep(16 / clock_hz)
-    from pcispy.spy.readout import CAPTURE_STATUS
     status = {name: await board.read(f"spy.{name}") for name in CAPTURE_STATUS}
     status["state"] = RecorderState((await board.fields("spy.status"))["state"]).name.lower()
     status["trigger_timestamp"] = await board.read64("spy.trigger_time")
@@ -433,11 +411,10 @@ async def finish_capture(run, *, interrupted=False, timed_out=False, output=None
     record_bytes = record_bits(capture_mode) // 8
     # The segments that ended before the current one are in the segment table; the
     # current (last) one is what the status registers show.
-    entries = [await _segment_entry(board, index) for index in range(status["segment"])]
-    entries.append({name: status[name] for name in _SEGMENT_FIELDS})
+    entries = [await segment_entry(board, index) for index in range(status["segment"])]
+    entries.append({name: status[name] for name in SEGMENT_FIELDS})
     if output is not None:
         # Memory holds one block; a readout that stops leaves a file that resumes.
-        from pcispy.spy.readout import stream_capture_to_file
         return await stream_capture_to_file(run, output, status=status, entries=entries,
                                             interrupted=interrupted, timed_out=timed_out,
                                             progress=progress,
@@ -464,22 +441,8 @@ async def finish_capture(run, *, interrupted=False, timed_out=False, output=None
             "interrupted": interrupted, "timed_out": timed_out}
 
 
-#: What a segment's entry holds: the status registers of the current segment, the
-#: ``segment_*`` registers of one that ended.
-_SEGMENT_FIELDS = ("start", "count", "trigger_index", "trigger_timestamp")
-
-
-async def _segment_entry(board, index):
-    """The segment table's entry of segment ``index`` (one that ended)."""
-    await board.write("spy.segment_select", segment=index)
-    entry = {name: await board.read(f"spy.segment_{name}")
-             for name in ("start", "count", "trigger_index")}
-    entry["trigger_timestamp"] = await board.read64("spy.segment_trigger_time")
-    return entry
-
-
 async def _read_segments(run, entries, capacity, record_bytes, width):
-    """Read the records of each segment of ``entries`` (``_SEGMENT_FIELDS`` dicts) out of
+    """Read the records of each segment of ``entries`` (``SEGMENT_FIELDS`` dicts) out of
     BAR1: ``(parts, table)``, ``parts`` each segment's records (bytes, capture order),
     ``table`` per segment its ``index``, ``first_record`` (in the joined parts),
     ``records``, ``start``, ``trigger_index``, ``trigger_timestamp``, ``triggered``,
@@ -568,6 +531,29 @@ async def capture(transport, *, mode="summary", filters=(), combine="any", trigg
                                   output=output, progress=readout_progress,
                                   resume_command=resume_command)
     return dict(result, limit_reached=timed_out and bound is not None, limit=bound)
+
+
+async def readout_rate(transport, *, path, seconds=0.0005):
+    """A feature (run in the simulator; ``spy.readout_mbps.bar1``): a raw capture of every
+    clock (no idle compression) triggered at arm, which fills the trace memory in
+    ``seconds`` of bus time, then streamed to ``path``. The bus time of the readout is the
+    board's clock counter (``irq.now``) before and after it: the BAR1 reads, as the host
+    bridge makes them (Memory Read Multiple bursts), and that one counter read. Returns
+    ``{"bytes", "clocks", "clock_hz", "records"}``."""
+    run = await start_capture(transport, mode="raw", idle_compress=False, violations="none")
+    await wait_capture(run, duration=seconds)
+    board = run["board"]
+    clock_hz = run["identity"]["clock_hz"]
+    await board.write("spy.control", stop=1)
+    while not (await board.fields("spy.status"))["done"]:
+        await transport.sleep(16 / clock_hz)
+    status = await capture_status(board)
+    begin = await board.read64("irq.now")
+    result = await stream_capture_to_file(run, path, status=status)
+    end = await board.read64("irq.now")
+    record_bytes = result["metadata"]["record_bits"] // 8
+    return {"bytes": status["count"] * record_bytes, "clocks": end - begin,
+            "clock_hz": clock_hz, "records": status["count"]}
 
 
 class CaptureCommand(CliCommand):
@@ -679,10 +665,9 @@ class CaptureCommand(CliCommand):
         # once the capture is kept: a capture refused below leaves an existing file as it
         # was, and a readout that stops leaves its partial file under the name the resume
         # command gives.
-        from pcispy.spy.readout import resume_command
         streaming = f"{args.output}.part"
         arguments.update(output=os.path.abspath(streaming),
-                         resume_command=resume_command(args, args.output))
+                         resume_command=resume_line(args, args.output))
         try:
             result = _run_with_progress(args, arguments)
         except PcispyError:

@@ -33,14 +33,15 @@ from pcispy.host.board import Board
 from pcispy.host.command import Command as CliCommand
 from pcispy.host.command import run_feature
 from pcispy.host.errors import PcispyError, TransportError
-from pcispy.spy.capture_feature import SPY_MASTERS, TRACE_BAR, trace_metadata
-from pcispy.spy.format import CaptureMode, RecordKind, record_bits
+from pcispy.spy.format import CaptureMode, RecordKind, record_bits, record_layouts
+from pcispy.spy.registers import SPY_MASTERS
 from pcispy.spy.trigger import RecorderState
 from pcispy.spy.tracefile import Trace, TraceFileWriter, read_trace
 
 __all__ = ["BLOCK_BYTES", "UART_BLOCK_BYTES", "ReadoutStopped", "TriggerTime",
            "block_records", "capture_status", "stream_capture_to_file", "resume_readout",
-           "readout_rate", "ReadoutCommand"]
+           "ReadoutCommand", "TRACE_BAR", "CAPTURE_STATUS", "SEGMENT_FIELDS", "SPY_MASTERS",
+           "trace_metadata", "segment_entry", "resume_command"]
 
 #: Bytes read out of BAR1 per block (one transport block read, one append to the file).
 BLOCK_BYTES = 32 << 10
@@ -51,6 +52,42 @@ UART_BLOCK_BYTES = 1 << 10
 #: what it lost, and the times the trace memory's FIFO filled.
 CAPTURE_STATUS = ("capacity", "start", "count", "trigger_index", "lost", "overruns",
                   "memory_fills")
+
+
+#: The BAR the trace memory answers.
+TRACE_BAR = 1
+
+
+def trace_metadata(*, mode, width, masters, clock_mhz, settings, status, start_timestamp,
+                   latency_timer):
+    """The ``.pcitrace`` metadata of a capture (keys: pcispy/spy/tracefile.py)."""
+    mode = CaptureMode(mode)
+    kind = RecordKind.RAW if mode is CaptureMode.RAW else RecordKind.SUMMARY
+    return {
+        "mode": mode.name.lower(), "bus_width": width, "masters": masters,
+        "clock_mhz": clock_mhz, "record_bits": record_bits(mode),
+        "record_layout": type(record_layouts(width, masters)[kind]).__name__,
+        "capture": settings, "overruns": status["overruns"], "lost": status["lost"],
+        "memory_fills": status.get("memory_fills", 0),
+        "start_timestamp": start_timestamp,
+        # Raw records are pushed one clock after the bus clock they hold.
+        "raw_time_offset": 1 if mode is CaptureMode.RAW else 0,
+        "latency_timer": latency_timer,
+    }
+
+
+#: What a segment's entry holds: the status registers of the current segment, the
+#: ``segment_*`` registers of one that ended.
+SEGMENT_FIELDS = ("start", "count", "trigger_index", "trigger_timestamp")
+
+
+async def segment_entry(board, index):
+    """The segment table's entry of segment ``index`` (one that ended)."""
+    await board.write("spy.segment_select", segment=index)
+    entry = {name: await board.read(f"spy.segment_{name}")
+             for name in ("start", "count", "trigger_index")}
+    entry["trigger_timestamp"] = await board.read64("spy.segment_trigger_time")
+    return entry
 
 
 class ReadoutStopped(PcispyError):
@@ -286,9 +323,8 @@ async def stream_capture_to_file(run, path, *, status=None, entries=None, interr
 async def _board_entries(board, status):
     """The segments the board's capture holds, in order (as ``finish_capture`` reads
     them): those that ended from the segment table, then the current one."""
-    from pcispy.spy.capture_feature import _segment_entry
     current = (await board.fields("spy.segments"))["current"]
-    entries = [await _segment_entry(board, index) for index in range(current)]
+    entries = [await segment_entry(board, index) for index in range(current)]
     entries.append({name: status[name] for name in ("start", "count", "trigger_index",
                                                     "trigger_timestamp")})
     return entries
@@ -354,30 +390,6 @@ async def resume_readout(transport, *, path, progress=None, block_bytes=None,
                                 trackers=trackers, hint=_resume_hint(path, resume_command))
     return {"output": path, "records_count": layout.total, "records_before": before,
             "metadata": metadata}
-
-
-async def readout_rate(transport, *, path, seconds=0.0005):
-    """A feature (run in the simulator; ``spy.readout_mbps.bar1``): a raw capture of every
-    clock (no idle compression) triggered at arm, which fills the trace memory in
-    ``seconds`` of bus time, then streamed to ``path``. The bus time of the readout is the
-    board's clock counter (``irq.now``) before and after it: the BAR1 reads, as the host
-    bridge makes them (Memory Read Multiple bursts), and that one counter read. Returns
-    ``{"bytes", "clocks", "clock_hz", "records"}``."""
-    from pcispy.spy.capture_feature import start_capture, wait_capture
-    run = await start_capture(transport, mode="raw", idle_compress=False, violations="none")
-    await wait_capture(run, duration=seconds)
-    board = run["board"]
-    clock_hz = run["identity"]["clock_hz"]
-    await board.write("spy.control", stop=1)
-    while not (await board.fields("spy.status"))["done"]:
-        await transport.sleep(16 / clock_hz)
-    status = await capture_status(board)
-    begin = await board.read64("irq.now")
-    result = await stream_capture_to_file(run, path, status=status)
-    end = await board.read64("irq.now")
-    record_bytes = result["metadata"]["record_bits"] // 8
-    return {"bytes": status["count"] * record_bytes, "clocks": end - begin,
-            "clock_hz": clock_hz, "records": status["count"]}
 
 
 class ReadoutCommand(CliCommand):

@@ -32,13 +32,12 @@ import re
 import struct
 from pathlib import Path
 
-from pcispy.core.config import DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID, parse_ids
-from pcispy.host.command import Command
+from pcispy.board.registers import DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID, parse_ids
 from pcispy.host.errors import TransportError
 from pcispy.host.transports.base import DmaBuffer, Transport
 
-__all__ = ["board_ids", "BOARD_IDS_ENV", "SysfsTransport", "PhysicalDmaBuffer", "find_boards", "normalise_bdf",
-           "parse_buffer", "SYSFS_ROOT", "DEV_ROOT", "UIO_DRIVER", "ListCommand"]
+__all__ = ["board_ids", "BOARD_IDS_ENV", "SysfsTransport", "PhysicalDmaBuffer", "find_boards",
+           "normalise_bdf", "parse_buffer", "SYSFS_ROOT", "DEV_ROOT", "UIO_DRIVER"]
 
 #: Where the kernel lists PCI functions, and where device nodes live.
 SYSFS_ROOT = "/sys/bus/pci/devices"
@@ -137,7 +136,7 @@ BOARD_IDS_ENV = "PCISPY_BOARD_IDS"
 
 def board_ids():
     """``(vendor ID, device ID)`` of a pcispy board: :data:`BOARD_IDS_ENV`'s, else pcispy's
-    own (:data:`~pcispy.core.config.DEFAULT_VENDOR_ID`); a value that is no pair of IDs is
+    own (:data:`~pcispy.board.registers.DEFAULT_VENDOR_ID`); a value that is no pair of IDs is
     a :class:`TransportError` naming the variable."""
     text = os.environ.get(BOARD_IDS_ENV)
     if not text:
@@ -423,20 +422,3 @@ def run(feature, arguments, bdf, buffer=None):
     finally:
         transport.close()
 
-
-class ListCommand(Command):
-    name = "list"
-    help = "list the pcispy boards in this machine's PCI slots (by vendor/device ID)"
-    examples = ("pcispy list", "pcispy --json list")
-
-    def run(self, args, out):
-        boards = find_boards()
-        if not args.json:
-            if not boards:
-                out.write(f"no pcispy board ({_ids_text()}) found\n")
-            for board in boards:
-                bars = ", ".join(f"BAR{i} {b['kind']} {b['size']:#x}"
-                                 for i, b in board["bars"].items())
-                out.write(f"{board['bdf']}  driver: {board['driver'] or '-'}  "
-                          f"uio: {board['uio'] or '-'}  {bars}\n")
-        return {"boards": boards}

@@ -15,7 +15,8 @@ from pcispy.pci.bus import Command
 from pcispy.spy.format import CaptureMode, RecordKind, SummaryRecord, TriggerEvent
 from pcispy.app import cli
 from pcispy.spy import capture_feature as capture_feature
-from pcispy.spy.capture_feature import SIM_WAIT_LIMIT, trace_metadata
+from pcispy.spy.capture_feature import SIM_WAIT_LIMIT
+from pcispy.spy.readout import trace_metadata
 from pcispy.spy.tracefile import pack_records, read_trace, write_trace
 
 from pcispy.app.tests._cli import run_cli
