@@ -75,7 +75,7 @@ def _spy_trace():
     import numpy as np
     from pcispy.spy.format import RecordKind
     from pcispy.spy.decode import summarise
-    from pcispy.sim.api import run_feature
+    from pcispy.sim.launcher import run_feature
     full = run_feature(trace_depth, profile="rtc")
     if full["status"]["state"] != "done" or full.get("limit_reached"):
         raise RuntimeError(f"the summary capture did not fill the memory: {full['status']}")
@@ -124,8 +124,8 @@ def _dma():
     sim.dma_cycles_per_s (during the 32-bit MW run): bench_dma.measure_throughput."""
     import os
     import tempfile
-    from pcispy.sim.api import bench_env
-    from pcispy.sim.speed import RESULT_ENV
+    from pcispy.sim.launcher import bench_env
+    from pcispy.sim.launcher import RESULT_ENV
     from pcispy.sim.system import SystemConfig, build_system
     figures = {}
     for width in (32, 64):
@@ -148,7 +148,7 @@ def _irq():
     --count 200`` on the ideal profile: responder delay uniform 100..400 clocks) and
     irq.sim_interrupts_per_s (wall clock, simulator start included, build excluded)."""
     from pcispy.irq.irq_feature import irq_latency
-    from pcispy.sim.api import run_feature
+    from pcispy.sim.launcher import run_feature
     from pcispy.sim.system import SystemConfig, build_system
     config = SystemConfig(width=32)
     build_system(config)
@@ -242,7 +242,7 @@ def _target_pio():
     systems' medium decode; target.slow_decode.pio_*_mbps: the same with the bitstreams'
     slow decode (one clock more per transaction)."""
     from pcispy.exerciser.pio_feature import pio
-    from pcispy.sim.api import run_feature
+    from pcispy.sim.launcher import run_feature
     from pcispy.sim.system import SystemConfig
     figures = {}
     for decode, prefix in (("medium", "target."), ("slow", "target.slow_decode.")):
@@ -509,7 +509,7 @@ def _spy_readout():
     bridge reading in Memory Read Multiple bursts: bytes over the board's clock counter
     before and after the readout (pcispy/spy/capture_feature.py readout_rate)."""
     import tempfile
-    from pcispy.sim.api import run_feature
+    from pcispy.sim.launcher import run_feature
     from pcispy.spy.capture_feature import readout_rate
     with tempfile.TemporaryDirectory() as directory:
         rate = run_feature(readout_rate, {"path": str(Path(directory) / "rate.pcitrace")})

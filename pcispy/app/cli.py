@@ -42,8 +42,10 @@ from pcispy.host.command import (Command, int_range, output_path, positive_secon
                                  run_feature)
 from pcispy.host.transports.sysfs import normalise_bdf, parse_buffer
 from pcispy.host.errors import EXIT_BUG, EXIT_ERROR, PcispyError, UsageError
+from pcispy.sim import launcher, session
 from pcispy.sim.session import session_name
 from pcispy.sim.session_command import known_profile, session_spec
+from pcispy.sim.system import SystemConfig
 
 __all__ = ["main", "build_parser", "commands", "bare_sim_is_ideal",
            "BUG_REPORTS"]
@@ -392,14 +394,11 @@ def _simulate(args, feature, arguments):
     """Run ``feature`` in the simulated system the global options describe (the transport
     :func:`~pcispy.host.command.run_feature` falls back to): on the board of the session
     they name (started if none runs), or with ``--fresh`` on a board of its own."""
-    from pcispy.sim import session
     if args.fresh or (args.fresh is None and args.session is None
                       and session.fresh_by_default()):
-        from pcispy.sim.api import run_feature as run_in_simulator
-        from pcispy.sim.system import SystemConfig
-        return run_in_simulator(feature, arguments, SystemConfig(width=args.bus_width),
-                                profile=args.sim or "ideal", seed=args.seed,
-                                verbose=args.verbose)
+        return launcher.run_feature(feature, arguments, SystemConfig(width=args.bus_width),
+                                    profile=args.sim or "ideal", seed=args.seed,
+                                    verbose=args.verbose)
     return session.run_feature(feature, arguments, session_spec(args), verbose=args.verbose)
 
 

@@ -39,7 +39,7 @@ async def identify(transport):
 
 def _run(context, title, feature, arguments=None, profile="ideal"):
     """Run ``feature`` in the simulator with a spinner naming the step."""
-    from pcispy.sim.api import run_feature
+    from pcispy.sim.launcher import run_feature
     with context["console"].status(f"[bold]{title}[/] (in the simulator)"):
         return run_feature(feature, arguments or {}, SystemConfig(width=DEMO_WIDTH),
                            profile=profile, seed=context["seed"])

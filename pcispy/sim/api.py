@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The cocotb side of the simulated PCI system.
+"""The cocotb side of the simulated PCI system (inside the simulator; the host side that
+starts it is :mod:`pcispy.sim.launcher`).
 
 :class:`SimSystem` starts the clock, resets the bus, and offers the operations a test or a
 feature needs: enumeration, configuration/I/O/memory reads and writes by the host bridge
@@ -10,20 +11,37 @@ pins, the resolver's rules on who drives the lines) with :meth:`SimSystem.assert
 Python never runs on every PCI clock while traffic flows: every operation writes a command
 into an agent's control registers and sleeps until the agent's ``event`` line rises.
 
-Benches receive their parameters through the environment (see :func:`bench_env` and
-:func:`run_bench`), so one cached model serves every test.
+Benches receive their parameters through the environment
+(:func:`pcispy.sim.launcher.bench_env`, :func:`~pcispy.sim.launcher.run_bench`), so one
+cached model serves every test.
 """
 
 import json
 import os
-import sys
 
-__all__ = ["CocotbControl", "SimSystem", "run_bench", "run_feature", "feature_path",
-           "bench_env", "SEED_ENV", "PROFILE_ENV"]
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import ClockCycles, FallingEdge, First, Lock, Timer, ValueChange
 
-SEED_ENV = "PCISPY_SEED"
-PROFILE_ENV = "PCISPY_PROFILE"
-CONFIG_ENV = "PCISPY_SYSTEM"
+from pcispy.host.errors import PcispyError, TransportError
+from pcispy.pci.rules import ALL_RULES, DRIVER_RULES, DRIVERS, RULES
+from pcispy.sim.bfm.arbiter import ArbiterDriver
+from pcispy.sim.bfm.firmware import enumerate_bus
+from pcispy.sim.bfm.initiator import InitiatorDriver
+from pcispy.sim.bfm.legacy import LegacyDriver
+from pcispy.sim.bfm.profiles import Profile, profile_by_name
+from pcispy.sim.bfm.resolver import AGENT_NONE, shared_lines
+from pcispy.sim.bfm.saboteur import SaboteurDriver
+from pcispy.sim.bfm.sdram import violation_names
+from pcispy.sim.bfm.target import TargetDriver
+from pcispy.sim.launcher import CONFIG_ENV, PROFILE_ENV, SEED_ENV
+from pcispy.sim.scenarios import SCENARIOS, start_scenario
+from pcispy.sim.system import (BOARD_SLOT, MASTERS, REGISTERS, TEST_DEVICE_SLOT, Agent,
+                               SystemConfig, SystemReg, driver_names, slot0_is_master,
+                               slot0_name)
+from pcispy.spy.registers import LOG_DEPTH
+
+__all__ = ["CocotbControl", "SimSystem", "CLOCK_PERIOD_NS"]
 
 #: Bus clock period in ns for each supported frequency.
 CLOCK_PERIOD_NS = {33: 30, 66: 15}
@@ -42,7 +60,6 @@ class CocotbControl:
         self.backdoor = getattr(system.dut, agent.name.lower(), None)
 
     async def write(self, addr, value):
-        from cocotb.triggers import FallingEdge
         dut = self.system.dut
         async with self.system.ctl_lock:
             await FallingEdge(dut.pci_clk)
@@ -54,7 +71,6 @@ class CocotbControl:
             dut.ctl_we.value = 0
 
     async def read(self, addr):
-        from cocotb.triggers import FallingEdge
         dut = self.system.dut
         async with self.system.ctl_lock:
             await FallingEdge(dut.pci_clk)
@@ -67,7 +83,6 @@ class CocotbControl:
 
     async def wait_event(self, timeout=10_000_000):
         """Sleep until the agent's ``event`` is high (``timeout`` in clocks)."""
-        from cocotb.triggers import ValueChange, Timer, First
         dut = self.system.dut
         deadline = Timer(timeout * self.system.period_ns, unit="ns")
         while not (int(dut.events.value) >> self.agent) & 1:
@@ -76,7 +91,6 @@ class CocotbControl:
                 raise TimeoutError(f"agent {self.agent}: no event within {timeout} clocks")
 
     async def clocks(self, count):
-        from cocotb.triggers import ClockCycles
         await ClockCycles(self.system.dut.pci_clk, count)
 
 
@@ -84,8 +98,6 @@ class SimSystem:
     """The simulated system as seen from a cocotb bench (``dut`` is the model's top)."""
 
     def __init__(self, dut, *, profile=None, seed=None, clock_mhz=33):
-        from cocotb.triggers import Lock
-        from pcispy.sim.system import Agent, SystemConfig
         self.dut = dut
         self.config = SystemConfig(**json.loads(os.environ.get(CONFIG_ENV, "{}")))
         self.profile_name = profile or os.environ.get(PROFILE_ENV, "ideal")
@@ -97,10 +109,6 @@ class SimSystem:
         self._build_drivers()
 
     def _build_drivers(self):
-        from pcispy.sim.system import Agent
-        from pcispy.sim.bfm.initiator import InitiatorDriver
-        from pcispy.sim.bfm.target import TargetDriver
-        from pcispy.sim.bfm.arbiter import ArbiterDriver
         width = self.config.width
         self.host = InitiatorDriver(self.ctl[Agent.HOST_INITIATOR], width=width)
         self.host_memory = TargetDriver(self.ctl[Agent.HOST_MEMORY], width=width)
@@ -109,10 +117,8 @@ class SimSystem:
             self.test_initiator = InitiatorDriver(self.ctl[Agent.TEST_INITIATOR], width=width)
             self.test_target = TargetDriver(self.ctl[Agent.TEST_TARGET], width=width)
         if self.config.legacy:
-            from pcispy.sim.bfm.legacy import LegacyDriver
             self.legacy = LegacyDriver(self.ctl[Agent.LEGACY])
         if self.config.saboteur:
-            from pcispy.sim.bfm.saboteur import SaboteurDriver
             self.saboteur = SaboteurDriver(self.ctl[Agent.SABOTEUR], width=width)
         # Host memory answers from bus address 0; DMA buffers are carved from it.
         self.host_memory_size = (1 << self.config.host_memory_addr_bits) * (width // 8)
@@ -120,9 +126,6 @@ class SimSystem:
 
     async def start(self):
         """Start the bus clock, hold RST# for 8 clocks, apply the profile."""
-        import cocotb
-        from cocotb.clock import Clock
-        from cocotb.triggers import ClockCycles, FallingEdge
         dut = self.dut
         dut.ctl_we.value = 0
         dut.ctl_re.value = 0
@@ -137,7 +140,6 @@ class SimSystem:
         dut.pci_rst.value = 0
         # A scenario name (pcispy/sim/scenarios.py) runs its background traffic on the host
         # bridge profile it names.
-        from pcispy.sim.scenarios import SCENARIOS, start_scenario
         scenario = SCENARIOS.get(self.profile_name)
         await self._set_up(scenario.profile if scenario else self.profile_name)
         if scenario:
@@ -147,7 +149,6 @@ class SimSystem:
     async def set_trigger_input(self, level):
         """Drive the board's trigger input pin to ``level`` from the next falling clock
         edge (the board samples it at the rising edge after)."""
-        from cocotb.triggers import FallingEdge
         await FallingEdge(self.dut.pci_clk)
         self.dut.trigger_in.value = int(level)
 
@@ -168,7 +169,6 @@ class SimSystem:
         closed, the arbiter's knobs off, the checker's rule mask all enabled). The
         monitors' evidence and the saboteur's settings survive (they run without the
         bus reset)."""
-        from cocotb.triggers import ClockCycles, FallingEdge
         dut = self.dut
         await FallingEdge(dut.pci_clk)
         dut.pci_rst.value = 1
@@ -180,9 +180,6 @@ class SimSystem:
     async def apply_profile(self, name):
         """Program the host-memory target with the named behaviour profile (a name or a
         :class:`~pcispy.sim.bfm.profiles.Profile`), and the arbiter with its parking."""
-        from pcispy.sim.bfm.profiles import Profile, profile_by_name
-        from pcispy.sim.system import MASTERS, slot0_is_master
-        from pcispy.host.errors import PcispyError
         if isinstance(name, Profile):
             profile = name
         else:
@@ -202,8 +199,6 @@ class SimSystem:
 
     async def enumerate(self):
         """Enumerate the bus like firmware; return the :class:`Function` of every slot."""
-        from pcispy.sim.bfm.firmware import enumerate_bus
-        from pcispy.sim.system import BOARD_SLOT, TEST_DEVICE_SLOT
         slots = [BOARD_SLOT] if self.config.board else []
         if self.config.test_device:
             slots.append(TEST_DEVICE_SLOT)
@@ -212,8 +207,6 @@ class SimSystem:
 
     async def enumerate_board(self):
         """Enumerate, then return the board's BARs as the sim transport wants them."""
-        from pcispy.host.errors import TransportError
-        from pcispy.sim.system import BOARD_SLOT
         devices = await self.enumerate()
         board = next((function for function in devices if function.slot == BOARD_SLOT), None)
         if board is None:
@@ -224,7 +217,6 @@ class SimSystem:
     async def wait_interrupt(self, timeout_s):
         """Wait until INTA# is asserted on the bus (``timeout_s`` of simulated time);
         False when it was not within that time."""
-        from pcispy.sim.system import Agent
         clocks = max(1, int(timeout_s * self.clock_mhz * 1e6))
         try:
             await self.ctl[Agent.SYSTEM].wait_event(timeout=clocks)
@@ -238,7 +230,6 @@ class SimSystem:
         """Clocks since the model started (64-bit, read atomically): the one count of
         the system, which the checker's and the resolver's logs use too; a mid-run RST#
         does not reset it. The value is that of the clock the read is presented in."""
-        from pcispy.sim.system import Agent, SystemReg
         ctl = self.ctl[Agent.SYSTEM]
         lo = await ctl.read(SystemReg.CYCLE_LO)
         hi = await ctl.read(SystemReg.CYCLE_HI)
@@ -267,14 +258,10 @@ class SimSystem:
         ``"sdram": {"violations", "errors", "refreshes"}`` (the names of the data-sheet
         rules the SDRAM model saw broken, :class:`~pcispy.sim.bfm.sdram.Violation`; the
         clocks with one; the REFRESH commands it took)."""
-        from pcispy.pci.rules import DRIVER_RULES
-        from pcispy.sim.system import Agent, MASTERS, REGISTERS, SystemReg, driver_names
-        from pcispy.sim.bfm.resolver import AGENT_NONE, shared_lines
         ctl = self.ctl[Agent.SYSTEM]
         report = {"violations": {}, "first": None, "log": [], "drivers": {},
                   "driver_log": [], "contention": []}
         if self.config.checker:
-            from pcispy.spy.checker import RULES
             if await ctl.read(SystemReg.CHECK_ANY):
                 for rule in RULES:
                     await ctl.write(SystemReg.CHECK_INDEX, rule.id)
@@ -289,7 +276,6 @@ class SimSystem:
             report["sram"] = {"errors": await ctl.read(SystemReg.SRAM_ERRORS),
                               "contention": await ctl.read(SystemReg.SRAM_CONTENTION)}
         if self.config.board and self.config.trace_memory == "sdram":
-            from pcispy.sim.bfm.sdram import violation_names
             report["sdram"] = {
                 "violations": violation_names(await ctl.read(SystemReg.SDRAM_FLAGS)),
                 "errors": await ctl.read(SystemReg.SDRAM_ERRORS),
@@ -324,8 +310,6 @@ class SimSystem:
 
     async def _checker_log(self, ctl, rules, masters):
         """The protocol checker's log: its first clocks with a violation."""
-        from pcispy.sim.system import SystemReg, slot0_name
-        from pcispy.spy.checker import LOG_DEPTH
         by_number = {number: name for name, number in masters.items()}
         by_number[masters["board"]] = slot0_name(self.config)
         log = []
@@ -339,11 +323,9 @@ class SimSystem:
         return log
 
     async def clear_checker(self):
-        from pcispy.sim.system import Agent, SystemReg
         await self.ctl[Agent.SYSTEM].write(SystemReg.CLEAR, 1)
 
     async def set_rule_enable(self, mask):
-        from pcispy.sim.system import Agent, SystemReg
         ctl = self.ctl[Agent.SYSTEM]
         await ctl.write(SystemReg.CHECK_ENABLE_LO, mask & 0xFFFF_FFFF)
         await ctl.write(SystemReg.CHECK_ENABLE_HI, mask >> 32)
@@ -353,7 +335,6 @@ class SimSystem:
         that fired are exactly the pin rules of ``expected``, and no driver rule fired but
         those of ``expected`` (rule names of either monitor: a profile's
         ``breaks_rules``, broken on purpose; ``"contention"`` is a driver rule)."""
-        from pcispy.pci.rules import ALL_RULES, DRIVERS
         known = {rule.name: rule.seen_by for rule in ALL_RULES}
         unknown = sorted(set(expected) - set(known))
         if unknown:
@@ -371,85 +352,3 @@ class SimSystem:
             f"the SDRAM's rules broken: {report['sdram']}"
         assert set(report["violations"]) == pins, \
             f"checker rules fired {sorted(report['violations'])}, expected {sorted(pins)}: {report}"
-
-
-def bench_env(config=None, *, profile="ideal", seed=1, **extra):
-    """Environment variables that hand a bench its system, profile, seed and parameters."""
-    from dataclasses import asdict
-    from pcispy.sim.system import SystemConfig
-    env = {CONFIG_ENV: json.dumps(asdict(config or SystemConfig())),
-           PROFILE_ENV: profile, SEED_ENV: str(seed)}
-    env.update({f"PCISPY_{k.upper()}": (v if isinstance(v, str) else json.dumps(v))
-                for k, v in extra.items()})
-    return env
-
-
-def run_bench(test_module, testcase=None, config=None, *, profile="ideal", seed=1,
-              waves=None, **extra):
-    """Build (or reuse) the system model and run cocotb tests of ``test_module`` on it.
-    ``waves="fst"`` (or ``"vcd"``) runs them on a model that records waves, into
-    ``run/dump.fst`` in its folder (``build/sim/<name>_fst-<hash>/``).
-
-    Raises :class:`pcispy.sim.verilate.SimulationFailed` naming failed tests (the seed is
-    in the log and in the exception).
-    """
-    from pcispy.sim.system import SystemConfig, build_system
-    from pcispy.sim.verilate import SimulationFailed
-    config = config or SystemConfig()
-    model = build_system(config, waves=waves)
-    try:
-        return model.run(test_module, testcase,
-                         env=bench_env(config, profile=profile, seed=seed, **extra))
-    except SimulationFailed as failure:
-        raise SimulationFailed(f"{failure} [profile={profile} seed={seed}]") from None
-
-
-def feature_path(feature):
-    """``"module:function"`` of a feature (a function, or that string already): the name
-    the simulator's Python imports it by. A module run with ``python -m`` is ``__main__``
-    here, but has its real name in its spec."""
-    if isinstance(feature, str):
-        return feature
-    module = sys.modules[feature.__module__]
-    module_name = module.__spec__.name if module.__name__ == "__main__" else module.__name__
-    return f"{module_name}:{feature.__qualname__}"
-
-
-def run_feature(feature, arguments=None, config=None, *, profile="ideal", seed=1,
-                verbose=False):
-    """Run a host feature (an ``async def feature(transport, **arguments)``, or its
-    ``"module:function"`` name) inside a simulator started for it; return its result.
-
-    The simulator's own output goes to build/sim/.../feature.log unless ``verbose``. An
-    expected error inside the feature is raised here again as a
-    :class:`pcispy.host.errors.PcispyError` with the same message.
-    """
-    import tempfile
-    from pcispy.host.errors import PcispyError
-    from pcispy.sim.feature_bench import ARGS_ENV, FEATURE_ENV
-    from pcispy.sim.speed import RESULT_ENV
-    from pcispy.sim.system import SystemConfig, build_system
-    from pcispy.sim.verilate import SimulationFailed
-    config = config or SystemConfig()
-    feature_name = feature_path(feature)
-    if verbose:
-        print(f"pcispy: building or reusing the simulated system {config.name}",
-              file=sys.stderr)
-    model = build_system(config)
-    with tempfile.TemporaryDirectory() as tmp:
-        result_file = os.path.join(tmp, "result.json")
-        log = None if verbose else os.path.join(model.build_dir, "feature.log")
-        env = bench_env(config, profile=profile, seed=seed)
-        env.update({FEATURE_ENV: feature_name, ARGS_ENV: json.dumps(arguments or {}),
-                    RESULT_ENV: result_file})
-        try:
-            model.run("pcispy.sim.feature_bench", "run_feature", env=env, log_file=log)
-        except SimulationFailed as failure:
-            raise PcispyError(f"the simulation failed ({failure}); see {log or 'the log above'}"
-                              ) from None
-        with open(result_file) as f:
-            outcome = json.load(f)
-    if "error" in outcome:
-        raise PcispyError(outcome["error"])
-    outcome["result"].setdefault("checker", outcome["checker"])
-    return outcome["result"]

@@ -148,8 +148,8 @@ def measure_transactions_checked():
     import os
     import tempfile
     import time
-    from pcispy.sim.api import bench_env
-    from pcispy.sim.speed import RESULT_ENV
+    from pcispy.sim.launcher import bench_env
+    from pcispy.sim.launcher import RESULT_ENV
     from pcispy.sim.system import SystemConfig, build_system
     from pcispy.sim.tests.bench_compliance import SEED_LIST_ENV
     from pcispy.sim.tests.test_compliance import BENCH, CI_SEEDS

@@ -255,7 +255,7 @@ def run_core_checks(core, *, profile="ideal", seed=1, width=32, writes=True, log
     ``waves`` ("fst" or "vcd") records the run into ``waves_file`` (a model of its own;
     :func:`waves_target` says where and falls back to VCD when FST cannot be built)."""
     import tempfile
-    from pcispy.sim.api import bench_env
+    from pcispy.sim.launcher import bench_env
     from pcispy.sim.core import CoreDescription
     from pcispy.sim.system import SystemConfig, build_system
     if not isinstance(core, CoreDescription):

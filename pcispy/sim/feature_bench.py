@@ -6,7 +6,7 @@ The CLI names the feature (``module:function``, an ``async def feature(transport
 **arguments) -> dict``) and its arguments in the environment; this bench starts the
 simulated system, enumerates it like firmware, hands the feature a
 :class:`pcispy.sim.transport.SimTransport`, and writes the feature's result (or its
-expected error) as JSON to the file the CLI reads back. See :func:`pcispy.sim.api.run_feature`.
+expected error) as JSON to the file the CLI reads back. See :func:`pcispy.sim.launcher.run_feature`.
 """
 
 import importlib
@@ -16,12 +16,12 @@ import os
 import cocotb
 
 from pcispy.host.errors import PcispyError
-from pcispy.sim.speed import RESULT_ENV
+from pcispy.sim.api import SimSystem
+from pcispy.sim.irq_service import ResponderService
+from pcispy.sim.launcher import ARGS_ENV, FEATURE_ENV, RESULT_ENV
+from pcispy.sim.transport import SimTransport
 
-__all__ = ["FEATURE_ENV", "ARGS_ENV", "resolve_feature", "run_on_board"]
-
-FEATURE_ENV = "PCISPY_FEATURE"
-ARGS_ENV = "PCISPY_FEATURE_ARGS"
+__all__ = ["resolve_feature", "run_on_board"]
 
 
 def resolve_feature(path):
@@ -36,8 +36,6 @@ async def run_on_board(system, bars, feature, arguments, *, session=None):
     "kind": ...}`` for an expected error, and ``"checker"``: both monitors' report
     (:meth:`~pcispy.sim.api.SimSystem.checker_report`). ``session`` names the session
     the board belongs to (in the transport's description)."""
-    from pcispy.sim.irq_service import ResponderService
-    from pcispy.sim.transport import SimTransport
     try:
         if isinstance(feature, str):
             feature = resolve_feature(feature)
@@ -55,7 +53,6 @@ async def run_on_board(system, bars, feature, arguments, *, session=None):
 @cocotb.test()
 async def run_feature(dut):
     """Run the feature named in the environment against the simulated board."""
-    from pcispy.sim.api import SimSystem
     system = SimSystem(dut)
     try:
         # Starting applies the profile: an unknown one is an expected error too.

@@ -323,7 +323,7 @@ def start(spec, *, idle_timeout_s=DEFAULT_IDLE_TIMEOUT_S, verbose=False):
     running, refusing one that simulates another board); return its :class:`Session`
     and whether this call started it."""
     from pcispy.sim.system import SystemConfig, build_system
-    from pcispy.sim.api import bench_env
+    from pcispy.sim.launcher import bench_env
     with _locked(spec.name):
         session = _check_live(_session(spec.name))
         if session is not None:
@@ -419,8 +419,8 @@ def status(session):
 def run_feature(feature, arguments, spec, *, verbose=False):
     """Run a host feature (a function or its ``"module:function"`` name) on the
     session's board (started if none runs); return its result, as
-    :func:`pcispy.sim.api.run_feature` does for a fresh board."""
-    from pcispy.sim.api import feature_path
+    :func:`pcispy.sim.launcher.run_feature` does for a fresh board."""
+    from pcispy.sim.launcher import feature_path
     session = attach(spec, verbose=verbose)
     outcome = session.request({"op": "run", "feature": feature_path(feature),
                                "arguments": arguments or {}})

@@ -8,6 +8,7 @@ what the simulator itself costs per clock.
 
 import json
 import os
+import tempfile
 import time
 
 from amaranth import Module
@@ -15,11 +16,12 @@ from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
-__all__ = ["EmptyDesign", "measure_empty_cycles_per_s", "measure_bfm_cycles_per_s",
-           "RESULT_ENV"]
+from pcispy.pci.bus import Command
+from pcispy.sim.launcher import RESULT_ENV, run_bench
+from pcispy.sim.system import SystemConfig
+from pcispy.sim.verilate import build_model
 
-#: Benches write their JSON result to the file this variable names.
-RESULT_ENV = "PCISPY_RESULT"
+__all__ = ["EmptyDesign", "measure_empty_cycles_per_s", "measure_bfm_cycles_per_s"]
 
 
 class EmptyDesign(wiring.Component):
@@ -38,8 +40,6 @@ class EmptyDesign(wiring.Component):
 
 def measure_empty_cycles_per_s(cycles=2_000_000):
     """Build the empty model and return its simulated clocks per wall-clock second."""
-    import tempfile
-    from pcispy.sim.verilate import build_model
     model = build_model(verilog.convert(EmptyDesign(), name="emptydesign", emit_src=False),
                         "emptydesign")
     with tempfile.TemporaryDirectory() as tmp:
@@ -53,9 +53,6 @@ def measure_empty_cycles_per_s(cycles=2_000_000):
 def measure_bfm_cycles_per_s():
     """Simulated clocks per second while the host bridge bursts to the test device (the
     32-bit system model, ideal profile)."""
-    import tempfile
-    from pcispy.sim.api import run_bench
-    from pcispy.sim.system import SystemConfig
     with tempfile.TemporaryDirectory() as tmp:
         result = os.path.join(tmp, "speed.json")
         run_bench("pcispy.sim.speed", "bfm_speed", SystemConfig(width=32), result=result)
@@ -65,15 +62,18 @@ def measure_bfm_cycles_per_s():
 
 try:
     import cocotb
-except ImportError:        # the host tool does not need cocotb
+except ImportError:        # the host tool does not need cocotb (an optional dependency)
     cocotb = None
 
-if cocotb is not None:
+if cocotb is not None:     # the benches below run inside the simulator
+    from cocotb.clock import Clock
+    from cocotb.triggers import ClockCycles, Timer
+
+    from pcispy.sim.api import SimSystem
+
     @cocotb.test()
     async def empty_speed(dut):
         """Run the empty design for PCISPY_CYCLES clocks and time it."""
-        from cocotb.clock import Clock
-        from cocotb.triggers import ClockCycles, Timer
         cycles = int(os.environ["PCISPY_CYCLES"])
         cocotb.start_soon(Clock(dut.pci_clk, 30, unit="ns").start())
         dut.pci_rst.value = 1
@@ -90,8 +90,6 @@ if cocotb is not None:
     async def bfm_speed(dut):
         """Host bridge -> test device, 16 KiB unlimited bursts, 64 times; time only the
         commands (the data is placed in the initiator's buffer once)."""
-        from pcispy.pci.bus import Command
-        from pcispy.sim.api import SimSystem
         system = await SimSystem(dut).start()
         window = 0x4000
         await system.test_target.set_windows(mem=(0x9000_0000, window))

@@ -64,10 +64,10 @@ def test_check_list_rules_json_has_every_rule():
 
 
 def test_unknown_simulation_profile_is_refused_as_parsed_naming_the_known_ones(monkeypatch):
-    import pcispy.sim.api
+    import pcispy.sim.launcher
     import pcispy.sim.session
     from pcispy.app.tests._cli import run_cli
-    for module in (pcispy.sim.api, pcispy.sim.session):
+    for module in (pcispy.sim.launcher, pcispy.sim.session):
         monkeypatch.setattr(module, "run_feature", None)     # never reached
     status, _, err = run_cli("--sim=nosuch", "info")
     assert status == 2

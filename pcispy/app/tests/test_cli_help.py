@@ -34,11 +34,11 @@ def no_board(tmp_path, monkeypatch):
     (tmp_path / "sysfs").mkdir()
     monkeypatch.setenv("PCISPY_SYSFS_ROOT", str(tmp_path / "sysfs"))
     monkeypatch.setenv("PCISPY_DEV_ROOT", str(tmp_path / "dev"))
-    import pcispy.sim.api
+    import pcispy.sim.launcher
 
     def no_simulator(*args, **kwargs):
         raise AssertionError("this test must not start the simulator")
-    monkeypatch.setattr(pcispy.sim.api, "run_feature", no_simulator)
+    monkeypatch.setattr(pcispy.sim.launcher, "run_feature", no_simulator)
     return tmp_path
 
 
@@ -285,7 +285,7 @@ def test_option_that_would_do_nothing_is_refused(no_board, argv, says):
 
 def test_transport_settings_keep_their_defaults(no_board, monkeypatch):
     import pcispy.host.transports.uart
-    import pcispy.sim.api
+    import pcispy.sim.launcher
     from pcispy.host.errors import TransportError
     seen = []
 
@@ -297,7 +297,7 @@ def test_transport_settings_keep_their_defaults(no_board, monkeypatch):
         seen.append(config.width)
         raise TransportError("stop here")
     monkeypatch.setattr(pcispy.host.transports.uart, "run", uart_run)
-    monkeypatch.setattr(pcispy.sim.api, "run_feature", simulate)
+    monkeypatch.setattr(pcispy.sim.launcher, "run_feature", simulate)
     assert run_cli("--uart", "dev", "info")[0] == 2
     assert run_cli("--uart", "dev", "--baud", "9600", "--uart-timeout", "2", "info")[0] == 2
     assert run_cli("info")[0] == 2

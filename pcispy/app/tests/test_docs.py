@@ -44,7 +44,7 @@ def test_simulator_page_shows_the_example_bench():
 
 
 def test_the_example_bench_runs():
-    from pcispy.sim.api import run_bench
+    from pcispy.sim.launcher import run_bench
     from pcispy.sim.system import SystemConfig
     assert run_bench("pcispy.sim.tests.bench_user_example", config=SystemConfig(width=64),
                      profile="alphastation200") == 1

@@ -46,7 +46,7 @@ from pcispy.sim.bfm.legacy import RTC_PORT
 from pcispy.sim.bfm.profiles import PROFILES, RTC
 from pcispy.sim.compliance import (Scoreboard, ScratchBackdoor, SharedInitiator,
                                    random_board_response)
-from pcispy.sim.speed import RESULT_ENV
+from pcispy.sim.launcher import RESULT_ENV
 from pcispy.sim.system import BOARD_SLOT, MASTERS
 from pcispy.sim.transport import SimTransport
 from pcispy.sim.tests.bench_bfm import TEST_IO, TEST_IO_SIZE, TEST_MEM, TEST_MEM_SIZE, \

@@ -18,7 +18,7 @@ from pcispy.host.errors import RefusedSetting
 from pcispy.dma.dma_feature import dma
 from pcispy.sim.api import SimSystem
 from pcispy.sim.bfm.profiles import PROFILES, DisconnectMode, RetryMode, DevselSpeed
-from pcispy.sim.speed import RESULT_ENV
+from pcispy.sim.launcher import RESULT_ENV
 from pcispy.sim.transport import SimTransport
 
 #: The host-bridge profiles (the rtc profile belongs to the legacy device).

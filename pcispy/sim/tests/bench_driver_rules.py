@@ -26,7 +26,7 @@ from cocotb.triggers import ClockCycles, SimTimeoutError, with_timeout
 
 from pcispy.sim.api import SimSystem
 from pcispy.sim.bfm.saboteur import ParkMode, Request, Trigger
-from pcispy.sim.speed import RESULT_ENV
+from pcispy.sim.launcher import RESULT_ENV
 # Constants only (importing a bench would register its tests here too).
 from pcispy.sim.tests.bench_bfm import TEST_IO, TEST_IO_SIZE, TEST_MEM, TEST_MEM_SIZE
 

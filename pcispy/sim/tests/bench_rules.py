@@ -29,7 +29,7 @@ from pcispy.sim.api import SimSystem
 from pcispy.sim.bfm.profiles import DisconnectMode, RetryMode
 from pcispy.sim.bfm.target import Knob
 # The environment variable naming the JSON file the outcomes go to.
-from pcispy.sim.speed import RESULT_ENV
+from pcispy.sim.launcher import RESULT_ENV
 # The test device's windows and an address nobody claims (only constants: importing a
 # bench would register its tests here too).
 from pcispy.sim.tests.bench_bfm import NOBODY, TEST_IO, TEST_IO_SIZE, TEST_MEM, TEST_MEM_SIZE

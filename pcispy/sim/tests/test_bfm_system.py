@@ -3,7 +3,7 @@
 
 import pytest
 
-from pcispy.sim.api import run_bench
+from pcispy.sim.launcher import run_bench
 from pcispy.sim.bfm.profiles import PROFILES
 from pcispy.sim.system import SystemConfig
 

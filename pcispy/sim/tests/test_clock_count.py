@@ -16,7 +16,7 @@ import os
 import cocotb
 import pytest
 
-from pcispy.sim.api import run_bench
+from pcispy.sim.launcher import run_bench
 
 pytestmark = pytest.mark.bfm
 

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from pcispy.sim.api import run_bench
+from pcispy.sim.launcher import run_bench
 from pcispy.sim.system import SystemConfig
 
 pytestmark = pytest.mark.fuzz

@@ -4,7 +4,7 @@ default system (pcispy's board in slot 0: the same checkout still runs it by def
 
 import pytest
 
-from pcispy.sim.api import run_bench
+from pcispy.sim.launcher import run_bench
 
 pytestmark = pytest.mark.core
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pcispy.app.cli import main
-from pcispy.sim.api import run_bench
+from pcispy.sim.launcher import run_bench
 from pcispy.sim.system import SystemConfig
 
 pytestmark = pytest.mark.irq

@@ -21,7 +21,7 @@ import pytest
 
 from pcispy.pci.rules import DRIVER_RULES
 from pcispy.spy.checker import RULES
-from pcispy.sim.api import run_bench
+from pcispy.sim.launcher import run_bench
 from pcispy.sim.system import SystemConfig
 from pcispy.sim.verilate import SimulationFailed
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from pcispy.sim.api import run_bench
+from pcispy.sim.launcher import run_bench
 from pcispy.sim.system import SystemConfig
 
 pytestmark = pytest.mark.spy

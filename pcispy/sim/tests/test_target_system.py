@@ -6,7 +6,7 @@ features; and a board built with slow decode, as the bitstreams are."""
 
 import pytest
 
-from pcispy.sim.api import run_bench
+from pcispy.sim.launcher import run_bench
 from pcispy.sim.system import SystemConfig
 
 pytestmark = pytest.mark.target

@@ -158,7 +158,7 @@ def test_ctrl_c_stops_the_capture_and_keeps_what_it_holds():
     # when Ctrl-C comes the memory is full of consecutive idle clocks, and all of it is
     # read back.
     from pcispy.spy.tracefile import parse_trace, trace_bytes
-    from pcispy.sim.api import run_feature
+    from pcispy.sim.launcher import run_feature
     result = run_feature(capture_until_ctrl_c,
                          {"waits_before_ctrl_c": 3, "mode": "raw", "idle_compress": False,
                           "trigger": "register", "pre": 6})

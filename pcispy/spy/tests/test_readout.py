@@ -318,7 +318,7 @@ async def _stopped_and_resumed(transport, *, path, stop_at):
 
 
 def test_simulated_capture_stopped_and_resumed(tmp_path):
-    from pcispy.sim.api import run_feature
+    from pcispy.sim.launcher import run_feature
     path = str(tmp_path / "sim.pcitrace")
     result = run_feature(_stopped_and_resumed, {"path": path, "stop_at": 1000})
     reference = result["reference"]

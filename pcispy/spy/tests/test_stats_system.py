@@ -5,7 +5,7 @@ the tool's own register reads apart, and the histograms are held with the counte
 
 import pytest
 
-from pcispy.sim.api import run_bench
+from pcispy.sim.launcher import run_bench
 from pcispy.sim.system import SystemConfig
 
 pytestmark = pytest.mark.spy
