@@ -54,7 +54,8 @@ from pcispy.spy.spy import Spy, connect_spy_registers
 from pcispy.spy.trigger import RecorderState, trigger_pulse_clocks
 from pcispy.spy.tracemem import SRAMPads, sram_simulation_ports
 from pcispy.spy.sdram import SDRAMPads, SDRAMTiming, sdram_simulation_ports
-from pcispy.core.target import BackendSignature, PCITarget, Window
+from pcispy.core.target import PCITarget, Window
+from pcispy.pci.backend import BackendSignature
 from pcispy.board.registers import BAR0_SIZE, REGISTER_MAP, TRACE_MEMORY
 from pcispy.exerciser.registers import decode_resets
 from pcispy.irq.registers import IRQ_MARKERS

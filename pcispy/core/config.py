@@ -7,7 +7,7 @@ Status registers hold every bit the device implements; the BARs come from a list
 writes honour the byte enables.
 
 The space is reached through the target's word-addressed backend bus
-(:class:`~pcispy.core.target.BackendSignature`, ``addr`` = DWORD register number),
+(:class:`~pcispy.pci.backend.BackendSignature`, ``addr`` = DWORD register number),
 so it answers a read one clock after the request, like every other backend.
 """
 
@@ -18,7 +18,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.pci.bus import DevselSpeed
-from pcispy.core.target import BackendSignature
+from pcispy.pci.backend import BackendSignature
 from pcispy.board.registers import DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID, parse_ids
 
 __all__ = ["BarSpec", "ConfigSpace", "COMMAND_BITS", "STATUS_BITS", "DEFAULT_VENDOR_ID",

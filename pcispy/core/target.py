@@ -49,11 +49,12 @@ from amaranth import Array, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from pcispy.pci.backend import BackendSignature
 from pcispy.pci.bus import DECODE_SPEEDS, Command, DevselSpeed, PCIBusSignature
 from pcispy.core.live import LiveLines, cells_for
 from pcispy.core.pads import LIVE_LINES, decode_signature
 
-__all__ = ["BackendSignature", "Window", "ResponseKnobs", "PCITarget", "WRITE_FIFO_DEPTH",
+__all__ = ["Window", "ResponseKnobs", "PCITarget", "WRITE_FIFO_DEPTH",
            "READ_FIFO_DEPTH"]
 
 #: Posted write buffer depth (words). Four keep zero-wait write bursts flowing.
@@ -65,29 +66,6 @@ READ_FIFO_DEPTH = 4
 # disconnect without data 8 clocks after the last data phase.
 INITIAL_STALL_LIMIT = 13
 SUBSEQUENT_STALL_LIMIT = 7
-
-
-class BackendSignature(wiring.Signature):
-    """The bus between the target and one backend, from the target's side.
-
-    Members:
-        addr (Out, addr_bits): word address within the window (words of ``width`` bits).
-        write (Out, 1): the request is a write.
-        w_data (Out, width), w_be (Out, width // 8): write data, active-high byte enables.
-        valid (Out, 1): a request is presented; taken at an edge where ``ready`` is high.
-        ready (In, 1): the backend takes the request.
-        r_data (In, width), r_valid (In, 1): read responses, one per read request taken,
-            in order, at least one clock after the request.
-    """
-    def __init__(self, addr_bits, width=32):
-        self.addr_bits = addr_bits
-        self.width = width
-        super().__init__({
-            "addr": Out(addr_bits), "write": Out(1),
-            "w_data": Out(width), "w_be": Out(width // 8),
-            "valid": Out(1), "ready": In(1),
-            "r_data": In(width), "r_valid": In(1),
-        })
 
 
 @dataclass(frozen=True)

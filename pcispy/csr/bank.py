@@ -32,7 +32,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.csr.map import Access
-from pcispy.core.target import BackendSignature
+from pcispy.pci.backend import BackendSignature
 
 __all__ = ["RegisterSignature", "BlockSignature", "CSRBank"]
 

@@ -13,7 +13,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
 from pcispy.core.ram import add_ram
-from pcispy.core.target import BackendSignature
+from pcispy.pci.backend import BackendSignature
 
 __all__ = ["ScratchRAM"]
 

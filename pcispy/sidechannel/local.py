@@ -15,7 +15,7 @@ from amaranth import Cat, Const, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from pcispy.core.target import BackendSignature
+from pcispy.pci.backend import BackendSignature
 from pcispy.sidechannel.protocol import ADDRESS_BYTES, Space
 
 __all__ = ["LocalAccessSignature", "SharedBackend", "LocalAccess", "ADDR_BITS"]

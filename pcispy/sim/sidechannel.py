@@ -28,7 +28,7 @@ from pcispy.board.clock_meter import OscillatorGate
 from pcispy.csr.bank import CSRBank
 from pcispy.core.config import BarSpec, ConfigSpace
 from pcispy.core.pads import simulation_ports
-from pcispy.core.target import BackendSignature
+from pcispy.pci.backend import BackendSignature
 from pcispy.board.registers import BAR0_SIZE, REGISTER_MAP
 from pcispy.sidechannel.local import LocalAccess, LocalAccessSignature, SharedBackend
 from pcispy.sidechannel.protocol import (MAX_WORDS, SOF, STATUS_COUNTERS, Command,

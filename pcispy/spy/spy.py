@@ -35,7 +35,7 @@ from pcispy.spy.summary import Summariser
 from pcispy.spy.trigger import (Recorder, RecorderState, RecordPlacement, SegmentEntry,
                                 SegmentTable, TriggerInput, TriggerOutput, MAX_SEGMENTS,
                                 SEGMENTS_LOG2_BITS, trigger_pulse_clocks)
-from pcispy.core.target import BackendSignature
+from pcispy.pci.backend import BackendSignature
 from pcispy.spy.tracemem import (BRAMTraceMemory, SRAMTraceMemory, SRAMSignature, TraceWriter,
                                  TraceBackend)
 from pcispy.spy.registers import SPY_FILTERS, SPY_MASTERS

@@ -18,7 +18,7 @@ from amaranth.lib import enum, io, memory, wiring, fifo
 from amaranth.lib.wiring import In, Out
 
 from pcispy.pci.bus import TriStateSignature
-from pcispy.core.target import BackendSignature
+from pcispy.pci.backend import BackendSignature
 from pcispy.spy.format import SLOT_BITS, SUMMARY_RECORD_BITS
 
 __all__ = ["TraceMemorySignature", "BRAMTraceMemory", "SRAMSignature", "SRAMTraceMemory",

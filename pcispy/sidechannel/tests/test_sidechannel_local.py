@@ -12,7 +12,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.sim import Simulator
 
-from pcispy.core.target import BackendSignature
+from pcispy.pci.backend import BackendSignature
 from pcispy.sidechannel.local import LocalAccess, SharedBackend
 from pcispy.sidechannel.protocol import Space
 
