@@ -48,7 +48,7 @@ from amaranth.lib import data, enum, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.pci.bus import PRESENTED_GATED, ADDecision, Command, Termination, PCIBusSignature
-from pcispy.platform.ecp5.cells import gated_two_way, two_way
+from pcispy.core.cells import gated_two_way, two_way
 from pcispy.core.live import SLICE_PAIR_LINES, LiveLines, cells_for
 from pcispy.core.pads import CORE_GATED_LINES, JOINED_LINES
 
@@ -1071,7 +1071,7 @@ class Initiator(wiring.Component):
         not the final one, so it is 0 in the final phase and ``kill`` can take it
         rather than gate ``low``: the terms of ``take_high`` are ``go``, ``xfer`` and
         ``kill``, each a hand-placed LUT4 of the lines and registered halves
-        (:mod:`~pcispy.platform.ecp5.cells`). The pads OR them in a cell next to each pair of AD pins: a
+        (:mod:`~pcispy.core.cells`). The pads OR them in a cell next to each pair of AD pins: a
         line crosses that and the pads' join, three cells to AD's registers. (Chosen
         among the sixteen cofactors' words, the lines would cross five or six; as
         ``sel ? high : keep & low`` with the join with the target's word a cell of its

@@ -10,7 +10,7 @@ which synthesis folds away) and lets the lines choose:
 
 - **now**, in front of the pads' output flip-flops (:meth:`LiveLines.choose_now`): each
   cofactor's value is a kept net and the lines choose among them in hand-placed cells
-  (one slice pair per bit, :func:`~pcispy.platform.ecp5.cells.live_choice`), so that a
+  (one slice pair per bit, :meth:`~pcispy.core.cells.CellModel.live_choice`), so that a
   line crosses a fixed, small number of cells whatever synthesis makes of the rest;
 - **later**, for the state (:meth:`LiveLines.choose_later`): each cofactor's next value is
   registered, the lines are registered beside them (:meth:`LiveLines.registered`) and
@@ -18,16 +18,17 @@ which synthesis folds away) and lets the lines choose:
   registering the choice, while a live line ends at one flip-flop of its own and never
   reaches the state registers or anything behind them.
 
-The cells are a backend handed in by the platform (:func:`cells_for`): the ECP5
-primitives on an ECP5 platform, the same cells as Amaranth logic in simulation and in the
-formal proofs (which then run the very tables the FPGA gets).
+The cells are a backend handed in by the platform (:func:`cells_for`): an FPGA's
+primitives where the platform offers them, the same cells as Amaranth logic
+(:class:`~pcispy.core.cells.CellModel`) in simulation and in the formal proofs (which
+then run the very tables the FPGA gets).
 """
 
 import itertools
 
 from amaranth import Mux, Signal, Value
 
-from pcispy.platform.ecp5.cells import ECP5CellModel, ECP5Cells
+from pcispy.core.cells import CellModel
 
 __all__ = ["cells_for", "LiveLines"]
 
@@ -37,17 +38,18 @@ SLICE_PAIR_LINES = 3
 
 def cells_for(platform):
     """The cell backend for ``platform``: the platform's own (``platform.get_live_cells()``,
-    the hook a platform offers to supply them), the ECP5 primitives on an ECP5 platform,
-    or their model in logic without a platform (simulation, formal)."""
+    the hook through which a platform supplies its primitives, as Amaranth's platforms
+    supply their I/O buffers), or :class:`~pcispy.core.cells.CellModel` without a platform
+    (simulation, formal). A platform without the hook is refused: its synthesis would not
+    keep the live paths' structure."""
     if platform is None:
-        return ECP5CellModel()
+        return CellModel()
     hook = getattr(platform, "get_live_cells", None)
-    if hook is not None:
-        return hook()
-    if getattr(platform, "family", None) == "ecp5":
-        return ECP5Cells()
-    raise NotImplementedError(f"no live-path cells for platform {platform!r}: give it a "
-                              "get_live_cells() method returning a cell backend")
+    if hook is None:
+        raise TypeError(f"no live-path cells for platform {platform!r}: give it a "
+                        "get_live_cells() method returning a cell backend "
+                        "(pcispy.core.cells.CellModel's interface)")
+    return hook()
 
 
 class LiveLines:

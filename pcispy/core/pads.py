@@ -28,7 +28,8 @@ unregistered inputs:
 
 Lines with a live path use an ``io.Buffer`` with the I/O flip-flops written out here
 (``*_out_ff``/``*_oe_ff``/``*_in_ff``) in simulation; on an FPGA platform they use
-:class:`~pcispy.platform.ecp5.iocell.IOCellFlops`, whose output and output-enable registers
+the platform's I/O-cell flip-flops (the cell backend's ``io_flops``; on an ECP5
+:class:`~pcispy.platform.ecp5.iocell.IOCellFlops`), whose output and output-enable registers
 are the ECP5 I/O cell's own (the sampled input stays a fabric flip-flop next to the pin:
 the I/O cell cannot give both its input register and the live pin to the fabric). Every
 other line uses ``io.FFBuffer`` (all three registers in the I/O cell).
@@ -39,8 +40,6 @@ from amaranth.lib import io, wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.core.live import cells_for
-from pcispy.platform.ecp5.cells import kept_lut4, lut4
-from pcispy.platform.ecp5.iocell import IOCellFlops
 from pcispy.pci.bus import (ACTIVE_LOW, OPEN_DRAIN, PRESENTED_GATED, SUSTAINED_TRISTATE,
                             ADDecision, PCIBusSignature, bus_lines)
 
@@ -117,22 +116,21 @@ def simulation_ports(width=32, *, passive=False):
             for name, bits in bus_lines(width).items()}
 
 
-def decision_cell(m, decision, group, name):
-    """One hand-placed ``LUT4`` (named ``name``) ORing the terms of copy ``group`` of a
-    master's :class:`~.bus.ADDecision`: the decision, formed next to the pins it serves
-    (FPGA only)."""
-    return lut4(m, lambda *terms: any(terms), list(decision.terms(group)), name, fpga=True)
+def decision_cell(m, cells, decision, group, name):
+    """One hand-placed ``LUT4`` of ``cells`` (named ``name``) ORing the terms of copy
+    ``group`` of a master's :class:`~.bus.ADDecision`: the decision, formed next to the
+    pins it serves (FPGA only)."""
+    return cells.lut4(m, lambda *terms: any(terms), list(decision.terms(group)), name)
 
 
-def decided_word(m, take_high, high, low, others, name):
+def decided_word(m, cells, take_high, high, low, others, name):
     """The word AD pins take from a master's decision (``take_high``, one bit, between
     the words ``high`` and ``low``) and the other cores' word ``others`` (ORed, each 0
     where it does not drive): one ``LUT4`` per bit (named ``NAME_bBIT``), the choice
     made in the cell of the join (FPGA only; elsewhere the pads take
     :meth:`~.bus.ADDecision.word`)."""
-    return Cat(*(lut4(m, lambda take, high, low, other: (high if take else low) or other,
-                      [take_high, high[bit], low[bit], others[bit]], f"{name}_b{bit}",
-                      fpga=True)
+    return Cat(*(cells.lut4(m, lambda take, high, low, other: (high if take else low) or other,
+                            [take_high, high[bit], low[bit], others[bit]], f"{name}_b{bit}")
                  for bit in range(len(others))))
 
 
@@ -320,7 +318,7 @@ class PCIPads(wiring.Component):
             return value, oe | owned
         return line.o, oe
 
-    def _fanned_out_buffers(self, m, name, line, port):
+    def _fanned_out_buffers(self, m, cells, name, line, port):
         """AD on an FPGA: registered I/O per pin pair, each pair's output-enable register
         fed by a copy of the enable of its own (a kept ``LUT4``: NAND of the OR of the
         enables and ``drive_allowed``; with ``master_ad`` the master's decision and the
@@ -362,17 +360,17 @@ class PCIPads(wiring.Component):
             buf = io.FFBuffer("io", port[low:high], i_domain="pci", o_domain="pci")
             m.submodules[f"{name}_buffer_{low}"] = buf
             if decided:
-                take_high = decision_cell(m, decision, low // self.pin_group,
+                take_high = decision_cell(m, cells, decision, low // self.pin_group,
                                           f"{name}_take_high_{low}")
-                words.append(decided_word(m, take_high, decision.high[low:high],
+                words.append(decided_word(m, cells, take_high, decision.high[low:high],
                                           decision.low[low:high], line.o[low:high],
                                           f"{name}_word_{low}"))
                 floats = (decided_floats, [take_high, permitted["high"], permitted["low"],
                                            self.ad_oe_by[0]])
             else:
                 words.append(value[low:high])
-            float_copy = Signal(name=f"{name}_float_copy_{low}")
-            m.submodules[f"{name}_oe_copy_{low}"] = kept_lut4(*floats, float_copy)
+            float_copy = cells.lut4(m, *floats, f"{name}_oe_copy_{low}",
+                                    net=f"{name}_float_copy_{low}")
             m.d.comb += [buf.o.eq(words[-1]), buf.oe.eq(~float_copy)]
             sampled.append(buf.i)
             copies.append(float_copy)
@@ -412,7 +410,7 @@ class PCIPads(wiring.Component):
                 self.fast_decode and name in DECODE_LINES)
             if unregistered and cells.fpga:
                 # On an FPGA the output and enable registers go into the I/O cell.
-                cell = IOCellFlops(direction, port)
+                cell = cells.io_flops(direction, port)
                 m.submodules[f"{name}_buffer"] = cell
                 m.d.comb += line.i.eq(cell.i)
                 live_values[name] = cell.live
@@ -438,7 +436,7 @@ class PCIPads(wiring.Component):
                     sampled[name] = buf
             elif name in JOINED_LINES and direction == "io" and cells.fpga:
                 driven_words[name], float_copies[name] = self._fanned_out_buffers(
-                    m, name, line, port)
+                    m, cells, name, line, port)
             else:
                 buf = io.FFBuffer(direction, port, i_domain="pci",
                                   o_domain=None if direction == "i" else "pci")
@@ -484,7 +482,7 @@ class PCIPads(wiring.Component):
         for ad, cbe, par, error in groups:
             par_buf = sampled[par]
             # Generation: PAR in the next clock covers the AD we drive now and C/BE# now.
-            if isinstance(par_buf, IOCellFlops):
+            if cells.fpga:
                 # The I/O cell's registers are PAR's output flip-flops.
                 if par_buf.direction is not io.Direction.Input:
                     m.d.comb += [par_buf.o.eq(ad_parity[ad] ^ live_values[cbe].xor()),

@@ -23,6 +23,7 @@ from amaranth.build import Resource
 from amaranth_boards.ecp5_5g_evn import ECP55GEVNPlatform
 
 from pcispy.pci.bus import bus_lines
+from pcispy.platform.ecp5.cells import ECP5Cells
 from pcispy.platform.boards.ulx3s import (CLOCK_LINE, PCI_CLOCK_MHZ, PCI_EDGE_PINS as PCI_EDGE_PINS_32, RESET_LINE,
                                           pci_subsignal)
 
@@ -116,8 +117,10 @@ PCI_PIN_GROUP = 2
 
 
 def add_pci(board, passive=False, clock_mhz=PCI_CLOCK_MHZ):
-    """Add the ``pci`` resource to ``board`` and return it, with its ``pci_pin_group``."""
+    """Add the ``pci`` resource to ``board`` and return it, with its ``pci_pin_group``
+    and the live paths' cell backend (``get_live_cells``: the ECP5 primitives)."""
     board.add_resources([pci_resource(board, passive, clock_mhz)])
+    board.get_live_cells = ECP5Cells
     board.pci_pin_group = PCI_PIN_GROUP
     return board
 

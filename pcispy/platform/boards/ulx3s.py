@@ -16,6 +16,7 @@ from amaranth_boards.ulx3s import (ULX3S_12F_Platform, ULX3S_25F_Platform,
 
 from pcispy.pci.bus import bus_lines
 from pcispy.core.pads import INPUT_ONLY_LINES
+from pcispy.platform.ecp5.cells import ECP5Cells
 
 __all__ = ["WIDTH", "NEXTPNR_DEFAULTS", "PCI_PINOUT", "PCI_EDGE_PINS", "CLOCK_LINE", "RESET_LINE", "BOARDS",
            "TRIGGER_PINS", "trigger_resource",
@@ -148,8 +149,10 @@ def add_pci(platform, passive=False, clock_mhz=PCI_CLOCK_MHZ, sdram_clock_mhz=No
     ``pci_sdram_clock_mhz`` (``sdram_clock_mhz``: the SDRAM's own clock from a PLL, e.g.
     :data:`SDRAM_CLOCK_MHZ`; None, the default: the SDRAM runs on the PCI clock); the
     ``pci_trigger`` resource too (:func:`trigger_resource`), named by
-    ``pci_trigger_resource``."""
+    ``pci_trigger_resource``; and ``get_live_cells``, the hook that hands the cores the
+    ECP5 primitives for their live paths (:func:`pcispy.core.live.cells_for`)."""
     platform.add_resources([pci_resource(passive, clock_mhz), trigger_resource()])
+    platform.get_live_cells = ECP5Cells
     platform.pci_trigger_resource = "pci_trigger"
     platform.pci_pin_group = PCI_PIN_GROUP
     platform.pci_trace_memory = "sdram" if passive else "bram"

@@ -14,7 +14,8 @@ from amaranth.hdl import Fragment
 from amaranth.sim import Simulator
 
 from pcispy.pci.bus import ADDecision
-from pcispy.platform.ecp5.cells import kept_lut4, live_choice
+from pcispy.core.cells import CellModel
+from pcispy.platform.ecp5.cells import ECP5Cells, kept_lut4
 from pcispy.core.pads import decided_floats, decided_word, decision_cell
 
 pytestmark = pytest.mark.target
@@ -38,8 +39,8 @@ def _choice_module(lines, width, *, fpga, inverted=False, gate=None):
     m = Module()
     selects = [Signal(name=f"sel{k}") for k in range(lines)]
     leaves = {index: Signal(width, name=f"leaf{index}") for index in range(1 << lines)}
-    chosen = live_choice(m, selects, leaves, "chosen", fpga=fpga, inverted=inverted,
-                         gate=gate)
+    cells = ECP5Cells() if fpga else CellModel()
+    chosen = cells.live_choice(m, selects, leaves, "chosen", inverted=inverted, gate=gate)
     out = Signal(width, name="out")
     m.d.comb += out.eq(chosen)
     return m, selects, leaves, out
@@ -81,11 +82,12 @@ def test_live_choice_on_an_fpga_is_one_slice_pair_per_bit():
 
 
 def test_live_choice_refuses_what_a_slice_pair_cannot_choose():
-    with pytest.raises(ValueError, match="one to three lines"):
-        live_choice(None, [Signal() for _ in range(4)], {i: Signal() for i in range(16)},
-                    "x", fpga=False)
-    with pytest.raises(ValueError, match="differ in width"):
-        live_choice(None, [Signal()], {0: Signal(2), 1: Signal(3)}, "y", fpga=False)
+    for cells in (CellModel(), ECP5Cells()):
+        with pytest.raises(ValueError, match="one to three lines"):
+            cells.live_choice(None, [Signal() for _ in range(4)],
+                              {i: Signal() for i in range(16)}, "x")
+        with pytest.raises(ValueError, match="differ in width"):
+            cells.live_choice(None, [Signal()], {0: Signal(2), 1: Signal(3)}, "y")
 
 
 def _plain_choice_module(lines, width, gate=None):
@@ -173,11 +175,12 @@ def _decided_module(*, fpga):
     other_oe = Signal(name="other_oe")
     word, floats = Signal(3, name="word"), Signal(name="floats")
     if fpga:
-        take_high = decision_cell(m, decision, 0, "take_high")
-        m.d.comb += word.eq(decided_word(m, take_high, decision.high[:3], decision.low[:3],
-                                         others, "word"))
-        m.submodules.copy = kept_lut4(decided_floats, [take_high, decision.high_oe,
-                                                       decision.low_oe, other_oe], floats)
+        cells = ECP5Cells()
+        take_high = decision_cell(m, cells, decision, 0, "take_high")
+        m.d.comb += word.eq(decided_word(m, cells, take_high, decision.high[:3],
+                                         decision.low[:3], others, "word"))
+        m.d.comb += floats.eq(cells.lut4(m, decided_floats, [take_high, decision.high_oe,
+                                                            decision.low_oe, other_oe], "copy"))
     else:
         m.d.comb += [word.eq(decision.word()[:3] | others),
                      floats.eq(~(decision.enable() | other_oe))]

@@ -1,0 +1,132 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The cells of the live paths, as the cores write them: the interface and its model.
+
+A live handshake line (read in the clock it arrives) may cross only a few cells to a
+flip-flop, so the cores write those paths as cells: look-up tables of up to four inputs
+(:meth:`CellModel.lut4`), a choice among registered words by one to three lines
+(:meth:`CellModel.live_choice`, one slice pair per bit on an FPGA), nets synthesis must
+keep (:meth:`CellModel.kept`), and the pins' I/O-cell flip-flops (:meth:`CellModel.io_flops`).
+The cores know this interface only; the platform hands in the backend
+(:func:`pcispy.core.live.cells_for`): an FPGA's primitives (pcispy.platform.ecp5.cells on
+an ECP5), or :class:`CellModel`, the same functions as Amaranth logic, for simulation and
+the formal proofs, which then run the very tables the FPGA gets.
+
+A table's ``INIT`` follows the convention of the 4-input LUTs of the FPGAs this project
+targets: bit D*8 + C*4 + B*2 + A is the output for inputs A, B, C, D.
+"""
+
+from amaranth import Array, Cat, Const, Signal, Value
+
+__all__ = ["lut4_init", "two_way", "gated_two_way", "lut4_pins", "inputs_inverted",
+           "check_live_choice", "CellModel"]
+
+
+def lut4_init(function):
+    """INIT of a 4-input LUT computing ``function(a, b, c, d)``."""
+    return sum(1 << index for index in range(16)
+               if function(*((index >> bit) & 1 for bit in range(4))))
+
+
+def two_way(select, one, zero, _=0):
+    """A table choosing between two inputs: ``select ? one : zero``."""
+    return one if select else zero
+
+
+def gated_two_way(select, one, zero, gate):
+    """A table choosing between two inputs where ``gate`` is set, else 0."""
+    return gate and (one if select else zero)
+
+
+def lut4_pins(inputs):
+    """``inputs`` (up to four) padded with constant 0s to a LUT's four."""
+    if len(inputs) > 4:
+        raise ValueError(f"a LUT4 has four inputs, not {len(inputs)}")
+    return list(inputs) + [Const(0)] * (4 - len(inputs))
+
+
+def inputs_inverted(function, inverted):
+    """``function`` of the inputs whose indices are in ``inverted`` inverted."""
+    def table(*bits):
+        return function(*(bit ^ (k in inverted) for k, bit in enumerate(bits)))
+    return table
+
+
+def check_live_choice(selects, leaves, name):
+    """The leaves of a :meth:`CellModel.live_choice` as a list in index order, of one
+    width; ValueError where one slice pair cannot make the choice."""
+    if not 1 <= len(selects) <= 3:
+        raise ValueError(f"a slice pair chooses by one to three lines, not {len(selects)}")
+    leaves = [Value.cast(leaves[index]) for index in range(1 << len(selects))]
+    if any(len(leaf) != len(leaves[0]) for leaf in leaves):
+        raise ValueError(f"{name}: the leaves differ in width")
+    return leaves
+
+
+class CellModel:
+    """The live paths' cells as Amaranth logic: the backend without a platform
+    (simulation, the formal proofs). An FPGA's backend subclasses it with the same
+    functions as primitives and sets :attr:`fpga`."""
+    #: The cells are an FPGA's primitives (instances) rather than their tables in logic.
+    fpga = False
+
+    def lut4(self, m, function, inputs, name, *, inverted=(), net=None):
+        """One 4-input LUT computing ``function(a, b, c, d)`` of ``inputs`` (A first): a
+        1-bit signal named ``net`` (default ``name``), from the cell named ``name``
+        (unique in ``m``; where the two names are the same, the cell's takes a suffix).
+
+        ``inverted``: the indices of inputs that are active-low pins read inside-level
+        (the pads' ``live`` lines, the pin value inverted): the cell takes their inverse
+        and its table inverts them back, so that synthesis cancels the two inversions and
+        the pin reaches the cell without a LUT of its own in front of it."""
+        if inverted:
+            inputs = [~Value.cast(x) if k in inverted else x for k, x in enumerate(inputs)]
+            function = inputs_inverted(function, inverted)
+        output = Signal(name=net or name)
+        self._table(m, function, lut4_pins(inputs), output, name)
+        return output
+
+    def _table(self, m, function, pins, output, name):
+        """``output`` = ``function`` of the four ``pins``, as logic: its INIT indexed."""
+        table = Const(lut4_init(function), 16)
+        m.d.comb += output.eq(table.bit_select(Cat(*pins), 1))
+
+    def enable_lut4(self, m, function, inputs, name):
+        """An output enable ``function(a, b, c, d)`` of ``inputs`` from one LUT (named
+        ``name``) that holds its inverse, as an I/O cell's tristate register takes an
+        enable (1 = float): the pads' inversion in front of that register cancels against
+        the one returned here, and the register reads the cell with no inverter between."""
+        return ~self.lut4(m, lambda *bits: not function(*bits), inputs, name)
+
+    def live_choice(self, m, selects, leaves, name, *, inverted=False, gate=None):
+        """The leaf that ``selects`` (one to three 1-bit values, the live lines) choose:
+        on an FPGA the cells of one slice (pair) per bit, a line crossing at most three
+        cells, the later lines the fastest; here the choice itself (simulation runs it for
+        every bit of every word each clock).
+
+        ``leaves``: ``{index: value}`` for every index below ``2 ** len(selects)``, bit k
+        of the index being the value of ``selects[k]``; values of one width (from
+        registers: they have the clock before to arrive). Returns a signal of that width
+        named ``name``. ``inverted``: the selects are active-low pins read inside-level
+        (as :meth:`lut4`'s ``inverted``). ``gate``: a 1-bit value from a register; the
+        choice is 0 where it is 0 (on an FPGA the first cells' fourth input).
+        """
+        leaves = check_live_choice(selects, leaves, name)
+        width = len(leaves[0])
+        output = Signal(width, name=name)
+        choice = Array(leaves)[Cat(*selects)]
+        if gate is not None:
+            choice = choice & Value.cast(gate).replicate(width)
+        m.d.comb += output.eq(choice)
+        return output
+
+    def kept(self, m, value, name):
+        """``value`` through a net named ``name`` that synthesis keeps (logic is not
+        folded across it); in logic, the value itself."""
+        return value
+
+    def io_flops(self, direction, port):
+        """The I/O-cell flip-flops of a pin whose value a core also reads unregistered: a
+        component with ports ``i`` (sampled), ``live`` (now) and, bidirectional, ``o`` and
+        ``oe``. Only an FPGA's backend has them: without one the pads keep fabric
+        flip-flops."""
+        raise TypeError("I/O-cell flip-flops exist only on an FPGA backend")
