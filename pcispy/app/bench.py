@@ -364,7 +364,7 @@ def _spy_sdram():
     ``spy.sdram_command_margin_ns`` (the smaller side of the read data's window around
     its sampling edge and of the commands' setup and hold, for the assumed board round
     trip: pcispy/spy/sdram.py ``board_margins``)."""
-    from pcispy.board.board_top import sdram_clocking
+    from pcispy.platform.top import sdram_clocking
     from pcispy.platform.boards.ulx3s import BOARDS, SDRAM_CLOCK_MHZ
     from pcispy.spy.format import RAW_RECORD_BITS, SLOT_BITS, SUMMARY_RECORD_BITS
     from pcispy.spy.sdram import SDRAMTiming, board_margins

@@ -31,7 +31,7 @@ to the PCI clock). Given ``domain``, the controller and the SDRAM pins run on th
 instead (the SDRAM faster than the bus): the FIFO becomes asynchronous
 (:class:`~pcispy.spy.async_fifo.RegisteredAsyncFIFO`, its read side registered) and a
 read crosses by a toggle handshake. The passive ULX3S build can run it on a 110 MHz PLL
-clock (domain ``sdram``, pcispy.board.board_top, the SDRAM's clock pin from a second,
+clock (domain ``sdram``, pcispy.platform.top, the SDRAM's clock pin from a second,
 phase-shifted PLL output: :func:`board_clock_phase`); the simulated system on the bus
 clock (docs/sdram.md).
 """
@@ -257,7 +257,7 @@ class SDRAMPads(wiring.Component):
     (``read_delay`` counts both). The ``clk`` port gets the domain's clock through a DDR
     output, inverted, so the SDRAM samples each command in its middle; a ``clk`` of None
     says the board drives the clock pin itself (a PLL output shifted in phase, through a
-    DDR cell of its own: pcispy.board.board_top), the other pins still registered.
+    DDR cell of its own: pcispy.platform.top), the other pins still registered.
 
     Ports: sdram (In, SDRAMSignature()): the controller's pins.
 

@@ -37,8 +37,8 @@ def pin_table(board):
 
 
 def led_table():
-    """The markdown table of the LEDs (pcispy/board/board_top.py ``LED_MEANING``)."""
-    from pcispy.board.board_top import LED_MEANING
+    """The markdown table of the LEDs (pcispy/platform/top.py ``LED_MEANING``)."""
+    from pcispy.platform.top import LED_MEANING
     lines = ["| LED | shows |", "|---|---|"]
     lines += [f"| {index} | {meaning} |" for index, meaning in enumerate(LED_MEANING)]
     return "\n".join(lines) + "\n"

@@ -21,7 +21,7 @@ import pytest
 from pcispy.platform.build import analyse_io, parse_sdf
 from pcispy.platform.boards.ulx3s import (BOARDS, CLOCK_LINE, PCI_EDGE_PINS, PCI_PINOUT,
                                           RESET_LINE, add_pci, header_label)
-from pcispy.board.board_top import BoardTop
+from pcispy.platform.top import BoardTop
 from pcispy.pci.bus import bus_lines
 from pcispy.core.pads import INPUT_ONLY_LINES, live_lines
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from pcispy.board.board_top import BoardTop, sdram_clocking
+from pcispy.platform.top import BoardTop, sdram_clocking
 from pcispy.platform.boards import board_platform
 from pcispy.platform.boards.ulx3s import BOARDS, SDRAM_CLOCK_MHZ, add_pci
 from pcispy.platform.build import check, margins
