@@ -56,7 +56,8 @@ from pcispy.spy.tracemem import SRAMPads, sram_simulation_ports
 from pcispy.spy.sdram import SDRAMPads, SDRAMTiming, sdram_simulation_ports
 from pcispy.core.target import PCITarget, Window
 from pcispy.pci.backend import BackendSignature
-from pcispy.board.registers import BAR0_SIZE, REGISTER_MAP, TRACE_MEMORY
+from pcispy.board.registers import (BAR0_SIZE, DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID,
+                                    REGISTER_MAP, TRACE_MEMORY)
 from pcispy.exerciser.registers import decode_resets
 from pcispy.irq.registers import IRQ_MARKERS
 from pcispy.sidechannel.local import LocalAccess, LocalAccessSignature, SharedBackend
@@ -415,7 +416,9 @@ class PCIBoard(wiring.Component):
         mode. Returns the target and ``{Space: SharedBackend}`` of the spaces it shares
         with the side channel (configuration space, BAR0)."""
         m.submodules.config = config = ConfigSpace(
-            self.bars, mhz66=self.clock_mhz > 33, devsel=self.decode, **self.config_args)
+            self.bars, mhz66=self.clock_mhz > 33, devsel=self.decode,
+            **{"vendor_id": DEFAULT_VENDOR_ID, "device_id": DEFAULT_DEVICE_ID,
+               **self.config_args})
         m.submodules.target = target = PCITarget(self.width, self.windows, decode=self.decode)
         m.submodules.response = response = ExerciserResponse(decode=self.decode)
         if self.decode is DevselSpeed.FAST:

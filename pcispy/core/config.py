@@ -19,10 +19,8 @@ from amaranth.lib.wiring import In, Out
 
 from pcispy.pci.bus import DevselSpeed
 from pcispy.pci.backend import BackendSignature
-from pcispy.board.registers import DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID, parse_ids
 
-__all__ = ["BarSpec", "ConfigSpace", "COMMAND_BITS", "STATUS_BITS", "DEFAULT_VENDOR_ID",
-           "DEFAULT_DEVICE_ID", "DEFAULT_CLASS_CODE", "parse_ids"]
+__all__ = ["BarSpec", "ConfigSpace", "COMMAND_BITS", "STATUS_BITS", "DEFAULT_CLASS_CODE"]
 
 #: Data acquisition and signal processing controller, "other" (0x11/0x80, prog-if 0).
 DEFAULT_CLASS_CODE = 0x11_80_00
@@ -99,7 +97,7 @@ class ConfigSpace(wiring.Component):
         interrupt_pin: 1 = INTA# .. 4 = INTD#, 0 = none.
         min_gnt, max_lat: in 1/4 us units, for the configuration software.
     """
-    def __init__(self, bars, *, vendor_id=DEFAULT_VENDOR_ID, device_id=DEFAULT_DEVICE_ID,
+    def __init__(self, bars, *, vendor_id, device_id,
                  revision=1, class_code=DEFAULT_CLASS_CODE, subsystem_vendor_id=None,
                  subsystem_id=None, mhz66=False, master=True, interrupt_pin=1,
                  min_gnt=0, max_lat=0, devsel=DevselSpeed.MEDIUM):

@@ -51,7 +51,7 @@ import sys
 import time
 from pathlib import Path
 
-from pcispy.core.config import DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID, parse_ids
+from pcispy.board.registers import DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID, parse_ids
 from pcispy.platform.top import BoardTop
 from pcispy.pci.bus import DECODE_SPEEDS, bus_lines
 from pcispy.platform.boards import BOARDS, PINOUTS, board_platform
@@ -151,7 +151,7 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
     speed by name (a key of :data:`DECODE_NAMES`). ``sdram_clock_mhz``: the passive ULX3S's
     SDRAM trace memory on its own clock from a PLL (None: on the PCI clock). ``ids``:
     ``(vendor ID, device ID)`` of the board's configuration space (None: pcispy's,
-    :data:`~pcispy.core.config.DEFAULT_VENDOR_ID`)."""
+    :data:`~pcispy.board.registers.DEFAULT_VENDOR_ID`)."""
 
     platform, width = board_platform(board, passive=passive, clock_mhz=clock_mhz,
                                      sdram_clock_mhz=sdram_clock_mhz)

@@ -29,7 +29,7 @@ from pcispy.csr.bank import CSRBank
 from pcispy.core.config import BarSpec, ConfigSpace
 from pcispy.core.pads import simulation_ports
 from pcispy.pci.backend import BackendSignature
-from pcispy.board.registers import BAR0_SIZE, REGISTER_MAP
+from pcispy.board.registers import BAR0_SIZE, DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID, REGISTER_MAP
 from pcispy.sidechannel.local import LocalAccess, LocalAccessSignature, SharedBackend
 from pcispy.sidechannel.protocol import (MAX_WORDS, SOF, STATUS_COUNTERS, Command,
                                          Space, Status, frame)
@@ -101,7 +101,8 @@ class BoardPart(wiring.Component):
         m.submodules.bank = bank = CSRBank(REGISTER_MAP)
         bars = [BarSpec("registers", "mem", BAR0_SIZE),
                 BarSpec("trace", "mem", 16 << TRACE_ADDR_BITS, prefetchable=True)]
-        m.submodules.config = config = ConfigSpace(bars)
+        m.submodules.config = config = ConfigSpace(bars, vendor_id=DEFAULT_VENDOR_ID,
+                                                   device_id=DEFAULT_DEVICE_ID)
         m.submodules.trace = trace = _TraceMemory(BackendSignature(TRACE_ADDR_BITS + 2))
         shared = {}
         for space, backend in ((Space.CONFIG, config.access), (Space.BAR0, bank.access),

@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-from pcispy.core.config import DEFAULT_CLASS_CODE, DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID
+from pcispy.board.registers import DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID
+from pcispy.core.config import DEFAULT_CLASS_CODE
 from pcispy.board.top import PCIBoard
 from pcispy.app.cli import main
 from pcispy.app.tests._debian import debian_tool

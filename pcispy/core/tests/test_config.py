@@ -16,7 +16,7 @@ BARS = [BarSpec("regs", "mem", 4096), None, BarSpec("win", "mem", 64 * 1024, pre
 
 
 def run(bench, **kwargs):
-    dut = ConfigSpace(BARS, **kwargs)
+    dut = ConfigSpace(BARS, **{"vendor_id": 0x5C15, "device_id": 0x0001, **kwargs})
     sim = Simulator(dut)
     sim.add_clock(30e-9, domain="pci")
 
@@ -119,5 +119,5 @@ def test_bad_bar_specs_are_refused():
     with pytest.raises(ValueError, match="256"):
         BarSpec("x", "io", 512)
     with pytest.raises(ValueError, match="six"):
-        ConfigSpace([BarSpec("x", "mem", 4096)] * 7)
+        ConfigSpace([BarSpec("x", "mem", 4096)] * 7, vendor_id=0x5C15, device_id=1)
     gc.collect()                # report the unelaborated object within this test

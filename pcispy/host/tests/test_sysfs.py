@@ -11,7 +11,7 @@ import struct
 import pytest
 
 from pcispy.pci.bus import DevselSpeed
-from pcispy.core.config import DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID
+from pcispy.board.registers import DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID
 from pcispy.board.registers import IDENTITY_MAGIC, REGISTER_MAP
 from pcispy.host.board import Board
 from pcispy.app.cli import main

@@ -14,7 +14,7 @@ import threading
 
 import pytest
 
-from pcispy.core.config import DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID
+from pcispy.board.registers import DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID
 from pcispy.board.registers import IDENTITY_MAGIC, REGISTER_MAP
 from pcispy.sidechannel import protocol as P
 from pcispy.app import cli
