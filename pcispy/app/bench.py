@@ -13,7 +13,10 @@ import time
 import traceback
 from pathlib import Path
 
-__all__ = ["MEASUREMENTS", "main", "trace_depth", "idle_compression"]
+__all__ = ["MEASUREMENTS", "main", "trace_depth", "idle_compression", "dma_throughput"]
+
+#: The checkout this module lies in.
+_REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 def _sim_empty():
@@ -119,24 +122,57 @@ def _spy_trace():
             "spy.idle_compression_records": stored}
 
 
+class _SleepTimer:
+    """A transport that times the simulator while the feature sleeps (the DMA runs)."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.wall = 0.0
+        self.clocks = 0
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    async def sleep(self, seconds):
+        begin_clock, begin = await self.inner.system.cycle(), time.perf_counter()
+        await self.inner.sleep(seconds)
+        self.wall += time.perf_counter() - begin
+        self.clocks += await self.inner.system.cycle() - begin_clock
+
+
+async def dma_throughput(transport, *, width):
+    """A feature (run in the simulator): 1 MiB on the ideal host, burst 256: MW and MRM on
+    a 32-bit system, MW 64-bit on a 64-bit one; the simulated clocks per second while the
+    engine runs (Python sleeping) during the MW run."""
+    from pcispy.dma.dma_feature import dma
+    figures = {}
+    for cmd in ("MW",) if width == 64 else ("MW", "MRM"):
+        timed = _SleepTimer(transport)
+        result = await dma(timed, cmd=cmd, length=1 << 20, burst=256, width=width,
+                           verify=cmd == "MRM")
+        if result["error"] is not None or not result["checked"] or result["mismatches"] or \
+                result["bytes"] != result["length"] * result["passes"]:
+            raise RuntimeError(f"{cmd} 1 MiB, {width}-bit: {result}")
+        figures[f"dma.{cmd.lower()}_mbps_{width}"] = result["mbps"]
+        if cmd == "MW":
+            # Only while the engine runs and Python sleeps: the buffer fill and check
+            # through the backdoor are Python's time, not the simulator's.
+            figures["sim.dma_cycles_per_s"] = timed.clocks / timed.wall
+    return figures
+
+
 def _dma():
     """dma.mw_mbps_32, dma.mrm_mbps_32, dma.mw_mbps_64 (ideal host, burst 256, 1 MiB) and
-    sim.dma_cycles_per_s (during the 32-bit MW run): bench_dma.measure_throughput."""
-    import os
-    import tempfile
-    from pcispy.sim.launcher import bench_env
-    from pcispy.sim.launcher import RESULT_ENV
-    from pcispy.sim.system import SystemConfig, build_system
+    sim.dma_cycles_per_s (during the 32-bit MW run): :func:`dma_throughput`."""
+    from pcispy.sim.launcher import run_feature
+    from pcispy.sim.system import SystemConfig
     figures = {}
     for width in (32, 64):
-        config = SystemConfig(width=width)
-        with tempfile.TemporaryDirectory() as tmp:
-            env = bench_env(config, profile="ideal")
-            env[RESULT_ENV] = os.path.join(tmp, "dma.json")
-            build_system(config).run("pcispy.sim.tests.bench_dma", "measure_throughput",
-                                     env=env)
-            with open(env[RESULT_ENV]) as f:
-                measured = json.load(f)
+        measured = run_feature(dma_throughput, {"width": width}, SystemConfig(width=width),
+                               profile="ideal")
+        checker = measured.pop("checker")
+        if checker["violations"] or checker["drivers"] or checker["contention"]:
+            raise RuntimeError(f"the {width}-bit DMA broke bus rules: {checker}")
         if width == 64:
             measured.pop("sim.dma_cycles_per_s")
         figures.update({name: round(value, 2) for name, value in measured.items()})
@@ -329,9 +365,31 @@ def _uart():
 def _fuzz():
     """fuzz.transactions_checked: bus transactions of the compliance regression's CI seed
     set (every system: both widths, medium and slow decode) whose board summary equals
-    the software decoder's; fuzz.seeds, fuzz.wall_s (pcispy/sim/compliance.py)."""
-    from pcispy.sim.compliance import measure_transactions_checked
-    return measure_transactions_checked()
+    the software decoder's; fuzz.seeds, fuzz.wall_s (the regression's run, models built
+    beforehand). The regression is the test suite's (pcispy/sim/tests/test_compliance.py,
+    which writes its counts into the folder :data:`FIGURES_ENV` names), so this figure is
+    measured in a checkout of the repository, like make test."""
+    import os
+    import subprocess
+    import tempfile
+    from pcispy.sim.launcher import FIGURES_ENV
+    from pcispy.sim.system import SystemConfig, build_system
+    regression = _REPOSITORY / "pcispy" / "sim" / "tests" / "test_compliance.py"
+    if not regression.exists():
+        raise RuntimeError(f"{regression} is missing: the compliance figures are measured "
+                           "in a checkout of the repository")
+    for width in (32, 64):
+        for decode in ("medium", "slow"):
+            build_system(SystemConfig(width=width, decode=decode))
+    with tempfile.TemporaryDirectory() as folder:
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "-p", "no:xdist", str(regression)], cwd=_REPOSITORY, check=True,
+                       env=dict(os.environ, **{FIGURES_ENV: folder}))
+        wall = time.perf_counter() - start
+        counts = [json.loads(path.read_text()) for path in Path(folder).glob("*.json")]
+    return {"fuzz.transactions_checked": sum(c["transactions_checked"] for c in counts),
+            "fuzz.seeds": sum(c["seeds"] for c in counts), "fuzz.wall_s": round(wall, 1)}
 
 
 def _formal():

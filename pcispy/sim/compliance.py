@@ -8,7 +8,7 @@ Everything here runs inside cocotb on a started :class:`pcispy.sim.api.SimSystem
 """
 
 __all__ = ["SharedInitiator", "Scoreboard", "ScratchBackdoor", "random_board_response",
-           "board_devsel_speeds", "measure_transactions_checked"]
+           "board_devsel_speeds"]
 
 
 def board_devsel_speeds(decode="medium"):
@@ -138,35 +138,3 @@ def random_board_response(rng, *, width, abort=None, decode="medium"):
         "abort": abort,
     }
 
-
-def measure_transactions_checked():
-    """Run the compliance regression's CI seed set (pcispy/sim/tests/test_compliance.py) on each
-    of its systems; return ``{"fuzz.transactions_checked": the bus transactions whose board
-    summary was compared with the software decoder's, "fuzz.seeds": seeds run,
-    "fuzz.wall_s": seconds of simulation, model builds excluded}``."""
-    import json
-    import os
-    import tempfile
-    import time
-    from pcispy.sim.launcher import bench_env
-    from pcispy.sim.launcher import RESULT_ENV
-    from pcispy.sim.system import SystemConfig, build_system
-    from pcispy.sim.tests.bench_compliance import SEED_LIST_ENV
-    from pcispy.sim.tests.test_compliance import BENCH, CI_SEEDS
-    figures = {"fuzz.transactions_checked": 0, "fuzz.seeds": 0, "fuzz.wall_s": 0.0}
-    for (width, decode), seeds in CI_SEEDS.items():
-        config = SystemConfig(width=width, decode=decode)
-        model = build_system(config)
-        with tempfile.TemporaryDirectory() as tmp:
-            env = bench_env(config)
-            env.update({RESULT_ENV: os.path.join(tmp, "fuzz.json"),
-                        SEED_LIST_ENV: json.dumps(seeds)})
-            start = time.perf_counter()
-            model.run(BENCH, "compliance_seeds", env=env)
-            figures["fuzz.wall_s"] += time.perf_counter() - start
-            with open(env[RESULT_ENV]) as f:
-                measured = json.load(f)
-        figures["fuzz.transactions_checked"] += measured["transactions_checked"]
-        figures["fuzz.seeds"] += measured["seeds"]
-    figures["fuzz.wall_s"] = round(figures["fuzz.wall_s"], 1)
-    return figures

@@ -20,13 +20,16 @@ from pcispy.sim.system import SystemConfig, build_system
 from pcispy.sim.verilate import SimulationFailed
 
 __all__ = ["run_bench", "run_feature", "feature_path", "bench_env", "SEED_ENV", "PROFILE_ENV",
-           "CONFIG_ENV", "RESULT_ENV", "FEATURE_ENV", "ARGS_ENV"]
+           "CONFIG_ENV", "RESULT_ENV", "FEATURE_ENV", "ARGS_ENV", "FIGURES_ENV"]
 
 SEED_ENV = "PCISPY_SEED"
 PROFILE_ENV = "PCISPY_PROFILE"
 CONFIG_ENV = "PCISPY_SYSTEM"
 #: Benches write their JSON result to the file this variable names.
 RESULT_ENV = "PCISPY_RESULT"
+#: The folder the test suite's compliance regression writes its counts into (one JSON file
+#: a system), when make bench (pcispy/app/bench.py) runs it for its figures.
+FIGURES_ENV = "PCISPY_FIGURES"
 #: The feature :func:`run_feature` runs (``module:function``) and its arguments (JSON), for
 #: pcispy/sim/feature_bench.py.
 FEATURE_ENV = "PCISPY_FEATURE"

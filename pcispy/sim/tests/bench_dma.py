@@ -7,10 +7,8 @@ ends with the protocol checker clean, or breaking exactly the rules a profile br
 purpose. Run by ``pcispy/sim/tests/test_dma_system.py``.
 """
 
-import json
 import os
 import random
-import time
 
 import cocotb
 
@@ -18,7 +16,6 @@ from pcispy.host.errors import RefusedSetting
 from pcispy.dma.dma_feature import dma
 from pcispy.sim.api import SimSystem
 from pcispy.sim.bfm.profiles import PROFILES, DisconnectMode, RetryMode, DevselSpeed
-from pcispy.sim.launcher import RESULT_ENV
 from pcispy.sim.transport import SimTransport
 
 #: The host-bridge profiles (the rtc profile belongs to the legacy device).
@@ -248,43 +245,3 @@ async def ack64_missing(dut):
             _ok(result, f"ack64={ack64} {cmd}")
             assert result["data_phases"] == 2048 // (8 if ack64 else 4), (ack64, cmd, result)
     await _checked(system)
-
-
-class _SleepTimer:
-    """A transport that times the simulator while the feature sleeps (the DMA runs)."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.wall = 0.0
-        self.clocks = 0
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    async def sleep(self, seconds):
-        begin_clock, begin = await self.inner.system.cycle(), time.perf_counter()
-        await self.inner.sleep(seconds)
-        self.wall += time.perf_counter() - begin
-        self.clocks += await self.inner.system.cycle() - begin_clock
-
-
-@cocotb.test()
-async def measure_throughput(dut):
-    """The bench figures: 1 MiB on the ideal host, burst 256: MW and MRM (32-bit), MW
-    64-bit on a 64-bit system; simulated clocks per second during the MW run."""
-    system, transport = await _board(dut, "ideal")
-    figures = {}
-    bits = system.config.width
-    for cmd in ("MW",) if bits == 64 else ("MW", "MRM"):
-        timed = _SleepTimer(transport)
-        result = await dma(timed, cmd=cmd, length=1 << 20, burst=256, width=bits,
-                           verify=cmd == "MRM")
-        _ok(result, f"{cmd} 1 MiB")
-        figures[f"dma.{cmd.lower()}_mbps_{bits}"] = result["mbps"]
-        if cmd == "MW":
-            # Only while the engine runs and Python sleeps: the buffer fill and check
-            # through the backdoor are Python's time, not the simulator's.
-            figures["sim.dma_cycles_per_s"] = timed.clocks / timed.wall
-    await _checked(system)
-    with open(os.environ[RESULT_ENV], "w") as f:
-        json.dump(figures, f)

@@ -1,13 +1,14 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The randomised compliance regression (benches in bench_compliance.py): every agent at
 once over fixed seeds, one simulator process per system (bus width and the board's
-decode speed). ``PCISPY_SEEDS=N`` runs N seeds per system instead of the CI set."""
+decode speed). ``PCISPY_SEEDS=N`` runs N seeds per system instead of the CI set; make
+bench (pcispy/app/bench.py) runs it for its fuzz figures."""
 
 import os
 
 import pytest
 
-from pcispy.sim.launcher import run_bench
+from pcispy.sim.launcher import FIGURES_ENV, run_bench
 from pcispy.sim.system import SystemConfig
 
 pytestmark = pytest.mark.fuzz
@@ -34,5 +35,8 @@ def seeds(system):
 @pytest.mark.parametrize("system", list(CI_SEEDS), ids=lambda system: "%d-%s" % system)
 def test_compliance(system):
     width, decode = system
+    # make bench's fuzz figures: the counts of each system, into the folder it names.
+    figures = os.environ.get(FIGURES_ENV)
+    result = {"result": os.path.join(figures, f"{width}-{decode}.json")} if figures else {}
     run_bench(BENCH, "compliance_seeds", SystemConfig(width=width, decode=decode),
-              seed_list=seeds(system))
+              seed_list=seeds(system), **result)
