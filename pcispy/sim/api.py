@@ -239,14 +239,17 @@ class SimSystem:
         """Both monitors' evidence since the last :meth:`clear_checker`::
 
             {"violations": {pin rule name: count}, "first": {"rule", "cycle"} or None,
-             "log": [{"cycle", "rules": [pin rule names], "master": name or None}],
+             "log": [{"cycle", "rules": [pin rule names], "master": name or None,
+                      "target": name or None}],
              "drivers": {driver rule name: clocks broken},
              "driver_log": [{"cycle", "rule", "line", "agent_a", "agent_b"}],
              "contention": [line names], "contention_first": {"line", "cycle"}}
 
         ``violations``/``first``/``log`` are the protocol checker's (rules on the pins);
         ``log`` holds its first 16 clocks with a violation, ``master`` the master of the
-        transaction then (a :data:`~pcispy.sim.system.MASTERS` name). ``drivers`` and
+        transaction then (a :data:`~pcispy.sim.system.MASTERS` name, slot 0's by its
+        :func:`~pcispy.sim.system.slot0_name`), ``target`` the agent that answered as its
+        target (a :func:`~pcispy.sim.system.driver_names` name). ``drivers`` and
         ``driver_log`` are the resolver's (:data:`~pcispy.pci.rules.DRIVER_RULES`):
         the log holds its first 16 violations, one per rule per clock, naming the first
         line it was broken on and agents A and B by :func:`~pcispy.sim.system.driver_names`
@@ -310,6 +313,7 @@ class SimSystem:
 
     async def _checker_log(self, ctl, rules, masters):
         """The protocol checker's log: its first clocks with a violation."""
+        agents = driver_names(self.config)
         by_number = {number: name for name, number in masters.items()}
         by_number[masters["board"]] = slot0_name(self.config)
         log = []
@@ -317,9 +321,11 @@ class SimSystem:
             await ctl.write(SystemReg.CHECK_LOG_INDEX, index)
             vector = (await ctl.read(SystemReg.CHECK_LOG_RULES_HI) << 32
                       | await ctl.read(SystemReg.CHECK_LOG_RULES_LO))
+            target = await ctl.read(SystemReg.CHECK_LOG_TARGET)
             log.append({"cycle": await ctl.read(SystemReg.CHECK_LOG_CYCLE),
                         "rules": [rule.name for rule in rules if vector >> rule.id & 1],
-                        "master": by_number.get(await ctl.read(SystemReg.CHECK_LOG_MASTER))})
+                        "master": by_number.get(await ctl.read(SystemReg.CHECK_LOG_MASTER)),
+                        "target": agents[target] if target < len(agents) else None})
         return log
 
     async def clear_checker(self):

@@ -127,6 +127,8 @@ REGISTERS = ControlRegisters("SystemReg", [
     Register("CHECK_LOG_RULES_LO", 27, doc="the rules broken in that clock, bits 0..31"),
     Register("CHECK_LOG_RULES_HI", 28, doc="bits 32..63"),
     Register("CHECK_LOG_MASTER", 29, doc="the master of the transaction then (7: unknown)"),
+    Register("CHECK_LOG_TARGET", 30, doc="the agent that answered as the target then "
+             "(index into driver_names(); 15: none)"),
     Register("DRIVER_COUNT", 32, words=len(DRIVER_RULES),
              doc="word = driver rule id: clocks that rule was broken in (saturating)"),
 ])
@@ -399,13 +401,31 @@ class PCISystem(wiring.Component):
                      state.rst.eq(ResetSignal("pci"))]
         checker = None
         if cfg.checker:
-            from pcispy.spy.checker import ProtocolChecker
+            from pcispy.spy.checker import NO_TARGET, ProtocolChecker
+            # The checker keeps the Command register of every slot's device (IDSEL known),
+            # sees which of them asserts DEVSEL# and which agent answers as the target (the
+            # resolver's view of the drivers, as it sees every GNT#).
+            slots = sorted(slot for _, _, slot, _ in drivers if slot is not None)
+            devices = [IDSEL_AD_BIT + slot for slot in slots]
+            master_devices = {master: slots.index(slot) for _, master, slot, _ in drivers
+                              if master is not None and slot is not None}
             # The checker must keep watching while RST# is asserted (it has a rule about
             # what may happen then), so it runs in the monitor domain.
             m.submodules.checker = checker = DomainRenamer({"sync": "monitor"})(
                 ProtocolChecker(width=cfg.width, masters=masters, arbiter_visible=True,
-                                shared_cycle=True))
+                                shared_cycle=True, devices=devices,
+                                master_devices=master_devices, target_visible=True))
             m.d.comb += [checker.bus.eq(state), checker.cycle.eq(cycle[:32])]
+            answering = Const(NO_TARGET, 4)
+            for index, (bus, _, _, _) in reversed(list(enumerate(drivers))):
+                answers = Cat(getattr(bus, line).o & getattr(bus, line).oe
+                              for line in ("devsel", "trdy", "stop")).any()
+                answering = Mux(answers, index, answering)
+            m.d.comb += checker.target.eq(answering)
+            if devices:
+                by_slot = {slot: bus for bus, _, slot, _ in drivers if slot is not None}
+                m.d.comb += checker.claim.eq(Cat(by_slot[slot].devsel.o &
+                                                 by_slot[slot].devsel.oe for slot in slots))
 
         # Control port multiplexing.
         controls = {agent: component.ctl for agent, (component, _, _) in agents.items()}
@@ -619,6 +639,7 @@ class _SystemRegisters(wiring.Component):
                 SystemReg.CHECK_LOG_RULES_LO: rules[:32],
                 SystemReg.CHECK_LOG_RULES_HI: rules[32:],
                 SystemReg.CHECK_LOG_MASTER: checker.log_master,
+                SystemReg.CHECK_LOG_TARGET: checker.log_target,
             })
         if self._sram is not None:
             model, contention = self._sram

@@ -18,7 +18,7 @@ pins (on the board and in the simulated system), and those only the simulated sy
 bus resolver sees, because they need to know who drives a line.
 """
 
-from pcispy.pci.rules import ALL_RULES
+from pcispy.pci.rules import ALL_RULES, CULPRITS
 from pcispy.board.registers import REGISTER_MAP
 from pcispy.spy.checker import LOG_DEPTH, NO_MASTER, RULES
 from pcispy.host.board import Board
@@ -139,27 +139,36 @@ def _format_log(log):
 
 
 def list_rules():
-    """``{"rules": [{"id", "name", "seen_by", "description", "reference"}]}`` of every rule
-    of both monitors: ``seen_by`` "pins" (the protocol checker, on the board and in the
-    simulated system; ``id`` is its bit in the checker's registers) or "drivers" (the
-    simulated system's bus resolver only; ``id`` is the resolver's own index)."""
+    """``{"rules": [{"id", "name", "seen_by", "culprit", "description", "reference"}],
+    "culprits": {culprit: who it is}}`` of every rule of both monitors: ``seen_by`` "pins"
+    (the protocol checker, on the board and in the simulated system; ``id`` is its bit in
+    the checker's registers) or "drivers" (the simulated system's bus resolver only;
+    ``id`` is the resolver's own index); ``culprit`` who breaks it (the agent a violation
+    log names for it, :data:`~pcispy.pci.rules.CULPRITS`)."""
     return {"rules": [{"id": r.id, "name": r.name, "seen_by": r.seen_by,
-                       "description": r.description, "reference": r.reference}
-                      for r in ALL_RULES]}
+                       "culprit": r.culprit, "description": r.description,
+                       "reference": r.reference}
+                      for r in ALL_RULES],
+            "culprits": dict(CULPRITS)}
 
 
 def format_rules(result):
-    """:func:`list_rules` as text: one rule a line, with where it is seen."""
+    """:func:`list_rules` as text: one rule a line, with where it is seen and who breaks
+    it, then what each culprit means."""
     rules = result["rules"]
     name_width = max(len(r["name"]) for r in rules)
     seen_width = max(len("seen by"), *(len(r["seen_by"]) for r in rules))
-    lines = [f"{'id':>3s}  {'seen by':{seen_width}s}  {'rule':{name_width}s}  violation"]
+    culprit_width = max(len("culprit"), *(len(r["culprit"]) for r in rules))
+    lines = [f"{'id':>3s}  {'seen by':{seen_width}s}  {'culprit':{culprit_width}s}  "
+             f"{'rule':{name_width}s}  violation"]
     for r in rules:
-        lines.append(f"{r['id']:3d}  {r['seen_by']:{seen_width}s}  {r['name']:{name_width}s}  "
+        lines.append(f"{r['id']:3d}  {r['seen_by']:{seen_width}s}  "
+                     f"{r['culprit']:{culprit_width}s}  {r['name']:{name_width}s}  "
                      f"{r['description']}")
     lines.append("seen by pins: the protocol checker (on the board and in the simulated "
                  "system); drivers: the simulated system's bus resolver only (it knows who "
                  "drives each line)")
+    lines += [f"culprit {name}: {meaning}" for name, meaning in result["culprits"].items()]
     return "\n".join(lines) + "\n"
 
 

@@ -37,8 +37,14 @@ from pcispy.pci.rules import LATENCY_RULES, RULES, RULES_BY_NAME, Rule
 from pcispy.spy.registers import COUNT_WIDTH, LOG_DEPTH, NO_MASTER
 
 __all__ = ["Rule", "RULES", "RULES_BY_NAME", "LATENCY_RULES", "COUNT_WIDTH", "LOG_DEPTH",
-           "NO_MASTER", "ProtocolChecker"]
+           "NO_MASTER", "NO_TARGET", "IDSEL_BITS", "ProtocolChecker"]
 
+
+#: ``target``/``log_target`` when no agent is known to answer as the target.
+NO_TARGET = 15
+#: The AD lines that carry IDSEL in a type 0 configuration address phase (AD[31:11]; the
+#: lower bits hold the function and register numbers).
+IDSEL_BITS = range(11, 32)
 
 # Limits in clocks (PCI LB 3.0 §3.5).
 _TARGET_INITIAL_LIMIT = 16
@@ -51,6 +57,15 @@ _SUBTRACTIVE_CLOCK = 5   # the last clock at which DEVSEL# may first be sampled 
 # 10th clock of the run on PAR must be right.
 _PARKED_DRIVE_LIMIT = 8
 _PARKED_CHECK_CLOCK = _PARKED_DRIVE_LIMIT + 2
+# SERR# after an address parity error (§3.7.3, §3.7.4.2): PAR shows the error one clock
+# after the address phase, a reporting device asserts SERR# in the clock after that (the
+# spec's parity figure); the checker waits this many clocks after PAR before calling it
+# unreported, since the text gives SERR# no clock of its own.
+_SERR_WINDOW = 3
+# The Command register (configuration DWORD 1): Parity Error Response and SERR# Enable.
+_COMMAND_REGISTER = 1
+_PARITY_RESPONSE_BIT = 6
+_SERR_ENABLE_BIT = 8
 
 _MEMORY_COMMANDS = tuple(c for c in Command if c.is_memory)
 _READ_COMMANDS = tuple(c for c in Command if c.is_read)
@@ -117,17 +132,50 @@ class ProtocolChecker(wiring.Component):
             broken in it).
         log_master (Out, 3): with ``arbiter_visible``, the index of the master whose GNT#
             alone was asserted in the clock before the address phase of the transaction
-            in progress in that clock (the address phase's own clock included);
+            in progress in that clock (the address phase's own clock included, and the
+            clock after its final data phase, whose PAR the parity rules judge);
             :data:`NO_MASTER` when there was none, or no single GNT#, or without
             ``arbiter_visible``.
             The three are registered: valid the clock after ``log_index``, as of the end
             of the clock ``log_index`` was presented in (a violation logged in that clock
             included). An index at or beyond ``log_entries`` reads cycle 0, rules 0 and
             :data:`NO_MASTER`.
+        claim (In, len(devices); with ``devices``): bit k is set in a clock in which
+            device k asserts DEVSEL# (where the monitor can tell who drives it: the
+            simulated system; 0 elsewhere).
+        target (In, 4; with ``target_visible``): the index of the agent asserting
+            DEVSEL#, TRDY# or STOP# in this clock, :data:`NO_TARGET` for none.
+        log_target (Out, 4; with ``target_visible``): for entry ``log_index``, the agent
+            that answered as the target in that clock, or else the last one that did in
+            the transaction then in progress (or just ended, as for ``log_master``);
+            :data:`NO_TARGET` when none did. Registered like ``log_master``.
+
+    Error reporting (``perr_not_reported``, ``serr_not_reported``): a device must report
+    parity errors as its Command register says (Parity Error Response, SERR# Enable), so
+    the checker keeps, for every function of every device of ``devices``, those two bits
+    as the configuration cycles it sees leave them: each completed first data phase of a
+    type 0 configuration read or write of the Command register (DWORD 1) whose address
+    phase asserted the device's IDSEL line alone among AD[31:11] sets them from the bytes
+    that moved (a write is what the device took, a read what it holds; RST# clears them).
+    ``serr_not_reported`` needs only that. The receiver of a data phase, whose Parity Error
+    Response decides whether it must assert PERR#, is known to the checker as follows: the
+    target of a configuration write is the function it addressed; the target of another
+    write is the device ``claim`` shows asserting DEVSEL# (of a multi-function device,
+    whose functions share DEVSEL#, Parity Error Response must be set in every function the
+    checker saw configured); the master of a read is the device ``master_devices`` maps its
+    GNT# to (needs ``arbiter_visible``). Without ``devices`` neither rule ever fires.
+
+    More parameters:
+        devices: the IDSEL lines of the devices whose Command registers the checker keeps,
+            as AD bit numbers (11..31; device k is the one whose IDSEL is AD[devices[k]]).
+        master_devices: ``{master index: device index}`` for masters that are devices of
+            ``devices`` (the master of a read receives its data).
+        target_visible: the system tells the checker which agent answers as the target
+            (``target``); the log then keeps it too.
     """
 
     def __init__(self, width=32, masters=1, *, arbiter_visible=False, count_width=COUNT_WIDTH,
-                 shared_cycle=False):
+                 shared_cycle=False, devices=(), master_devices=None, target_visible=False):
         if width not in (32, 64):
             raise ValueError(f"PCI bus width must be 32 or 64, not {width!r}")
         if masters < 1:
@@ -139,7 +187,22 @@ class ProtocolChecker(wiring.Component):
         self.arbiter_visible = arbiter_visible
         self.count_width = count_width
         self.shared_cycle = shared_cycle
+        self.devices = tuple(devices)
+        self.master_devices = dict(master_devices or {})
+        self.target_visible = target_visible
+        if not set(self.devices) <= set(IDSEL_BITS) or len(set(self.devices)) != len(devices):
+            raise ValueError(f"devices must be distinct IDSEL lines among AD[31:11], not "
+                             f"{devices!r}")
+        if not (set(self.master_devices) <= set(range(masters)) and
+                set(self.master_devices.values()) <= set(range(len(self.devices)))):
+            raise ValueError(f"master_devices must map masters to devices, not "
+                             f"{master_devices!r}")
         n_rules = len(RULES)
+        extra = {}
+        if self.devices:
+            extra["claim"] = In(len(self.devices))
+        if target_visible:
+            extra.update(target=In(4, init=NO_TARGET), log_target=Out(4, init=NO_TARGET))
         super().__init__({
             "bus":               In(BusState(width, masters)),
             "rule_enable":       In(n_rules, init=(1 << n_rules) - 1),
@@ -158,6 +221,7 @@ class ProtocolChecker(wiring.Component):
             "log_cycle":         Out(32),
             "log_rules":         Out(n_rules),
             "log_master":        Out(3, init=NO_MASTER),
+            **extra,
         })
 
     def elaborate(self, platform):
@@ -166,15 +230,17 @@ class ProtocolChecker(wiring.Component):
         m.d.sync += prev.eq(self.bus)
         txn = self._track(m, prev)
         self._follow_owner(m, prev, txn)
+        self._follow_target(m, txn)
         conditions = {
             **self._protocol_conditions(prev, txn),
             **self._parity_conditions(m, prev, txn),
+            **self._reporting_conditions(m, prev, txn),
             **self._arbitration_conditions(prev, txn),
             **self._wide_conditions(prev, txn),
         }
         self._evaluate(m, prev, txn, conditions)
         self._flags_and_counts(m)
-        self._violation_log(m, txn.master_now)
+        self._violation_log(m, txn.master_now, txn.target_now)
         return m
 
     def _track(self, m, prev):
@@ -283,8 +349,24 @@ class ProtocolChecker(wiring.Component):
         with m.Elif(txn.addr_phase):
             m.d.sync += [txn_gnt.eq(prev.gnt), txn_master.eq(starter)]
         txn.master_now = Mux(txn.addr_phase, starter,
-                             Mux(txn.in_txn, txn_master, NO_MASTER))
+                             Mux(txn.in_txn | txn.prev_final, txn_master, NO_MASTER))
         txn.other_granted = prev.gnt.any() & txn_gnt.any() & ~(prev.gnt & txn_gnt).any()
+
+    def _follow_target(self, m, txn):
+        """Who answers as the target (only a checker told so, ``target_visible``): sets
+        ``txn.target_now``, the log's target: the agent answering in this clock, else the
+        last one that answered in the transaction in progress."""
+        if not self.target_visible:
+            txn.target_now = C(NO_TARGET, 4)
+            return
+        answering = self.target != NO_TARGET
+        last = Signal(4, init=NO_TARGET)  # the last agent that answered in this transaction
+        with m.If(self.bus.rst | txn.addr_phase):
+            m.d.sync += last.eq(Mux(answering, self.target, NO_TARGET))
+        with m.Elif(answering):
+            m.d.sync += last.eq(self.target)
+        txn.target_now = Mux(answering, self.target,
+                             Mux(txn.in_txn | txn.prev_final, last, NO_TARGET))
 
     def _protocol_conditions(self, prev, txn):
         """The conditions of the rules about the handshake lines, the commands, the byte
@@ -448,6 +530,105 @@ class ProtocolChecker(wiring.Component):
             "parked_bus_parity":         self._parked_run_done(m, prev) & par_wrong,
         }
 
+    def _reporting_conditions(self, m, prev, txn):
+        """The conditions of the rules about reporting parity errors as the Command
+        register asks (the class docstring says what the checker keeps and how it knows
+        a data phase's receiver), by rule name."""
+        names = ("perr_not_reported", "serr_not_reported")
+        if not self.devices:
+            return dict.fromkeys(names, C(0))
+        wide = self.width == 64
+        bus = self.bus
+        n = len(self.devices)
+        functions = range(8)
+
+        # --- each function's Parity Error Response and SERR# Enable ----------------------
+        per = [[Signal(name=f"per_{k}_{f}") for f in functions] for k in range(n)]
+        serr_enable = [[Signal(name=f"serr_enable_{k}_{f}") for f in functions]
+                       for k in range(n)]
+        seen = [[Signal(name=f"command_seen_{k}_{f}") for f in functions] for k in range(n)]
+        config_txn = Signal()   # the transaction in progress is a configuration cycle
+        config_dev = Signal(n)  # ... of type 0, to device k alone (one-hot; 0: none of ours)
+        config_fn = Signal(3)   # ... to this function
+        config_cmd = Signal()   # ... of the Command register
+        addr_chk = Signal()     # the previous clock was an address phase: PAR covers it
+        addr_bad = Signal()     # an address phase of this transaction had wrong parity
+        idsel = bus.ad[IDSEL_BITS.start:IDSEL_BITS.stop]
+        is_config = _is_one_of(bus.cbe, _CONFIG_COMMANDS)
+        with m.If(txn.addr_phase):
+            m.d.sync += [
+                config_txn.eq(is_config),
+                config_dev.eq(Cat(is_config & (bus.ad[:2] == 0) &
+                                  (idsel == 1 << (bit - IDSEL_BITS.start))
+                                  for bit in self.devices)),
+                config_fn.eq(bus.ad[8:11]),
+                config_cmd.eq(bus.ad[2:8] == _COMMAND_REGISTER),
+            ]
+        par_wrong = bus.par != (prev.ad.xor() ^ prev.cbe.xor())
+        addr_error = addr_chk & par_wrong
+        m.d.sync += addr_chk.eq(txn.addr_phase | txn.addr2)
+        with m.If(txn.addr_phase):
+            m.d.sync += addr_bad.eq(0)
+        with m.Elif(addr_error):
+            m.d.sync += addr_bad.eq(1)
+        # A corrupted address may have reached another device than it names: nothing of
+        # such a transaction is taken as configuration, nor owed a PERR#.
+        trusted = ~(addr_bad | addr_error)
+        update = txn.xfer & txn.first_phase & config_txn & config_cmd & trusted
+        for k in range(n):
+            for f in functions:
+                with m.If(bus.rst):
+                    m.d.sync += [per[k][f].eq(0), serr_enable[k][f].eq(0), seen[k][f].eq(0)]
+                with m.Elif(update & config_dev[k] & (config_fn == f)):
+                    m.d.sync += seen[k][f].eq(1)
+                    with m.If(~bus.cbe[_PARITY_RESPONSE_BIT // 8]):
+                        m.d.sync += per[k][f].eq(bus.ad[_PARITY_RESPONSE_BIT])
+                    with m.If(~bus.cbe[_SERR_ENABLE_BIT // 8]):
+                        m.d.sync += serr_enable[k][f].eq(bus.ad[_SERR_ENABLE_BIT])
+
+        # --- PERR#: the receiver of a data phase with a parity error --------------------
+        # A device's functions share DEVSEL#: a claim obliges when every function seen
+        # configured has Parity Error Response set.
+        device_per = Cat(Cat(*seen[k]).any() &
+                         Cat(p | ~v for p, v in zip(per[k], seen[k])).all()
+                         for k in range(n))
+        function_per = Cat((config_dev[k] & Cat(*per[k]).bit_select(config_fn, 1))
+                           for k in range(n)).any()
+        target_per = Mux(config_txn, function_per, (self.claim & device_per).any())
+        master_per = Cat((txn.master_now == master) & device_per[device]
+                         for master, device in self.master_devices.items()).any() \
+            if self.master_devices else C(0)
+        receiver_per = Mux(txn.is_write, target_per, Mux(txn.is_read, master_per, 0))
+        owed = txn.xfer & receiver_per & trusted   # data moved now; its PAR is next clock
+        owed_d1 = Signal()
+        owed64_d1 = Signal()
+        bad_d2 = Signal()       # two clocks ago data moved that a receiver must report
+        par64_wrong = (bus.par64 != (prev.ad_hi.xor() ^ prev.cbe_hi.xor())) if wide else C(0)
+        m.d.sync += [
+            owed_d1.eq(owed),
+            owed64_d1.eq(owed & txn.ack64 & txn.req64_txn),
+            bad_d2.eq(owed_d1 & (par_wrong | (owed64_d1 & par64_wrong))),
+        ]
+
+        # --- SERR#: an address parity error any device with both bits set must report ---
+        # serr_wait counts the clocks since PAR showed the error (1: the first clock SERR#
+        # may report it in), 0 when nothing is owed.
+        serr_required = Cat(p & e for k in range(n)
+                            for p, e in zip(per[k], serr_enable[k])).any()
+        serr_wait = Signal(range(_SERR_WINDOW + 1))
+        with m.If(bus.rst):
+            m.d.sync += serr_wait.eq(0)
+        with m.Elif(addr_error & serr_required):
+            m.d.sync += serr_wait.eq(1)
+        with m.Elif(serr_wait != 0):
+            m.d.sync += serr_wait.eq(Mux(bus.serr | (serr_wait == _SERR_WINDOW), 0,
+                                         serr_wait + 1))
+
+        return {
+            "perr_not_reported": bad_d2 & ~bus.perr,
+            "serr_not_reported": (serr_wait == _SERR_WINDOW) & ~bus.serr,
+        }
+
     def _parked_run_done(self, m, prev):
         """Bus parking (§3.4.3): 1 from the clock on which a parked bus's PAR must be right
         (the :data:`_PARKED_CHECK_CLOCK`-th idle clock with one unchanged GNT#). A floating
@@ -553,10 +734,14 @@ class ProtocolChecker(wiring.Component):
             with m.Default():
                 m.d.sync += self.count.eq(0)
 
-    def _violation_log(self, m, master_now):
+    def _violation_log(self, m, master_now, target_now):
         """The violation log: the first :data:`LOG_DEPTH` clocks with a violation (cycle,
-        rules, ``master_now``), read through ``log_index``; ``clear`` empties it."""
-        entry = data.StructLayout({"cycle": 32, "rules": len(RULES), "master": 3})
+        rules, ``master_now``, with ``target_visible`` ``target_now``), read through
+        ``log_index``; ``clear`` empties it."""
+        fields = {"cycle": 32, "rules": len(RULES), "master": 3}
+        if self.target_visible:
+            fields["target"] = 4
+        entry = data.StructLayout(fields)
         m.submodules.log = log = Memory(shape=entry, depth=LOG_DEPTH, init=[])
         log_w = log.write_port()
         # Transparent: an entry written in the clock its index is presented reads new.
@@ -578,6 +763,9 @@ class ProtocolChecker(wiring.Component):
             self.log_rules.eq(Mux(log_valid, log_r.data.rules, 0)),
             self.log_master.eq(Mux(log_valid, log_r.data.master, NO_MASTER)),
         ]
+        if self.target_visible:
+            m.d.comb += [log_w.data.target.eq(target_now),
+                         self.log_target.eq(Mux(log_valid, log_r.data.target, NO_TARGET))]
         m.d.sync += [entries.eq(entries_next), log_valid.eq(self.log_index < entries_next)]
 
 

@@ -491,6 +491,37 @@ async def _(s):
     await ClockCycles(s.dut.pci_clk, 16)
 
 
+# --- error reporting the Command register asks for ----------------------------------------
+
+async def _command_set_but_ignored(s, ignored, companion):
+    """Firmware sets Parity Error Response and SERR# Enable in the test device's Command
+    register (a configuration write the checker sees); its target then ignores ``ignored``
+    of its own register image (a device that keeps the bits and never reports). The rule
+    the injected parity error breaks anyway, ``companion``, is masked so that the
+    reporting rule fires alone."""
+    from pcispy.sim.system import TEST_DEVICE_SLOT
+    await s.test_target.set_windows(config=True)
+    _ok(await s.host.config_write(TEST_DEVICE_SLOT, 0x04, 0x0143))
+    await s.test_target.set_fields(**{name: 0 for name in ignored})
+    await s.set_rule_enable(((1 << len(RULES)) - 1) & ~(1 << _rule_id(companion)))
+
+
+@_provokes("perr_not_reported")
+async def _(s):
+    await _command_set_but_ignored(s, ("parity_response",), "write_data_parity")
+    await s.host.inject(wdata_parity=1)
+    _ok(await s.host.mem_write(TEST_MEM, bytes(4)))
+    assert (await s.test_target.stats())["parity_errors"] == 1
+
+
+@_provokes("serr_not_reported")
+async def _(s):
+    await _command_set_but_ignored(s, ("serr_enable",), "address_parity")
+    await s.host.inject(addr_parity=1)
+    await s.host.mem_write(TEST_MEM, bytes(4))
+    assert (await s.test_target.stats())["parity_errors"] == 1
+
+
 # --- the benches --------------------------------------------------------------------------
 
 def _rule_id(name):

@@ -169,15 +169,24 @@ def test_list_rules_names_both_monitors_and_where_each_rule_is_seen():
         [(r.id, r.name, r.seen_by) for r in ALL_RULES]
     assert [r["seen_by"] for r in rules] == ["pins"] * len(RULES) + \
         ["drivers"] * len(DRIVER_RULES)
-    assert all(set(r) == {"id", "name", "seen_by", "description", "reference"} and
-               r["description"] and "§" in r["reference"] for r in rules)
+    assert all(set(r) == {"id", "name", "seen_by", "culprit", "description", "reference"}
+               and r["description"] and "§" in r["reference"] for r in rules)
+    # who breaks a rule: the target for a target's rule, the initiator for a master's
+    by_name = {r["name"]: r["culprit"] for r in rules}
+    assert (by_name["target_initial_latency"], by_name["irdy_withdrawn"],
+            by_name["perr_not_reported"], by_name["serr_not_reported"],
+            by_name["contention"]) == ("target", "initiator", "receiver", "reporter", "drivers")
+    culprits = json.loads(out)["culprits"]
+    assert set(by_name.values()) <= set(culprits)
     status, out, err = run_cli("check", "--list-rules")
     assert (status, err) == (0, "")
     lines = out.splitlines()
-    assert lines[0].split() == ["id", "seen", "by", "rule", "violation"]
-    assert len(lines) == len(ALL_RULES) + 2 and lines[-1].startswith("seen by pins: ")
+    assert lines[0].split() == ["id", "seen", "by", "culprit", "rule", "violation"]
+    assert len(lines) == len(ALL_RULES) + 2 + len(culprits)
+    assert lines[len(ALL_RULES) + 1].startswith("seen by pins: ")
+    assert lines[-1].startswith("culprit drivers: ")
     for line, rule in zip(lines[1:], ALL_RULES):
-        assert line.split()[:3] == [str(rule.id), rule.seen_by, rule.name]
+        assert line.split()[:4] == [str(rule.id), rule.seen_by, rule.culprit, rule.name]
         assert line.endswith(rule.description)
 
 

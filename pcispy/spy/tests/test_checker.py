@@ -17,7 +17,10 @@ Q      REQ64#   A      ACK64#   ``!``  the clock the rule must fire at
 
 ``ad``, ``cbe``, ``ad_hi``, ``cbe_hi``, ``gnt`` and ``idsel`` keep their value until a row
 changes them (as a bus keeps what was driven). PAR and PAR64 are computed correctly from the
-previous row unless the row says ``par_flip=True`` / ``par64_flip=True``.
+previous row unless the row says ``par_flip=True`` / ``par64_flip=True``. A case built with
+``devices`` (the checker's tracked IDSEL lines) also takes ``claim`` (which of them asserts
+DEVSEL#, sticky too), one with ``target_visible`` takes ``target`` (the answering agent,
+sticky).
 """
 
 import gc
@@ -30,7 +33,7 @@ from amaranth.sim import Simulator
 
 from pcispy.pci.bus import Command, parity
 from pcispy.board.registers import REGISTER_MAP
-from pcispy.spy.checker import (COUNT_WIDTH, LATENCY_RULES, LOG_DEPTH, NO_MASTER,
+from pcispy.spy.checker import (COUNT_WIDTH, LATENCY_RULES, LOG_DEPTH, NO_MASTER, NO_TARGET,
                                 RULES, RULES_BY_NAME, ProtocolChecker)
 
 pytestmark = pytest.mark.bfm
@@ -51,7 +54,9 @@ MWI = Command.MEM_WRITE_INVALIDATE.value
 
 LETTERS = {"F": "frame", "I": "irdy", "T": "trdy", "S": "stop", "D": "devsel",
            "P": "perr", "E": "serr", "L": "lock", "R": "rst", "Q": "req64", "A": "ack64"}
-STICKY = ("ad", "cbe", "ad_hi", "cbe_hi", "gnt", "idsel")
+STICKY = ("ad", "cbe", "ad_hi", "cbe_hi", "gnt", "idsel", "claim", "target")
+#: Inputs of the checker beside ``bus``.
+SIDE_INPUTS = ("claim", "target")
 WIDE_ONLY = {"req64", "ack64", "ad_hi", "cbe_hi", "par64"}
 
 
@@ -62,20 +67,26 @@ def r(lines="", **fields):
 
 class Case:
     """A waveform and the checker configuration it runs on."""
-    def __init__(self, *rows, width=64, masters=2, arbiter_visible=True, disable=()):
+    def __init__(self, *rows, width=64, masters=2, arbiter_visible=True, disable=(),
+                 devices=(), master_devices=None, target_visible=False):
         self.rows = [row if isinstance(row, tuple) else (row, {}) for row in rows]
         self.width = width
         self.masters = masters
         self.arbiter_visible = arbiter_visible
         self.disable = disable
+        self.devices = devices
+        self.master_devices = master_devices
+        self.target_visible = target_visible
 
     @property
     def marked(self):
         return [i for i, (lines, _) in enumerate(self.rows) if "!" in lines]
 
     def bus_values(self, width):
-        """The full bus value of every clock, as ``[{field: value}]``."""
-        sticky = {"ad": 0, "cbe": 0, "ad_hi": 0, "cbe_hi": 0, "gnt": 1, "idsel": 0}
+        """The full bus value of every clock, as ``[{field: value}]`` (``claim`` and
+        ``target``, the checker's other inputs, among them)."""
+        sticky = {"ad": 0, "cbe": 0, "ad_hi": 0, "cbe_hi": 0, "gnt": 1, "idsel": 0,
+                  "claim": 0, "target": NO_TARGET}
         prev = dict(sticky)
         clocks = []
         for lines, fields in self.rows:
@@ -103,13 +114,16 @@ def simulate(case, *, width=None, masters=None, arbiter_visible=None, count_widt
 
     Returns a dict: ``pulses`` (violation vector per clock), ``flags``, ``any``,
     ``first_rule``, ``first_cycle``, ``counts`` (per rule id); with ``read_log`` also
-    ``log_entries`` and ``log``: ``(cycle, rules, master)`` of every log index.
+    ``log_entries`` and ``log``: ``(cycle, rules, master)`` of every log index (and
+    ``target`` last, for a case with ``target_visible``).
     """
     width = case.width if width is None else width
     masters = case.masters if masters is None else masters
     arbiter_visible = case.arbiter_visible if arbiter_visible is None else arbiter_visible
     dut = ProtocolChecker(width, masters, arbiter_visible=arbiter_visible,
-                          count_width=count_width)
+                          count_width=count_width, devices=case.devices,
+                          master_devices=case.master_devices,
+                          target_visible=case.target_visible)
     clocks = case.bus_values(width)
     enable = (1 << len(RULES)) - 1
     for name in case.disable:
@@ -121,7 +135,10 @@ def simulate(case, *, width=None, masters=None, arbiter_visible=None, count_widt
         pulses = []
         for index, value in enumerate(clocks):
             for name, v in value.items():
-                ctx.set(getattr(dut.bus, name), v)
+                if name not in SIDE_INPUTS:
+                    ctx.set(getattr(dut.bus, name), v)
+                elif name in dut.signature.members:
+                    ctx.set(getattr(dut, name), v)
             ctx.set(dut.clear, index == clear_at)
             pulses.append(ctx.get(dut.violation))
             await ctx.tick()
@@ -143,8 +160,11 @@ def simulate(case, *, width=None, masters=None, arbiter_visible=None, count_widt
             for index in range(LOG_DEPTH):
                 ctx.set(dut.log_index, index)
                 await ctx.tick()
-                log.append((ctx.get(dut.log_cycle), ctx.get(dut.log_rules),
-                            ctx.get(dut.log_master)))
+                entry = (ctx.get(dut.log_cycle), ctx.get(dut.log_rules),
+                         ctx.get(dut.log_master))
+                if case.target_visible:
+                    entry += (ctx.get(dut.log_target),)
+                log.append(entry)
             out["log"] = log
         assert ctx.get(dut.violation) == 0, "the idle bus at the end must be clean"
 
@@ -408,6 +428,18 @@ VIOLATIONS = {
         "", r("F", ad=0x1000, cbe=MW), r("I", ad=0xBAD, cbe=0), r("ID", par_flip=True),
         r("IDP", par_flip=True), r("IDTP", par_flip=True), r("P", par_flip=True), "!", "",
         disable=("write_data_parity",)),
+    # Device 0 (IDSEL AD[16]) gets Parity Error Response; a memory write it claims moves
+    # data with bad parity (write_data_parity, clock 6) and no PERR# follows at clock 7.
+    "perr_not_reported": Case(
+        "", r("F", ad=0x0001_0004, cbe=CFGW), r("IDT", ad=0x0040, cbe=0), "",
+        r("F", ad=0x1000, cbe=MW), r("IDT", ad=1, claim=1), r("", par_flip=True, claim=0),
+        "!", "", devices=(16,), disable=("write_data_parity",)),
+    # Device 0 gets Parity Error Response and SERR# Enable; a memory write's address phase
+    # (clock 4) has bad parity (address_parity, clock 5); no SERR# in clocks 6 to 8.
+    "serr_not_reported": Case(
+        "", r("F", ad=0x0001_0004, cbe=CFGW), r("IDT", ad=0x0140, cbe=0), "",
+        r("F", ad=0x1000, cbe=MW), r("IDT", ad=1, cbe=0, par_flip=True), "", "", "!", "",
+        devices=(16,), disable=("address_parity",)),
     "dac_below_4g": Case(
         "", r("F", ad=0x1000, cbe=DAC), r("F!", ad=0, cbe=MR), r("I", cbe=0), "ID",
         r("IDT", ad=0x77), ""),
@@ -541,6 +573,10 @@ def test_bad_parameters_are_refused():
             ProtocolChecker(32, 0)
         with pytest.raises(ValueError, match="count_width"):
             ProtocolChecker(32, 1, count_width=0)
+        with pytest.raises(ValueError, match="devices must be distinct IDSEL lines"):
+            ProtocolChecker(32, 1, devices=(8,))
+        with pytest.raises(ValueError, match="master_devices must map"):
+            ProtocolChecker(32, 2, devices=(16,), master_devices={1: 1})
         gc.collect()
 
 
@@ -595,6 +631,125 @@ PERR_CASES = {
 def test_perr_timing(name):
     case, expected = PERR_CASES[name]
     assert fired(simulate(case)["pulses"]) == expected
+
+
+# --- PERR# and SERR# as the Command register asks ----------------------------------
+
+def _command_write(value, device_bit=16, function=0, cbe=0):
+    """Rows of a type 0 configuration write of ``value`` into the Command register of
+    ``function`` of the device whose IDSEL is AD[device_bit] (fast DEVSEL#), then idle."""
+    return [r("F", ad=1 << device_bit | function << 8 | 1 << 2, cbe=CFGW),
+            r("IDT", ad=value, cbe=cbe), ""]
+
+
+def _bad_write(claim=1):
+    """A memory write with bad data parity (data moves at its clock 1), claimed by the
+    devices ``claim`` shows, then two idle clocks; PERR# as the case adds it."""
+    return [r("F", ad=0x1000, cbe=MW), r("IDT", ad=1, cbe=0, claim=claim),
+            r("", par_flip=True, claim=0)]
+
+
+#: name -> (waveform, [(clock, rule)] it must fire). Device 0 is IDSEL AD[16], device 1
+#: AD[17]; master 1 is device 0. Bad data breaks the data parity rule the clock after it
+#: moved, bad address parity the address rule.
+REPORTING_CASES = {
+    "perr_in_time": (Case(
+        "", *_command_write(0x0040), *_bad_write(), "P", "", devices=(16,)),
+        [(6, "write_data_parity")]),
+    "perr_early_and_held": (Case(   # the target waits; PERR# from clock 7 to 9 (done at 7)
+        "", *_command_write(0x0040), r("F", ad=0x1000, cbe=MW), r("I", ad=1, cbe=0),
+        r("ID", claim=1, par_flip=True), r("IDTP", par_flip=True), r("P", par_flip=True,
+                                                                       claim=0), "P", "",
+        devices=(16,)),
+        [(8, "write_data_parity")]),
+    "parity_response_off": (Case(
+        "", *_command_write(0x0100), *_bad_write(), "", "", devices=(16,)),
+        [(6, "write_data_parity")]),
+    "claimed_by_a_device_not_configured": (Case(
+        "", *_command_write(0x0040), *_bad_write(claim=0b10), "", "", devices=(16, 17)),
+        [(6, "write_data_parity")]),
+    "read_back_clears_parity_response": (Case(   # the device hard-wires bit 6 to 0
+        "", *_command_write(0x0040), r("F", ad=0x0001_0004, cbe=CFGR), r("I", cbe=0),
+        r("IDT", ad=0x0200_0000), "", *_bad_write(), "", "", devices=(16,)),
+        [(10, "write_data_parity")]),
+    "byte_enables_keep_parity_response": (Case(  # byte 0 off: bit 6 keeps its value
+        "", *_command_write(0x0040), *_command_write(0x0100, cbe=0b0001), *_bad_write(),
+        "!", "", devices=(16,)),
+        [(9, "write_data_parity"), (10, "perr_not_reported")]),
+    "reset_clears_parity_response": (Case(
+        "", *_command_write(0x0040), "R", "R", "", *_bad_write(), "", "", devices=(16,)),
+        [(9, "write_data_parity")]),
+    "configuration_write_to_the_function": (Case(  # Interrupt Line of function 0 itself
+        "", *_command_write(0x0040), r("F", ad=0x0001_003C, cbe=CFGW),
+        r("IDT", ad=0x0B, cbe=0b1110), r("", par_flip=True), "!", "", devices=(16,)),
+        [(6, "write_data_parity"), (7, "perr_not_reported")]),
+    "configuration_write_to_another_function": (Case(  # function 1: never configured
+        "", *_command_write(0x0040), r("F", ad=0x0001_013C, cbe=CFGW),
+        r("IDT", ad=0x0B, cbe=0b1110), r("", par_flip=True), "", "", devices=(16,)),
+        [(6, "write_data_parity")]),
+    "multi_function_claim_needs_every_function": (Case(
+        "", *_command_write(0x0040), *_command_write(0x0000, function=1), *_bad_write(),
+        "", "", devices=(16,)),
+        [(9, "write_data_parity")]),
+    "master_of_a_read_reports": (Case(   # master 1 (device 0) reads bad data, silent
+        r("", gnt=0b01), *_command_write(0x0040), r("", gnt=0), r("", gnt=0b10),
+        r("F", ad=0x2000, cbe=MR), r("I", cbe=0), "ID", r("IDT", ad=0xBAD),
+        r("", par_flip=True), "!", "", devices=(16,), master_devices={1: 0}),
+        [(10, "read_data_parity"), (11, "perr_not_reported")]),
+    "serr_two_clocks_after_the_address": (Case(
+        "", *_command_write(0x0140), r("F", ad=0x1000, cbe=MW),
+        r("IDT", ad=1, cbe=0, par_flip=True), "E", "", "", devices=(16,)),
+        [(5, "address_parity")]),
+    "serr_last_clock_of_the_window": (Case(
+        "", *_command_write(0x0140), r("F", ad=0x1000, cbe=MW),
+        r("IDT", ad=1, cbe=0, par_flip=True), "", "", "E", "", devices=(16,)),
+        [(5, "address_parity")]),
+    "serr_too_late": (Case(
+        "", *_command_write(0x0140), r("F", ad=0x1000, cbe=MW),
+        r("IDT", ad=1, cbe=0, par_flip=True), "", "", "!", "E", "", devices=(16,)),
+        [(5, "address_parity"), (8, "serr_not_reported")]),
+    "serr_needs_parity_response_too": (Case(
+        "", *_command_write(0x0100), r("F", ad=0x1000, cbe=MW),
+        r("IDT", ad=1, cbe=0, par_flip=True), "", "", "", "", devices=(16,)),
+        [(5, "address_parity")]),
+    # a corrupted address: its data owes no PERR# (the claim may be a wrong one)
+    "no_perr_owed_after_a_bad_address": (Case(
+        "", *_command_write(0x0040), r("F", ad=0x1000, cbe=MW),
+        r("IDT", ad=1, cbe=0, claim=1, par_flip=True), r("", par_flip=True, claim=0), "",
+        "", devices=(16,)),
+        [(5, "address_parity"), (6, "write_data_parity")]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REPORTING_CASES))
+def test_error_reporting(name):
+    case, expected = REPORTING_CASES[name]
+    assert fired(simulate(case)["pulses"]) == expected
+
+
+def test_log_names_the_target():
+    """With ``target_visible`` the log keeps the agent that answered: in the clock, or
+    the last one of the transaction (DEVSEL# dropped by agent 5, clock 4); none on an idle
+    bus (clock 8)."""
+    case = Case("", r("F", ad=0x1000, cbe=MW), r("FI", ad=1, cbe=0), r("FID", target=5),
+                r("FI", target=NO_TARGET), r("FIS", target=5), r("IS"),
+                r("", target=NO_TARGET), r("D", target=3), r("", target=NO_TARGET),
+                target_visible=True)
+    out = simulate(case, read_log=True)
+    assert out["log"][:3] == [(4, _bits("devsel_dropped"), 0, 5),
+                              (8, _bits("devsel_while_idle"), NO_MASTER, 3),
+                              (0, 0, NO_MASTER, NO_TARGET)]
+
+
+def test_parity_rules_name_the_transaction_just_ended():
+    """PAR of a final data phase comes the clock after it: the read data parity rule
+    fired there names master 1 and target 4 of the transaction that just ended."""
+    case = Case(r("", gnt=0b10), r("F", ad=0x2000, cbe=MR), r("I", cbe=0, gnt=0),
+                r("ID", target=4), r("IDT", ad=0xBAD), r("", par_flip=True, target=NO_TARGET),
+                "", target_visible=True)
+    out = simulate(case, read_log=True)
+    assert out["log"][:2] == [(5, _bits("read_data_parity"), 1, 4),
+                              (0, 0, NO_MASTER, NO_TARGET)]
 
 
 # --- starting on a busy bus, holding FRAME# after STOP#, DAC, parking ----------------
