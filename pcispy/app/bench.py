@@ -57,7 +57,7 @@ async def idle_compression(transport, *, seconds=0.004):
 
 def _trace(result):
     import base64
-    from pcispy.spy.tracefile import parse_trace, trace_bytes
+    from pcispy.trace.file import parse_trace, trace_bytes
     return parse_trace(trace_bytes(base64.b64decode(result["records"]), result["metadata"]))
 
 

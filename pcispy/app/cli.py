@@ -222,7 +222,7 @@ class DecodeCommand(Command):
 
     def run(self, args, out):
         from pcispy.spy.export import BINARY_FORMATS, export, trace_json
-        from pcispy.spy.tracefile import read_trace
+        from pcispy.trace.file import read_trace
         # A large trace is memory-mapped and decoded a run of records at a time.
         trace = read_trace(args.file, partial=args.partial)
         if trace.partial is not None:

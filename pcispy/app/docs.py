@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The generated pages of docs/: the register map (from pcispy/board/registers.py) and the trace
-format (from pcispy/spy/format.py and pcispy/spy/tracefile.py).
+format (from pcispy/spy/format.py and pcispy/trace/file.py).
 
 ``python -m pcispy.app.docs`` rewrites them; ``--check`` exits 1 when a checked-in page
 differs from what the declarations give (pcispy/app/tests/test_docs.py runs the same check, so
@@ -95,8 +95,8 @@ def trace_format_markdown():
     fields (a 32-bit bus with one master's REQ#/GNT#; a 64-bit bus adds its lines to the
     raw record's ``bus``)."""
     import pcispy.spy.pcapng as pcapng
-    import pcispy.spy.tracefile as trace
-    lines = [_NOTICE.format(source="pcispy/spy/format.py, pcispy/spy/tracefile.py and "
+    import pcispy.trace.file as trace
+    lines = [_NOTICE.format(source="pcispy/spy/format.py, pcispy/trace/file.py and "
                                    "pcispy/spy/pcapng.py"), "",
              f"# Trace format (version {fmt.FORMAT_VERSION})", "",
              "## Records", "", _doc(fmt), "",

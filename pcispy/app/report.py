@@ -41,7 +41,7 @@ from pcispy.spy.capture_feature import capture, parse_filter, program_filters
 from pcispy.spy.decode import summarise
 from pcispy.spy.export import TABLE_COLUMNS, summary_rows
 from pcispy.spy.stats_feature import read_histograms
-from pcispy.spy.tracefile import parse_trace, trace_bytes
+from pcispy.trace.file import parse_trace, trace_bytes
 
 __all__ = ["PAPER", "PAPER_FIGURE2", "PROFILE_MACHINES", "FIGURES", "Sizes", "SIZES",
            "sizes_of", "characterise", "rtc_summary", "characterise_profiles", "rtc_log",

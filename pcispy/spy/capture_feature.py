@@ -4,7 +4,7 @@
 :func:`capture` programs the ``spy`` register block (filters, trigger, pre-trigger depth,
 record count, ring mode), arms, waits while the capture fills (polling ``spy.status`` and
 ``spy.count`` every ``poll`` seconds of bus time), then reads the valid records out of
-BAR1 and returns them with the trace metadata of pcispy/spy/tracefile.py; the CLI writes them as a
+BAR1 and returns them with the trace metadata of pcispy/trace/file.py; the CLI writes them as a
 ``.pcitrace`` file. A stop by the user (Ctrl-C on hardware) or the end of ``duration``
 stops the capture and keeps what it holds.
 
@@ -75,7 +75,7 @@ from pcispy.host.errors import PcispyError, RefusedSetting, UsageError
 from pcispy.spy.readout import (CAPTURE_STATUS, SEGMENT_FIELDS, SPY_MASTERS, TRACE_BAR,
                                 capture_status, resume_command as resume_line,
                                 segment_entry, stream_capture_to_file, trace_metadata)
-from pcispy.spy.tracefile import Trace, read_trace
+from pcispy.trace.file import Trace, read_trace
 
 __all__ = ["capture", "start_capture", "wait_capture", "finish_capture", "CaptureCommand",
            "SIM_WAIT_LIMIT",
@@ -233,7 +233,7 @@ async def read_trace_memory(transport, start, count, capacity, record_bytes):
 def raw_start_timestamp(data, record_bytes, trigger_timestamp, width, masters):
     """The ``start_timestamp`` of a raw capture whose trigger record (the raw record with its
     ``trigger`` bit) is among ``data``: the time its first delta counts from, so that the
-    trigger record's time (pcispy/spy/tracefile.py ``Trace.times``) is ``trigger_timestamp``. None
+    trigger record's time (pcispy/trace/file.py ``Trace.times``) is ``trigger_timestamp``. None
     when no trigger record precedes every time-anchoring event record."""
     import numpy as np
     trace = Trace({"mode": "raw", "bus_width": width, "masters": masters,

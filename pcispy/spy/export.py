@@ -51,7 +51,7 @@ from pcispy.spy import pcapng
 from pcispy.spy.format import CaptureMode, RecordKind, TriggerSource
 from pcispy.spy.decode import (SUMMARY_DTYPE, lost_marks, after_lost_records,
                                is_select_capture, iter_summaries, segment_marks, summarise)
-from pcispy.spy.tracefile import Trace
+from pcispy.trace.file import Trace
 from pcispy.host.errors import PcispyError, TraceFormatError
 from pcispy.spy.checker import RULES
 
@@ -893,7 +893,7 @@ def _warn_on_stderr(line):
 
 
 def export(trace, fmt, out, latency_timer=None, warn=_warn_on_stderr):
-    """Write ``trace`` (:class:`~pcispy.spy.tracefile.Trace`) to the text stream ``out`` in
+    """Write ``trace`` (:class:`~pcispy.trace.file.Trace`) to the text stream ``out`` in
     ``fmt`` (one of :data:`FORMATS`): its summaries (a raw trace is decoded in software), or
     for ``vcd`` its raw bus cycles. A format of :data:`BINARY_FORMATS` takes a binary stream
     or a text stream's byte buffer (see :func:`_byte_stream`). Records lost go under the

@@ -9,7 +9,7 @@ as the capture has stopped (everything in them is known then), then reads the re
 of BAR1 a block at a time (:func:`block_records`), appending each block to the file and
 reporting ``progress(records read, records in all)``. Memory holds one block.
 
-The file says how far the readout got: its metadata key ``readout`` (pcispy/spy/tracefile.py)
+The file says how far the readout got: its metadata key ``readout`` (pcispy/trace/file.py)
 names the capture (``start``, ``records_total``, ``capacity``, ``trigger_timestamp``) and
 stays ``complete: false`` until the last record is in; the records read are the whole
 records the file holds. A readout that stops (Ctrl-C, a transport error) leaves that partial
@@ -36,7 +36,7 @@ from pcispy.host.errors import PcispyError, TransportError
 from pcispy.spy.format import CaptureMode, RecordKind, record_bits, record_layouts
 from pcispy.spy.registers import SPY_MASTERS
 from pcispy.spy.trigger import RecorderState
-from pcispy.spy.tracefile import Trace, TraceFileWriter, read_trace
+from pcispy.trace.file import Trace, TraceFileWriter, read_trace
 
 __all__ = ["BLOCK_BYTES", "UART_BLOCK_BYTES", "ReadoutStopped", "TriggerTime",
            "block_records", "capture_status", "stream_capture_to_file", "resume_readout",
@@ -60,7 +60,7 @@ TRACE_BAR = 1
 
 def trace_metadata(*, mode, width, masters, clock_mhz, settings, status, start_timestamp,
                    latency_timer):
-    """The ``.pcitrace`` metadata of a capture (keys: pcispy/spy/tracefile.py)."""
+    """The ``.pcitrace`` metadata of a capture (keys: pcispy/trace/file.py)."""
     mode = CaptureMode(mode)
     kind = RecordKind.RAW if mode is CaptureMode.RAW else RecordKind.SUMMARY
     return {

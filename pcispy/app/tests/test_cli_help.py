@@ -210,7 +210,7 @@ def test_verbose_shows_where_and_why(no_board, tmp_path):
     assert status == 2 and lines[0] == f"pcispy: error: cannot read {missing}: No such file " \
                                        "or directory"
     assert lines[1].startswith("pcispy: detail: PcispyError raised in read_trace (")
-    assert lines[1].endswith(")") and "tracefile.py:" in lines[1]
+    assert lines[1].endswith(")") and "trace/file.py:" in lines[1]
     # The cause the one-line message replaced (`from None`) is shown.
     assert lines[2] == f"pcispy: detail: caused by FileNotFoundError: [Errno 2] No such file " \
                        f"or directory: '{missing}'"

@@ -21,7 +21,7 @@ from pcispy.spy.capture_feature import (capture, finish_capture, parse_filter,
                                         program_filters, start_capture, wait_capture)
 from pcispy.spy.stats_feature import (comparator_hits, filter_counters_from_summaries,
                                       read_filter_counters, stats)
-from pcispy.spy.tracefile import parse_trace, trace_bytes
+from pcispy.trace.file import parse_trace, trace_bytes
 from pcispy.sim.api import SimSystem
 from pcispy.sim.bfm.legacy import RTC_PORT
 from pcispy.sim.bfm.profiles import PROFILES, RTC, DisconnectMode, RetryMode

@@ -18,7 +18,7 @@ from pcispy.sim.tests.bench_spy import TEST_MEM, _setup, _trace
 from pcispy.spy.capture_feature import finish_capture, start_capture, wait_capture
 from pcispy.spy.format import RecordKind, TriggerSource
 from pcispy.spy.trigger import trigger_pulse_clocks
-from pcispy.spy.tracefile import parse_trace, trace_bytes
+from pcispy.trace.file import parse_trace, trace_bytes
 
 #: The test device's memory window: what the captures below select.
 WINDOW = f"MW:{TEST_MEM:#x}/0xffffc000"
@@ -202,7 +202,7 @@ async def raw_segments_through_sdram(dut):
     segments = metadata["segments"]
     dut._log.info(f"raw segments through SDRAM: status {status}, segments {segments}")
     assert status["segment"] == 7 and status["lost"] == 0, status
-    # The whole file: its times restart at each segment (pcispy/spy/tracefile.py).
+    # The whole file: its times restart at each segment (pcispy/trace/file.py).
     trace = parse_trace(trace_bytes(base64.b64decode(result["records"]), metadata))
     assert (trace.kinds == RecordKind.RAW.value).all()
     raw = trace.columns(RecordKind.RAW, ["trigger", "bus.ad", "bus.frame"])

@@ -8,11 +8,11 @@ import io
 import numpy as np
 import pytest
 
-import pcispy.spy.tracefile as tracefile
+import pcispy.trace.file as tracefile
 from pcispy.spy.decode import _synthetic_clocks, iter_summaries, raw_records, summarise
 from pcispy.spy.export import FORMATS, export
 from pcispy.spy.format import OverrunEvent, RecordKind, SummaryRecord, WrapEvent
-from pcispy.spy.tracefile import pack_records, parse_trace, read_trace, trace_bytes, write_trace
+from pcispy.trace.file import pack_records, parse_trace, read_trace, trace_bytes, write_trace
 
 pytestmark = pytest.mark.spy
 

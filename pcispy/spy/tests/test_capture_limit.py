@@ -17,7 +17,7 @@ from pcispy.app import cli
 from pcispy.spy import capture_feature as capture_feature
 from pcispy.spy.capture_feature import SIM_WAIT_LIMIT
 from pcispy.spy.readout import trace_metadata
-from pcispy.spy.tracefile import pack_records, read_trace, write_trace
+from pcispy.trace.file import pack_records, read_trace, write_trace
 
 from pcispy.app.tests._cli import run_cli
 
@@ -157,7 +157,7 @@ def test_ctrl_c_stops_the_capture_and_keeps_what_it_holds():
     # before its trigger the spy keeps the latest clocks in the whole memory (a ring), so
     # when Ctrl-C comes the memory is full of consecutive idle clocks, and all of it is
     # read back.
-    from pcispy.spy.tracefile import parse_trace, trace_bytes
+    from pcispy.trace.file import parse_trace, trace_bytes
     from pcispy.sim.launcher import run_feature
     result = run_feature(capture_until_ctrl_c,
                          {"waits_before_ctrl_c": 3, "mode": "raw", "idle_compress": False,

@@ -9,7 +9,7 @@ from pcispy.pci.bus import Command, DevselSpeed, Termination
 from pcispy.spy.format import OverrunEvent, WrapEvent
 from pcispy.spy.decode import (SUMMARY_DTYPE, raw_records, summarise, summarise_raw,
                                synthetic_trace, _synthetic_clocks)
-from pcispy.spy.tracefile import pack_records, parse_trace, trace_bytes
+from pcispy.trace.file import pack_records, parse_trace, trace_bytes
 
 pytestmark = pytest.mark.spy
 

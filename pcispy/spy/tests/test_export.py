@@ -20,7 +20,7 @@ from pcispy.host.errors import PcispyError
 from pcispy.spy.export import (CSV_COLUMNS, note_lines, read_csv, summaries_from_json,
                                 summary_rows, to_csv, to_json, trace_events, write_table,
                                 write_vcd)
-from pcispy.spy.tracefile import pack_records, parse_trace, trace_bytes, write_trace
+from pcispy.trace.file import pack_records, parse_trace, trace_bytes, write_trace
 
 pytestmark = pytest.mark.spy
 

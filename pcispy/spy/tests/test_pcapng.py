@@ -26,7 +26,7 @@ from pcispy.spy.decode import SUMMARY_DTYPE, summarise, synthetic_trace
 from pcispy.spy.export import _PACKET_SUMMARY_FIELDS, export, pcapng_packets
 from pcispy.spy.format import OverrunEvent, SummaryRecord, record_fields
 from pcispy.spy.tests.test_export import LOSS_LINE, _lossy_rtc_file, rtc_trace
-from pcispy.spy.tracefile import pack_records, parse_trace, trace_bytes, write_trace
+from pcispy.trace.file import pack_records, parse_trace, trace_bytes, write_trace
 
 pytestmark = pytest.mark.spy
 

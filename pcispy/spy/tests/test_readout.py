@@ -24,7 +24,7 @@ from pcispy.spy.capture_feature import raw_start_timestamp
 from pcispy.spy.decode import _synthetic_clocks, raw_records
 from pcispy.spy.readout import (ReadoutStopped, capture_status, resume_readout,
                                 stream_capture_to_file)
-from pcispy.spy.tracefile import PartialReadout, read_trace, trace_bytes
+from pcispy.trace.file import PartialReadout, read_trace, trace_bytes
 
 pytestmark = pytest.mark.spy
 
@@ -339,7 +339,7 @@ def test_simulated_capture_stopped_and_resumed(tmp_path):
 
 def read_trace_metadata(result):
     """The metadata of the file finish_capture's result makes (defaults filled in)."""
-    from pcispy.spy.tracefile import parse_trace
+    from pcispy.trace.file import parse_trace
     return parse_trace(trace_bytes(base64.b64decode(result["records"]),
                                    result["metadata"])).metadata
 

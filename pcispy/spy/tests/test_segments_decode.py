@@ -20,7 +20,7 @@ from pcispy.spy.export import (export, note_lines, read_csv, segment_starts,
                                summary_rows, trace_events, trace_json)
 from pcispy.spy.tests.test_bounded_decode import _exports
 from pcispy.spy.format import MarkerEvent, RawRecord, SummaryRecord, TriggerEvent, WrapEvent
-from pcispy.spy.tracefile import (TraceFormatError, pack_records, parse_trace, trace_bytes,
+from pcispy.trace.file import (TraceFormatError, pack_records, parse_trace, trace_bytes,
                                   write_trace)
 
 pytestmark = pytest.mark.spy

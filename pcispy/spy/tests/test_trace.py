@@ -17,7 +17,7 @@ from pcispy.spy.format import (
                                )
 from pcispy.app.cli import main
 from pcispy.host.errors import TraceFormatError
-from pcispy.spy.tracefile import (
+from pcispy.trace.file import (
                                   HEADER_BYTES, MAGIC, pack_records, parse_trace, read_trace, record_dtype, trace_bytes,
                                   unpack_records, write_trace,
                                   )
