@@ -30,7 +30,7 @@ def _sim_bfm():
 
 
 def _spy_decode():
-    from pcispy.spy.decode import measure_decode_speed
+    from pcispy.trace.decode import measure_decode_speed
     return {"spy.decode_cycles_per_s": round(measure_decode_speed())}
 
 
@@ -77,7 +77,7 @@ def _spy_trace():
     too, so the window waits by one sleep instead of polling."""
     import numpy as np
     from pcispy.spy.format import RecordKind
-    from pcispy.spy.decode import summarise
+    from pcispy.trace.decode import summarise
     from pcispy.sim.launcher import run_feature
     full = run_feature(trace_depth, profile="rtc")
     if full["status"]["state"] != "done" or full.get("limit_reached"):
@@ -579,10 +579,10 @@ def _spy_decode_memory():
     """spy.decode_peak_mb.{raw_2m,summary_1m,one_record}, spy.decode_seconds.* (wall
     clock), spy.decode_cpu_seconds.*: `pcispy decode --format csv` of a synthetic raw trace
     of 2,000,000 records, a summary trace of 1,000,000 and one of a single record (the
-    command's own footprint), each in a child process (pcispy/spy/decode.py
+    command's own footprint), each in a child process (pcispy/trace/decode.py
     measure_decode_memory)."""
     import tempfile
-    from pcispy.spy.decode import measure_decode_memory
+    from pcispy.trace.decode import measure_decode_memory
     with tempfile.TemporaryDirectory() as directory:
         return measure_decode_memory(directory)
 

@@ -49,7 +49,7 @@ from pcispy.pci.bus import (ACTIVE_LOW, COMMAND_MNEMONICS, TERMINATION_NAMES, Bu
                                      Command, DevselSpeed, Termination)
 from pcispy.spy import pcapng
 from pcispy.spy.format import CaptureMode, RecordKind, TriggerSource
-from pcispy.spy.decode import (SUMMARY_DTYPE, lost_marks, after_lost_records,
+from pcispy.trace.decode import (SUMMARY_DTYPE, lost_marks, after_lost_records,
                                is_select_capture, iter_summaries, segment_marks, summarise)
 from pcispy.trace.file import Trace
 from pcispy.host.errors import PcispyError, TraceFormatError
@@ -216,7 +216,7 @@ _LABELS = {term.value: term.label for term in Termination}
 
 def write_csv(parts, out, segments=None):
     """Write the CSV of the summaries in ``parts`` (an iterable of arrays, e.g.
-    :func:`~pcispy.spy.decode.iter_summaries`) to ``out`` as they come; returns how many.
+    :func:`~pcispy.trace.decode.iter_summaries`) to ``out`` as they come; returns how many.
     The text is what :mod:`csv` writes of the rows of :func:`summary_rows`, made column by
     column (a few times faster than a dict per row); ``segments``
     (:func:`segment_starts`): a last column :data:`SEGMENT_COLUMN`."""
@@ -782,10 +782,10 @@ def pcapng_packets(summaries, lost, first=1):
 
 
 def lost_before(trace, summaries):
-    """``(n,) bool`` over ``summaries`` of ``trace`` (:func:`~pcispy.spy.decode.summarise`):
+    """``(n,) bool`` over ``summaries`` of ``trace`` (:func:`~pcispy.trace.decode.summarise`):
     records were lost between the transaction and the one before it (the first: before it).
     A summary capture knows where its OVERRUN records stand among its summaries; a raw
-    capture decodes anew after each (:func:`~pcispy.spy.decode.after_lost_records`), so a
+    capture decodes anew after each (:func:`~pcispy.trace.decode.after_lost_records`), so a
     transaction is marked when it is the first to start from such a record's clock on."""
     marks = _LostBefore(trace)
     return marks(summaries)

@@ -27,7 +27,7 @@ from pcispy.spy.format import (
                                record_fields,
                                )
 from pcispy.app import cli
-from pcispy.spy.decode import synthetic_trace
+from pcispy.trace.decode import synthetic_trace
 from pcispy.spy.export import FORMATS
 from pcispy.trace.file import HEADER_BYTES, _enum_fields, pack_records, trace_bytes
 

@@ -36,7 +36,7 @@ from pcispy.dma.patterns import pattern_dwords
 from pcispy.pci.bus import Command
 from pcispy.board.registers import REGISTER_MAP
 from pcispy.host.board import Board
-from pcispy.spy.decode import summarise
+from pcispy.trace.decode import summarise
 from pcispy.spy.capture_feature import finish_capture, start_capture
 from pcispy.dma.dma_feature import PATTERNS, dma
 from pcispy.exerciser.target_feature import target

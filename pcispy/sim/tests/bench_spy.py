@@ -15,7 +15,7 @@ import numpy as np
 
 from pcispy.pci.bus import Command, Termination
 from pcispy.spy.format import RecordKind
-from pcispy.spy.decode import summarise
+from pcispy.trace.decode import summarise
 from pcispy.host.board import Board
 from pcispy.spy.capture_feature import (capture, finish_capture, parse_filter,
                                         program_filters, start_capture, wait_capture)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import pcispy.trace.file as tracefile
-from pcispy.spy.decode import _synthetic_clocks, iter_summaries, raw_records, summarise
+from pcispy.trace.decode import _synthetic_clocks, iter_summaries, raw_records, summarise
 from pcispy.spy.export import FORMATS, export
 from pcispy.spy.format import OverrunEvent, RecordKind, SummaryRecord, WrapEvent
 from pcispy.trace.file import pack_records, parse_trace, read_trace, trace_bytes, write_trace
@@ -23,7 +23,7 @@ CHUNKS = (1, 7, 64)
 
 
 def _raw_trace(seed, select=False):
-    """A raw trace of random transactions (pcispy.spy.decode's generator), 3% of its
+    """A raw trace of random transactions (pcispy.trace.decode's generator), 3% of its
     records followed by an OVERRUN record and 1% by a WRAP record (times running on),
     deltas 1..3 (idle compression)."""
     rng = np.random.default_rng(seed)

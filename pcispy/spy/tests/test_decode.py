@@ -7,7 +7,7 @@ import pytest
 
 from pcispy.pci.bus import Command, DevselSpeed, Termination
 from pcispy.spy.format import OverrunEvent, WrapEvent
-from pcispy.spy.decode import (SUMMARY_DTYPE, raw_records, summarise, summarise_raw,
+from pcispy.trace.decode import (SUMMARY_DTYPE, raw_records, summarise, summarise_raw,
                                synthetic_trace, _synthetic_clocks)
 from pcispy.trace.file import pack_records, parse_trace, trace_bytes
 

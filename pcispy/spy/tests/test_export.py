@@ -15,7 +15,7 @@ from pcispy.pci.bus import Command
 from pcispy.spy.format import (OverrunEvent, SummaryRecord, TriggerEvent,
                                         ViolationEvent, record_fields)
 from pcispy.app.cli import main
-from pcispy.spy.decode import raw_records, summarise, synthetic_trace
+from pcispy.trace.decode import raw_records, summarise, synthetic_trace
 from pcispy.host.errors import PcispyError
 from pcispy.spy.export import (CSV_COLUMNS, note_lines, read_csv, summaries_from_json,
                                 summary_rows, to_csv, to_json, trace_events, write_table,

@@ -16,7 +16,7 @@ from vcdvcd import VCDVCD
 
 from pcispy.spy.format import SummaryRecord, record_fields
 from pcispy.app.cli import main
-from pcispy.spy.decode import raw_records
+from pcispy.trace.decode import raw_records
 from pcispy.trace.file import pack_records, read_trace, write_trace
 
 pytestmark = pytest.mark.host

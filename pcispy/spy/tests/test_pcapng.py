@@ -22,7 +22,7 @@ from pcispy.app.tests._debian import debian_tool
 from pcispy.host.errors import PcispyError
 from pcispy.pci.bus import Command, DevselSpeed, Termination
 from pcispy.spy import pcapng
-from pcispy.spy.decode import SUMMARY_DTYPE, summarise, synthetic_trace
+from pcispy.trace.decode import SUMMARY_DTYPE, summarise, synthetic_trace
 from pcispy.spy.export import _PACKET_SUMMARY_FIELDS, export, pcapng_packets
 from pcispy.spy.format import OverrunEvent, SummaryRecord, record_fields
 from pcispy.spy.tests.test_export import LOSS_LINE, _lossy_rtc_file, rtc_trace

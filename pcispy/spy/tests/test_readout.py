@@ -21,7 +21,7 @@ from pcispy.board.registers import REGISTER_MAP
 from pcispy.host.errors import PcispyError, TransportError
 from pcispy.host.transports.base import Transport
 from pcispy.spy.capture_feature import raw_start_timestamp
-from pcispy.spy.decode import _synthetic_clocks, raw_records
+from pcispy.trace.decode import _synthetic_clocks, raw_records
 from pcispy.spy.readout import (ReadoutStopped, capture_status, resume_readout,
                                 stream_capture_to_file)
 from pcispy.trace.file import PartialReadout, read_trace, trace_bytes

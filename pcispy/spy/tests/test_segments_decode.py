@@ -15,7 +15,7 @@ from vcdvcd import VCDVCD
 from pcispy.app.cli import main
 from pcispy.pci.bus import Command
 from pcispy.spy import pcapng
-from pcispy.spy.decode import _synthetic_clocks, iter_summaries, raw_records, summarise
+from pcispy.trace.decode import _synthetic_clocks, iter_summaries, raw_records, summarise
 from pcispy.spy.export import (export, note_lines, read_csv, segment_starts,
                                summary_rows, trace_events, trace_json)
 from pcispy.spy.tests.test_bounded_decode import _exports

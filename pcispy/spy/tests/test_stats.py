@@ -20,7 +20,7 @@ from pcispy.spy.registers import SPY_FILTERS
 from pcispy.spy.counters import CounterValues, FilterCounter
 from pcispy.app import cli
 from pcispy.host.board import Board
-from pcispy.spy.decode import SUMMARY_DTYPE
+from pcispy.trace.decode import SUMMARY_DTYPE
 from pcispy.spy import stats_feature as stats_feature
 from pcispy.spy.stats_feature import (FILTER_COUNTERS, comparator_hits,
                                       filter_counters_from_summaries, format_stats,
