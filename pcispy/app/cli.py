@@ -204,7 +204,7 @@ class DecodeCommand(Command):
                 "pcispy decode raw.pcitrace --format vcd -o raw.vcd && gtkwave raw.vcd")
 
     def add_arguments(self, parser):
-        from pcispy.spy.export import FORMATS
+        from pcispy.trace.export import FORMATS
         parser.add_argument("file", help="the trace file")
         parser.add_argument("--format", choices=FORMATS, default="table",
                             help="output format (default: table); vcd needs a raw capture; "
@@ -221,7 +221,7 @@ class DecodeCommand(Command):
                                  "that stopped; `pcispy readout --resume` completes it)")
 
     def run(self, args, out):
-        from pcispy.spy.export import BINARY_FORMATS, export, trace_json
+        from pcispy.trace.export import BINARY_FORMATS, export, trace_json
         from pcispy.trace.file import read_trace
         # A large trace is memory-mapped and decoded a run of records at a time.
         trace = read_trace(args.file, partial=args.partial)

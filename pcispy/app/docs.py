@@ -94,10 +94,10 @@ def trace_format_markdown():
     """docs/trace-format.md: the .pcitrace file, the record kinds and every record's
     fields (a 32-bit bus with one master's REQ#/GNT#; a 64-bit bus adds its lines to the
     raw record's ``bus``)."""
-    import pcispy.spy.pcapng as pcapng
+    import pcispy.trace.pcapng as pcapng
     import pcispy.trace.file as trace
     lines = [_NOTICE.format(source="pcispy/spy/format.py, pcispy/trace/file.py and "
-                                   "pcispy/spy/pcapng.py"), "",
+                                   "pcispy/trace/pcapng.py"), "",
              f"# Trace format (version {fmt.FORMAT_VERSION})", "",
              "## Records", "", _doc(fmt), "",
              "| Kind | Value | Meaning |", "|---|---|---|"]

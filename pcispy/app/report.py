@@ -39,7 +39,7 @@ from pcispy.irq.irq_feature import irq_latency, plot_histograms
 from pcispy.sim.bfm.profiles import profile_by_name
 from pcispy.spy.capture_feature import capture, parse_filter, program_filters
 from pcispy.trace.decode import summarise
-from pcispy.spy.export import TABLE_COLUMNS, summary_rows
+from pcispy.trace.export import TABLE_COLUMNS, summary_rows
 from pcispy.spy.stats_feature import read_histograms
 from pcispy.trace.file import parse_trace, trace_bytes
 

@@ -28,7 +28,7 @@ from pcispy.spy.format import (
                                )
 from pcispy.app import cli
 from pcispy.trace.decode import synthetic_trace
-from pcispy.spy.export import FORMATS
+from pcispy.trace.export import FORMATS
 from pcispy.trace.file import HEADER_BYTES, _enum_fields, pack_records, trace_bytes
 
 pytestmark = pytest.mark.fuzz

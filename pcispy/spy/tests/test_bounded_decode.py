@@ -10,7 +10,7 @@ import pytest
 
 import pcispy.trace.file as tracefile
 from pcispy.trace.decode import _synthetic_clocks, iter_summaries, raw_records, summarise
-from pcispy.spy.export import FORMATS, export
+from pcispy.trace.export import FORMATS, export
 from pcispy.spy.format import OverrunEvent, RecordKind, SummaryRecord, WrapEvent
 from pcispy.trace.file import pack_records, parse_trace, read_trace, trace_bytes, write_trace
 

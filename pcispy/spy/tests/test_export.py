@@ -17,9 +17,10 @@ from pcispy.spy.format import (OverrunEvent, SummaryRecord, TriggerEvent,
 from pcispy.app.cli import main
 from pcispy.trace.decode import raw_records, summarise, synthetic_trace
 from pcispy.host.errors import PcispyError
-from pcispy.spy.export import (CSV_COLUMNS, note_lines, read_csv, summaries_from_json,
-                                summary_rows, to_csv, to_json, trace_events, write_table,
-                                write_vcd)
+from pcispy.trace.events import note_lines, trace_events
+from pcispy.trace.export import (CSV_COLUMNS, read_csv, summaries_from_json, summary_rows,
+                                 to_csv, to_json, write_table)
+from pcispy.trace.vcd import write_vcd
 from pcispy.trace.file import pack_records, parse_trace, trace_bytes, write_trace
 
 pytestmark = pytest.mark.spy

@@ -21,9 +21,10 @@ from pcispy.app.cli import main
 from pcispy.app.tests._debian import debian_tool
 from pcispy.host.errors import PcispyError
 from pcispy.pci.bus import Command, DevselSpeed, Termination
-from pcispy.spy import pcapng
+from pcispy.trace import pcapng
 from pcispy.trace.decode import SUMMARY_DTYPE, summarise, synthetic_trace
-from pcispy.spy.export import _PACKET_SUMMARY_FIELDS, export, pcapng_packets
+from pcispy.trace.export import export
+from pcispy.trace.pcapng import _PACKET_SUMMARY_FIELDS, pcapng_packets
 from pcispy.spy.format import OverrunEvent, SummaryRecord, record_fields
 from pcispy.spy.tests.test_export import LOSS_LINE, _lossy_rtc_file, rtc_trace
 from pcispy.trace.file import pack_records, parse_trace, trace_bytes, write_trace
@@ -219,7 +220,7 @@ def test_dissector_tables_are_generated_from_the_declarations(tmp_path, monkeypa
                                                                 capsys):
     text = pcapng.DISSECTOR_PATH.read_text()
     assert pcapng.dissector_lua(text) == text, \
-        "contrib/wireshark/pcispy.lua is out of date: run python -m pcispy.spy.pcapng"
+        "contrib/wireshark/pcispy.lua is out of date: run python -m pcispy.trace.pcapng"
     tables = pcapng.dissector_tables()
     assert tables in text
     for name, _, label, _ in pcapng.PACKET_FIELDS:
@@ -327,7 +328,7 @@ def test_tshark_shows_every_field_with_the_dissector(tmp_path, capsys):
     packets["version"] = pcapng.PACKET_VERSION + 1
     other = tmp_path / "other.pcapng"
     with open(other, "wb") as file:
-        pcapng.write_pcapng(file, packets[:1], [0], name="pcispy", description="")
+        pcapng.write_packets(file, packets[:1], [0], name="pcispy", description="")
     assert _run_tshark(tshark, tmp_path, other, "-T", "fields", "-e", "pcispy.cmd", "-e",
                        "_ws.expert.message") == ["\tUnknown pcispy layout version"]
     # A packet cut short: marked too.
