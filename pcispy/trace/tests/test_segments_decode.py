@@ -18,7 +18,7 @@ from pcispy.trace import pcapng
 from pcispy.trace.decode import _synthetic_clocks, iter_summaries, raw_records, summarise
 from pcispy.trace.events import note_lines, segment_starts, trace_events
 from pcispy.trace.export import export, read_csv, summary_rows, trace_json
-from pcispy.spy.tests.test_bounded_decode import _exports
+from pcispy.trace.tests.test_bounded_decode import _exports
 from pcispy.spy.format import MarkerEvent, RawRecord, SummaryRecord, TriggerEvent, WrapEvent
 from pcispy.trace.file import (TraceFormatError, pack_records, parse_trace, trace_bytes,
                                   write_trace)

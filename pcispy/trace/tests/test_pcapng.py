@@ -26,7 +26,7 @@ from pcispy.trace.decode import SUMMARY_DTYPE, summarise, synthetic_trace
 from pcispy.trace.export import export
 from pcispy.trace.pcapng import _PACKET_SUMMARY_FIELDS, pcapng_packets
 from pcispy.spy.format import OverrunEvent, SummaryRecord, record_fields
-from pcispy.spy.tests.test_export import LOSS_LINE, _lossy_rtc_file, rtc_trace
+from pcispy.trace.tests.test_export import LOSS_LINE, _lossy_rtc_file, rtc_trace
 from pcispy.trace.file import pack_records, parse_trace, trace_bytes, write_trace
 
 pytestmark = pytest.mark.spy
