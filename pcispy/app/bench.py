@@ -205,11 +205,12 @@ def _board():
     input setup (every path, control paths, data paths; the 66 MHz budget is 3 ns), LUTs,
     flip-flops, block RAMs, outputs in I/O registers, whether the usage fits the 25F, the
     fastest bus clock at which every input is sampled in time (``bus_clock_max_mhz``),
-    whether it meets PCI at 33 MHz (``make timing``: :func:`~pcispy.platform.build.check`
+    whether it meets PCI at 33 MHz (``make timing``: :func:`~pcispy.platform.timing.check`
     finds nothing), what synthesis broke of the structure its timing needs
     (:mod:`pcispy.platform.ecp5.structure`; a design that does not fit its part or breaks
     that structure fails the bench) and the build's time."""
-    from pcispy.platform.build import build, check, fits
+    from pcispy.platform.build import build
+    from pcispy.platform.timing import check, fits
     report = build("ulx3s-85f", clock_mhz=33)
     if not fits(report, "LFE5U-85F") or report.get("structure_problems"):
         raise RuntimeError(f"the default board does not fit the LFE5U-85F ({report['luts']} "
@@ -238,9 +239,10 @@ def _board_passive():
     output driver) at 33 MHz, reused while unchanged: its pci clock, how many input paths
     it has from a PCI pin to a flip-flop other than the pins' own I/O registers and the
     worst of them, usage, whether it fits the 25F, and whether it meets PCI at 33 MHz
-    (``make timing ARGS=--passive``: :func:`~pcispy.platform.build.check` finds
+    (``make timing ARGS=--passive``: :func:`~pcispy.platform.timing.check` finds
     nothing)."""
-    from pcispy.platform.build import build, check, fits
+    from pcispy.platform.build import build
+    from pcispy.platform.timing import check, fits
     report = build("ulx3s-85f", passive=True, clock_mhz=33)
     prefix = "board.ulx3s_85f_passive."
     return {prefix + "fmax_pci_mhz": report["fmax_mhz"]["pci"],
@@ -261,7 +263,8 @@ def _board_64bit_synthesis():
     block RAMs and whether they fit its part, the LFE5UM5G-85F (a design that does not fit
     fails the bench)."""
     import tempfile
-    from pcispy.platform.build import build, fits
+    from pcispy.platform.build import build
+    from pcispy.platform.timing import fits
     with tempfile.TemporaryDirectory() as tmp:
         report = build("ecp5-evn", synth_only=True, build_dir=tmp)
     if not fits(report, "LFE5UM5G-85F"):

@@ -11,6 +11,7 @@ wiring tables of docs/wiring.md.
 __all__ = ["BOARDS", "PINOUTS", "board_platform"]
 
 from pcispy.platform.boards import ecp5_evn, ulx3s
+from pcispy.platform.timing import PCI_CLOCK_MHZ
 
 #: ``{board name: pin-out module}``: each module has ``BOARDS``, ``WIDTH``,
 #: ``NEXTPNR_DEFAULTS``, ``add_pci``, ``PCI_PINOUT``, ``PCI_EDGE_PINS`` and ``header_label``.
@@ -20,7 +21,7 @@ PINOUTS = {name: module for module in (ulx3s, ecp5_evn) for name in module.BOARD
 BOARDS = {name: module.BOARDS[name] for name, module in PINOUTS.items()}
 
 
-def board_platform(name, passive=False, clock_mhz=ulx3s.PCI_CLOCK_MHZ, sdram_clock_mhz=None):
+def board_platform(name, passive=False, clock_mhz=PCI_CLOCK_MHZ, sdram_clock_mhz=None):
     """``(platform with its pci resource, bus width)`` of board ``name``, its PCI clock
     constrained to ``clock_mhz``; ``sdram_clock_mhz`` the SDRAM trace memory's own clock
     (a passive ULX3S build; None: the PCI clock)."""

@@ -24,7 +24,8 @@ from amaranth_boards.ecp5_5g_evn import ECP55GEVNPlatform
 
 from pcispy.pci.bus import bus_lines
 from pcispy.platform.ecp5.cells import ECP5Cells
-from pcispy.platform.boards.ulx3s import (CLOCK_LINE, PCI_CLOCK_MHZ, PCI_EDGE_PINS as PCI_EDGE_PINS_32, RESET_LINE,
+from pcispy.platform.timing import PCI_CLOCK_MHZ
+from pcispy.platform.boards.ulx3s import (CLOCK_LINE, PCI_EDGE_PINS as PCI_EDGE_PINS_32, RESET_LINE,
                                           pci_subsignal)
 
 __all__ = ["WIDTH", "NEXTPNR_DEFAULTS", "FREE_PINS", "LINE_ORDER", "PCI_PINOUT", "PCI_EDGE_PINS", "BOARDS",

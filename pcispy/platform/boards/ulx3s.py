@@ -17,6 +17,7 @@ from amaranth_boards.ulx3s import (ULX3S_12F_Platform, ULX3S_25F_Platform,
 from pcispy.pci.bus import bus_lines
 from pcispy.core.pads import INPUT_ONLY_LINES
 from pcispy.platform.ecp5.cells import ECP5Cells
+from pcispy.platform.timing import PCI_CLOCK_MHZ
 
 __all__ = ["WIDTH", "NEXTPNR_DEFAULTS", "PCI_PINOUT", "PCI_EDGE_PINS", "CLOCK_LINE", "RESET_LINE", "BOARDS",
            "TRIGGER_PINS", "trigger_resource",
@@ -24,8 +25,6 @@ __all__ = ["WIDTH", "NEXTPNR_DEFAULTS", "PCI_PINOUT", "PCI_EDGE_PINS", "CLOCK_LI
 
 #: Bus width of this pin-out.
 WIDTH = 32
-#: The bus clock a build is constrained to unless it asks otherwise (MHz).
-PCI_CLOCK_MHZ = 33
 
 #: The SDRAM trace memory's own clock offered by ``--sdram-clock`` (domain ``sdram``, from
 #: the 25 MHz oscillator by a PLL), MHz: 220 MB/s on the x16 data pins, 209 sustained. The

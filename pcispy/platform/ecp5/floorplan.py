@@ -11,7 +11,7 @@ end) and gives each a ``BEL`` attribute on the slices nearest the pins; nextpnr 
 them there and places everything else around them.
 
 Cells that reach only the AD output and tristate registers are left to the placer: the
-AD pins are spread over the die (the data paths of :func:`.build.check`).
+AD pins are spread over the die (the data paths of :func:`.timing.check`).
 
 The netlist is yosys' JSON for ECP5 (``synth_ecp5``). The slice rules followed, as
 nextpnr packs and checks them:
@@ -64,7 +64,7 @@ def pci_port(line):
 
 #: Bus lines whose output registers hold a data word (the AD lines): the handshake
 #: decides in the same clock whether the word advances or is released, and the pins are
-#: wherever the board's connector put them (:func:`.build.check`). Their paths are left
+#: wherever the board's connector put them (:func:`.timing.check`). Their paths are left
 #: to the placer here.
 DATA_LINES = ("ad", "ad_hi")
 
@@ -225,7 +225,7 @@ def live_depths(netlist, lines, data_lines=DATA_LINES):
     PFUMX, L6MUX21: what the routed design packs into ``TRELLIS_COMB`` one each) on any
     path from each live pin to a data end and to a control end (:class:`_LiveCone`), in
     a synthesised netlist; 0 where a pin reaches no such end. The depth
-    :func:`.build.check` holds data paths to, known after synthesis, before place and
+    :func:`.timing.check` holds data paths to, known after synthesis, before place and
     route (which counts the cells of each pin's slowest path, not of its deepest).
     """
     cone = _LiveCone(netlist, lines, data_lines)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pcispy.platform.build import analyse_io, parse_sdf
+from pcispy.platform.routed import analyse_io, parse_sdf
 from pcispy.platform.boards.ulx3s import (BOARDS, CLOCK_LINE, PCI_EDGE_PINS, PCI_PINOUT,
                                           RESET_LINE, add_pci, header_label)
 from pcispy.platform.top import BoardTop
@@ -344,7 +344,7 @@ def test_a_build_is_reused_only_with_the_same_design_and_nextpnr_options():
 
 
 def test_build_report_is_json_of_the_promised_shape(tmp_path):
-    from pcispy.platform.build import read_report
+    from pcispy.platform.routed import read_report
     (tmp_path / "pcispy.sdf").write_text(SDF)
     (tmp_path / "pcispy_routed.json").write_text(json.dumps(_netlist(True)))
     (tmp_path / "nextpnr_report.json").write_text(json.dumps({
@@ -401,7 +401,7 @@ def test_explain_follows_the_worst_path_back_cell_by_cell(tmp_path):
     """FRAME#'s one path, pin to flip-flop: the delays add up to its report.json row; a
     net's names come from the synthesised netlist by the routed net's name (Amaranth's
     only, when it has some), else they are the routed netlist's."""
-    from pcispy.platform.build import explain_input_path
+    from pcispy.platform.routed import explain_input_path
     path = explain_input_path(_routed_build(tmp_path), "frame")
     assert path["steps"] == [
         {"cell": "f.buf0", "type": "TRELLIS_IO", "bel": "X0/Y5/PIOA", "port": None,
@@ -425,7 +425,7 @@ def test_explain_takes_the_worst_end_or_the_one_asked_for(tmp_path):
     """IRDY#'s worst end is TRDY#'s tristate register (straight from the pin, a cell only
     the SDF knows); ``to`` picks the flip-flop behind the LUT, reached on the slower of
     IRDY#'s two wires into it."""
-    from pcispy.platform.build import ExplainError, explain_input_path
+    from pcispy.platform.routed import ExplainError, explain_input_path
     slower = "        (INTERCONNECT i.buf0/O lut/C (1500:1500:1500) (1500:1500:1500))\n"
     sdf = SDF.replace("        (INTERCONNECT lut/F", slower + "        (INTERCONNECT lut/F")
     build_dir = _routed_build(tmp_path, sdf=sdf)
@@ -516,7 +516,7 @@ def test_timing_says_how_close_a_pass_is_and_what_a_failure_misses(capsys, monke
 
 
 def test_check_names_what_misses_the_pci_budget():
-    from pcispy.platform.build import DATA_PATH_MAX_LUTS, check, margins, notes
+    from pcispy.platform.timing import DATA_PATH_MAX_LUTS, check, margins, notes
     data = {"pin": "irdy", "to": "pads.ad_buffer.buf.buf9$IOL", "ns": 9.5, "setup_ns": 0.1,
             "luts": 2, "data": True}
     control = {"pin": "irdy", "to": "target.state", "ns": 2.4, "setup_ns": 0.1, "luts": 1,
@@ -560,7 +560,7 @@ def test_check_names_what_misses_the_pci_budget():
 def test_gnt_has_the_point_to_point_setup_budget():
     """GNT# is point to point: PCI gives a device's GNT# input 10 ns of setup at 33 MHz
     (5 at 66), a bused input 7 (3). The worst path named is the one furthest over."""
-    from pcispy.platform.build import check, setup_budget_ns
+    from pcispy.platform.timing import check, setup_budget_ns
     assert [setup_budget_ns(pin, mhz) for pin in ("gnt", "devsel") for mhz in (33, 66)] \
         == [10.0, 5.0, 7.0, 3.0]
     gnt = {"pin": "gnt", "to": "pads.req", "ns": 9.8, "setup_ns": 0.1, "luts": 3,
@@ -585,7 +585,7 @@ def test_bus_clock_max_is_the_slowest_input_or_the_pci_clock():
     after it, whatever the period: a path of 9.9 ns (delay and setup) needs 32.9 ns on a
     bused line (30.39 MHz) and 29.9 ns on GNT# (inside the 30 ns period); no build is
     credited more than the 33.33 MHz bus or its own pci clock."""
-    from pcispy.platform.build import bus_clock_max_mhz
+    from pcispy.platform.timing import bus_clock_max_mhz
     path = {"pin": "devsel", "to": "pads.irdy", "ns": 9.8, "setup_ns": 0.1, "data": True}
     assert bus_clock_max_mhz(40.0, [path]) == 30.39
     assert bus_clock_max_mhz(40.0, [dict(path, pin="gnt")]) == 33.33
@@ -662,7 +662,7 @@ _LIVE_DEPTH = {line: {"data": 2, "control": 3}
 
 
 def _structure_problems(change=None):
-    from pcispy.platform.build import DATA_PATH_MAX_LUTS
+    from pcispy.platform.timing import DATA_PATH_MAX_LUTS
     from pcispy.platform.ecp5.structure import structure_problems
     netlist = json.loads(STRUCTURE_NETLIST.read_text())
     depth = json.loads(json.dumps(_LIVE_DEPTH))
@@ -721,7 +721,7 @@ def test_each_broken_structure_is_named():
 
 
 def test_a_build_with_a_broken_structure_fails_the_timing_check():
-    from pcispy.platform.build import check
+    from pcispy.platform.timing import check
     report = {"fmax_mhz": {"pci": 40.0}, "outputs_registered": True, "input_paths": [],
               "structure_problems": ["trdy's floats cell: 0 kept LUT4 cells, 1 expected"]}
     assert check(report, 33) == ["trdy's floats cell: 0 kept LUT4 cells, 1 expected"]
@@ -748,7 +748,7 @@ def test_smaller_ulx3s_parts_get_the_default_boards_design(board):
 
 
 def test_fits_compares_usage_with_the_part():
-    from pcispy.platform.build import DEVICE_CAPACITY, fits
+    from pcispy.platform.timing import DEVICE_CAPACITY, fits
     luts, ffs, brams = DEVICE_CAPACITY["LFE5U-25F"]
     assert fits({"luts": luts, "ffs": ffs, "brams": brams}, "LFE5U-25F")
     assert not fits({"luts": luts + 1, "ffs": 0, "brams": 0}, "LFE5U-25F")

@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-from pcispy.platform.build import _floorplan, _tool, analyse_io, parse_sdf
+from pcispy.platform.build import _floorplan, _tool
+from pcispy.platform.routed import analyse_io, parse_sdf
 from pcispy.platform.ecp5.floorplan import (FABRIC, _Netlist, assign_bels, floorplan,
                                             live_depths, live_logic, pin_tiles)
 

@@ -10,7 +10,7 @@ import pytest
 from pcispy.platform.top import BoardTop, sdram_clocking
 from pcispy.platform.boards import board_platform
 from pcispy.platform.boards.ulx3s import BOARDS, SDRAM_CLOCK_MHZ, add_pci
-from pcispy.platform.build import check, margins
+from pcispy.platform.timing import check, margins
 from pcispy.platform.ecp5.pll import LIMITS_MHZ, PLLError, pll_dividers, pll_phase
 
 pytestmark = pytest.mark.board
@@ -183,7 +183,7 @@ def test_report_holds_the_sdram_domain_to_its_slowest_net(tmp_path, pin_first):
     # clocks only a DDR cell); both say "sdram": the slower is the domain's (the figures
     # of the passive ULX3S-85F built with --sdram-clock 110, seed 2).
     import json
-    from pcispy.platform.build import read_report
+    from pcispy.platform.routed import read_report
     from pcispy.platform.tests.test_board_build import SDF, _netlist
     nets = [("$glbnet$board.sdram_clk", 120.55), ("$glbnet$sdram_pll.sdram_pin_pll_clk", 550.36)]
     fmax = {"$glbnet$board.bank.pci_clk": {"achieved": 42.05, "constraint": 33.0}}
