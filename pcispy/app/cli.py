@@ -263,7 +263,7 @@ _COMMAND_PATHS = [
     "pcispy.exerciser.target_feature:TargetCommand",
     "pcispy.exerciser.pio_feature:PioCommand",
     "pcispy.spy.capture_feature:CaptureCommand",
-    "pcispy.spy.readout:ReadoutCommand",
+    "pcispy.spy.readout_feature:ReadoutCommand",
     "pcispy.spy.stats_feature:StatsCommand",
     "pcispy.app.report_feature:ReportCommand",
     "pcispy.sim.session_command:SimCommand",

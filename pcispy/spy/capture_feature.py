@@ -72,7 +72,7 @@ from pcispy.host.board import Board
 from pcispy.host.command import (Command as CliCommand, int_range, output_path, positive_seconds,
                                  run_feature)
 from pcispy.host.errors import PcispyError, RefusedSetting, UsageError
-from pcispy.spy.readout import (CAPTURE_STATUS, SEGMENT_FIELDS, SPY_MASTERS, TRACE_BAR,
+from pcispy.spy.readout_feature import (CAPTURE_STATUS, SEGMENT_FIELDS, SPY_MASTERS, TRACE_BAR,
                                 capture_status, resume_command as resume_line,
                                 segment_entry, stream_capture_to_file, trace_metadata)
 from pcispy.trace.file import Trace, read_trace
@@ -393,7 +393,7 @@ async def finish_capture(run, *, interrupted=False, timed_out=False, output=None
     """Stop the capture (if it still runs), wait for its last records, read them out of
     BAR1. Returns the result of :func:`capture`. With ``output`` (a path) the records are
     streamed into that ``.pcitrace`` file a block at a time instead
-    (pcispy/spy/readout.py: ``progress(records read, records in all)``, and
+    (pcispy/spy/readout_feature.py: ``progress(records read, records in all)``, and
     ``resume_command`` the line a stopped readout names), and the result has no
     ``records`` but ``output``."""
     board = run["board"]

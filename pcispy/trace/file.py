@@ -19,7 +19,7 @@ pairs recorded), ``clock_mhz``, ``record_layout`` and ``record_bits`` (what a re
 0 for block RAM and SRAM), ``start_timestamp`` (the time the first raw record's delta counts from),
 ``raw_time_offset`` (clocks subtracted from raw record times so that they are bus clocks),
 ``latency_timer`` (the Latency Timer the software decoder assumes, 0 = none), and for a file
-written as the board was read out (pcispy/spy/readout.py) ``readout``: ``{"complete",
+written as the board was read out (pcispy/spy/readout_feature.py) ``readout``: ``{"complete",
 "records_total", "start", "capacity", "trigger_timestamp"}`` (the capture the records come
 from; the records read are the whole records the file holds). A file whose readout is not
 complete is a *partial readout*: :func:`read_trace` refuses it unless asked for the part.

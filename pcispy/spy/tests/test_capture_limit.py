@@ -16,7 +16,7 @@ from pcispy.spy.format import CaptureMode, RecordKind, SummaryRecord, TriggerEve
 from pcispy.app import cli
 from pcispy.spy import capture_feature as capture_feature
 from pcispy.spy.capture_feature import SIM_WAIT_LIMIT
-from pcispy.spy.readout import trace_metadata
+from pcispy.spy.readout_feature import trace_metadata
 from pcispy.trace.file import pack_records, read_trace, write_trace
 
 from pcispy.app.tests._cli import run_cli

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Streaming readout (pcispy/spy/readout.py): records read out of BAR1 a block at a time
+"""Streaming readout (pcispy/spy/readout_feature.py): records read out of BAR1 a block at a time
 into the file, a stopped readout leaves a partial file that says so, decode refuses it (or
 decodes the part with --partial), ``pcispy readout --resume`` continues it on the board that
 still holds the capture and refuses one that does not, leaving the file as it is.
@@ -22,7 +22,7 @@ from pcispy.host.errors import PcispyError, TransportError
 from pcispy.host.transports.base import Transport
 from pcispy.spy.capture_feature import raw_start_timestamp
 from pcispy.trace.decode import _synthetic_clocks, raw_records
-from pcispy.spy.readout import (ReadoutStopped, capture_status, resume_readout,
+from pcispy.spy.readout_feature import (ReadoutStopped, capture_status, resume_readout,
                                 stream_capture_to_file)
 from pcispy.trace.file import PartialReadout, read_trace, trace_bytes
 
