@@ -5,9 +5,10 @@
 // pcispy's simulated system (docs/using-the-simulator.md walks through it).
 //
 // What it does:
-// - a type 0 configuration header (function 0 only): IDs, Command (memory space,
-//   parity error response, SERR# enable), Status (medium DEVSEL timing), class code,
-//   Cache Line Size, one 32-bit memory BAR of WINDOW_BYTES, Interrupt Line;
+// - a type 0 configuration header (function 0 only): IDs, Command (memory space; Parity
+//   Error Response and SERR# Enable read 0, as a device that checks no parity keeps them),
+//   Status (medium DEVSEL timing), class code, Cache Line Size, one 32-bit memory BAR of
+//   WINDOW_BYTES, Interrupt Line;
 // - medium decode: DEVSEL# in the third clock of a transaction (address phase = 1);
 // - memory reads and writes (Memory Read, Read Line, Read Multiple, Write, Write and
 //   Invalidate) into a RAM filling the BAR, single or burst, no wait states; a burst in
@@ -73,8 +74,6 @@ module pci_target #(
 
     // Configuration registers that hold state.
     reg        mem_enable;       // Command bit 1
-    reg        perr_enable;      // Command bit 6
-    reg        serr_enable;      // Command bit 8
     reg [7:0]  cache_line_size;
     reg [31:BAR_LOW] bar0;
     reg [7:0]  interrupt_line;
@@ -102,8 +101,7 @@ module pci_target #(
         case (register)
             `REG_ID:         config_word = {DEVICE_ID, VENDOR_ID};
             // Status: DEVSEL timing medium (bits 10:9 = 01); Command as written.
-            `REG_STATUS_CMD: config_word = {16'h0200, 7'd0, serr_enable, 1'b0, perr_enable,
-                                            4'd0, mem_enable, 1'b0};
+            `REG_STATUS_CMD: config_word = {16'h0200, 14'd0, mem_enable, 1'b0};
             // Class 0x05 (memory controller), 0x80 (other); revision 1.
             `REG_CLASS_REV:  config_word = {24'h058000, 8'h01};
             // Header type 0, Latency Timer hard-wired to 0 (not a master).
@@ -132,11 +130,7 @@ module pci_target #(
         case (register)
             `REG_STATUS_CMD: begin
                 // Status bits are read-only or write-1-to-clear; none is ever set here.
-                if (!cbe[0]) begin
-                    mem_enable <= data[1];
-                    perr_enable <= data[6];
-                end
-                if (!cbe[1]) serr_enable <= data[8];
+                if (!cbe[0]) mem_enable <= data[1];
             end
             `REG_MISC: if (!cbe[0]) cache_line_size <= data[7:0];
             `REG_BAR0: bar0 <= bar_merged[31:BAR_LOW];
@@ -153,7 +147,7 @@ module pci_target #(
             {trdy, stop, devsel, tsd_oe, ad_oe, par_oe} <= 6'd0;
             ad_out <= 32'd0;
             par_out <= 1'b0;
-            {mem_enable, perr_enable, serr_enable} <= 3'd0;
+            mem_enable <= 1'b0;
             cache_line_size <= 8'd0;
             bar0 <= 0;
             interrupt_line <= 8'd0;

@@ -35,7 +35,7 @@ import json
 import os
 import re
 import tomllib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from amaranth import ClockSignal, Const, Instance, Module, Signal
@@ -43,7 +43,8 @@ from amaranth.lib import io, wiring
 
 from pcispy.pci.bus import bus_lines
 
-__all__ = ["PinMap", "CoreDescription", "VerilogCore", "core_component", "inout_wrapper"]
+__all__ = ["PinMap", "CoreDescription", "DescriptionError", "MasterHook", "HOOK_VALUES",
+           "VerilogCore", "core_component", "inout_wrapper"]
 
 #: A signal inside the core that an inout pin's ``oe`` may name: a Verilog identifier,
 #: or a dotted path into its submodules.
@@ -51,6 +52,21 @@ _SIGNAL_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)*"
 
 #: Lines a core may drive without an output enable: point-to-point outputs of a slot.
 _ALWAYS_DRIVEN = frozenset({"req"})
+
+#: A Verilog identifier (a module, a port, a parameter, a define).
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*")
+#: Verilog comments (a port named only in a comment is no port).
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+class DescriptionError(ValueError):
+    """A mistake in a core description: the message names the field and what is wrong
+    with it (``field: problem``), in one line."""
+
+    def __init__(self, where, problem):
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{where}: {problem}" if where else problem)
 
 
 @dataclass(frozen=True)
@@ -78,30 +94,202 @@ class PinMap:
     io: str = ""
 
     def check(self, width):
-        """Raise ValueError naming what is wrong with this map on a ``width``-bit bus."""
+        """Raise :class:`DescriptionError` naming what is wrong with this map on a
+        ``width``-bit bus."""
+        where = f"pins.{self.line}"
         if self.line not in bus_lines(64):
-            raise ValueError(f"pin map: {self.line!r} is not a PCI line "
-                             f"({', '.join(bus_lines(64))})")
+            raise DescriptionError("pins", f"{self.line!r} is not a PCI line "
+                                   f"({', '.join(bus_lines(64))})")
         if self.io:
             if self.o or self.i:
-                raise ValueError(f"pin map of {self.line}: an inout port (io) is the line's "
-                                 f"output and input: no o or i beside it")
+                raise DescriptionError(where, "an inout port (io) is the line's output and "
+                                       "input: no o or i beside it")
             if self.oe and not _SIGNAL_PATH.fullmatch(self.oe):
-                raise ValueError(f"pin map of {self.line}: oe {self.oe!r} is not a signal "
-                                 f"name inside the core")
+                raise DescriptionError(f"{where}.oe", f"{self.oe!r} is not a signal name "
+                                       "inside the core")
         elif self.o and not self.oe and self.line not in _ALWAYS_DRIVEN:
-            raise ValueError(f"pin map of {self.line}: an output needs its output enable "
-                             f"(only {', '.join(sorted(_ALWAYS_DRIVEN))} may be always driven)")
+            raise DescriptionError(where, "an output needs its output enable (oe; only "
+                                   f"{', '.join(sorted(_ALWAYS_DRIVEN))} may be always driven)")
         if self.oe and not self.o and not self.io:
-            raise ValueError(f"pin map of {self.line}: an output enable without an output")
+            raise DescriptionError(where, "an output enable (oe) without an output (o)")
         if self.line not in bus_lines(width) and (self.o or self.i or self.io):
-            raise ValueError(f"pin map of {self.line}: not a line of a {width}-bit bus")
+            raise DescriptionError(where, f"not a line of a {width}-bit bus")
+
+    @classmethod
+    def from_dict(cls, line, spec):
+        """The map of ``line`` from a description's ``pins`` entry ``spec`` (a table of
+        ``o``, ``oe``, ``i``, ``io``, ``oe_active_low``, ``oe_bits``), every value checked
+        for its kind (:class:`DescriptionError` naming the field)."""
+        where = f"pins.{line}"
+        if not isinstance(spec, dict):
+            raise DescriptionError(where, "must be a table of o, oe, i, io, oe_active_low, "
+                                   f"oe_bits, not {spec!r}")
+        known = [f.name for f in fields(cls) if f.name != "line"]
+        unknown = sorted(set(spec) - set(known))
+        if unknown:
+            raise DescriptionError(where, f"unknown key {', '.join(map(repr, unknown))} "
+                                   f"(known: {', '.join(known)})")
+        for key in ("o", "oe", "i", "io"):
+            value = spec.get(key, "")
+            pattern = _SIGNAL_PATH if key == "oe" else _IDENTIFIER
+            if not isinstance(value, str) or value and not pattern.fullmatch(value):
+                raise DescriptionError(f"{where}.{key}", f"{value!r} is not a port name")
+        if not isinstance(spec.get("oe_active_low", False), bool):
+            raise DescriptionError(f"{where}.oe_active_low", "must be true or false")
+        bits = spec.get("oe_bits", 1)
+        if isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= 64:
+            raise DescriptionError(f"{where}.oe_bits", f"must be a whole number of bits "
+                                   f"(1-64), not {bits!r}")
+        return cls(line=line, **spec)
+
+
+#: The values a master hook's register write may take besides a number: the host-memory
+#: buffer's bus address and its size in bytes.
+HOOK_VALUES = ("buffer", "buffer_bytes")
+
+
+@dataclass(frozen=True)
+class MasterHook:
+    """How ``pcispy sim-test`` makes a core a bus master (the description's ``master``).
+
+    Either ``routine``, a Python coroutine function named ``"file.py:function"`` (the file
+    relative to the description) or ``"package.module:function"``, called as ``await
+    function(run)`` with a :class:`~pcispy.sim.coretest.MasterRun` (the system, the core's
+    BARs, the host-memory buffer), returning None or a dict of what it wants reported; or
+    ``writes``, a register sequence: ``(bar, offset, value)`` 32-bit memory writes through
+    the host bridge, ``value`` a number or one of :data:`HOOK_VALUES`, then ``done``
+    ``(bar, offset, mask, value)``: the word read there until ``word & mask == value``.
+    ``buffer_bytes`` is the host-memory buffer's size, ``timeout_clocks`` how long the
+    core may take.
+    """
+    routine: str = ""
+    writes: tuple = ()
+    done: tuple = ()
+    buffer_bytes: int = 4096
+    timeout_clocks: int = 200_000
+
+    @classmethod
+    def from_dict(cls, spec, base):
+        """The hook of a description's ``master`` table ``spec``; a routine's file is taken
+        from ``base`` (the description's folder). Raises :class:`DescriptionError`."""
+        if not isinstance(spec, dict):
+            raise DescriptionError("master", f"must be a table (routine, or writes and "
+                                   f"done), not {spec!r}")
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(spec) - set(known))
+        if unknown:
+            raise DescriptionError("master", f"unknown key {', '.join(map(repr, unknown))} "
+                                   f"(known: {', '.join(known)})")
+        routine = spec.get("routine", "")
+        if not isinstance(routine, str):
+            raise DescriptionError("master.routine", f"must be \"file.py:function\" or "
+                                   f"\"module:function\", not {routine!r}")
+        if bool(routine) == bool(spec.get("writes")):
+            raise DescriptionError("master", "give either routine or writes (with done)")
+        if routine:
+            where, _, function = routine.rpartition(":")
+            if not where or not function.isidentifier():
+                raise DescriptionError("master.routine", f"{routine!r} is not "
+                                       "\"file.py:function\" or \"module:function\"")
+            if where.endswith(".py"):
+                path = (Path(base) / where).resolve()
+                if not path.is_file():
+                    raise DescriptionError("master.routine", f"{path} does not exist")
+                routine = f"{path}:{function}"
+        writes = tuple(_register_access(f"master.writes[{i}]", write, ("bar", "offset", "value"))
+                       for i, write in enumerate(spec.get("writes", ())))
+        done = spec.get("done", ())
+        if writes and not done:
+            raise DescriptionError("master.done", "missing: the register to poll until the "
+                                   "core is done ({bar, offset, mask, value})")
+        done = _register_access("master.done", done, ("bar", "offset", "mask", "value")) \
+            if done else ()
+        numbers = {}
+        for key in ("buffer_bytes", "timeout_clocks"):
+            value = spec.get(key, getattr(cls, key))
+            if isinstance(value, bool) or not isinstance(value, int) or value < 4:
+                raise DescriptionError(f"master.{key}", f"must be a whole number (4 or "
+                                       f"more), not {value!r}")
+            numbers[key] = value
+        if numbers["buffer_bytes"] % 4:
+            raise DescriptionError("master.buffer_bytes", "must be whole DWORDs (a multiple "
+                                   "of 4)")
+        return cls(routine=routine, writes=writes, done=done, **numbers)
+
+
+def _register_access(where, spec, keys):
+    """A ``{bar, offset, ...}`` table (or a list in that order) of a master hook as a
+    tuple in ``keys`` order, each value checked."""
+    if isinstance(spec, dict):
+        missing = [key for key in keys if key not in spec]
+        unknown = sorted(set(spec) - set(keys))
+        if missing or unknown:
+            raise DescriptionError(where, f"needs exactly {', '.join(keys)}")
+        spec = [spec[key] for key in keys]
+    if not isinstance(spec, (list, tuple)) or len(spec) != len(keys):
+        raise DescriptionError(where, f"must be {{{', '.join(keys)}}}, not {spec!r}")
+    for key, value in zip(keys, spec):
+        number = isinstance(value, int) and not isinstance(value, bool)
+        if key == "value" and len(keys) == 3 and value in HOOK_VALUES:
+            continue
+        if not number or value < 0 or value > 0xFFFF_FFFF:
+            also = f" or one of {', '.join(HOOK_VALUES)}" if key == "value" and \
+                len(keys) == 3 else ""
+            raise DescriptionError(f"{where}.{key}", f"must be a 32-bit number{also}, "
+                                   f"not {value!r}")
+    bar, offset = spec[0], spec[1]
+    if bar > 5:
+        raise DescriptionError(f"{where}.bar", f"must be a BAR number 0-5, not {bar}")
+    if offset % 4:
+        raise DescriptionError(f"{where}.offset", f"{offset:#x} is not DWORD aligned")
+    return tuple(spec)
+
+
+def _listed_pin(spec):
+    """A :class:`PinMap` from an entry of ``pins`` given as a list: a table with ``line``."""
+    if not isinstance(spec, dict) or "line" not in spec:
+        raise DescriptionError("pins", f"a listed pin map is a table with its line, not "
+                               f"{spec!r}")
+    return PinMap.from_dict(spec["line"], {k: v for k, v in spec.items() if k != "line"})
+
+
+def _text(value, where, pattern=_IDENTIFIER, what="a Verilog name"):
+    """``value`` if it is a string ``pattern`` matches, else a :class:`DescriptionError`."""
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        raise DescriptionError(where, f"must be {what}, not {value!r}")
+    return value
+
+
+def _strings(value, where):
+    """``value`` as a tuple of strings (a list of them in the file)."""
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or \
+            not all(isinstance(item, str) and item for item in value):
+        raise DescriptionError(where, f"must be a list of strings, not {value!r}")
+    return tuple(value)
+
+
+def _pairs(value, where, values):
+    """A ``{NAME: value}`` table (or list of pairs) as ``(name, value)`` pairs; ``values``
+    the kinds a value may be."""
+    pairs = value.items() if isinstance(value, dict) else value
+    try:
+        pairs = [(name, item) for name, item in pairs]
+    except (TypeError, ValueError):
+        raise DescriptionError(where, f"must be a table of NAME = value, not {value!r}") \
+            from None
+    for name, item in pairs:
+        _text(name, f"{where}.{name}" if isinstance(name, str) else where)
+        if not isinstance(item, values):
+            raise DescriptionError(f"{where}.{name}", f"must be a number, true/false or a "
+                                   f"string, not {item!r}")
+    return tuple(pairs)
 
 
 @dataclass(frozen=True)
 class CoreDescription:
-    """A Verilog PCI core as slot 0 of the simulated system. Hashable; every field is part
-    of the model's identity (cache key), and the bytes of every file Verilator read are too.
+    """A Verilog PCI core as slot 0 of the simulated system. Hashable; every field but the
+    test settings (``ram_bars``, ``master``) is part of the model's identity (cache key),
+    and the bytes of every file Verilator read are too.
 
     Paths are absolute once loaded (:meth:`from_dict` resolves them against ``base``, the
     description file's folder). ``defines`` and ``parameters`` are ``(name, value)`` pairs
@@ -110,6 +298,11 @@ class CoreDescription:
     are the core's clock and reset input ports; ``reset_active_low`` says ``reset`` takes
     RST# as it is on the pin (0 = reset). ``pins`` maps PCI lines (:class:`PinMap`);
     lines not mapped are neither driven nor read by the core.
+
+    What ``pcispy sim-test`` does with the core (no part of the model): ``ram_bars``, the
+    memory BARs that are RAM, which the checks write and read back (None: probe each,
+    :mod:`pcispy.sim.coretest` says how); ``master``, a :class:`MasterHook` that makes the
+    core a bus master.
     """
     top: str
     sources: tuple
@@ -125,38 +318,80 @@ class CoreDescription:
     name: str = ""
     #: The bus width the core has (32 or 64); the system's width must be at least this.
     width: int = 32
+    ram_bars: tuple = field(default=None, repr=False, compare=False)
+    master: MasterHook = field(default=None, repr=False, compare=False)
 
     @property
     def label(self):
         return self.name or self.top
 
     @property
-    def master(self):
+    def is_master(self):
         """The core can be a bus master: its pins drive REQ# and read GNT#."""
         pins = {pin.line: pin for pin in self.pins}
         req, gnt = pins.get("req"), pins.get("gnt")
         return bool(req and (req.o or req.io and req.oe) and gnt and (gnt.i or gnt.io))
 
     def check(self, width):
-        """Raise ValueError if the description cannot sit on a ``width``-bit bus."""
+        """Raise :class:`DescriptionError` if the description cannot sit on a
+        ``width``-bit bus."""
         if self.width > width:
-            raise ValueError(f"core {self.label}: a {self.width}-bit core on a {width}-bit bus")
+            raise DescriptionError("width", f"a {self.width}-bit core on a {width}-bit bus "
+                                   "(--bus-width 64)")
         lines = [pin.line for pin in self.pins]
         twice = sorted({line for line in lines if lines.count(line) > 1})
         if twice:
-            raise ValueError(f"core {self.label}: lines mapped twice: {', '.join(twice)}")
+            raise DescriptionError("pins", f"lines mapped twice: {', '.join(twice)}")
         for pin in self.pins:
             pin.check(width)
         inputs = [pin.i for pin in self.pins if pin.i] + [self.clock, self.reset]
         shared = sorted({port for port in inputs if inputs.count(port) > 1})
         if shared:
-            raise ValueError(f"core {self.label}: input ports used twice: {', '.join(shared)}")
+            raise DescriptionError("pins", f"input ports used twice: {', '.join(shared)}")
         inouts = [pin.io for pin in self.pins if pin.io]
         ports = inouts + inputs + [port for pin in self.pins for port in (pin.o, pin.oe)
                                    if port and not pin.io]
         shared = sorted({port for port in inouts if ports.count(port) > 1})
         if shared:
-            raise ValueError(f"core {self.label}: inout ports used twice: {', '.join(shared)}")
+            raise DescriptionError("pins", f"inout ports used twice: {', '.join(shared)}")
+        if self.master is not None and not self.is_master:
+            raise DescriptionError("master", "the core's pins do not make it a master: "
+                                   "map req (o) and gnt (i)")
+
+    def check_sources(self):
+        """Raise :class:`DescriptionError` unless every source file and include folder
+        exists, one of the sources declares the ``top`` module, and every port the
+        description names appears in the sources (or the files of the include folders):
+        the mistakes a Verilator build would only find minutes later."""
+        if not self.sources:
+            raise DescriptionError("sources", "no Verilog file named")
+        for path in self.sources:
+            if not Path(path).is_file():
+                raise DescriptionError("sources", f"{path} does not exist")
+        for path in self.include_dirs:
+            if not Path(path).is_dir():
+                raise DescriptionError("include_dirs", f"{path} is not a folder")
+        texts = [_COMMENTS.sub(" ", Path(path).read_bytes().decode("latin-1"))
+                 for path in self.sources]
+        modules = [name for text in texts
+                   for name in re.findall(r"^\s*(?:macro)?module\s+([A-Za-z_][\w$]*)",
+                                          text, re.M)]
+        if self.top not in modules:
+            shown = ", ".join(modules[:8]) + (", ..." if len(modules) > 8 else "")
+            raise DescriptionError("top", f"no module {self.top} in the sources "
+                                   f"(they declare: {shown or 'no module'})")
+        for folder in self.include_dirs:
+            texts += [path.read_bytes().decode("latin-1") for path in Path(folder).iterdir()
+                      if path.is_file()]
+        code = _COMMENTS.sub(" ", "\n".join(texts))
+        words = set(re.findall(r"[A-Za-z_][\w$]*", code))
+        named = [("clock", self.clock), ("reset", self.reset)]
+        for pin in self.pins:
+            named += [(f"pins.{pin.line}.{key}", getattr(pin, key).rpartition(".")[2])
+                      for key in ("o", "oe", "i", "io") if getattr(pin, key)]
+        for field_name, port in named:
+            if port not in words:
+                raise DescriptionError(field_name, f"{port} appears nowhere in the sources")
 
     @property
     def has_inouts(self):
@@ -184,37 +419,88 @@ class CoreDescription:
         """A description from plain data (a parsed JSON/TOML file, or ``asdict`` of one):
         lists become tuples, ``defines``/``parameters`` may be tables, ``pins`` a table of
         ``line: {o, oe, i, ...}`` or a list of maps with ``line``; relative paths are
-        taken from ``base`` (default: the current folder)."""
+        taken from ``base`` (default: the current folder). Every value is checked for its
+        kind: a mistake raises :class:`DescriptionError` naming the field."""
         if isinstance(data, cls):
             return data
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
+        if not isinstance(data, dict):
+            raise DescriptionError("", "a core description is a table of keys (top, "
+                                   "sources, pins, ...)")
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(data) - set(known))
         if unknown:
-            raise ValueError(f"core description: unknown keys {', '.join(unknown)} "
-                             f"(known: {', '.join(sorted(known))})")
+            raise DescriptionError("", f"unknown key {', '.join(map(repr, unknown))} "
+                                   f"(known: {', '.join(known)})")
+        missing = [key for key in ("top", "sources", "pins") if key not in data]
+        if missing:
+            raise DescriptionError(missing[0], "missing (every description names top, "
+                                   "sources and pins)")
         base = Path(base or ".").resolve()
         values = dict(data)
+        values["top"] = _text(data["top"], "top")
+        for key in ("clock", "reset"):
+            if key in data:
+                values[key] = _text(data[key], key)
         for key in ("sources", "include_dirs"):
-            values[key] = tuple(str((base / path).resolve()) for path in values.get(key, ()))
-        for key in ("defines", "parameters"):
-            pairs = values.get(key, ())
-            pairs = pairs.items() if isinstance(pairs, dict) else pairs
-            values[key] = tuple((str(name), value) for name, value in pairs)
-        values["verilator_flags"] = tuple(values.get("verilator_flags", ()))
-        pins = values.get("pins", ())
+            values[key] = tuple(str((base / path).resolve())
+                                for path in _strings(data.get(key, ()), key))
+        values["defines"] = _pairs(data.get("defines", ()), "defines", (str, int))
+        values["parameters"] = _pairs(data.get("parameters", ()), "parameters",
+                                      (str, int, bool))
+        values["verilator_flags"] = _strings(data.get("verilator_flags", ()),
+                                             "verilator_flags")
+        if not isinstance(data.get("reset_active_low", True), bool):
+            raise DescriptionError("reset_active_low", "must be true or false")
+        if not isinstance(data.get("name", ""), str):
+            raise DescriptionError("name", f"must be a string, not {data['name']!r}")
+        if data.get("width", 32) not in (32, 64) or isinstance(data.get("width"), bool):
+            raise DescriptionError("width", f"must be 32 or 64, not {data['width']!r}")
+        pins = data["pins"]
         if isinstance(pins, dict):
-            pins = [{"line": line, **spec} for line, spec in pins.items()]
-        values["pins"] = tuple(PinMap(**pin) if isinstance(pin, dict) else pin for pin in pins)
+            pins = [PinMap.from_dict(line, spec) for line, spec in pins.items()]
+        elif isinstance(pins, (list, tuple)):
+            pins = [pin if isinstance(pin, PinMap) else _listed_pin(pin) for pin in pins]
+        else:
+            raise DescriptionError("pins", "must be a table of PCI lines ({o, oe, i} each)")
+        for pin in pins:
+            if pin.line not in bus_lines(64):
+                raise DescriptionError("pins", f"{pin.line!r} is not a PCI line "
+                                       f"({', '.join(bus_lines(64))})")
+        values["pins"] = tuple(pins)
+        ram_bars = data.get("ram_bars")
+        if ram_bars is not None:
+            if not isinstance(ram_bars, (list, tuple)) or not all(
+                    isinstance(bar, int) and not isinstance(bar, bool) and 0 <= bar <= 5
+                    for bar in ram_bars):
+                raise DescriptionError("ram_bars", f"must be a list of BAR numbers 0-5, "
+                                       f"not {ram_bars!r}")
+            values["ram_bars"] = tuple(sorted(set(ram_bars)))
+        master = data.get("master")
+        if master is not None and not isinstance(master, MasterHook):
+            values["master"] = MasterHook.from_dict(master, base)
         return cls(**values)
 
     @classmethod
     def load(cls, path):
         """The description in the JSON (``.json``) or TOML (any other suffix) file ``path``;
-        its relative paths are relative to the file's folder."""
+        its relative paths are relative to the file's folder. Raises
+        :class:`DescriptionError` for a file that cannot be read or parsed, any mistake of
+        :meth:`from_dict` and any of :meth:`check_sources`."""
         path = Path(path)
-        raw = path.read_bytes()
-        data = json.loads(raw) if path.suffix == ".json" else tomllib.loads(raw.decode())
-        return cls.from_dict(data, base=path.parent)
+        try:
+            raw = path.read_bytes()
+        except OSError as error:
+            raise DescriptionError("", f"cannot read it: {error.strerror}") from None
+        try:
+            data = json.loads(raw) if path.suffix == ".json" else tomllib.loads(raw.decode())
+        except json.JSONDecodeError as error:
+            raise DescriptionError("", f"not valid JSON: {error.msg} at line {error.lineno} "
+                                   f"column {error.colno}") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+            raise DescriptionError("", f"not valid TOML: {error}") from None
+        description = cls.from_dict(data, base=path.parent)
+        description.check_sources()
+        return description
 
 
 class VerilogCore(wiring.Component):

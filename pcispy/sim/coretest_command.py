@@ -24,9 +24,11 @@ class SimTestCommand(Command):
         parser.description = (
             "Builds (the first time: minutes; then cached) the simulated system with the "
             "core the description file names in slot 0, runs every check of "
-            "pcispy/sim/coretest.py and prints one row per check: pass, fail or skip, the "
-            "bus rules its traffic broke, and what it saw. The exit status is 3 when a "
-            "check failed (as for pcispy check). docs/using-the-simulator.md describes the file.")
+            "pcispy/sim/coretest.py and prints one row per check: pass, warn, fail or skip, "
+            "the bus rules its traffic broke and how often, and what it saw. The exit "
+            "status is 3 when a check failed (as for pcispy check), 2 for a mistake in the "
+            "description (found before any build). docs/using-the-simulator.md describes "
+            "the file.")
         parser.add_argument("core", metavar="CORE_DESCRIPTION",
                             help="the core's description (.json, or TOML)")
         # SUPPRESS: given here, they set what the global --sim, --bus-width and --seed
@@ -39,10 +41,11 @@ class SimTestCommand(Command):
         parser.add_argument("--seed", type=int, default=argparse.SUPPRESS,
                             help="seed of every randomised behaviour (default: 1)")
         parser.add_argument("--no-writes", dest="writes", action="store_false",
-                            help="skip the checks that write into memory BARs (for "
-                                 "windows of registers)")
+                            help="write into no memory BAR, not even to probe which are RAM "
+                                 "(the description's ram_bars says which are)")
         parser.add_argument("--log", metavar="FILE", type=output_path,
-                            help="the simulator's output (default: the model's folder)")
+                            help="the simulator's output (default: sim-test.log in the "
+                                 "model's folder, named in the output)")
         parser.add_argument("--waves", choices=("fst", "vcd"),
                             help="record every signal of the run (the bus, each agent's "
                                  "output enables) for GTKWave or Surfer; FST falls back to "
@@ -52,37 +55,43 @@ class SimTestCommand(Command):
                                  "in the current folder)")
 
     def run(self, args, out):
-        from pcispy.sim.core import CoreDescription
+        from pcispy.sim.core import CoreDescription, DescriptionError
         from pcispy.sim.coretest import format_table, run_core_checks, waves_target
         from pcispy.sim.verilate import SimulationFailed
         if getattr(args, "sysfs", None) is not None or getattr(args, "uart", None) is not None:
             raise UsageError("sim-test runs the simulator; it takes no --sysfs or --uart")
         if args.waves_file is not None and args.waves is None:
             raise UsageError("--waves-file needs --waves fst or --waves vcd")
+        width = args.bus_width or 32
         try:
             core = CoreDescription.load(args.core)
-        except (OSError, ValueError, TypeError) as error:
+            core.check(width)
+        except DescriptionError as error:
             raise PcispyError(f"{args.core}: {error}") from None
         profile = getattr(args, "sim", None) or "ideal"
-        log = args.log
+        log = []
         waves = waves_file = None
         if args.waves is not None:
             waves, waves_file, note = waves_target(args.waves, args.waves_file, core.label)
             if note:
                 print(f"pcispy: {note}", file=sys.stderr)
+        seed = 1 if args.seed is None else args.seed
         try:
-            rows = run_core_checks(core, profile=profile, seed=args.seed,
-                                   width=args.bus_width or 32, writes=args.writes,
-                                   log_file=log, waves=waves, waves_file=waves_file)
+            rows = run_core_checks(core, profile=profile, seed=seed, width=width,
+                                   writes=args.writes, log_file=args.log, waves=waves,
+                                   waves_file=waves_file, log=log)
         except SimulationFailed as failure:
-            raise PcispyError(f"the simulation failed: {failure}") from None
+            where = f"; see {log[0]}" if log else ""
+            raise PcispyError(f"the simulation failed: {failure}{where}") from None
         except RuntimeError as error:      # a Verilator build that failed names its log
             raise PcispyError(str(error)) from None
         if not args.json:
             out.write(format_table(rows))
+            out.write(f"profile {profile}, seed {seed}; simulator log: {log[0]}\n")
             if waves_file is not None:
                 out.write(f"waves: {waves_file}\n")
-        result = {"core": core.label, "profile": profile, "checks": rows}
+        result = {"core": core.label, "profile": profile, "seed": seed, "log": log[0],
+                  "checks": rows}
         if waves_file is not None:
             result["waves"] = str(waves_file)
         return result

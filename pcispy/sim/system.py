@@ -490,7 +490,7 @@ def slot0_is_master(config):
     ``MASTERS["board"]``): pcispy's board and Amaranth cores do; a described core does
     when its pin map drives REQ# and reads GNT#."""
     core = config.core
-    return config.board and (core is None or isinstance(core, str) or core.master)
+    return config.board and (core is None or isinstance(core, str) or core.is_master)
 
 
 def _connect_sram(m, ports, cfg):

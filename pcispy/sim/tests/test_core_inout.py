@@ -15,6 +15,9 @@ pytestmark = pytest.mark.core
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 INOUT = EXAMPLES / "verilog_target_inout" / "core.json"
+#: The checks that do not apply to the example: it checks no parity (Parity Error
+#: Response reads 0), has no master hook, and runs on a profile without a scenario.
+_SKIPPED = {"parity_reporting", "master", "under_load"}
 
 
 @pytest.mark.parametrize("pin, message", [
@@ -38,7 +41,7 @@ def test_an_inout_port_is_mapped_once():
 def test_inout_example_loads():
     core = CoreDescription.load(INOUT)
     core.check(32)
-    assert core.has_inouts and not core.master
+    assert core.has_inouts and not core.is_master
     assert PinMap("stop", io="STOPn", oe="target.tsd_oe") in core.pins
     assert core.model_sources()[:2] == list(core.sources)
 
@@ -64,5 +67,7 @@ def test_wrapper_feeds_the_bus_weakly_and_reads_the_enable_inside():
 def test_inout_example_passes_every_check():
     rows = assert_core_passes(INOUT, profile="alphastation200", seed=2)
     assert [row["check"] for row in rows] == [name for name, _ in CHECKS]
-    assert all(row["result"] == "pass" and not row["rules"] for row in rows), rows
+    assert all(row["result"] == "pass" and not row["rules"] for row in rows
+               if row["check"] not in _SKIPPED), rows
+    assert {row["check"] for row in rows if row["result"] == "skip"} == _SKIPPED, rows
     assert rows[0]["detail"] == "vendor 0x1209 device 0x0002", rows

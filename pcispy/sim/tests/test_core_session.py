@@ -55,5 +55,5 @@ def test_a_bad_description_is_one_line(sessions, tmp_path):
     bad = tmp_path / "core.json"
     bad.write_text('{"top": "t", "pins": {}, "sourcez": []}')
     status, out, err = run_cli("sim", "start", "--core", str(bad))
-    assert status == EXIT_ERROR and "unknown keys sourcez" in err and len(err.splitlines()) == 1, err
+    assert status == EXIT_ERROR and "unknown key 'sourcez'" in err and len(err.splitlines()) == 1, err
     assert session.running() == []
