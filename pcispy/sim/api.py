@@ -26,7 +26,8 @@ from cocotb.triggers import ClockCycles, FallingEdge, First, Lock, Timer, ValueC
 from pcispy.host.errors import PcispyError, TransportError
 from pcispy.pci.rules import ALL_RULES, DRIVER_RULES, DRIVERS, RULES
 from pcispy.sim.bfm.arbiter import ArbiterDriver
-from pcispy.sim.bfm.firmware import enumerate_bus
+from pcispy.sim.bfm.bridge import BridgeDriver, Type1Config
+from pcispy.sim.bfm.firmware import enumerate_bridge, enumerate_bus
 from pcispy.sim.bfm.initiator import InitiatorDriver
 from pcispy.sim.bfm.legacy import LegacyDriver
 from pcispy.sim.bfm.profiles import Profile, profile_by_name
@@ -36,9 +37,10 @@ from pcispy.sim.bfm.sdram import violation_names
 from pcispy.sim.bfm.target import TargetDriver
 from pcispy.sim.launcher import CONFIG_ENV, PROFILE_ENV, SEED_ENV
 from pcispy.sim.scenarios import SCENARIOS, start_scenario
-from pcispy.sim.system import (BOARD_SLOT, MASTERS, REGISTERS, TEST_DEVICE_SLOT, Agent,
-                               SystemConfig, SystemReg, driver_names, slot0_is_master,
-                               slot0_name)
+from pcispy.sim.system import (BOARD_SLOT, MASTERS, REGISTERS, SECONDARY_BUS,
+                               SECONDARY_MASTERS, TEST_DEVICE_SLOT, Agent, SystemConfig,
+                               SystemReg, driver_names, secondary_driver_names,
+                               slot0_is_master, slot0_name)
 from pcispy.spy.registers import LOG_DEPTH
 
 __all__ = ["CocotbControl", "SimSystem", "CLOCK_PERIOD_NS"]
@@ -120,6 +122,9 @@ class SimSystem:
             self.legacy = LegacyDriver(self.ctl[Agent.LEGACY])
         if self.config.saboteur:
             self.saboteur = SaboteurDriver(self.ctl[Agent.SABOTEUR], width=width)
+        if self.config.bridge:
+            self.bridge = BridgeDriver(self.ctl[Agent.BRIDGE])
+            self.secondary_arbiter = ArbiterDriver(self.ctl[Agent.SECONDARY_ARBITER])
         # Host memory answers from bus address 0; DMA buffers are carved from it.
         self.host_memory_size = (1 << self.config.host_memory_addr_bits) * (width // 8)
         self.dma_region = (0, self.host_memory_size)
@@ -189,6 +194,8 @@ class SimSystem:
                 raise PcispyError(str(error)) from None
         self.profile = profile
         await self.host_memory.apply_profile(profile, seed=self.seed)
+        if self.config.bridge:
+            await self.bridge.apply_profile(profile.bridge or "transparent")
         park = profile.park
         if park == "board" and not slot0_is_master(self.config):
             park = "host"          # a target-only core in slot 0 has no GNT# to park on
@@ -198,21 +205,40 @@ class SimSystem:
             await self.arbiter.park_on(MASTERS[park])
 
     async def enumerate(self):
-        """Enumerate the bus like firmware; return the :class:`Function` of every slot."""
-        slots = [BOARD_SLOT] if self.config.board else []
+        """Enumerate the bus like firmware; return the :class:`Function` of every slot
+        (with a bridge: the board's is the one on the secondary bus)."""
+        slots = [BOARD_SLOT] if self.config.board and not self.config.bridge else []
         if self.config.test_device:
             slots.append(TEST_DEVICE_SLOT)
-        self.devices = await enumerate_bus(self.host, slots)
+        behind, bases = [], {}
+        if self.config.bridge:
+            behind, bases = await enumerate_bridge(self.host, BOARD_SLOT, SECONDARY_BUS,
+                                                   [BOARD_SLOT])
+        self.devices = behind + await enumerate_bus(self.host, slots, **bases)
         return self.devices
 
     async def enumerate_board(self):
         """Enumerate, then return the board's BARs as the sim transport wants them."""
         devices = await self.enumerate()
-        board = next((function for function in devices if function.slot == BOARD_SLOT), None)
+        bus = self.board_bus()
+        board = next((function for function in devices
+                      if function.slot == BOARD_SLOT and function.bus == bus), None)
         if board is None:
             raise TransportError("no device answers in the board's slot")
         return {bar.index: {"kind": bar.kind, "address": bar.address, "size": bar.size}
                 for bar in board.bars}
+
+    def board_bus(self):
+        """The number of the bus the board is on (0; with a bridge, the secondary's)."""
+        return SECONDARY_BUS if self.config.bridge else 0
+
+    def board_config(self):
+        """Configuration access to the board's slot (``config_read``/``config_write`` of
+        :class:`~pcispy.sim.bfm.initiator.InitiatorDriver`, ``slot`` = BOARD_SLOT):
+        Type 0 cycles by the host bridge, or Type 1 through the bridge."""
+        if not self.config.bridge:
+            return self.host
+        return Type1Config(self.host, self.board_bus())
 
     async def wait_interrupt(self, timeout_s):
         """Wait until INTA# is asserted on the bus (``timeout_s`` of simulated time);
@@ -235,8 +261,9 @@ class SimSystem:
         hi = await ctl.read(SystemReg.CYCLE_HI)
         return hi << 32 | lo
 
-    async def checker_report(self):
-        """Both monitors' evidence since the last :meth:`clear_checker`::
+    async def checker_report(self, *, secondary=False):
+        """Both monitors' evidence since the last :meth:`clear_checker` (``secondary``:
+        those of the bus behind the bridge)::
 
             {"violations": {pin rule name: count}, "first": {"rule", "cycle"} or None,
              "log": [{"cycle", "rules": [pin rule names], "master": name or None,
@@ -260,8 +287,11 @@ class SimSystem:
         timing breaches, clocks both sides drove its data pins); with an SDRAM one
         ``"sdram": {"violations", "errors", "refreshes"}`` (the names of the data-sheet
         rules the SDRAM model saw broken, :class:`~pcispy.sim.bfm.sdram.Violation`; the
-        clocks with one; the REFRESH commands it took)."""
-        ctl = self.ctl[Agent.SYSTEM]
+        clocks with one; the REFRESH commands it took). The secondary bus's report names
+        its agents and masters by :func:`~pcispy.sim.system.secondary_driver_names` and
+        :data:`~pcispy.sim.system.SECONDARY_MASTERS`; with a bridge, master 1 of the
+        primary bus is ``"bridge"``."""
+        ctl = self.ctl[Agent.SECONDARY_SYSTEM if secondary else Agent.SYSTEM]
         report = {"violations": {}, "first": None, "log": [], "drivers": {},
                   "driver_log": [], "contention": []}
         if self.config.checker:
@@ -274,17 +304,17 @@ class SimSystem:
                 first = await ctl.read(SystemReg.CHECK_FIRST_RULE)
                 report["first"] = {"rule": RULES[first].name,
                                    "cycle": await ctl.read(SystemReg.CHECK_FIRST_CYCLE)}
-                report["log"] = await self._checker_log(ctl, RULES, MASTERS)
-        if self.config.board and self.config.trace_memory == "sram":
+                report["log"] = await self._checker_log(ctl, RULES, secondary)
+        if not secondary and self.config.board and self.config.trace_memory == "sram":
             report["sram"] = {"errors": await ctl.read(SystemReg.SRAM_ERRORS),
                               "contention": await ctl.read(SystemReg.SRAM_CONTENTION)}
-        if self.config.board and self.config.trace_memory == "sdram":
+        if not secondary and self.config.board and self.config.trace_memory == "sdram":
             report["sdram"] = {
                 "violations": violation_names(await ctl.read(SystemReg.SDRAM_FLAGS)),
                 "errors": await ctl.read(SystemReg.SDRAM_ERRORS),
                 "refreshes": await ctl.read(SystemReg.SDRAM_REFRESHES)}
         names = list(shared_lines(self.config.width))
-        agents = driver_names(self.config)
+        agents = (secondary_driver_names if secondary else driver_names)(self.config)
 
         def agent(index):
             return None if index == AGENT_NONE else agents[index]
@@ -311,11 +341,13 @@ class SimSystem:
                 "cycle": await ctl.read(SystemReg.CONTENTION_CYCLE)}
         return report
 
-    async def _checker_log(self, ctl, rules, masters):
+    async def _checker_log(self, ctl, rules, secondary):
         """The protocol checker's log: its first clocks with a violation."""
-        agents = driver_names(self.config)
+        agents = (secondary_driver_names if secondary else driver_names)(self.config)
+        masters = SECONDARY_MASTERS if secondary else MASTERS
         by_number = {number: name for name, number in masters.items()}
-        by_number[masters["board"]] = slot0_name(self.config)
+        by_number[masters["board"]] = ("bridge" if self.config.bridge and not secondary
+                                       else slot0_name(self.config))
         log = []
         for index in range(min(LOG_DEPTH, await ctl.read(SystemReg.CHECK_LOG_ENTRIES))):
             await ctl.write(SystemReg.CHECK_LOG_INDEX, index)
@@ -330,31 +362,41 @@ class SimSystem:
 
     async def clear_checker(self):
         await self.ctl[Agent.SYSTEM].write(SystemReg.CLEAR, 1)
+        if self.config.bridge:
+            await self.ctl[Agent.SECONDARY_SYSTEM].write(SystemReg.CLEAR, 1)
 
     async def set_rule_enable(self, mask):
         ctl = self.ctl[Agent.SYSTEM]
         await ctl.write(SystemReg.CHECK_ENABLE_LO, mask & 0xFFFF_FFFF)
         await ctl.write(SystemReg.CHECK_ENABLE_HI, mask >> 32)
 
-    async def assert_clean(self, expected=()):
+    async def assert_clean(self, expected=(), *, secondary_expected=()):
         """Fail unless the SRAM or SDRAM (if any) saw its rules kept, the checker rules
         that fired are exactly the pin rules of ``expected``, and no driver rule fired but
         those of ``expected`` (rule names of either monitor: a profile's
-        ``breaks_rules``, broken on purpose; ``"contention"`` is a driver rule)."""
+        ``breaks_rules``, broken on purpose; ``"contention"`` is a driver rule). With a
+        bridge, the same for the secondary bus with ``secondary_expected``."""
+        await self._assert_clean(expected, secondary=False)
+        if self.config.bridge:
+            await self._assert_clean(secondary_expected, secondary=True)
+
+    async def _assert_clean(self, expected, *, secondary):
         known = {rule.name: rule.seen_by for rule in ALL_RULES}
         unknown = sorted(set(expected) - set(known))
         if unknown:
             raise ValueError(f"unknown rules {unknown}")
         pins = {name for name in expected if known[name] != DRIVERS}
         drivers = set(expected) - pins
-        report = await self.checker_report()
+        report = await self.checker_report(secondary=secondary)
+        where = "secondary bus: " if secondary else ""
         assert "contention" in drivers or not report["contention"], \
-            f"two drivers on a line: {report}"
+            f"{where}two drivers on a line: {report}"
         unexpected = sorted(set(report["drivers"]) - drivers)
-        assert not unexpected, f"driver rules fired {unexpected}: {report}"
+        assert not unexpected, f"{where}driver rules fired {unexpected}: {report}"
         assert report.get("sram", {"errors": 0, "contention": 0}) == \
             {"errors": 0, "contention": 0}, f"the SRAM's pins misused: {report}"
         assert not report.get("sdram", {}).get("violations"), \
             f"the SDRAM's rules broken: {report['sdram']}"
         assert set(report["violations"]) == pins, \
-            f"checker rules fired {sorted(report['violations'])}, expected {sorted(pins)}: {report}"
+            f"{where}checker rules fired {sorted(report['violations'])}, expected " \
+            f"{sorted(pins)}: {report}"

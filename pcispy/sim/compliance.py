@@ -24,7 +24,7 @@ class SharedInitiator:
     """A behavioural initiator's driver that several cocotb coroutines may use at once.
 
     The driver's blocking operations (``mem_write``, ``mem_read``, ``io_*``,
-    ``config_*``) are taken one at a time under a lock: a coroutine's command is queued,
+    ``config_*``, ``run``) are taken one at a time under a lock: a coroutine's command is queued,
     run and collected before the next coroutine's, so the driver's buffer offsets and
     result order never mix. Everything else is passed through unchanged.
 
@@ -32,7 +32,7 @@ class SharedInitiator:
         driver: the :class:`pcispy.sim.bfm.initiator.InitiatorDriver` to share.
     """
     SERIALISED = ("mem_write", "mem_read", "io_write", "io_read", "config_write",
-                  "config_read")
+                  "config_read", "run")
 
     def __init__(self, driver):
         from cocotb.triggers import Lock

@@ -29,6 +29,15 @@ like the board's SDRAM controller; the rules it saw broken are system registers.
 ``SystemConfig(decode="slow")`` builds the board's target with slow decode, as the
 bitstreams are built.
 
+With ``SystemConfig(bridge=True)`` slot 0 sits behind a PCI-to-PCI bridge
+(pcispy/sim/bfm/bridge.py): the bridge takes slot 0 and master 1 of the bus above
+(the primary), and the board is device 0 (IDSEL = AD[16]) and master 1 of a bus of its
+own (the secondary, bus number :data:`SECONDARY_BUS`), whose master 0 is the bridge,
+with a resolver, an arbiter and a protocol checker of its own (:func:`_secondary_bus`;
+its evidence is the :attr:`Agent.SECONDARY_SYSTEM` registers, its agents
+:func:`secondary_driver_names`). The board's INTA# reaches the primary through the
+bridge.
+
 Python reaches every agent through one multiplexed control port (:class:`Agent` picks
 which); the model's top-level ports are only the clock, the reset, that port and the
 board's two trigger pins (``trigger_in``, ``trigger_out``). See
@@ -58,7 +67,8 @@ from pcispy.core import ram
 __all__ = ["Agent", "SystemConfig", "PCISystem", "build_system", "SystemReg", "REGISTERS",
            "BOARD_SLOT", "TEST_DEVICE_SLOT", "IDSEL_AD_BIT", "MASTERS", "driver_names",
            "slot0_component", "slot0_is_master", "slot0_name", "generator_key",
-           "RESET_FOLLOW_SOURCE"]
+           "RESET_FOLLOW_SOURCE", "SECONDARY_BUS", "SECONDARY_MASTERS",
+           "secondary_driver_names"]
 
 #: The Verilog of the system's RST# register (:class:`PCISystem`).
 RESET_FOLLOW_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reset_follow.v")
@@ -69,6 +79,9 @@ BOARD_SLOT = 0
 TEST_DEVICE_SLOT = 1
 #: Master numbers on the arbiter.
 MASTERS = {"host": 0, "board": 1, "test_device": 2, "saboteur": 3}
+#: With a bridge: the secondary bus's number, and the master numbers on its arbiter.
+SECONDARY_BUS = 1
+SECONDARY_MASTERS = {"bridge": 0, "board": 1}
 
 
 class Agent(enum.IntEnum):
@@ -82,6 +95,9 @@ class Agent(enum.IntEnum):
     ARBITER = 6
     SYSTEM = 7
     SABOTEUR = 8
+    BRIDGE = 9
+    SECONDARY_ARBITER = 10
+    SECONDARY_SYSTEM = 11
 
 
 #: The system's own control-port registers (:attr:`Agent.SYSTEM`).
@@ -172,6 +188,8 @@ class SystemConfig:
     #: (pcispy/sim/core.py). The board's options (trace memory, decode, exerciser size)
     #: apply to the board only.
     core: object = None
+    #: Slot 0 behind a PCI-to-PCI bridge, on a secondary bus of its own (32-bit only).
+    bridge: bool = False
 
     def __post_init__(self):
         if isinstance(self.core, dict):
@@ -180,6 +198,9 @@ class SystemConfig:
         if self.core is not None and self.trace_memory != "bram":
             raise ValueError(f"trace_memory={self.trace_memory!r} is an option of pcispy's "
                              "board, not of another core in slot 0")
+        if self.bridge and (self.width != 32 or not self.board):
+            raise ValueError("the bridge is a 32-bit bridge in front of slot 0: it needs "
+                             "width=32 and a board")
 
     @property
     def name(self):
@@ -195,6 +216,8 @@ class SystemConfig:
         if self.core is not None:
             label = getattr(self.core, "label", None) or str(self.core).rpartition(":")[2]
             parts.append(f"core-{label}")
+        if self.bridge:
+            parts.append("bridge")
         return "_".join(parts)
 
     def sdram_timing(self):
@@ -225,10 +248,15 @@ def driver_names(config=SystemConfig()):
     if config.legacy:
         names.append("legacy")
     if config.board:
-        names.append(slot0_name(config))
+        names.append("bridge" if config.bridge else slot0_name(config))
     if config.saboteur:
         names += ["saboteur", "saboteur_a", "saboteur_b"]
     return names
+
+
+def secondary_driver_names(config):
+    """The agents of the secondary bus's resolver, in its order (with a bridge)."""
+    return ["bridge", slot0_name(config)]
 
 
 class PCISystem(wiring.Component):
@@ -285,6 +313,9 @@ class PCISystem(wiring.Component):
         if cfg.legacy:
             from pcispy.sim.bfm.legacy import LegacyDevice
             agents[Agent.LEGACY] = (LegacyDevice(gated=True), None, None)
+        if cfg.bridge:
+            from pcispy.sim.bfm.bridge import PCIBridge
+            agents[Agent.BRIDGE] = (PCIBridge(), None, None)
         return agents
 
     def elaborate(self, platform):
@@ -324,8 +355,14 @@ class PCISystem(wiring.Component):
             m.submodules.board = board
             # A target-only core has no REQ#/GNT#: the arbiter never grants it.
             master = MASTERS["board"] if slot0_is_master(cfg) else None
-            drivers.append((_PinAdaptor(m, board.ports, cfg.width), master,
-                            BOARD_SLOT, slot0_name(cfg)))
+            if cfg.bridge:
+                bridge = agents[Agent.BRIDGE][0]
+                drivers.append((bridge.primary, MASTERS["board"], BOARD_SLOT, "bridge"))
+                secondary = _secondary_bus(m, cfg, bridge, _PinAdaptor(m, board.ports, 32),
+                                           cycle)
+            else:
+                drivers.append((_PinAdaptor(m, board.ports, cfg.width), master,
+                                BOARD_SLOT, slot0_name(cfg)))
             if board.sram_ports is not None:
                 sram = _connect_sram(m, board.sram_ports, cfg)
             if getattr(board, "sdram_ports", None) is not None:
@@ -401,7 +438,7 @@ class PCISystem(wiring.Component):
                      state.rst.eq(ResetSignal("pci"))]
         checker = None
         if cfg.checker:
-            from pcispy.spy.checker import NO_TARGET, ProtocolChecker
+            from pcispy.spy.checker import ProtocolChecker
             # The checker keeps the Command register of every slot's device (IDSEL known),
             # sees which of them asserts DEVSEL# and which agent answers as the target (the
             # resolver's view of the drivers, as it sees every GNT#).
@@ -416,12 +453,7 @@ class PCISystem(wiring.Component):
                                 shared_cycle=True, devices=devices,
                                 master_devices=master_devices, target_visible=True))
             m.d.comb += [checker.bus.eq(state), checker.cycle.eq(cycle[:32])]
-            answering = Const(NO_TARGET, 4)
-            for index, (bus, _, _, _) in reversed(list(enumerate(drivers))):
-                answers = Cat(getattr(bus, line).o & getattr(bus, line).oe
-                              for line in ("devsel", "trdy", "stop")).any()
-                answering = Mux(answers, index, answering)
-            m.d.comb += checker.target.eq(answering)
+            m.d.comb += checker.target.eq(_answering([bus for bus, _, _, _ in drivers]))
             if devices:
                 by_slot = {slot: bus for bus, _, slot, _ in drivers if slot is not None}
                 m.d.comb += checker.claim.eq(Cat(by_slot[slot].devsel.o &
@@ -435,6 +467,12 @@ class PCISystem(wiring.Component):
         system_ctl = _SystemRegisters(cycle, resolver, checker, resolver.inta, sram, sdram)
         m.submodules.system_registers = DomainRenamer({"sync": "pci"})(system_ctl)
         controls[Agent.SYSTEM] = system_ctl.ctl
+        if cfg.bridge:
+            s_resolver, s_arbiter, s_checker = secondary
+            controls[Agent.SECONDARY_ARBITER] = s_arbiter.ctl
+            secondary_ctl = _SystemRegisters(cycle, s_resolver, s_checker, s_resolver.inta)
+            m.submodules.secondary_registers = DomainRenamer({"sync": "pci"})(secondary_ctl)
+            controls[Agent.SECONDARY_SYSTEM] = secondary_ctl.ctl
         # The access through registers that change only with it (reset_follow.v), for the
         # reason RST# goes through one.
         access = Cat(self.ctl_re, self.ctl_we, self.ctl_wdata, self.ctl_addr, self.ctl_sel)
@@ -457,6 +495,67 @@ class PCISystem(wiring.Component):
             rdata = Mux(selected, ctl.r_data, rdata)
         m.d.comb += self.ctl_rdata.eq(rdata)
         return m
+
+
+def _answering(buses):
+    """Which of ``buses`` (the drivers of one resolver, in its order) answers as the
+    target in this clock (drives DEVSEL#, TRDY# or STOP# asserted): its index, the lowest
+    if several, else NO_TARGET."""
+    from pcispy.spy.checker import NO_TARGET
+    answering = Const(NO_TARGET, 4)
+    for index, bus in reversed(list(enumerate(buses))):
+        answers = Cat(getattr(bus, line).o & getattr(bus, line).oe
+                      for line in ("devsel", "trdy", "stop")).any()
+        answering = Mux(answers, index, answering)
+    return answering
+
+
+def _secondary_bus(m, cfg, bridge, board, cycle):
+    """The bus behind the bridge: the bridge's secondary side (master 0) and slot 0's
+    ``board`` (its inside-level lines; master 1, IDSEL = AD[16]), resolved, arbitrated and
+    checked as the primary bus is. Returns ``(resolver, arbiter, checker)``."""
+    from pcispy.spy.checker import ProtocolChecker
+    master = SECONDARY_MASTERS["board"] if slot0_is_master(cfg) else None
+    drivers = [(bridge.secondary, SECONDARY_MASTERS["bridge"], None),
+               (board, master, BOARD_SLOT)]
+    masters = len(SECONDARY_MASTERS)
+    parkers = [None] * masters
+    for index, (_, number, _) in enumerate(drivers):
+        if number is not None:
+            parkers[number] = index
+    resolver = BusResolver(len(drivers), 32, masters=parkers, shared_cycle=True, gated=True)
+    m.submodules.secondary_resolver = DomainRenamer({"sync": "monitor"})(resolver)
+    m.submodules.secondary_arbiter = arbiter = DomainRenamer({"sync": "pci"})(Arbiter(masters))
+    # As on the primary bus: the checker keeps the board's Command register (its IDSEL
+    # known) and sees who claims and who answers as the target.
+    checker = ProtocolChecker(width=32, masters=masters, arbiter_visible=True,
+                              shared_cycle=True, devices=[IDSEL_AD_BIT + BOARD_SLOT],
+                              master_devices={} if master is None else {master: 0},
+                              target_visible=True)
+    m.submodules.secondary_checker = DomainRenamer({"sync": "monitor"})(checker)
+    state = Signal(BusState(32, masters))
+    rst = ResetSignal("pci")
+    m.d.comb += [resolver.rst.eq(rst), resolver.cycle.eq(cycle[:32]),
+                 resolver.gnt.eq(arbiter.gnt), arbiter.frame.eq(resolver.frame),
+                 arbiter.irdy.eq(resolver.irdy), state.req.eq(arbiter.req),
+                 state.gnt.eq(arbiter.gnt), state.rst.eq(rst),
+                 checker.bus.eq(state), checker.cycle.eq(cycle[:32]),
+                 checker.claim.eq(board.devsel.o & board.devsel.oe)]
+    m.d.comb += checker.target.eq(_answering([bus for bus, _, _ in drivers]))
+    for name, bits in shared_lines(32).items():
+        lines = [getattr(bus, name) for bus, _, _ in drivers]
+        m.d.comb += [getattr(resolver, f"{name}_o").eq(Cat(line.o for line in lines)),
+                     getattr(resolver, f"{name}_oe").eq(Cat(line.oe for line in lines)),
+                     getattr(state, name).eq(getattr(resolver, name))]
+        m.d.comb += [line.i.eq(getattr(resolver, name)) for line in lines]
+    for bus, number, slot in drivers:
+        m.d.comb += bus.rst.i.eq(rst)
+        if number is not None:
+            m.d.comb += [arbiter.req[number].eq(bus.req.o & bus.req.oe),
+                         bus.gnt.i.eq(arbiter.gnt[number])]
+        if slot is not None:
+            m.d.comb += bus.idsel.i.eq(resolver.ad[IDSEL_AD_BIT + slot])
+    return resolver, arbiter, checker
 
 
 def slot0_component(config):

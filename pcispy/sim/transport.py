@@ -100,13 +100,13 @@ class SimTransport(Transport):
 
     async def config_read(self, offset):
         from pcispy.sim.system import BOARD_SLOT
-        result = self._check(await self.system.host.config_read(BOARD_SLOT, offset),
+        result = self._check(await self.system.board_config().config_read(BOARD_SLOT, offset),
                              f"configuration read at {offset:#x}")
         return result.value
 
     async def config_write(self, offset, value):
         from pcispy.sim.system import BOARD_SLOT
-        self._check(await self.system.host.config_write(BOARD_SLOT, offset, value),
+        self._check(await self.system.board_config().config_write(BOARD_SLOT, offset, value),
                     f"configuration write at {offset:#x}")
 
     async def read_block(self, bar, offset, count):

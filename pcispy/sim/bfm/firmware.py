@@ -8,6 +8,10 @@ an address aligned to its size (memory from 0x8000_0000 up, I/O from 0x1000 up),
 Cache Line Size and Latency Timer, and enable I/O and memory decode, bus mastering, parity
 error response and SERR#.
 
+:func:`enumerate_bridge` does the same for the devices behind a PCI-to-PCI bridge: bus
+numbers, the devices' BARs through Type 1 configuration cycles, then the bridge's
+forwarding windows around what they were given.
+
 Cache Line Size and Latency Timer get the values Linux programs into a type 0 function
 when the platform gives none (``pci_default_type0`` of drivers/pci: 8 DWORDs, i.e.
 32-byte lines, and 64 clocks; 64 is also what ``pcibios_set_master`` raises a Latency
@@ -17,9 +21,10 @@ Timer) reads back what it keeps: :class:`Function` holds the values read back.
 
 from dataclasses import dataclass, field
 
+from pcispy.sim.bfm.bridge import Type1Config
 from pcispy.sim.bfm.initiator import Status
 
-__all__ = ["Bar", "Function", "enumerate_bus", "MEM_BASE", "IO_BASE", "COMMAND_ENABLES",
+__all__ = ["Bar", "Function", "enumerate_bus", "enumerate_bridge", "MEM_BASE", "IO_BASE", "COMMAND_ENABLES",
            "CACHE_LINE_SIZE", "LATENCY_TIMER"]
 
 MEM_BASE = 0x8000_0000
@@ -34,6 +39,10 @@ CACHE_LINE_SIZE = 8
 LATENCY_TIMER = 64
 
 _VENDOR, _COMMAND, _CLASS, _LINE, _BAR0 = 0x00, 0x04, 0x08, 0x0C, 0x10
+#: Type 1 header: bus numbers, I/O base/limit, memory base/limit, prefetchable ones.
+_BUSES, _IO_WINDOW, _MEM_WINDOW, _PREF_WINDOW = 0x18, 0x1C, 0x20, 0x24
+#: Granularity of a bridge's memory and I/O windows.
+_MEM_GRAIN, _IO_GRAIN = 1 << 20, 1 << 12
 
 
 @dataclass
@@ -59,6 +68,7 @@ class Function:
     bars: list = field(default_factory=list)
     cache_line_size: int = 0   # read back after enumeration set it (DWORDs)
     latency_timer: int = 0     # read back likewise (clocks; 0 when hard-wired)
+    bus: int = 0               # the bus number (behind a bridge: its secondary bus)
 
 
 def _align(value, size):
@@ -85,6 +95,7 @@ async def enumerate_bus(driver, slots, *, mem_base=MEM_BASE, io_base=IO_BASE,
     and its Cache Line Size and Latency Timer set (None leaves one as it is)."""
     found = []
     next_mem, next_io = mem_base, io_base
+    bus = getattr(driver, "bus", 0)
     for slot in slots:
         ids = await _read(driver, slot, _VENDOR)
         if ids & 0xFFFF == 0xFFFF:
@@ -132,8 +143,46 @@ async def enumerate_bus(driver, slots, *, mem_base=MEM_BASE, io_base=IO_BASE,
         found.append(Function(slot=slot, vendor=ids & 0xFFFF, device=ids >> 16,
                               class_code=class_rev >> 8, revision=class_rev & 0xFF,
                               command=command, bars=bars, cache_line_size=line & 0xFF,
-                              latency_timer=line >> 8 & 0xFF))
+                              latency_timer=line >> 8 & 0xFF, bus=bus))
     return found
+
+
+async def enumerate_bridge(driver, slot, secondary, devices, *, mem_base=MEM_BASE,
+                           io_base=IO_BASE, cache_line_size=CACHE_LINE_SIZE,
+                           latency_timer=LATENCY_TIMER):
+    """Set up the PCI-to-PCI bridge in ``slot`` of bus 0 as firmware does and enumerate
+    the ``devices`` (device numbers) of its secondary bus ``secondary``: bus numbers
+    (primary 0, secondary and subordinate ``secondary``), the devices' BARs from
+    ``mem_base``/``io_base`` on, the bridge's memory and I/O windows around them (1 MiB
+    and 4 KiB granularity; the prefetchable window closed), its Cache Line Size and
+    Latency Timers, and its I/O, memory and bus-master enables. Returns ``(functions
+    behind it, {"mem_base", "io_base"})``, the second where the rest of bus 0 may
+    start. A slot without a bridge (header type not 1) gives ``([], {})``."""
+    header = await _read(driver, slot, _LINE) >> 16 & 0x7F
+    if header != 1:
+        return [], {}
+    await driver.config_write(slot, _COMMAND, 0, be=0b1100)
+    secondary_latency = latency_timer if latency_timer is not None else 0
+    await driver.config_write(slot, _BUSES, secondary << 8 | secondary << 16
+                              | secondary_latency << 24)
+    behind = await enumerate_bus(Type1Config(driver, secondary), devices, mem_base=mem_base,
+                                 io_base=io_base, cache_line_size=cache_line_size,
+                                 latency_timer=latency_timer)
+    ends = {kind: max((bar.address + bar.size for function in behind for bar in function.bars
+                       if bar.kind == kind), default=base)
+            for kind, base in (("memory", mem_base), ("io", io_base))}
+    mem_top = _align(ends["memory"], _MEM_GRAIN)
+    io_top = _align(ends["io"], _IO_GRAIN)
+    # Base above limit closes a window.
+    memory = ((mem_base >> 16) & 0xFFF0 | (mem_top - 1) & 0xFFF0_0000
+              if mem_top > mem_base else 0x0000_FFF0)
+    io = (io_base >> 8) & 0xF0 | ((io_top - 1) >> 8) & 0xF000 if io_top > io_base else 0xF0
+    await driver.config_write(slot, _MEM_WINDOW, memory)
+    await driver.config_write(slot, _PREF_WINDOW, 0x0000_FFF0)
+    await driver.config_write(slot, _IO_WINDOW, io, be=0b1100)
+    await _line_settings(driver, slot, cache_line_size, latency_timer)
+    await driver.config_write(slot, _COMMAND, COMMAND_ENABLES, be=0b1100)
+    return behind, {"mem_base": max(mem_top, mem_base), "io_base": max(io_top, io_base)}
 
 
 async def _line_settings(driver, slot, cache_line_size, latency_timer):

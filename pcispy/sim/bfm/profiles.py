@@ -81,6 +81,10 @@ class Profile:
             machine breaks on purpose, as the real one did; benches expect exactly these.
         park: where the machine's arbiter parks the bus when nobody requests
             (:data:`PARK_TARGETS`): ``"last"``, the last owner, or a master's name.
+        bridge: the name of a bridge profile (pcispy/sim/bfm/bridge.py
+            ``BRIDGE_PROFILES``): the machine has the board behind a PCI-to-PCI bridge of
+            that kind (its simulated system is built with ``SystemConfig(bridge=True)``),
+            or None.
     """
     name: str
     devsel: DevselSpeed = DevselSpeed.FAST
@@ -104,6 +108,7 @@ class Profile:
     irq_ack_delay: tuple = field(default=IRQ_ACK_DELAY_DEFAULT)
     breaks_rules: tuple = ()
     park: str = "last"
+    bridge: str = None
 
     def __post_init__(self):
         if self.park not in PARK_TARGETS:
