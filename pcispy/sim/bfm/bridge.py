@@ -63,6 +63,7 @@ from pcispy.pci.bus import Command, DevselSpeed, PCIBusSignature
 from pcispy.sim.bfm.bridge_queues import (COUNT_BITS, READ_WORDS, DelayedState, DelayedStatus,
                                           DelayedTransaction, PostedWriteBuffer)
 from pcispy.sim.bfm.nets import net
+from pcispy.sim.bfm.profiles import named
 from pcispy.sim.control import (ControlRegisters, ControlSignature, Field, Register,
                                 register_reads, written)
 
@@ -213,11 +214,9 @@ BRIDGE_PROFILES = {p.name: p for p in (TRANSPARENT, BRIDGE_21554)}
 
 
 def bridge_profile_by_name(name):
-    try:
-        return BRIDGE_PROFILES[name]
-    except KeyError:
-        raise ValueError(f"unknown bridge profile {name!r}; known: "
-                         f"{', '.join(sorted(BRIDGE_PROFILES))}") from None
+    """The bridge profile called ``name``; a ``ValueError`` naming the known ones
+    otherwise."""
+    return named(BRIDGE_PROFILES, name, "bridge profile")
 
 
 class _TargetKind(enum.Enum, shape=3):

@@ -22,7 +22,7 @@ from amaranth.lib import enum
 from pcispy.pci.bus import DevselSpeed
 
 __all__ = ["DisconnectMode", "RetryMode", "Profile", "PROFILES", "RTC",
-           "IRQ_ACK_DELAY_DEFAULT", "PARK_TARGETS", "profile_by_name"]
+           "IRQ_ACK_DELAY_DEFAULT", "PARK_TARGETS", "profile_by_name", "named"]
 
 
 class DisconnectMode(enum.Enum, shape=2):
@@ -180,10 +180,15 @@ PROFILES = {p.name: p for p in (IDEAL, ALPHASTATION_200, PENTIUM_PRO_200, CELEBR
                                  ALPHASERVER_4100, RTC)}
 
 
+def named(table, name, what):
+    """``table[name]``; a ``ValueError`` naming ``what`` and the known names otherwise."""
+    try:
+        return table[name]
+    except KeyError:
+        raise ValueError(f"unknown {what} {name!r}; "
+                         f"known: {', '.join(sorted(table))}") from None
+
+
 def profile_by_name(name):
     """The profile called ``name``; a ``ValueError`` naming the known ones otherwise."""
-    try:
-        return PROFILES[name]
-    except KeyError:
-        raise ValueError(f"unknown simulation profile {name!r}; "
-                         f"known: {', '.join(sorted(PROFILES))}") from None
+    return named(PROFILES, name, "simulation profile")
