@@ -58,7 +58,7 @@ from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import Out
 
-from pcispy.core.config import DEFAULT_VENDOR_ID
+from pcispy.board.registers import DEFAULT_VENDOR_ID
 from pcispy.pci.bus import Command, DevselSpeed, PCIBusSignature
 from pcispy.sim.bfm.bridge_queues import (COUNT_BITS, READ_WORDS, DelayedState, DelayedStatus,
                                           DelayedTransaction, PostedWriteBuffer)

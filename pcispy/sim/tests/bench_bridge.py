@@ -8,7 +8,7 @@ checkers and resolvers clean. Run by pcispy/sim/tests/test_bridge.py.
 
 import cocotb
 
-from pcispy.core.config import DEFAULT_VENDOR_ID
+from pcispy.board.registers import DEFAULT_VENDOR_ID
 from pcispy.dma.patterns import Pattern, pattern_dwords
 from pcispy.host.board import Board
 from pcispy.pci.bus import Command
