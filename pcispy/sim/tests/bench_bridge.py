@@ -9,6 +9,7 @@ checkers and resolvers clean. Run by pcispy/sim/tests/test_bridge.py.
 import cocotb
 
 from pcispy.board.registers import DEFAULT_VENDOR_ID
+from pcispy.dma.dma_feature import dma
 from pcispy.dma.patterns import Pattern, pattern_dwords
 from pcispy.host.board import Board
 from pcispy.pci.bus import Command
@@ -21,7 +22,7 @@ from pcispy.sim.compliance import ScratchBackdoor
 from pcispy.sim.system import BOARD_SLOT, SECONDARY_BUS
 from pcispy.sim.transport import SimTransport
 from pcispy.spy.capture_feature import finish_capture, start_capture
-from pcispy.spy.decode import summarise
+from pcispy.trace.decode import summarise
 from pcispy.sim.tests.bench_spy import _exclude_bar0, _not_board_regs, _trace
 
 _MR, _MW, _MRM = Command.MEM_READ.value, Command.MEM_WRITE.value, \
@@ -220,8 +221,6 @@ async def board_reads_are_retried_until_the_data_arrives(dut):
     each of its single-word reads retried until the bridge has the word from host
     memory, then completed with it; the words are the pattern the engine verifies."""
     system, bars, transport = await _setup(dut)
-    from pcispy.dma.dma_feature import dma
-
     async def run():
         await system.bridge.clear()
         result = await dma(transport, cmd="MR", length=16, burst=1, verify=True)
