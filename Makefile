@@ -25,6 +25,7 @@ $(STAMP): requirements.txt pyproject.toml
 	$(VPY) -m pip install -q --upgrade pip
 	$(VPY) -m pip install -q -r requirements.txt
 	$(VPY) -m pip install -q --no-deps -e .
+	$(VPY) -m pcispy.app.toolcache
 	touch $@
 
 # Two workers: the machine CI runs on has two cores.

@@ -8,6 +8,10 @@ more of one core: the first test on each distinct Verilator model, which builds 
 longest proofs and elaborations) go to the front of the shares, dealt out in
 turn, so both workers start on them together and none of them starts last.
 
+With two workers or more, the session first fills a cold cache of the WebAssembly tools'
+compiled code (yosys, nextpnr: pcispy/app/toolcache.py says why two first uses side by
+side can kill a third run).
+
 Every ``--sim`` command a test runs gets a fresh simulated board (``PCISPY_FRESH_SIM``),
 as a test expects, not a session's that outlives it; the session tests
 (``pcispy/sim/tests/test_session.py``) ask for sessions themselves.
@@ -21,6 +25,17 @@ os.environ.setdefault("PCISPY_FRESH_SIM", "1")
 
 #: Fixtures several test folders' files share.
 pytest_plugins = ("pcispy.sim.tests.session_fixtures",)
+
+
+def pytest_configure(config):
+    # Two workers that each start yosys or nextpnr for the first time on a machine race on
+    # the tools' compiled-code cache and one can die of it (pcispy/app/toolcache.py): the
+    # session fills a cold cache before the workers start.
+    if hasattr(config, "workerinput") or getattr(config.option, "numprocesses", None) in (
+            None, 0, 1):
+        return
+    from pcispy.app.toolcache import warm
+    warm(exact=False, echo=lambda line: print(f"conftest: {line}"))
 
 
 def pytest_collection_modifyitems(session, config, items):
