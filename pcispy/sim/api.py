@@ -21,7 +21,10 @@ import os
 
 import cocotb
 from cocotb.clock import Clock
-from cocotb.triggers import ClockCycles, FallingEdge, First, Lock, Timer, ValueChange
+from cocotb.simtime import get_sim_time
+from cocotb.triggers import (ClockCycles, FallingEdge, First, Lock, RisingEdge, Timer,
+                             ValueChange)
+from cocotb.utils import get_sim_steps
 
 from pcispy.host.errors import PcispyError, TransportError
 from pcispy.pci.rules import ALL_RULES, DRIVER_RULES, DRIVERS, RULES
@@ -43,10 +46,51 @@ from pcispy.sim.system import (BOARD_SLOT, MASTERS, REGISTERS, SECONDARY_BUS,
                                slot0_is_master, slot0_name)
 from pcispy.spy.registers import LOG_DEPTH
 
-__all__ = ["CocotbControl", "SimSystem", "CLOCK_PERIOD_NS"]
+__all__ = ["BusClock", "CocotbControl", "SimSystem", "CLOCK_PERIOD_NS"]
 
 #: Bus clock period in ns for each supported frequency.
 CLOCK_PERIOD_NS = {33: 30, 66: 15}
+#: From this many clocks on, :meth:`SimSystem.clocks` sleeps on a timer rather than
+#: waking Python at every clock edge.
+_SLEEP_CLOCKS = 3
+
+
+class BusClock:
+    """Lets bus clocks pass without Python running on every clock.
+
+    ``ClockCycles(clk, n)`` wakes Python at each of the ``n`` edges; :meth:`clocks` returns
+    at the same point (right after the ``n``-th rising edge) from one timer and one edge,
+    once :meth:`note_edge` has told it the clock's phase. ``clk`` is a clock that a cocotb
+    :class:`~cocotb.clock.Clock` of ``period_ns`` drives.
+    """
+
+    def __init__(self, clk, period_ns):
+        self.clk = clk
+        self.period = get_sim_steps(period_ns, "ns")
+        #: Simulator time (steps) of a rising edge, once noted.
+        self.edge = None
+
+    def note_edge(self):
+        """Note the clock's phase: call right after a rising edge (``RisingEdge``,
+        ``ClockCycles``)."""
+        self.edge = get_sim_time("step")
+
+    async def clocks(self, count):
+        """Let ``count`` rising edges pass and return right after the last one, as
+        ``ClockCycles(clk, count)`` does: an edge due in this very step and not taken yet
+        counts. One timer sleeps until half a clock before the last edge."""
+        period = self.period
+        if self.edge is None or count < _SLEEP_CLOCKS or period % 2:
+            await ClockCycles(self.clk, count)
+            return
+        now = get_sim_time("step")
+        phase = (now - self.edge) % period
+        if phase == 0 and not int(self.clk.value):
+            first = now                   # this step's edge is still to come
+        else:
+            first = now + period - phase
+        await Timer(first + (count - 1) * period - period // 2 - now, unit="step")
+        await RisingEdge(self.clk)
 
 
 class CocotbControl:
@@ -93,7 +137,7 @@ class CocotbControl:
                 raise TimeoutError(f"agent {self.agent}: no event within {timeout} clocks")
 
     async def clocks(self, count):
-        await ClockCycles(self.system.dut.pci_clk, count)
+        await self.system.clocks(count)
 
 
 class SimSystem:
@@ -108,6 +152,7 @@ class SimSystem:
         self.clock_mhz = clock_mhz
         self.ctl_lock = Lock()
         self.ctl = {agent: CocotbControl(self, agent) for agent in Agent}
+        self.bus_clock = BusClock(dut.pci_clk, self.period_ns)
         self._build_drivers()
 
     def _build_drivers(self):
@@ -141,6 +186,7 @@ class SimSystem:
         cocotb.start_soon(Clock(dut.pci_clk, self.period_ns, unit="ns").start())
         dut.pci_rst.value = 1
         await ClockCycles(dut.pci_clk, 8)
+        self.bus_clock.note_edge()
         await FallingEdge(dut.pci_clk)
         dut.pci_rst.value = 0
         # A scenario name (pcispy/sim/scenarios.py) runs its background traffic on the host
@@ -150,6 +196,10 @@ class SimSystem:
         if scenario:
             start_scenario(self, scenario.name, self.seed)
         return self
+
+    async def clocks(self, count):
+        """Let ``count`` bus clocks pass (:meth:`BusClock.clocks`)."""
+        await self.bus_clock.clocks(count)
 
     async def set_trigger_input(self, level):
         """Drive the board's trigger input pin to ``level`` from the next falling clock
