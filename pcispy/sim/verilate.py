@@ -23,7 +23,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-__all__ = ["verilator_environment", "Model", "build_model", "cached_model", "BUILD_ROOT",
+__all__ = ["verilator_environment", "Model", "build_model", "cached_model", "prepare_runtime",
+           "BUILD_ROOT",
            "SimulationFailed", "fst_missing", "FST_PACKAGES"]
 
 #: Where models are cached: build/sim/<name>-<hash>/ beside the checkout (or $PCISPY_BUILD).
@@ -247,6 +248,22 @@ def build_model(verilog, toplevel, *, public=(), sources=(), name=None, include_
         _keep_runtime_objects(shared, build_dir)
         _record_inputs(build_dir)
     return Model(build_dir, toplevel, waves)
+
+
+#: A model that needs only Verilator's runtime library: building it compiles the runtime
+#: objects into their shared cache (:func:`prepare_runtime`).
+_PROTOTYPE = ("module pcispy_runtime(input clk, output reg q);\n"
+              "  always @(posedge clk) q <= ~q;\n"
+              "endmodule\n")
+
+
+def prepare_runtime():
+    """Compile Verilator's runtime objects into their shared cache (a few seconds of
+    Verilator and tens of seconds of C++ on a fresh checkout; nothing once cached) by
+    building a model of nothing. A model's build that starts this beside its elaboration
+    (a thread: the compiler runs in processes of its own) finds them compiled, on a
+    machine with a core to spare."""
+    build_model(_PROTOTYPE, "pcispy_runtime", name="runtime-prototype")
 
 
 def _runtime_objects(make, build_dir, env):
