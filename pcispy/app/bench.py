@@ -335,6 +335,55 @@ def _sim_session():
             "sim.session.warm_info_s": round(info_s, 2)}
 
 
+#: The commands a newcomer types from the README whose wall time ``make bench`` records
+#: on a warm session (``sim.command.<name>_s``): each runs once to start its session, then
+#: is timed.
+SIM_COMMANDS = {
+    "rtc_capture": ("--sim=rtc", "capture", "--mode", "summary", "--filter", "io:0x70/0xfffe",
+                    "-o", "{tmp}/rtc.pcitrace"),
+    "irq_2000": ("irq", "--count", "2000", "--hist", "{tmp}/irq.png"),
+    "report_quick": ("--sim=alphastation200", "report", "--quick", "-o", "{tmp}/as200"),
+}
+
+
+def _sim_commands():
+    """sim.first_build_32_s: the 32-bit system model built from an empty model cache
+    (elaboration, Verilator, the C++ compile: what a newcomer's first ``--sim`` command
+    waits for); sim.command.<name>_s: each command of :data:`SIM_COMMANDS`, wall clock of
+    the whole process on a warm session (the second of two runs, the first started the
+    session)."""
+    import os
+    import subprocess
+    import tempfile
+    from pcispy.sim.session import FRESH_ENV, SESSIONS_ENV
+    figures = {}
+    with tempfile.TemporaryDirectory(prefix="pcispy-bench-") as tmp:
+        env = dict(os.environ, PCISPY_BUILD=os.path.join(tmp, "build"))
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "from pcispy.sim.system import build_system; "
+                        "build_system()"], env=env, check=True)
+        figures["sim.first_build_32_s"] = round(time.perf_counter() - start, 1)
+    from pcispy.sim.system import SystemConfig, build_system
+    build_system(SystemConfig())
+    with tempfile.TemporaryDirectory(prefix="pss", dir="/tmp") as tmp:
+        env = dict(os.environ, **{SESSIONS_ENV: tmp})
+        env.pop(FRESH_ENV, None)
+        try:
+            for name, argv in SIM_COMMANDS.items():
+                argv = [arg.format(tmp=tmp) for arg in argv]
+                for _ in range(2):
+                    start = time.perf_counter()
+                    done = subprocess.run([sys.executable, "-m", "pcispy.app.cli", *argv],
+                                          env=env, capture_output=True, text=True)
+                    if done.returncode:
+                        raise RuntimeError(f"pcispy {' '.join(argv)}: {done.stderr.strip()}")
+                figures[f"sim.command.{name}_s"] = round(time.perf_counter() - start, 2)
+        finally:
+            subprocess.run([sys.executable, "-m", "pcispy.app.cli", "sim", "stop"], env=env,
+                           capture_output=True)
+    return figures
+
+
 def _demo():
     """demo.wall_s: ``make demo`` (quick sizes, five host bridges), wall clock, in all;
     demo.model_s of it preparing the simulated 64-bit system (elaboration, and on a fresh
@@ -591,7 +640,8 @@ def _spy_decode_memory():
 
 
 MEASUREMENTS = [_sim_empty, _sim_bfm, _spy_decode, _spy_trace, _dma, _irq, _board,
-                _board_passive, _board_64bit_synthesis, _target_pio, _sim_session, _demo,
+                _board_passive, _board_64bit_synthesis, _target_pio, _sim_session, _sim_commands,
+                _demo,
                 _uart, _fuzz, _formal,
                 _spy_sdram, _spy_readout, _spy_decode_memory]
 
