@@ -311,6 +311,15 @@ class SimSystem:
         hi = await ctl.read(SystemReg.CYCLE_HI)
         return hi << 32 | lo
 
+    async def pin_signature(self):
+        """The signature of every agent's pins over every clock so far (64-bit, read
+        atomically; :class:`~pcispy.sim.system.SystemReg` ``PINS_LO``): two runs of one
+        workload that end with the same signature drove every pin alike in every clock."""
+        ctl = self.ctl[Agent.SYSTEM]
+        lo = await ctl.read(SystemReg.PINS_LO)
+        hi = await ctl.read(SystemReg.PINS_HI)
+        return hi << 32 | lo
+
     async def checker_report(self, *, secondary=False):
         """Both monitors' evidence since the last :meth:`clear_checker` (``secondary``:
         those of the bus behind the bridge)::

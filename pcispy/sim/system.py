@@ -48,6 +48,7 @@ side.
 import enum
 import fcntl
 import os
+import threading
 from dataclasses import dataclass
 
 from amaranth import (Cat, ClockDomain, Const, ClockSignal, DomainRenamer, Instance, Module, Mux,
@@ -147,6 +148,10 @@ REGISTERS = ControlRegisters("SystemReg", [
              "(index into driver_names(); 15: none)"),
     Register("DRIVER_COUNT", 32, words=len(DRIVER_RULES),
              doc="word = driver rule id: clocks that rule was broken in (saturating)"),
+    Register("PINS_LO", 48, doc="the signature of every agent's pins (each line's output "
+             "enable and, while enabled, its output; REQ#/GNT#, RST#) over every clock so "
+             "far; reading LO latches HI"),
+    Register("PINS_HI", 49),
 ])
 
 #: Register indices of the system's control port.
@@ -190,6 +195,11 @@ class SystemConfig:
     core: object = None
     #: Slot 0 behind a PCI-to-PCI bridge, on a secondary bus of its own (32-bit only).
     bridge: bool = False
+    #: False: the reference build of the same sources, their simulation optimisation off:
+    #: every agent and the resolver's evidence on the plain bus clock (no clock gating,
+    #: pcispy/sim/bfm/gate.py). It behaves the same at every pin, clock for clock, only
+    #: slower (test_pin_trace.py holds the two side by side).
+    optimised: bool = True
 
     def __post_init__(self):
         if isinstance(self.core, dict):
@@ -218,6 +228,8 @@ class SystemConfig:
             parts.append(f"core-{label}")
         if self.bridge:
             parts.append("bridge")
+        if not self.optimised:
+            parts.append("reference")
         return "_".join(parts)
 
     def sdram_timing(self):
@@ -295,24 +307,25 @@ class PCISystem(wiring.Component):
         cfg = self.config
         agents = {}
         # The bus agents sleep on gated clocks while they have nothing to do (the model
-        # skips them then: pcispy/sim/bfm/gate.py).
-        host_initiator = BehaviouralInitiator(width=cfg.width, gated=True)
+        # skips them then: pcispy/sim/bfm/gate.py); not in the reference build.
+        gated = cfg.optimised
+        host_initiator = BehaviouralInitiator(width=cfg.width, gated=gated)
         agents[Agent.HOST_INITIATOR] = (host_initiator, MASTERS["host"], None)
         agents[Agent.HOST_MEMORY] = (
             BehaviouralTarget(width=cfg.width, mem_addr_bits=cfg.host_memory_addr_bits,
-                              gated=True),
+                              gated=gated),
             None, None)
-        agents[Agent.IRQ_RESPONDER] = (InterruptResponder(gated=True), None, None)
+        agents[Agent.IRQ_RESPONDER] = (InterruptResponder(gated=gated), None, None)
         if cfg.test_device:
-            agents[Agent.TEST_INITIATOR] = (BehaviouralInitiator(width=cfg.width, gated=True),
+            agents[Agent.TEST_INITIATOR] = (BehaviouralInitiator(width=cfg.width, gated=gated),
                                             MASTERS["test_device"], None)
             agents[Agent.TEST_TARGET] = (
                 BehaviouralTarget(width=cfg.width, mem_addr_bits=cfg.test_memory_addr_bits,
-                                  gated=True),
+                                  gated=gated),
                 None, TEST_DEVICE_SLOT)
         if cfg.legacy:
             from pcispy.sim.bfm.legacy import LegacyDevice
-            agents[Agent.LEGACY] = (LegacyDevice(gated=True), None, None)
+            agents[Agent.LEGACY] = (LegacyDevice(gated=gated), None, None)
         if cfg.bridge:
             from pcispy.sim.bfm.bridge import PCIBridge
             agents[Agent.BRIDGE] = (PCIBridge(), None, None)
@@ -373,7 +386,7 @@ class PCISystem(wiring.Component):
         saboteur = None
         if cfg.saboteur:
             from pcispy.sim.bfm.saboteur import Saboteur
-            saboteur = Saboteur(width=cfg.width, gated=True)
+            saboteur = Saboteur(width=cfg.width, gated=cfg.optimised)
             m.submodules.saboteur = DomainRenamer({"sync": "monitor"})(saboteur)
             drivers += [(saboteur.bus, MASTERS["saboteur"], None, "saboteur"),
                         (saboteur.chan_a, None, None, "saboteur_a"),
@@ -391,7 +404,7 @@ class PCISystem(wiring.Component):
                 master_agents[master] = index
         m.submodules.resolver = resolver = DomainRenamer({"sync": "monitor"})(
             BusResolver(len(drivers), cfg.width, masters=master_agents, shared_cycle=True,
-                        gated=True))
+                        gated=cfg.optimised))
         m.d.comb += [resolver.rst.eq(ResetSignal("pci")), resolver.cycle.eq(cycle[:32])]
         for name, bits in lines.items():
             # A 32-bit agent on a 64-bit bus has no 64-bit extension lines: it never
@@ -414,6 +427,12 @@ class PCISystem(wiring.Component):
         m.d.comb += [responder.inta.eq(resolver.inta),
                      responder.done.eq(host_initiator.prio_done),
                      responder.done_status.eq(host_initiator.prio_status)]
+
+        # What every agent drives at its pins (a line's output only while its output is
+        # enabled: an undriven pin has no value), folded into one signature per clock.
+        pins = [getattr(bus, name, None) for bus, _, _, _ in drivers for name in lines]
+        pins = Cat(Cat(line.o & line.oe.replicate(len(line.o)), line.oe)
+                   for line in pins if line is not None)
 
         # Point-to-point lines: REQ#/GNT# through the arbiter, IDSEL from AD, RST#.
         m.submodules.arbiter = arbiter = DomainRenamer({"sync": "pci"})(Arbiter(masters))
@@ -464,7 +483,9 @@ class PCISystem(wiring.Component):
         controls[Agent.ARBITER] = arbiter.ctl
         if saboteur is not None:
             controls[Agent.SABOTEUR] = saboteur.ctl
-        system_ctl = _SystemRegisters(cycle, resolver, checker, resolver.inta, sram, sdram)
+        signature = _pin_signature(m, Cat(pins, arbiter.req, arbiter.gnt, ResetSignal("pci")))
+        system_ctl = _SystemRegisters(cycle, resolver, checker, resolver.inta, sram, sdram,
+                                      signature)
         m.submodules.system_registers = DomainRenamer({"sync": "pci"})(system_ctl)
         controls[Agent.SYSTEM] = system_ctl.ctl
         if cfg.bridge:
@@ -523,7 +544,8 @@ def _secondary_bus(m, cfg, bridge, board, cycle):
     for index, (_, number, _) in enumerate(drivers):
         if number is not None:
             parkers[number] = index
-    resolver = BusResolver(len(drivers), 32, masters=parkers, shared_cycle=True, gated=True)
+    resolver = BusResolver(len(drivers), 32, masters=parkers, shared_cycle=True,
+                           gated=cfg.optimised)
     m.submodules.secondary_resolver = DomainRenamer({"sync": "monitor"})(resolver)
     m.submodules.secondary_arbiter = arbiter = DomainRenamer({"sync": "pci"})(Arbiter(masters))
     # As on the primary bus: the checker keeps the board's Command register (its IDSEL
@@ -556,6 +578,20 @@ def _secondary_bus(m, cfg, bridge, board, cycle):
         if slot is not None:
             m.d.comb += bus.idsel.i.eq(resolver.ad[IDSEL_AD_BIT + slot])
     return resolver, arbiter, checker
+
+
+def _pin_signature(m, pins):
+    """A 64-bit signature of ``pins`` over every clock from the model's start (monitor
+    domain): each clock it turns one bit and takes in the pins, 64 bits at a time, each
+    word turned by its own amount, so that two runs whose pins differ in any clock end
+    with different signatures (but for a chance of 2**-64 per difference)."""
+    signature = Signal(64, name="pin_signature")
+    folded = Const(0, 64)
+    for k, start in enumerate(range(0, len(pins), 64)):
+        word = pins[start:start + 64]
+        folded = folded ^ Cat(word, Const(0, 64 - len(word))).rotate_left(7 * k % 64)
+    m.d.monitor += signature.eq(signature.rotate_left(1) ^ folded)
+    return signature
 
 
 def slot0_component(config):
@@ -668,8 +704,9 @@ class _SystemRegisters(wiring.Component):
         ctl (Out, ControlSignature): the registers.
     """
 
-    def __init__(self, cycle, resolver, checker, inta, sram=None, sdram=None):
+    def __init__(self, cycle, resolver, checker, inta, sram=None, sdram=None, pins=None):
         self._cycle = cycle
+        self._pins = pins              # the pin signature (64 bits)
         self._resolver = resolver
         self._checker = checker
         self._inta = inta
@@ -753,6 +790,11 @@ class _SystemRegisters(wiring.Component):
                            SystemReg.SDRAM_REFRESHES: self._sdram.refreshes})
         with m.If(ctl.r_en & (ctl.addr == SystemReg.CYCLE_LO)):
             m.d.sync += cycle_hi.eq(cycle[32:])
+        if self._pins is not None:
+            pins_hi = Signal(32)
+            values.update({SystemReg.PINS_LO: self._pins[:32], SystemReg.PINS_HI: pins_hi})
+            with m.If(ctl.r_en & (ctl.addr == SystemReg.PINS_LO)):
+                m.d.sync += pins_hi.eq(self._pins[32:])
         register_writes(m, ctl, writable)
         register_reads(m, ctl, values)
         return m
@@ -827,7 +869,6 @@ def _indexed_model(index, waves):
 
 def _elaborate_and_build(config, waves, index):
     """Elaborate the system ``config`` to Verilog, build its model, record it in ``index``."""
-    import threading
     from pcispy.sim.verilate import build_model, prepare_runtime
     # Verilator's runtime objects compile on the other core while this one elaborates.
     runtime = threading.Thread(target=prepare_runtime, daemon=True)

@@ -455,17 +455,25 @@ async def run_seed(system, bars, backdoor, seed, firmware_command):
     return len(hardware)
 
 
-@cocotb.test()
-async def compliance_seeds(dut):
-    """Every seed of ``PCISPY_SEED_LIST`` in one simulator process."""
-    system = await SimSystem(dut).start()
+async def set_up(system):
+    """Ready a started system for :func:`run_seed`: the board enumerated, the test
+    device's windows open, the host bridge shared. Returns ``(bars, backdoor,
+    firmware_command)`` for :func:`run_seed`."""
     bars = await system.enumerate_board()
     await system.test_target.set_windows(mem=(TEST_MEM, TEST_MEM_SIZE),
                                          io=(TEST_IO, TEST_IO_SIZE))
     system.host = SharedInitiator(system.host)
-    backdoor = ScratchBackdoor(dut, system.config.width)
+    backdoor = ScratchBackdoor(system.dut, system.config.width)
     # The Command register as enumeration left it (Status bits are write-1-to-clear: 0).
     firmware_command = (await system.host.config_read(BOARD_SLOT, CFG_COMMAND)).value & 0xFFFF
+    return bars, backdoor, firmware_command
+
+
+@cocotb.test()
+async def compliance_seeds(dut):
+    """Every seed of ``PCISPY_SEED_LIST`` in one simulator process."""
+    system = await SimSystem(dut).start()
+    bars, backdoor, firmware_command = await set_up(system)
     seeds = json.loads(os.environ.get(SEED_LIST_ENV, "[1]"))
     checked = 0
     for seed in seeds:
