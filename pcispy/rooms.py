@@ -10,10 +10,11 @@ closely, compared from the last name back (a name beats ``*_feature``, which bea
 ``pcispy.dma.registers`` is in ``data`` (``pcispy.*.registers``), not in ``dma``
 (``pcispy.dma.*``).
 
-:func:`read` reads every import of every module of the package (at module level, inside
-functions, and a module named by a string: ``"module:attribute"``, or the first argument of
-one of the :data:`RUNNERS`, as ``importlib`` and the simulator's runner take it) with :mod:`ast`, without importing anything; :func:`problems` lists what breaks
-the rules:
+:func:`read` reads every import of every module of the package with :mod:`ast`, without
+importing anything: at module level, inside functions, and a module named by a string
+(``"module:attribute"``, or the first argument of one of the :data:`RUNNERS`, as
+``importlib`` and the simulator's runner take it). :func:`problems` lists what breaks the
+rules:
 
 - an import against the rooms (a room importing one it does not stand on);
 - a cycle of modules (tests left out);
@@ -94,7 +95,8 @@ MAX_LINES = 800
 class Import(NamedTuple):
     """One import: ``module`` (dotted) imports ``target`` (a pcispy module, or another
     top-level package) at ``line``; ``local`` if inside a function, ``by_name`` if a string
-    names it; ``comment`` whether a comment stands on or just above the line."""
+    names it; ``comment`` whether a comment stands on the line, or just above it or above
+    the run of import lines it belongs to."""
     module: str
     target: str
     line: int
@@ -140,7 +142,13 @@ def read(root=Path(__file__).resolve().parent.parent, package="pcispy"):
         is_package = path.name == "__init__.py"
 
         def commented(line):
-            return "#" in lines[line - 1] or lines[line - 2].strip().startswith("#")
+            """A comment on the line, or above it or above the run of imports it ends."""
+            if "#" in lines[line - 1]:
+                return True
+            above = line - 2
+            while above >= 0 and lines[above].strip().startswith(("import ", "from ")):
+                above -= 1
+            return above >= 0 and lines[above].strip().startswith("#")
 
         def add(target, node, local, by_name=False):
             if target.startswith(package + ".") or target == package:

@@ -7,11 +7,42 @@ the issues use, e.g. ``sim.empty_cycles_per_s``). A measurement that fails is re
 """
 
 import argparse
+import base64
+import io
 import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
+
+import numpy as np
+from amaranth.hdl import ClockDomain, DomainRenamer, Module
+from amaranth.sim import Simulator
+from rich.console import Console
+
+from pcispy.app import demo
+from pcispy.dma.dma_feature import dma
+from pcispy.exerciser.pio_feature import pio
+from pcispy.formal.run import measure as measure_formal
+from pcispy.irq.irq_feature import irq_latency
+from pcispy.platform.boards.ulx3s import BOARDS, SDRAM_CLOCK_MHZ
+from pcispy.platform.build import build
+from pcispy.platform.timing import check, fits
+from pcispy.platform.top import sdram_clocking
+from pcispy.sim.bfm.sdram import SDRAMModel, attach, violation_names
+from pcispy.sim.launcher import run_feature, FIGURES_ENV
+from pcispy.sim.session import FRESH_ENV, SESSIONS_ENV
+from pcispy.sim.sidechannel import measure_bulk_read
+from pcispy.sim.speed import measure_empty_cycles_per_s, measure_bfm_cycles_per_s
+from pcispy.sim.system import SystemConfig, build_system
+from pcispy.spy.capture_feature import capture, finish_capture, start_capture, readout_rate
+from pcispy.spy.format import RecordKind, RAW_RECORD_BITS, SLOT_BITS, SUMMARY_RECORD_BITS
+from pcispy.spy.sdram import SDRAMTiming, board_margins, SDRAMTraceMemory
+from pcispy.trace.decode import measure_decode_speed, summarise, measure_decode_memory
+from pcispy.trace.file import parse_trace, trace_bytes
 
 __all__ = ["MEASUREMENTS", "main", "trace_depth", "idle_compression", "dma_throughput"]
 
@@ -20,17 +51,14 @@ _REPOSITORY = Path(__file__).resolve().parents[2]
 
 
 def _sim_empty():
-    from pcispy.sim.speed import measure_empty_cycles_per_s
     return {"sim.empty_cycles_per_s": round(measure_empty_cycles_per_s())}
 
 
 def _sim_bfm():
-    from pcispy.sim.speed import measure_bfm_cycles_per_s
     return {"sim.bfm_cycles_per_s": round(measure_bfm_cycles_per_s())}
 
 
 def _spy_decode():
-    from pcispy.trace.decode import measure_decode_speed
     return {"spy.decode_cycles_per_s": round(measure_decode_speed())}
 
 
@@ -39,7 +67,6 @@ async def trace_depth(transport, *, limit=2.0):
     that runs until the trace memory is full (no --count), violations not stored, so that
     the memory holds the trigger event and transactions only. Its result's status holds
     the capacity register as read after the capture."""
-    from pcispy.spy.capture_feature import capture
     return await capture(transport, mode="summary", violations="none", limit=limit)
 
 
@@ -48,7 +75,6 @@ async def idle_compression(transport, *, seconds=0.004):
     of bus time during which the tool touches no register (one sleep instead of status
     polls, which would be bus traffic of its own). Returns the capture's result and BAR0,
     whose accesses (the arm before the window, the stop after it) bound the window."""
-    from pcispy.spy.capture_feature import finish_capture, start_capture
     run = await start_capture(transport, mode="raw", idle_compress=True, violations="none")
     await transport.sleep(seconds)
     result = await finish_capture(run, timed_out=True)
@@ -56,8 +82,6 @@ async def idle_compression(transport, *, seconds=0.004):
 
 
 def _trace(result):
-    import base64
-    from pcispy.trace.file import parse_trace, trace_bytes
     return parse_trace(trace_bytes(base64.b64decode(result["records"]), result["metadata"]))
 
 
@@ -75,10 +99,6 @@ def _spy_trace():
     the address phase of the stop write (86.2: 132043 clocks in 1532 records, measured).
     The capture feature's own status polls (two BAR0 reads every 0.5 ms) would be stored
     too, so the window waits by one sleep instead of polling."""
-    import numpy as np
-    from pcispy.spy.format import RecordKind
-    from pcispy.trace.decode import summarise
-    from pcispy.sim.launcher import run_feature
     full = run_feature(trace_depth, profile="rtc")
     if full["status"]["state"] != "done" or full.get("limit_reached"):
         raise RuntimeError(f"the summary capture did not fill the memory: {full['status']}")
@@ -144,7 +164,6 @@ async def dma_throughput(transport, *, width):
     """A feature (run in the simulator): 1 MiB on the ideal host, burst 256: MW and MRM on
     a 32-bit system, MW 64-bit on a 64-bit one; the simulated clocks per second while the
     engine runs (Python sleeping) during the MW run."""
-    from pcispy.dma.dma_feature import dma
     figures = {}
     for cmd in ("MW",) if width == 64 else ("MW", "MRM"):
         timed = _SleepTimer(transport)
@@ -164,8 +183,6 @@ async def dma_throughput(transport, *, width):
 def _dma():
     """dma.mw_mbps_32, dma.mrm_mbps_32, dma.mw_mbps_64 (ideal host, burst 256, 1 MiB) and
     sim.dma_cycles_per_s (during the 32-bit MW run): :func:`dma_throughput`."""
-    from pcispy.sim.launcher import run_feature
-    from pcispy.sim.system import SystemConfig
     figures = {}
     for width in (32, 64):
         measured = run_feature(dma_throughput, {"width": width}, SystemConfig(width=width),
@@ -183,9 +200,6 @@ def _irq():
     """irq.sim_handler_{median,p98}_us and irq.sim_user_{median,p98}_us (``pcispy irq
     --count 200`` on the ideal profile: responder delay uniform 100..400 clocks) and
     irq.sim_interrupts_per_s (wall clock, simulator start included, build excluded)."""
-    from pcispy.irq.irq_feature import irq_latency
-    from pcispy.sim.launcher import run_feature
-    from pcispy.sim.system import SystemConfig, build_system
     config = SystemConfig(width=32)
     build_system(config)
     start = time.perf_counter()
@@ -209,8 +223,6 @@ def _board():
     finds nothing), what synthesis broke of the structure its timing needs
     (:mod:`pcispy.platform.ecp5.structure`; a design that does not fit its part or breaks
     that structure fails the bench) and the build's time."""
-    from pcispy.platform.build import build
-    from pcispy.platform.timing import check, fits
     report = build("ulx3s-85f", clock_mhz=33)
     if not fits(report, "LFE5U-85F") or report.get("structure_problems"):
         raise RuntimeError(f"the default board does not fit the LFE5U-85F ({report['luts']} "
@@ -241,8 +253,6 @@ def _board_passive():
     worst of them, usage, whether it fits the 25F, and whether it meets PCI at 33 MHz
     (``make timing ARGS=--passive``: :func:`~pcispy.platform.timing.check` finds
     nothing)."""
-    from pcispy.platform.build import build
-    from pcispy.platform.timing import check, fits
     report = build("ulx3s-85f", passive=True, clock_mhz=33)
     prefix = "board.ulx3s_85f_passive."
     return {prefix + "fmax_pci_mhz": report["fmax_mhz"]["pci"],
@@ -262,9 +272,6 @@ def _board_64bit_synthesis():
     smoke build, out of make test for its five minutes of one core): LUTs, flip-flops,
     block RAMs and whether they fit its part, the LFE5UM5G-85F (a design that does not fit
     fails the bench)."""
-    import tempfile
-    from pcispy.platform.build import build
-    from pcispy.platform.timing import fits
     with tempfile.TemporaryDirectory() as tmp:
         report = build("ecp5-evn", synth_only=True, build_dir=tmp)
     if not fits(report, "LFE5UM5G-85F"):
@@ -280,9 +287,6 @@ def _target_pio():
     on the ideal profile, 32-bit at 33 MHz (goals >= 120 and >= 110), with the simulated
     systems' medium decode; target.slow_decode.pio_*_mbps: the same with the bitstreams'
     slow decode (one clock more per transaction)."""
-    from pcispy.exerciser.pio_feature import pio
-    from pcispy.sim.launcher import run_feature
-    from pcispy.sim.system import SystemConfig
     figures = {}
     for decode, prefix in (("medium", "target."), ("slow", "target.slow_decode.")):
         result = run_feature(pio,
@@ -304,11 +308,6 @@ def _sim_session():
     sim.session.warm_info_s: ``pcispy info`` likewise (the overhead: a few register
     reads). Each command is a process of its own, as a user types it; the session lives
     in a sessions folder of its own and is stopped afterwards."""
-    import os
-    import subprocess
-    import tempfile
-    from pcispy.sim.session import FRESH_ENV, SESSIONS_ENV
-    from pcispy.sim.system import SystemConfig, build_system
     build_system(SystemConfig())                 # a model build is not a session's start
     with tempfile.TemporaryDirectory(prefix="pss", dir="/tmp") as root:
         env = dict(os.environ, **{SESSIONS_ENV: root})
@@ -352,10 +351,6 @@ def _sim_commands():
     waits for); sim.command.<name>_s: each command of :data:`SIM_COMMANDS`, wall clock of
     the whole process on a warm session (the second of two runs, the first started the
     session)."""
-    import os
-    import subprocess
-    import tempfile
-    from pcispy.sim.session import FRESH_ENV, SESSIONS_ENV
     figures = {}
     with tempfile.TemporaryDirectory(prefix="pcispy-bench-") as tmp:
         env = dict(os.environ, PCISPY_BUILD=os.path.join(tmp, "build"))
@@ -363,7 +358,6 @@ def _sim_commands():
         subprocess.run([sys.executable, "-c", "from pcispy.sim.system import build_system; "
                         "build_system()"], env=env, check=True)
         figures["sim.first_build_32_s"] = round(time.perf_counter() - start, 1)
-    from pcispy.sim.system import SystemConfig, build_system
     build_system(SystemConfig())
     with tempfile.TemporaryDirectory(prefix="pss", dir="/tmp") as tmp:
         env = dict(os.environ, **{SESSIONS_ENV: tmp})
@@ -388,10 +382,6 @@ def _demo():
     """demo.wall_s: ``make demo`` (quick sizes, five host bridges), wall clock, in all;
     demo.model_s of it preparing the simulated 64-bit system (elaboration, and on a fresh
     clone or after a gateware change the model build); demo.step1_s..step5_s per step."""
-    import io
-    import tempfile
-    from rich.console import Console
-    from pcispy.app import demo
     with tempfile.TemporaryDirectory() as output:
         args = demo.build_parser().parse_args(["-o", output])
         context = demo.run(args, Console(file=io.StringIO(), width=200))
@@ -407,7 +397,6 @@ def _uart():
     the UART side channel, measured in the simulated side channel (real gateware, two
     clock domains, 4 clocks per bit) and computed from the frames' wire bits;
     uart.bulk_read_kbytes_per_s_3mbaud: the measured figure at 3 Mbaud."""
-    from pcispy.sim.sidechannel import measure_bulk_read
     figures = measure_bulk_read()
     return {"uart.bulk_read_bytes_per_bit": round(figures["measured"], 4),
             "uart.bulk_read_bytes_per_bit_computed": round(figures["computed"], 4),
@@ -421,11 +410,6 @@ def _fuzz():
     beforehand). The regression is the test suite's (pcispy/sim/tests/test_compliance.py,
     which writes its counts into the folder :data:`FIGURES_ENV` names), so this figure is
     measured in a checkout of the repository, like make test."""
-    import os
-    import subprocess
-    import tempfile
-    from pcispy.sim.launcher import FIGURES_ENV
-    from pcispy.sim.system import SystemConfig, build_system
     regression = _REPOSITORY / "pcispy" / "sim" / "tests" / "test_compliance.py"
     if not regression.exists():
         raise RuntimeError(f"{regression} is missing: the compliance figures are measured "
@@ -448,8 +432,7 @@ def _formal():
     """formal.properties_proved, formal.properties_bounded, formal.induction_depths,
     formal.covers_reached, formal.seconds: every job of pcispy.formal.JOBS
     (make formal)."""
-    from pcispy.formal.run import measure
-    return measure()
+    return measure_formal()
 
 
 #: The clocks of the SDRAM bench: the passive ULX3S's PCI clock and SDRAM clock (MHz).
@@ -474,10 +457,6 @@ def _spy_sdram():
     ``spy.sdram_command_margin_ns`` (the smaller side of the read data's window around
     its sampling edge and of the commands' setup and hold, for the assumed board round
     trip: pcispy/spy/sdram.py ``board_margins``)."""
-    from pcispy.platform.top import sdram_clocking
-    from pcispy.platform.boards.ulx3s import BOARDS, SDRAM_CLOCK_MHZ
-    from pcispy.spy.format import RAW_RECORD_BITS, SLOT_BITS, SUMMARY_RECORD_BITS
-    from pcispy.spy.sdram import SDRAMTiming, board_margins
     slots = 1 << SDRAMTiming.for_clock(SDRAM_BENCH_PCI_MHZ).slot_bits
     figures = {"spy.trace_depth_records.ulx3s_sdram.summary":
                slots * SLOT_BITS // SUMMARY_RECORD_BITS,
@@ -519,11 +498,6 @@ def _sdram_figures(sdram_mhz):
       transaction rate (one each two PCI clocks: address and single data phase, fast
       back-to-back) and in summaries per second.
     """
-    from amaranth.hdl import ClockDomain, DomainRenamer, Module
-    from amaranth.sim import Simulator
-    from pcispy.sim.bfm.sdram import SDRAMModel, attach, violation_names
-    from pcispy.spy.format import SLOT_BITS
-    from pcispy.spy.sdram import SDRAMTiming, SDRAMTraceMemory
     pci_mhz, window = SDRAM_BENCH_PCI_MHZ, SDRAM_BENCH_WINDOW
     own_clock = sdram_mhz is not None
     sdram_mhz = sdram_mhz if own_clock else pci_mhz
@@ -618,9 +592,6 @@ def _spy_readout():
     (4096 raw records of the simulated board, 64 KiB) out of BAR1 into a file, the host
     bridge reading in Memory Read Multiple bursts: bytes over the board's clock counter
     before and after the readout (pcispy/spy/capture_feature.py readout_rate)."""
-    import tempfile
-    from pcispy.sim.launcher import run_feature
-    from pcispy.spy.capture_feature import readout_rate
     with tempfile.TemporaryDirectory() as directory:
         rate = run_feature(readout_rate, {"path": str(Path(directory) / "rate.pcitrace")})
     seconds = rate["clocks"] / rate["clock_hz"]
@@ -633,8 +604,6 @@ def _spy_decode_memory():
     of 2,000,000 records, a summary trace of 1,000,000 and one of a single record (the
     command's own footprint), each in a child process (pcispy/trace/decode.py
     measure_decode_memory)."""
-    import tempfile
-    from pcispy.trace.decode import measure_decode_memory
     with tempfile.TemporaryDirectory() as directory:
         return measure_decode_memory(directory)
 

@@ -31,6 +31,7 @@ traceback only with ``--verbose``. ``--json`` and ``--verbose`` may also follow 
 
 import argparse
 import functools
+import importlib
 import json
 import os
 import sys
@@ -38,6 +39,7 @@ import traceback
 
 from pcispy.board import identity_feature
 from pcispy.board.registers import REGISTER_MAP
+from pcispy.host.board import c_header
 from pcispy.host.command import (Command, int_range, output_path, positive_seconds,
                                  run_feature)
 from pcispy.host.transports.sysfs import normalise_bdf, parse_buffer
@@ -46,6 +48,8 @@ from pcispy.sim import launcher, session
 from pcispy.sim.session import session_name
 from pcispy.sim.session_command import known_profile, session_spec
 from pcispy.sim.system import SystemConfig
+from pcispy.trace.export import FORMATS, BINARY_FORMATS, export, trace_json
+from pcispy.trace.file import read_trace
 
 __all__ = ["main", "build_parser", "commands", "bare_sim_is_ideal",
            "BUG_REPORTS"]
@@ -136,7 +140,6 @@ class RegsCommand(Command):
 
     def run(self, args, out):
         if args.header:
-            from pcispy.host.board import c_header
             out.write(c_header())
             return None
         if not args.map:
@@ -204,7 +207,6 @@ class DecodeCommand(Command):
                 "pcispy decode raw.pcitrace --format vcd -o raw.vcd && gtkwave raw.vcd")
 
     def add_arguments(self, parser):
-        from pcispy.trace.export import FORMATS
         parser.add_argument("file", help="the trace file")
         parser.add_argument("--format", choices=FORMATS, default="table",
                             help="output format (default: table); vcd needs a raw capture; "
@@ -221,8 +223,6 @@ class DecodeCommand(Command):
                                  "that stopped; `pcispy readout --resume` completes it)")
 
     def run(self, args, out):
-        from pcispy.trace.export import BINARY_FORMATS, export, trace_json
-        from pcispy.trace.file import read_trace
         # A large trace is memory-mapped and decoded a run of records at a time.
         trace = read_trace(args.file, partial=args.partial)
         if trace.partial is not None:
@@ -276,7 +276,6 @@ def commands():
     """Every command, in order. Loaded on first use, not at import: a feature module
     imports this one (for :class:`Command`) and may itself be imported first (inside the
     simulator)."""
-    import importlib
     loaded = [InfoCommand(), RegsCommand(), ConfigCommand(), PassiveCommand(), DecodeCommand()]
     for path in _COMMAND_PATHS:
         module, _, name = path.partition(":")

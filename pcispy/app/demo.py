@@ -20,6 +20,7 @@ from rich.table import Table
 from pcispy.app import report as suite
 from pcispy.board.identity_feature import config_space, info, lspci_text
 from pcispy.host.errors import PcispyError
+from pcispy.sim.launcher import run_feature
 from pcispy.sim.system import SystemConfig, build_system
 
 __all__ = ["main", "run", "build_parser", "STEPS", "DEMO_PROFILES", "DEMO_WIDTH", "DEFAULT_OUTPUT", "identify"]
@@ -39,7 +40,6 @@ async def identify(transport):
 
 def _run(context, title, feature, arguments=None, profile="ideal"):
     """Run ``feature`` in the simulator with a spinner naming the step."""
-    from pcispy.sim.launcher import run_feature
     with context["console"].status(f"[bold]{title}[/] (in the simulator)"):
         return run_feature(feature, arguments or {}, SystemConfig(width=DEMO_WIDTH),
                            profile=profile, seed=context["seed"])

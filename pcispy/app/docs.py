@@ -8,8 +8,12 @@ a page cannot go stale).
 """
 
 import argparse
+import inspect
+import re
 import sys
 from pathlib import Path
+import pcispy.trace.file as trace
+import pcispy.trace.pcapng as pcapng
 from pcispy.board.registers import BAR0_SIZE, REGISTER_MAP
 from pcispy.csr.map import Access
 from pcispy.spy import format as fmt
@@ -80,13 +84,11 @@ def _layout_table(layout):
 
 def _markdown(text):
     """Sphinx roles and literals of a docstring as Markdown code spans."""
-    import re
     text = re.sub(r":\w+:`~?(?:[\w.]+\.)?([^`.]+)`", r"`\1`", text)
     return text.replace("``", "`")
 
 
 def _doc(thing):
-    import inspect
     return _markdown(inspect.getdoc(thing) or "")
 
 
@@ -94,8 +96,6 @@ def trace_format_markdown():
     """docs/trace-format.md: the .pcitrace file, the record kinds and every record's
     fields (a 32-bit bus with one master's REQ#/GNT#; a 64-bit bus adds its lines to the
     raw record's ``bus``)."""
-    import pcispy.trace.pcapng as pcapng
-    import pcispy.trace.file as trace
     lines = [_NOTICE.format(source="pcispy/spy/format.py, pcispy/trace/file.py and "
                                    "pcispy/trace/pcapng.py"), "",
              f"# Trace format (version {fmt.FORMAT_VERSION})", "",

@@ -3,11 +3,14 @@
 ``pcispy sweep`` command: one DMA per (command, burst, idle), the best MB/s of each
 command with the settings that reached it, and a throughput-against-burst-length PNG."""
 
+
+import argparse
 from pcispy.host.board import Board
 from pcispy.host.command import Command as CliCommand, run_feature
 from pcispy.host.errors import PcispyError
 from pcispy.dma.dma_feature import (COMMANDS, add_dma_arguments, arguments_of, dma,
                                     setting_type)
+from pcispy.host.plots import plot_throughput_vs_burst
 
 __all__ = ["sweep", "best_per_command", "SweepCommand"]
 
@@ -48,7 +51,6 @@ def _int_list(text):
     try:
         values = [int(part, 0) for part in text.split(",") if part]
     except ValueError:
-        import argparse
         raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of numbers")
     return values
 
@@ -67,7 +69,6 @@ def _cmd_list(text):
     cmds = [part.strip().upper() for part in text.split(",") if part.strip()]
     unknown = [c for c in cmds if c not in COMMANDS]
     if unknown or not cmds:
-        import argparse
         raise argparse.ArgumentTypeError(f"unknown command(s) {', '.join(unknown) or text!r}; "
                                          f"choose from {', '.join(COMMANDS)}")
     return cmds
@@ -99,7 +100,6 @@ class SweepCommand(CliCommand):
         arguments = arguments_of(args, cmds=args.cmds, bursts=args.bursts, idles=args.idles)
         result = run_feature(args, sweep, **arguments)
         if args.plot:
-            from pcispy.host.plots import plot_throughput_vs_burst
             try:
                 plot_throughput_vs_burst(result["rows"], args.plot,
                                          peak_mbps=result["peak_mbps"])

@@ -9,6 +9,7 @@ bounded to ``depth`` clocks from reset; ``cover``: each named cover reached with
 Run with ``python -m pcispy.formal [--only NAME] [--list]``.
 """
 
+import importlib
 from dataclasses import dataclass
 
 __all__ = ["Job", "JOBS", "TARGET_RULES", "HARNESSES", "job_by_name", "property_table",
@@ -110,6 +111,5 @@ def property_table():
 
 
 def harness_class(name):
-    import importlib
     module, _, cls = HARNESSES[name].partition(":")
     return getattr(importlib.import_module(module), cls)

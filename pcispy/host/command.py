@@ -12,6 +12,7 @@ import argparse
 import os
 
 from pcispy.host.errors import PcispyError
+from pcispy.host.transports import sysfs, uart
 
 __all__ = ["Command", "int_range", "output_path", "parse_size", "positive_seconds",
            "run_feature"]
@@ -114,10 +115,8 @@ def run_feature(args, feature, **arguments):
     # `is not None`: an empty --uart "" names no device; it must not fall through to the
     # simulator (--sysfs is checked by argparse).
     if args.sysfs is not None:
-        from pcispy.host.transports.sysfs import run as run_on_sysfs
-        return run_on_sysfs(feature, arguments, args.sysfs, buffer=args.buffer)
+        return sysfs.run(feature, arguments, args.sysfs, buffer=args.buffer)
     if args.uart is not None:
-        from pcispy.host.transports.uart import run as run_on_uart
-        return run_on_uart(feature, arguments, args.uart, baud=args.baud,
+        return uart.run(feature, arguments, args.uart, baud=args.baud,
                            latency_s=args.uart_timeout)
     return args.simulate(feature, arguments)

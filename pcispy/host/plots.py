@@ -4,7 +4,7 @@
 import json
 
 __all__ = ["plot_throughput_vs_burst", "plot_throughput_by_command", "plot_latency_histograms",
-           "save_figure", "AXES_METADATA"]
+           "save_figure", "pyplot", "decade_ticks", "AXES_METADATA"]
 
 #: PNG text key under which :func:`save_figure` stores each plot's title and axis labels
 #: (JSON ``[[title, xlabel, ylabel], ...]``), so a reader can tell what a PNG shows.
@@ -14,20 +14,35 @@ AXES_METADATA = "pcispy-axes"
 def save_figure(figure, path, dpi=100):
     """Save ``figure`` as a PNG at ``path`` with its axes' titles and labels in the
     :data:`AXES_METADATA` text chunk, then close it. Raises OSError if it cannot write."""
-    from matplotlib import pyplot
     axes = [[a.get_title(), a.get_xlabel(), a.get_ylabel()] for a in figure.get_axes()]
     try:
         figure.savefig(path, dpi=dpi, format="png",
                        metadata={AXES_METADATA: json.dumps(axes)})
     finally:
-        pyplot.close(figure)
+        pyplot().close(figure)
 
 
-def _pyplot():
+def pyplot():
+    """matplotlib's ``pyplot`` on the Agg backend (no display needed)."""
+    # matplotlib takes a good part of a second to load, and only a plot needs it: it loads
+    # at the first plot, not with the commands that can make one.
     import matplotlib
     matplotlib.use("Agg")
-    from matplotlib import pyplot
-    return pyplot
+    # (the backend is chosen before pyplot loads; pyplot waits for the same reason)
+    from matplotlib import pyplot as loaded
+    return loaded
+
+
+def decade_ticks(axes):
+    """Ticks at 1, 2 and 5 of each decade on both log axes of ``axes``, written as plain
+    numbers (0.5, 2, 10, not 10^1), and a faint grid at them."""
+    # matplotlib waits for the first plot, as in pyplot().
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    for axis in (axes.xaxis, axes.yaxis):
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        axis.set_minor_formatter(NullFormatter())
+    axes.grid(True, which="major", alpha=0.3)
 
 
 def plot_throughput_vs_burst(rows, path, *, title="DMA throughput against burst length",
@@ -35,10 +50,10 @@ def plot_throughput_vs_burst(rows, path, *, title="DMA throughput against burst 
     """One line per (command, width, idle) of ``rows`` (``pcispy sweep`` rows: ``cmd``,
     ``width``, ``idle``, ``burst`` (0 = unlimited, drawn at the right), ``mbps``); an
     optional dashed line at ``peak_mbps``. Writes ``path``; raises OSError if it cannot."""
-    pyplot = _pyplot()
+    plt = pyplot()
     finite = [row["burst"] for row in rows if row["burst"]]
     unlimited_at = 2 * max(finite) if finite else 1
-    figure, axes = pyplot.subplots(figsize=(7, 4.5))
+    figure, axes = plt.subplots(figsize=(7, 4.5))
     series = {}
     for row in rows:
         key = (row["cmd"], row["width"], row["idle"])
@@ -65,12 +80,12 @@ def plot_throughput_by_command(machines, path):
     length. ``machines``: ``{name: [sweep rows]}`` (``cmd``, ``width``, ``idle``,
     ``burst`` (0 = unlimited, drawn at the right), ``mbps``); of several idles the best
     MB/s at each burst is drawn. Writes ``path``; raises OSError if it cannot."""
-    pyplot = _pyplot()
+    plt = pyplot()
     rows = [row for machine in machines.values() for row in machine]
     cmds = list(dict.fromkeys(row["cmd"] for row in rows))
     finite = [row["burst"] for row in rows if row["burst"]]
     unlimited_at = 2 * max(finite) if finite else 1
-    figure, panels = pyplot.subplots(1, max(1, len(cmds)), figsize=(4.5 * max(1, len(cmds)),
+    figure, panels = plt.subplots(1, max(1, len(cmds)), figsize=(4.5 * max(1, len(cmds)),
                                                                      4.5), squeeze=False)
     for cmd, axes in zip(cmds, panels[0]):
         for name, machine in machines.items():
@@ -100,8 +115,8 @@ def plot_latency_histograms(machines, path):
     """First-data latency histograms, one step line per machine. ``machines``: ``{name:
     [count of latency n clocks, per n; the last bin holds everything from there up]}``.
     Writes ``path``; raises OSError if it cannot."""
-    pyplot = _pyplot()
-    figure, axes = pyplot.subplots(figsize=(7, 4.5))
+    plt = pyplot()
+    figure, axes = plt.subplots(figsize=(7, 4.5))
     for name, counts in machines.items():
         if sum(counts):
             axes.step(range(len(counts)), counts, where="mid", label=name)

@@ -24,6 +24,7 @@ acknowledge ``A_j`` acknowledges the first raise after ``A_(j-1)``; the raises i
 found the interrupt pending and were missed.
 """
 
+import argparse
 import math
 
 from pcispy.irq.generator import MODES, random_gaps, lfsr_draw
@@ -33,7 +34,7 @@ from pcispy.irq.registers import IRQ_MIN_GAP
 from pcispy.host.board import Board
 from pcispy.host.command import Command, output_path, run_feature
 from pcispy.host.errors import PcispyError, RefusedSetting
-from pcispy.host.plots import save_figure
+from pcispy.host.plots import decade_ticks, pyplot, save_figure
 
 __all__ = ["irq_latency", "distribution", "histogram", "attribute_raises",
            "plot_histograms", "IrqCommand", "USER_MARKER", "DEFAULT_MIN_GAP",
@@ -270,9 +271,7 @@ async def _anchor(board, transport, timeout_s):
 
 def plot_histograms(result, path):
     """A log-log plot of the handler and user histograms (Pamette Figures 4 and 5)."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     clock_mhz = result["clock_mhz"]
     figure, axes = plt.subplots(figsize=(7, 4.5))
     for key, label in (("handler", "raise → handler (ack)"),
@@ -287,13 +286,7 @@ def plot_histograms(result, path):
         axes.bar(lows, counts, width=widths, align="edge", alpha=0.6, label=label)
     axes.set_xscale("log")
     axes.set_yscale("log")
-    # Ticks at 1, 2, 5 of each decade, written as plain numbers (0.5, 2, 10, not 10^1).
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-    for axis in (axes.xaxis, axes.yaxis):
-        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
-        axis.set_minor_formatter(NullFormatter())
-    axes.grid(True, which="major", alpha=0.3)
+    decade_ticks(axes)
     axes.set_xlabel("latency (µs)")
     axes.set_ylabel("interrupts (per bin)")
     axes.set_title(f"interrupt latency, {result['count']} interrupts, "
@@ -307,7 +300,6 @@ def plot_histograms(result, path):
 
 
 def _positive(text):
-    import argparse
     try:
         value = int(text, 0)
     except ValueError:

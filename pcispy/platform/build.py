@@ -50,7 +50,7 @@ import time
 from pathlib import Path
 
 from pcispy.board.registers import DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID, parse_ids
-from pcispy.platform.top import BoardTop
+from pcispy.platform.top import BoardTop, sdram_clocking
 from pcispy.pci.bus import DECODE_SPEEDS, bus_lines
 from pcispy.platform.boards import BOARDS, PINOUTS, board_platform
 from pcispy.platform.ecp5.floorplan import (FABRIC, _Netlist, live_depths,
@@ -200,7 +200,6 @@ def _check_sdram_clock(parser, args):
     not a passive ULX3S build, a frequency the PLL cannot make from the oscillator or the
     SDRAM cannot run at, or one at which even the SDRAM clock pin's best phase samples no
     read data (BoardTop's ``sdram_clocking``, docs/sdram.md)."""
-    from pcispy.platform.top import sdram_clocking
     try:
         platform, _ = board_platform(args.board, passive=args.passive,
                                      sdram_clock_mhz=args.sdram_clock)

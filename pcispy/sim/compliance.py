@@ -7,6 +7,10 @@ exerciser target.
 Everything here runs inside cocotb on a started :class:`pcispy.sim.api.SimSystem`.
 """
 
+from cocotb.triggers import Lock
+
+from pcispy.pci.codes import DevselSpeed
+
 __all__ = ["SharedInitiator", "Scoreboard", "ScratchBackdoor", "random_board_response",
            "board_devsel_speeds"]
 
@@ -15,7 +19,6 @@ def board_devsel_speeds(decode="medium"):
     """The DEVSEL# speeds (names, as ``pcispy target --devsel`` takes them) the board's
     exerciser answers with when its target decodes at ``decode``: that speed and every
     slower one (the target refuses to claim before its decode is done)."""
-    from pcispy.pci.bus import DevselSpeed
     names = [speed.name.lower() for speed in DevselSpeed]
     return tuple(names[names.index(decode):])
 
@@ -35,7 +38,6 @@ class SharedInitiator:
                   "config_read", "run")
 
     def __init__(self, driver):
-        from cocotb.triggers import Lock
         self.driver = driver
         self.lock = Lock()
         #: Commands completed through this wrapper.

@@ -31,6 +31,7 @@ weak driver too.)
 """
 
 import hashlib
+import importlib
 import json
 import os
 import re
@@ -42,6 +43,7 @@ from amaranth import ClockSignal, Const, Instance, Module, Signal
 from amaranth.lib import io, wiring
 
 from pcispy.pci.bus import bus_lines
+from pcispy.sim import verilate
 
 __all__ = ["PinMap", "CoreDescription", "DescriptionError", "MasterHook", "HOOK_VALUES",
            "VerilogCore", "core_component", "inout_wrapper"]
@@ -404,9 +406,8 @@ class CoreDescription:
         build/sim/cores/ (its name is its hash, so it is never rewritten with other text)."""
         if not self.has_inouts:
             return list(self.sources)
-        from pcispy.sim.verilate import BUILD_ROOT
         text = inout_wrapper(self)
-        path = BUILD_ROOT / "cores" / f"{_wrapper_module(self)}.v"
+        path = verilate.BUILD_ROOT / "cores" / f"{_wrapper_module(self)}.v"
         if not path.exists() or path.read_text() != text:
             path.parent.mkdir(parents=True, exist_ok=True)
             partial = path.with_suffix(f".{os.getpid()}")
@@ -667,6 +668,5 @@ def core_component(core, width):
     (an Amaranth component that keeps the slot-0 contract)."""
     if isinstance(core, CoreDescription):
         return VerilogCore(core, width)
-    import importlib
     module_name, _, function = core.partition(":")
     return getattr(importlib.import_module(module_name), function)(width)

@@ -8,6 +8,10 @@ import sys
 
 from pcispy.host.command import Command, output_path
 from pcispy.host.errors import PcispyError, UsageError
+from pcispy.sim.core import CoreDescription, DescriptionError
+from pcispy.sim.session_command import known_profile
+from pcispy.sim.verilate import SimulationFailed
+from pcispy.spy.check_feature import EXIT_VIOLATIONS
 
 __all__ = ["SimTestCommand"]
 
@@ -20,7 +24,6 @@ class SimTestCommand(Command):
                 "pcispy sim-test my_core.toml --waves fst --waves-file run.fst")
 
     def add_arguments(self, parser):
-        from pcispy.sim.session_command import known_profile
         parser.description = (
             "Builds (the first time: minutes; then cached) the simulated system with the "
             "core the description file names in slot 0, runs every check of "
@@ -55,9 +58,8 @@ class SimTestCommand(Command):
                                  "in the current folder)")
 
     def run(self, args, out):
-        from pcispy.sim.core import CoreDescription, DescriptionError
+        # coretest is a cocotb bench module (cocotb: the optional sim extra).
         from pcispy.sim.coretest import format_table, run_core_checks, waves_target
-        from pcispy.sim.verilate import SimulationFailed
         if getattr(args, "sysfs", None) is not None or getattr(args, "uart", None) is not None:
             raise UsageError("sim-test runs the simulator; it takes no --sysfs or --uart")
         if args.waves_file is not None and args.waves is None:
@@ -97,6 +99,5 @@ class SimTestCommand(Command):
         return result
 
     def exit_status(self, result):
-        from pcispy.spy.check_feature import EXIT_VIOLATIONS
         return EXIT_VIOLATIONS if any(row["result"] == "fail" for row in result["checks"]) \
             else 0

@@ -16,6 +16,8 @@ what the board measured.
 """
 
 from pcispy.host.errors import PcispyError
+from pcispy.sim.bfm.irq_responder import InterruptResponderDriver, REGISTERS, IrqReg
+from pcispy.sim.system import Agent
 
 __all__ = ["ResponderService", "USER_WAKEUP_CLOCKS"]
 
@@ -35,8 +37,6 @@ class ResponderService:
         user_offset: clocks from the completed acknowledge to the user checkpoint.
     """
     def __init__(self, system, bars, *, delay_range=None, user_offset=USER_WAKEUP_CLOCKS):
-        from pcispy.sim.bfm.irq_responder import InterruptResponderDriver
-        from pcispy.sim.system import Agent
         self.system = system
         self.bar0 = bars[0]["address"]
         self.delay_range = tuple(delay_range or system.profile.irq_ack_delay)
@@ -80,7 +80,6 @@ class ResponderService:
         """Stop responding, and wait until an interrupt already taken is finished (its
         late acknowledge must not land in the next measurement). Its log entry, if any,
         goes to :attr:`extra`."""
-        from pcispy.sim.bfm.irq_responder import REGISTERS, IrqReg
         await self.ctl.write(IrqReg.CONTROL, 0)
         busy = REGISTERS["STATUS"].field("busy").mask
         # Control-port reads do not touch the bus; one every 16 clocks is plenty.

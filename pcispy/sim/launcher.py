@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import asdict
 
 from pcispy.host.errors import PcispyError
-from pcispy.sim.system import SystemConfig, build_system
+from pcispy.sim import system
 from pcispy.sim.verilate import SimulationFailed
 
 __all__ = ["run_bench", "run_feature", "feature_path", "bench_env", "SEED_ENV", "PROFILE_ENV",
@@ -38,7 +38,7 @@ ARGS_ENV = "PCISPY_FEATURE_ARGS"
 
 def bench_env(config=None, *, profile="ideal", seed=1, **extra):
     """Environment variables that hand a bench its system, profile, seed and parameters."""
-    env = {CONFIG_ENV: json.dumps(asdict(config or SystemConfig())),
+    env = {CONFIG_ENV: json.dumps(asdict(config or system.SystemConfig())),
            PROFILE_ENV: profile, SEED_ENV: str(seed)}
     env.update({f"PCISPY_{k.upper()}": (v if isinstance(v, str) else json.dumps(v))
                 for k, v in extra.items()})
@@ -54,8 +54,8 @@ def run_bench(test_module, testcase=None, config=None, *, profile="ideal", seed=
     Raises :class:`pcispy.sim.verilate.SimulationFailed` naming failed tests (the seed is
     in the log and in the exception).
     """
-    config = config or SystemConfig()
-    model = build_system(config, waves=waves)
+    config = config or system.SystemConfig()
+    model = system.build_system(config, waves=waves)
     try:
         return model.run(test_module, testcase,
                          env=bench_env(config, profile=profile, seed=seed, **extra))
@@ -83,12 +83,12 @@ def run_feature(feature, arguments=None, config=None, *, profile="ideal", seed=1
     expected error inside the feature is raised here again as a
     :class:`pcispy.host.errors.PcispyError` with the same message.
     """
-    config = config or SystemConfig()
+    config = config or system.SystemConfig()
     feature_name = feature_path(feature)
     if verbose:
         print(f"pcispy: building or reusing the simulated system {config.name}",
               file=sys.stderr)
-    model = build_system(config)
+    model = system.build_system(config)
     with tempfile.TemporaryDirectory() as tmp:
         result_file = os.path.join(tmp, "result.json")
         log = None if verbose else os.path.join(model.build_dir, "feature.log")

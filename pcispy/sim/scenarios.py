@@ -21,11 +21,20 @@ The ``rtc`` scenario is the Pamette Figure 3 workload: an OS clock interrupt abo
 register) while the test device masters short bursts into host memory now and then.
 """
 
+import inspect
 import random
 from dataclasses import dataclass
 
+try:
+    import cocotb
+    from cocotb.triggers import Lock
+except ImportError:        # the host names the scenarios without cocotb (the optional sim extra)
+    cocotb = Lock = None
+
 from pcispy.host.errors import PcispyError
 from pcispy.sim.bfm.legacy import RTC_PORT
+from pcispy.sim.bfm.profiles import RTC
+from pcispy.sim.system import Agent
 
 __all__ = ["rtc_pio", "RTC_REGISTERS", "SerialInitiator", "Scenario", "SCENARIOS",
            "start_scenario", "rtc_scenario", "RTC_TICK_CLOCKS", "RTC_TICK_JITTER",
@@ -79,12 +88,10 @@ class SerialInitiator:
     attributes pass through."""
 
     def __init__(self, driver):
-        from cocotb.triggers import Lock
         self.driver = driver
         self.lock = Lock()
 
     def __getattr__(self, name):
-        import inspect
         attribute = getattr(self.driver, name)
         if not inspect.iscoroutinefunction(attribute):
             return attribute
@@ -109,7 +116,6 @@ class Scenario:
 
 async def _background_dma(system, rng, *, every=(3000, 9000), words=(1, 16)):
     """The test device masters short bursts into the top of host memory, now and then."""
-    from pcispy.sim.system import Agent
     clock = system.ctl[Agent.SYSTEM]
     top = system.host_memory_size
     base = top - SCENARIO_MEMORY
@@ -123,8 +129,6 @@ async def _background_dma(system, rng, *, every=(3000, 9000), words=(1, 16)):
 async def rtc_scenario(system, rng):
     """Clock interrupts reading the RTC about every :data:`RTC_TICK_CLOCKS` clocks, amid
     the test device's background DMA (when the system has a test device)."""
-    import cocotb
-    from pcispy.sim.system import Agent
     if not system.config.legacy:
         raise PcispyError("the rtc scenario needs the simulated system's legacy device")
     if system.config.test_device:
@@ -140,7 +144,6 @@ async def rtc_scenario(system, rng):
 
 
 def _rtc_rules():
-    from pcispy.sim.bfm.profiles import RTC
     return RTC.breaks_rules
 
 
@@ -155,7 +158,6 @@ SCENARIOS = {s.name: s for s in (
 def start_scenario(system, name, seed=1):
     """Start scenario ``name`` on a started ``system`` (a cocotb task; the host bridge is
     then shared through :class:`SerialInitiator`). Returns the task."""
-    import cocotb
     scenario = SCENARIOS[name]
     if not isinstance(system.host, SerialInitiator):
         system.host = SerialInitiator(system.host)

@@ -22,6 +22,7 @@ the session is then cleared, so the next command starts a fresh one.
 """
 
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -33,6 +34,10 @@ import time
 from dataclasses import asdict, dataclass
 
 from pcispy.host.errors import PcispyError
+from pcispy.sim.core import CoreDescription
+from pcispy.sim.launcher import bench_env, feature_path
+from pcispy.sim import system
+from pcispy.sim.verilate import Model, SimulationFailed
 
 __all__ = ["SessionSpec", "Session", "SessionDied", "sessions_root", "attach", "start",
            "stop", "running", "run_feature", "DEFAULT_IDLE_TIMEOUT_S", "SESSIONS_ENV",
@@ -124,7 +129,6 @@ class SessionSpec:
         board); a file that cannot be read or parsed is a :class:`PcispyError`."""
         if not self.core:
             return None
-        from pcispy.sim.core import CoreDescription
         try:
             return CoreDescription.load(self.core)
         except (OSError, ValueError, TypeError) as error:
@@ -269,7 +273,6 @@ class Session:
 @contextlib.contextmanager
 def _locked(name):
     """Hold the session's lock file: one process at a time starts or clears it."""
-    import fcntl
     path = os.path.join(sessions_root(), f".{name}.lock")
     with open(path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -322,8 +325,6 @@ def start(spec, *, idle_timeout_s=DEFAULT_IDLE_TIMEOUT_S, verbose=False):
     """Start the session ``spec`` describes (or return the one of that name already
     running, refusing one that simulates another board); return its :class:`Session`
     and whether this call started it."""
-    from pcispy.sim.system import SystemConfig, build_system
-    from pcispy.sim.launcher import bench_env
     with _locked(spec.name):
         session = _check_live(_session(spec.name))
         if session is not None:
@@ -336,9 +337,9 @@ def start(spec, *, idle_timeout_s=DEFAULT_IDLE_TIMEOUT_S, verbose=False):
         os.makedirs(directory, mode=0o700, exist_ok=True)
         print(f"pcispy: starting a simulated board (session {spec.name}: "
               f"{spec.describe()}; `pcispy sim stop` ends it)", file=sys.stderr)
-        config = SystemConfig(width=spec.width, core=spec.description())
+        config = system.SystemConfig(width=spec.width, core=spec.description())
         try:
-            model = build_system(config)
+            model = system.build_system(config)
         except (ValueError, RuntimeError) as error:
             # A core that cannot sit on this bus; a Verilator build that failed (the error
             # names its log).
@@ -420,7 +421,6 @@ def run_feature(feature, arguments, spec, *, verbose=False):
     """Run a host feature (a function or its ``"module:function"`` name) on the
     session's board (started if none runs); return its result, as
     :func:`pcispy.sim.launcher.run_feature` does for a fresh board."""
-    from pcispy.sim.launcher import feature_path
     session = attach(spec, verbose=verbose)
     outcome = session.request({"op": "run", "feature": feature_path(feature),
                                "arguments": arguments or {}})
@@ -436,7 +436,6 @@ def _serve(build_dir, toplevel):
     """The session's process: run the session bench on the model until it ends. A clean
     end (stopped, idle) clears the session; a failure leaves ``spec.json`` behind, which
     marks the session as died."""
-    from pcispy.sim.verilate import Model, SimulationFailed
     directory = os.environ[SESSION_ENV]
     try:
         Model(build_dir, toplevel).run("pcispy.sim.session_bench", "serve")

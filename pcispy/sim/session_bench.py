@@ -30,8 +30,12 @@ import traceback
 import cocotb
 
 from pcispy.host.errors import PcispyError
+from pcispy.sim.api import SimSystem
+from pcispy.sim.feature_bench import run_on_board
 from pcispy.sim.session import (IDLE_TIMEOUT_ENV, INFO_NAME, SESSION_ENV, SOCKET_NAME,
                                 read_message, send_message)
+from pcispy.sim.session_command import SLOT0_FEATURES
+from pcispy.sim.system import slot0_name
 
 __all__ = []
 
@@ -48,8 +52,6 @@ def _refusal(system, name, feature):
     """The reply refusing ``feature`` on this session, or None when it can run: with
     another core in slot 0, what talks to pcispy's board (its registers, spy, exerciser)
     cannot."""
-    from pcispy.sim.session_command import SLOT0_FEATURES
-    from pcispy.sim.system import slot0_name
     if system.config.core is None or feature in SLOT0_FEATURES:
         return None
     return {"error": f"session {name} has the core {slot0_name(system.config)} in slot 0, "
@@ -61,8 +63,6 @@ def _refusal(system, name, feature):
 @cocotb.test()
 async def serve(dut):
     """Start the system and serve requests until stopped or idle for too long."""
-    from pcispy.sim.api import SimSystem
-    from pcispy.sim.feature_bench import run_on_board
     directory = os.environ[SESSION_ENV]
     idle_timeout = float(os.environ[IDLE_TIMEOUT_ENV])
     system = SimSystem(dut)

@@ -17,7 +17,8 @@ from dataclasses import replace
 
 from pcispy.host.command import Command, positive_seconds
 from pcispy.host.errors import PcispyError, UsageError
-from pcispy.sim.session import SessionSpec
+from pcispy.sim import session
+from pcispy.sim.session import SessionSpec, DEFAULT_IDLE_TIMEOUT_S
 
 __all__ = ["SimCommand", "known_profile", "session_spec", "SLOT0_FEATURES", "slot0_config",
            "slot0_read", "slot0_write"]
@@ -81,6 +82,7 @@ def session_spec(args):
 def known_profile(name):
     """An argparse ``type`` for ``--sim=PROFILE``: a host-bridge profile or a scenario,
     refused by name as the command line is parsed (before a simulator starts)."""
+    # The bus models behind the names load only when --sim names one.
     from pcispy.sim.bfm.profiles import PROFILES
     from pcispy.sim.scenarios import SCENARIOS
     if name not in PROFILES and name not in SCENARIOS:
@@ -115,7 +117,6 @@ class SimCommand(Command):
                 "pcispy sim read --core my_core.toml 0 0x10 --count 4")
 
     def add_arguments(self, parser):
-        from pcispy.sim.session import DEFAULT_IDLE_TIMEOUT_S
         parser.description = (
             "A --sim command runs on the simulated board of its session: one per profile, "
             "bus width and seed (or --session NAME), started by the first command that needs "
@@ -181,7 +182,6 @@ class SimCommand(Command):
         return spec
 
     def _start(self, args, out):
-        from pcispy.sim import session
         spec = self._spec(args)
         started, new = session.start(spec, idle_timeout_s=args.idle_timeout,
                                      verbose=args.verbose)
@@ -197,7 +197,6 @@ class SimCommand(Command):
         return {"started": new, "session": row}
 
     def _slot0(self, args, feature, arguments):
-        from pcispy.sim import session
         return session.run_feature(feature, arguments, self._spec(args),
                                    verbose=args.verbose)
 
@@ -234,7 +233,6 @@ class SimCommand(Command):
         return result
 
     def _stop(self, args, out):
-        from pcispy.sim import session
         sessions = {s.name: s for s in session.running()}
         unknown = [name for name in args.names if name not in sessions]
         if unknown:
@@ -262,7 +260,6 @@ class SimCommand(Command):
         return {"stopped": stopped}
 
     def _status(self, args, out):
-        from pcispy.sim import session
         rows = [session.status(s) for s in session.running()]
         if not args.json:
             if not rows:
@@ -287,6 +284,7 @@ class SimCommand(Command):
 
 def _monitors(report, out):
     """One line per bus rule the command's traffic broke (both monitors), or none."""
+    # coretest is a cocotb bench module (cocotb: the optional sim extra).
     from pcispy.sim.coretest import violation_log
     rules = sorted(report["violations"]) + sorted(report["drivers"])
     if not rules:

@@ -43,13 +43,22 @@ which); the model's top-level ports are only the clock, the reset, that port and
 board's two trigger pins (``trigger_in``, ``trigger_out``). See
 :mod:`pcispy.sim.control` for the access timing and :mod:`pcispy.sim.api` for the cocotb
 side.
+
+Imports: the CLI and the launcher import this module for :class:`SystemConfig` and
+:func:`build_system`, and a cached model needs no elaboration, so the gateware of the
+board and of the bus models (more than the rest of the CLI takes to load) is imported
+only where a system is elaborated.
 """
 
 import enum
 import fcntl
+import hashlib
+import importlib.metadata
+import importlib.util
 import os
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from amaranth import (Cat, ClockDomain, Const, ClockSignal, DomainRenamer, Instance, Module, Mux,
                       ResetSignal, Signal)
@@ -64,6 +73,8 @@ from pcispy.sim.control import (CONTROL_ADDR_BITS, ControlRegisters, ControlSign
 from pcispy.sim.bfm.arbiter import Arbiter
 from pcispy.sim.bfm.resolver import BusResolver, shared_lines
 from pcispy.core import ram
+from pcispy.sim.core import CoreDescription, core_component
+from pcispy.sim import verilate
 
 __all__ = ["Agent", "SystemConfig", "PCISystem", "build_system", "SystemReg", "REGISTERS",
            "BOARD_SLOT", "TEST_DEVICE_SLOT", "IDSEL_AD_BIT", "MASTERS", "driver_names",
@@ -203,7 +214,6 @@ class SystemConfig:
 
     def __post_init__(self):
         if isinstance(self.core, dict):
-            from pcispy.sim.core import CoreDescription
             object.__setattr__(self, "core", CoreDescription.from_dict(self.core))
         if self.core is not None and self.trace_memory != "bram":
             raise ValueError(f"trace_memory={self.trace_memory!r} is an option of pcispy's "
@@ -234,6 +244,7 @@ class SystemConfig:
 
     def sdram_timing(self):
         """The SDRAM's :class:`~pcispy.spy.sdram.SDRAMTiming` (in bus clocks, 33 MHz)."""
+        # elaboration only: the spy's gateware waits (see "Imports" above)
         from pcispy.spy.sdram import SDRAMTiming
         return SDRAMTiming.for_clock(33, row_bits=self.sdram_row_bits)
 
@@ -301,6 +312,7 @@ class PCISystem(wiring.Component):
 
     def _agents(self):
         """``{Agent: (component, master number or None, slot or None)}`` (renamed to pci)."""
+        # elaboration only: the bus models waits (see "Imports" above)
         from pcispy.sim.bfm.initiator import BehaviouralInitiator
         from pcispy.sim.bfm.target import BehaviouralTarget
         from pcispy.sim.bfm.irq_responder import InterruptResponder
@@ -324,9 +336,11 @@ class PCISystem(wiring.Component):
                                   gated=gated),
                 None, TEST_DEVICE_SLOT)
         if cfg.legacy:
+            # elaboration only: the bus models waits (see "Imports" above)
             from pcispy.sim.bfm.legacy import LegacyDevice
             agents[Agent.LEGACY] = (LegacyDevice(gated=gated), None, None)
         if cfg.bridge:
+            # elaboration only: the bus models waits (see "Imports" above)
             from pcispy.sim.bfm.bridge import PCIBridge
             agents[Agent.BRIDGE] = (PCIBridge(), None, None)
         return agents
@@ -385,6 +399,7 @@ class PCISystem(wiring.Component):
                              self.trigger_out.eq(board.trigger_out)]
         saboteur = None
         if cfg.saboteur:
+            # elaboration only: the bus models waits (see "Imports" above)
             from pcispy.sim.bfm.saboteur import Saboteur
             saboteur = Saboteur(width=cfg.width, gated=cfg.optimised)
             m.submodules.saboteur = DomainRenamer({"sync": "monitor"})(saboteur)
@@ -457,6 +472,7 @@ class PCISystem(wiring.Component):
                      state.rst.eq(ResetSignal("pci"))]
         checker = None
         if cfg.checker:
+            # elaboration only: the checker's gateware waits (see "Imports" above)
             from pcispy.spy.checker import ProtocolChecker
             # The checker keeps the Command register of every slot's device (IDSEL known),
             # sees which of them asserts DEVSEL# and which agent answers as the target (the
@@ -522,6 +538,7 @@ def _answering(buses):
     """Which of ``buses`` (the drivers of one resolver, in its order) answers as the
     target in this clock (drives DEVSEL#, TRDY# or STOP# asserted): its index, the lowest
     if several, else NO_TARGET."""
+    # elaboration only: the checker's gateware waits (see "Imports" above)
     from pcispy.spy.checker import NO_TARGET
     answering = Const(NO_TARGET, 4)
     for index, bus in reversed(list(enumerate(buses))):
@@ -535,6 +552,7 @@ def _secondary_bus(m, cfg, bridge, board, cycle):
     """The bus behind the bridge: the bridge's secondary side (master 0) and slot 0's
     ``board`` (its inside-level lines; master 1, IDSEL = AD[16]), resolved, arbitrated and
     checked as the primary bus is. Returns ``(resolver, arbiter, checker)``."""
+    # elaboration only: the checker's gateware waits (see "Imports" above)
     from pcispy.spy.checker import ProtocolChecker
     master = SECONDARY_MASTERS["board"] if slot0_is_master(cfg) else None
     drivers = [(bridge.secondary, SECONDARY_MASTERS["bridge"], None),
@@ -598,8 +616,8 @@ def slot0_component(config):
     """The component in slot 0 of ``config``'s system: pcispy's board, or the core
     ``config.core`` names (pcispy/sim/core.py states the contract both keep)."""
     if config.core is not None:
-        from pcispy.sim.core import core_component
         return core_component(config.core, config.width)
+    # elaboration only: the board's gateware waits (see "Imports" above)
     from pcispy.board.top import PCIBoard
     # The exerciser window is backed by the hand-written scratch RAM (a large Amaranth
     # memory would be emitted a line per word); its storage is the backdoor
@@ -631,6 +649,7 @@ def slot0_is_master(config):
 def _connect_sram(m, ports, cfg):
     """An asynchronous SRAM model on the board's SRAM pins (pin level, as on a board):
     returns ``(model, contention)``, ``contention`` high in a clock both drive the data."""
+    # elaboration only: the bus models waits (see "Imports" above)
     from pcispy.sim.bfm.sram import AsyncSRAM, UNSTABLE
     m.submodules.sram = sram = DomainRenamer({"sync": "pci"})(
         AsyncSRAM(cfg.sram_addr_bits, cfg.sram_data_bits, verilog=True))
@@ -651,6 +670,7 @@ def _connect_sram(m, ports, cfg):
 def _connect_sdram(m, ports, cfg):
     """An SDRAM model on the board's SDRAM pins (pin level, as on a board; the model
     samples on the bus clock, the controller's): returns the model."""
+    # elaboration only: the bus models waits (see "Imports" above)
     from pcispy.sim.bfm.sdram import SDRAMModel
     m.submodules.sdram = sdram = DomainRenamer({"sync": "pci"})(
         SDRAMModel(**cfg.sdram_timing().model_args(), verilog=True))
@@ -813,10 +833,6 @@ def generator_key(config):
     the bytes of pcispy's gateware and simulation sources (every ``.py`` and ``.v`` file of
     the package outside ``tests/``), the Amaranth version and ``config`` (its core's
     description included; for a ``"module:function"`` core, that module's file)."""
-    import hashlib
-    import importlib.metadata
-    import importlib.util
-    from pathlib import Path
     package = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
     digest.update(importlib.metadata.version("amaranth").encode() + b"\0")
@@ -843,12 +859,12 @@ def build_system(config=SystemConfig(), waves=None):
     files (milliseconds) and re-checks every file Verilator read (a core's sources and
     their included files), rebuilding the model when one changed.
     """
-    from pcispy.sim.verilate import BUILD_ROOT, cached_model
     model = _MODELS.get((config, waves))
-    if model is not None and cached_model(model.build_dir, model.toplevel, waves) is not None:
+    if model is not None and \
+            verilate.cached_model(model.build_dir, model.toplevel, waves) is not None:
         return model
     label = f"{config.name}_{waves}" if waves else config.name
-    index = BUILD_ROOT / _INDEX / f"{label}-{generator_key(config)}"
+    index = verilate.BUILD_ROOT / _INDEX / f"{label}-{generator_key(config)}"
     index.parent.mkdir(parents=True, exist_ok=True)
     # One process elaborates a configuration at a time: a second one (another pytest
     # worker) waits here for the index rather than elaborating the same Verilog.
@@ -861,17 +877,16 @@ def build_system(config=SystemConfig(), waves=None):
 
 def _indexed_model(index, waves):
     """The model the index file ``index`` names, when it is built and current, else None."""
-    from pcispy.sim.verilate import BUILD_ROOT, cached_model
     if not index.exists():
         return None
-    return cached_model(BUILD_ROOT / index.read_text().strip(), "pcisystem", waves)
+    return verilate.cached_model(verilate.BUILD_ROOT / index.read_text().strip(), "pcisystem",
+                                 waves)
 
 
 def _elaborate_and_build(config, waves, index):
     """Elaborate the system ``config`` to Verilog, build its model, record it in ``index``."""
-    from pcispy.sim.verilate import build_model, prepare_runtime
     # Verilator's runtime objects compile on the other core while this one elaborates.
-    runtime = threading.Thread(target=prepare_runtime, daemon=True)
+    runtime = threading.Thread(target=verilate.prepare_runtime, daemon=True)
     runtime.start()
     system = PCISystem(config)
     text = verilog.convert(system, name="pcisystem", emit_src=False)
@@ -885,7 +900,7 @@ def _elaborate_and_build(config, waves, index):
         sources += core.model_sources()
         options = dict(include_dirs=core.include_dirs, defines=core.defines,
                        flags=core.verilator_flags, identity=repr(core))
-    model = build_model(text, "pcisystem", public=[("*", "bd_*")], sources=sources,
+    model = verilate.build_model(text, "pcisystem", public=[("*", "bd_*")], sources=sources,
                         name=config.name, waves=waves, **options)
     partial = index.with_suffix(f".{os.getpid()}")
     partial.write_text(model.build_dir.name + "\n")

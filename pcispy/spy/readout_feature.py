@@ -26,8 +26,10 @@ once it is known.
 
 import asyncio
 import os
+import sys
 
 import numpy as np
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from pcispy.host.board import Board
 from pcispy.host.command import Command as CliCommand
@@ -441,11 +443,8 @@ def resume_command(args, path):
 def _run_with_progress(args, feature, arguments, label):
     """Run ``feature`` with a progress bar of the records read on a terminal when it runs
     in this process (--sysfs, --uart), a spinner when it runs in the simulator's."""
-    import sys
     if not sys.stderr.isatty() or args.json:
         return run_feature(args, feature, **arguments)
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                               TimeRemainingColumn)
     live = args.sysfs is not None or args.uart is not None
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeRemainingColumn(), transient=True) as bar:

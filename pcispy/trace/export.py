@@ -43,6 +43,8 @@ import json
 import sys
 
 import numpy as np
+from rich.console import Console
+from rich.table import Table
 
 from pcispy.host.errors import PcispyError
 from pcispy.pci.bus import COMMAND_MNEMONICS, TERMINATION_NAMES, Command, DevselSpeed, Termination
@@ -342,8 +344,6 @@ def write_table(summaries, out, use_rich=None, notes=(), segments=None):
     if use_rich is None:
         use_rich = terminal
     if use_rich:
-        from rich.console import Console
-        from rich.table import Table
         table = Table(*headings)
         for column in table.columns[:-1]:
             column.justify = "right"

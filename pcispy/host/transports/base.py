@@ -7,9 +7,12 @@ code runs under asyncio on hardware and under cocotb in simulation (docs/archite
 "How the pieces talk").
 """
 
+import asyncio
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Optional
+
+from pcispy.host.errors import TransportError
 
 __all__ = ["Transport", "DmaBuffer", "BlockTiming"]
 
@@ -139,13 +142,11 @@ class Transport(ABC):
     async def sleep(self, seconds):
         """Let ``seconds`` pass on the board's side (simulated time in simulation), e.g.
         while a DMA runs, instead of polling the bus with register reads."""
-        import asyncio
         await asyncio.sleep(seconds)
 
     async def io_dma_buffer(self, size):
         """A :class:`DmaBuffer` the board reaches with I/O commands (``bus_address`` is an
         I/O address). Only the simulated host answers I/O as a target; others refuse."""
-        from pcispy.host.errors import TransportError
         raise TransportError(f"the {self.kind} transport has no host I/O space the board "
                              "can master into (I/O DMA works in simulation only)")
 

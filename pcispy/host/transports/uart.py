@@ -25,6 +25,8 @@ import re
 import struct
 from abc import ABC, abstractmethod
 
+import serial
+
 from pcispy.sidechannel import protocol as P
 from pcispy.host.errors import TransportError
 from pcispy.host.transports.base import Transport
@@ -60,7 +62,6 @@ class SerialStream(ByteStream):
     """A serial port (pyserial ``serial_for_url``: a device path or a URL)."""
 
     def __init__(self, device, baud):
-        import serial
         self.device = device
         try:
             self.port = serial.serial_for_url(device, baudrate=baud, timeout=0)
@@ -69,7 +70,6 @@ class SerialStream(ByteStream):
                 from None
 
     async def write(self, data):
-        import serial
         try:
             self.port.write(data)
             self.port.flush()
@@ -77,7 +77,6 @@ class SerialStream(ByteStream):
             raise TransportError(f"writing to {self.device} failed: {error}") from None
 
     async def read(self, timeout_s):
-        import serial
         try:
             self.port.timeout = max(timeout_s, 0)
             data = self.port.read(1)

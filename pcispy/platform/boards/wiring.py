@@ -12,6 +12,9 @@ import re
 import sys
 from pathlib import Path
 
+from pcispy.platform.boards import BOARDS, PINOUTS
+from pcispy.platform.top import LED_MEANING
+
 __all__ = ["TABLE_BOARDS", "pin_table", "led_table", "render", "main"]
 
 #: Board whose pin-out each table shows (one board per pin-out module), with the header
@@ -24,7 +27,6 @@ DOC = Path(__file__).resolve().parents[3] / "docs" / "wiring.md"
 def pin_table(board):
     """The markdown table of ``board``: one row per signal bit (signal, PCI edge pin,
     header pin, FPGA ball)."""
-    from pcispy.platform.boards import BOARDS, PINOUTS
     module = PINOUTS[board]
     platform = BOARDS[board]()
     lines = [f"| signal | PCI edge pin | {TABLE_BOARDS[board]} | FPGA ball |", "|---|---|---|---|"]
@@ -38,7 +40,6 @@ def pin_table(board):
 
 def led_table():
     """The markdown table of the LEDs (pcispy/platform/top.py ``LED_MEANING``)."""
-    from pcispy.platform.top import LED_MEANING
     lines = ["| LED | shows |", "|---|---|"]
     lines += [f"| {index} | {meaning} |" for index, meaning in enumerate(LED_MEANING)]
     return "\n".join(lines) + "\n"

@@ -41,7 +41,7 @@ from pcispy.sim.control import (ControlRegisters, ControlSignature, Field, Regis
 from pcispy.sim.bfm.backdoor_ram import BackdoorRAM
 from pcispy.sim.bfm.gate import Gate
 from pcispy.sim.bfm.nets import at_least, net
-from pcispy.sim.bfm.profiles import DisconnectMode, RetryMode, PROFILES
+from pcispy.sim.bfm.profiles import DisconnectMode, RetryMode, PROFILES, profile_by_name
 
 __all__ = ["REGISTERS", "Reg", "FIELDS", "Knob", "Event", "REFUSALS", "BehaviouralTarget",
            "TargetDriver", "profile_fields", "check_profile", "TargetConfigError"]
@@ -1193,7 +1193,6 @@ class TargetDriver:
     async def apply_profile(self, profile, *, seed=1):
         """Program every behaviour knob of ``profile`` (a :class:`Profile` or its name)."""
         if isinstance(profile, str):
-            from pcispy.sim.bfm.profiles import profile_by_name
             profile = profile_by_name(profile)
         await self.set_fields(**profile_fields(profile, width=await self.bus_width(), seed=seed))
 
