@@ -21,6 +21,7 @@ class SimTestCommand(Command):
     help = "run the standard checks on your PCI core in slot 0 of the simulated system"
     examples = ("pcispy sim-test examples/verilog_target/core.json",
                 "pcispy sim-test my_core.toml --profile alphastation200 --no-writes --json",
+                "pcispy sim-test my_core.toml --profile rtc --seed 7",
                 "pcispy sim-test my_core.toml --waves fst --waves-file run.fst")
 
     def add_arguments(self, parser):
@@ -38,14 +39,15 @@ class SimTestCommand(Command):
         # set (as `pcispy sim start` does); absent, they leave those.
         parser.add_argument("--profile", dest="sim", type=known_profile,
                             default=argparse.SUPPRESS,
-                            help="the host-bridge profile (default: ideal)")
+                            help="the host-bridge profile (default: ideal), or a scenario "
+                                 "(rtc) whose traffic runs alongside")
         parser.add_argument("--bus-width", type=int, choices=(32, 64),
                             default=argparse.SUPPRESS, help="the bus width (default: 32)")
         parser.add_argument("--seed", type=int, default=argparse.SUPPRESS,
                             help="seed of every randomised behaviour (default: 1)")
         parser.add_argument("--no-writes", dest="writes", action="store_false",
                             help="write into no memory BAR, not even to probe which are RAM "
-                                 "(the description's ram_bars says which are)")
+                                 "(every check that writes is skipped)")
         parser.add_argument("--log", metavar="FILE", type=output_path,
                             help="the simulator's output (default: sim-test.log in the "
                                  "model's folder, named in the output)")
