@@ -23,7 +23,7 @@ Expected failures end with one line ``pcispy: error: ...`` and exit status 2 (``
 adds the exception chain and where it was raised); invalid arguments end with the command's
 usage line and exit status 2, whether argparse or the command finds them (:class:`UsageError`);
 Ctrl-C ends with ``pcispy: interrupted`` and status 130; a closed output pipe ends quietly.
-A command whose answer is a verdict says it with its status (:meth:`Command.exit_status`:
+A command whose answer is a verdict says it with its status (:meth:`CliCommand.exit_status`:
 ``check`` exits 3 when the bus broke protocol rules).
 Any other exception is a bug: one line saying so and where to report it, status 1, the
 traceback only with ``--verbose``. ``--json`` and ``--verbose`` may also follow the command.
@@ -40,7 +40,7 @@ import traceback
 from pcispy.board import identity_feature
 from pcispy.board.registers import REGISTER_MAP
 from pcispy.host.board import c_header
-from pcispy.host.command import (Command, int_range, output_path, positive_seconds,
+from pcispy.host.command import (CliCommand, int_range, output_path, positive_seconds,
                                  run_feature)
 from pcispy.host.transports.sysfs import normalise_bdf, parse_buffer
 from pcispy.host.errors import EXIT_BUG, EXIT_ERROR, PcispyError, UsageError
@@ -70,7 +70,7 @@ def _transport_option(parse):
     return parsed
 
 
-class InfoCommand(Command):
+class InfoCommand(CliCommand):
     name = "info"
     help = ("identify the board: IDs, gateware version, bus width, clock, decode speed, "
             "transport, BARs")
@@ -104,7 +104,7 @@ class InfoCommand(Command):
         return result
 
 
-class ConfigCommand(Command):
+class ConfigCommand(CliCommand):
     name = "config"
     help = "the board's configuration space (--lspci: as lspci -xxx prints it)"
     examples = ("pcispy config --lspci > board.lspci && lspci -F board.lspci -vv",)
@@ -126,7 +126,7 @@ class ConfigCommand(Command):
         return result
 
 
-class RegsCommand(Command):
+class RegsCommand(CliCommand):
     name = "regs"
     help = "the board's registers by name with decoded fields (--header: as a C header)"
     examples = ("pcispy regs", "pcispy regs --header > pcispy_regs.h",
@@ -162,7 +162,7 @@ class RegsCommand(Command):
         return {"registers": rows}
 
 
-class PassiveCommand(Command):
+class PassiveCommand(CliCommand):
     name = "passive"
     help = ("passive mode of an active board: drive no PCI line, claim nothing, keep spying "
             "(on, off, or without an argument: show it)")
@@ -197,7 +197,7 @@ class PassiveCommand(Command):
         return result
 
 
-class DecodeCommand(Command):
+class DecodeCommand(CliCommand):
     name = "decode"
     help = ("a saved trace (.pcitrace) as a transaction table, CSV, JSON, VCD or pcapng "
             "(Wireshark) (no board needed)")
@@ -252,7 +252,7 @@ class DecodeCommand(Command):
         return None
 
 
-#: Commands defined in other modules, as "module:Class" (each a :class:`Command` subclass);
+#: Commands defined in other modules, as "module:Class" (each a :class:`CliCommand` subclass);
 #: a feature module keeps its command beside its feature code. One line per command.
 _COMMAND_PATHS = [
     "pcispy.spy.check_feature:CheckCommand",
@@ -274,7 +274,7 @@ _COMMAND_PATHS = [
 @functools.cache
 def commands():
     """Every command, in order. Loaded on first use, not at import: a feature module
-    imports this one (for :class:`Command`) and may itself be imported first (inside the
+    imports this one (for :class:`CliCommand`) and may itself be imported first (inside the
     simulator)."""
     loaded = [InfoCommand(), RegsCommand(), ConfigCommand(), PassiveCommand(), DecodeCommand()]
     for path in _COMMAND_PATHS:

@@ -13,7 +13,7 @@ reached it.
 import os
 from dataclasses import asdict
 
-from pcispy.host.command import Command as CliCommand, run_feature
+from pcispy.host.command import CliCommand, run_feature
 from pcispy.host.errors import PcispyError, UsageError
 from pcispy.app.report import (FIGURES, SIZES, suite, figure2_rows, irq_rows, rtc_summary,
                                settings_rows, write_report)

@@ -7,7 +7,7 @@ and ``pcispy list`` (:class:`ListCommand`).
 """
 
 from pcispy.host.board import Board
-from pcispy.host.command import Command
+from pcispy.host.command import CliCommand
 from pcispy.host.errors import PassiveBuild, TransportError
 from pcispy.host.transports.sysfs import board_ids, find_boards
 
@@ -100,7 +100,7 @@ def lspci_text(config, slot="00:00.0"):
     return "\n".join(lines) + "\n\n"
 
 
-class ListCommand(Command):
+class ListCommand(CliCommand):
     name = "list"
     help = "list the pcispy boards in this machine's PCI slots (by vendor/device ID)"
     examples = ("pcispy list", "pcispy --json list")

@@ -20,7 +20,7 @@ from pcispy.dma.patterns import Pattern, pattern_dwords
 from pcispy.pci.bus import Command, COMMAND_MNEMONICS
 from pcispy.dma.registers import DMA
 from pcispy.host.board import Board
-from pcispy.host.command import (Command as CliCommand, int_range, parse_size,
+from pcispy.host.command import (CliCommand, int_range, parse_size,
                                  positive_seconds, run_feature)
 from pcispy.host.errors import PcispyError, RefusedSetting
 

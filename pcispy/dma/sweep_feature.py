@@ -6,7 +6,7 @@ command with the settings that reached it, and a throughput-against-burst-length
 
 import argparse
 from pcispy.host.board import Board
-from pcispy.host.command import Command as CliCommand, run_feature
+from pcispy.host.command import CliCommand, run_feature
 from pcispy.host.errors import PcispyError
 from pcispy.dma.dma_feature import (COMMANDS, add_dma_arguments, arguments_of, dma,
                                     setting_type)

@@ -17,7 +17,7 @@ Throughput is bytes over the bus clocks at the board's clock (33 and 66 MHz are 
 import random
 
 from pcispy.host.board import Board
-from pcispy.host.command import Command as CliCommand, parse_size, run_feature
+from pcispy.host.command import CliCommand, parse_size, run_feature
 from pcispy.host.errors import PcispyError
 
 __all__ = ["pio", "PioCommand", "EXERCISER_BAR", "MAX_BURST", "format_result"]

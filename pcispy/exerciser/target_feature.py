@@ -15,7 +15,7 @@ from pcispy.pci.bus import DevselSpeed
 from pcispy.board.registers import REGISTER_MAP
 from pcispy.exerciser.registers import decode_resets, TARGET, TARGET_MAX_INITIAL_LATENCY
 from pcispy.host.board import Board
-from pcispy.host.command import Command as CliCommand, run_feature
+from pcispy.host.command import CliCommand, run_feature
 from pcispy.host.errors import PcispyError, RefusedSetting
 
 __all__ = ["target", "TargetCommand", "DEVSEL_SPEEDS", "CORRUPT_MODES", "parse_range",

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The command framework every CLI command is written in: :class:`Command`, the argument
+"""The command framework every CLI command is written in: :class:`CliCommand`, the argument
 types the commands share, and :func:`run_feature`, which runs a feature on the board the
 global options select.
 
@@ -14,11 +14,11 @@ import os
 from pcispy.host.errors import PcispyError
 from pcispy.host.transports import sysfs, uart
 
-__all__ = ["Command", "int_range", "output_path", "parse_size", "positive_seconds",
+__all__ = ["CliCommand", "int_range", "output_path", "parse_size", "positive_seconds",
            "run_feature"]
 
 
-class Command:
+class CliCommand:
     """One subcommand. Subclasses set ``name``, ``help``, ``examples`` and implement
     ``add_arguments`` and ``run``."""
     name = ""

@@ -32,7 +32,7 @@ from pcispy.irq.histogram import bin_of, bin_low, bin_high, DEFAULT_BINS
 from pcispy.board.registers import REGISTER_MAP
 from pcispy.irq.registers import IRQ_MIN_GAP
 from pcispy.host.board import Board
-from pcispy.host.command import Command, output_path, run_feature
+from pcispy.host.command import CliCommand, output_path, run_feature
 from pcispy.host.errors import PcispyError, RefusedSetting
 from pcispy.host.plots import decade_ticks, pyplot, save_figure
 
@@ -261,7 +261,7 @@ async def _anchor(board, transport, timeout_s):
     interrupt 0 and not of a later one)."""
     if not await transport.wait_irq(timeout_s):
         raise PcispyError(f"the board raised no interrupt within {timeout_s:.3f} s (is "
-                          "Interrupt Disable set in its Command register?)")
+                          "Interrupt Disable set in its CliCommand register?)")
     first_raise = await board.read64("irq.raise_ts")
     if await board.read("irq.acked"):
         raise PcispyError("the first interrupt was acknowledged before its raise time "
@@ -309,7 +309,7 @@ def _positive(text):
     return value
 
 
-class IrqCommand(Command):
+class IrqCommand(CliCommand):
     name = "irq"
     help = ("interrupt latency: raise INTA# at pseudo-random instants, service each one, "
             "report raise-to-handler and raise-to-user-thread distributions")

@@ -22,7 +22,7 @@ from amaranth.lib.wiring import In, Out
 from pcispy.sidechannel.local import ADDR_BITS
 from pcispy.sidechannel.protocol import (CRC_INIT, CRC_POLY, ESC, ESC_XOR, MAX_REQUEST_PAYLOAD, MAX_WORDS,
                                          PROTOCOL_VERSION, REQUEST_PAYLOAD, SOF, STATUS_COUNTERS, STATUS_FLAGS,
-                                         STATUS_PAYLOAD, Command, Status)
+                                         STATUS_PAYLOAD, Opcode, ResponseStatus)
 
 __all__ = ["FrameEngine", "crc16_step"]
 
@@ -54,7 +54,7 @@ class FrameEngine(wiring.Component):
 
     Parameters:
         pci_timeout: ``sync`` clocks to wait for the next answer of a local access before
-            answering :attr:`~.protocol.Status.PCI_TIMEOUT` (answers that come later are
+            answering :attr:`~.protocol.ResponseStatus.PCI_TIMEOUT` (answers that come later are
             discarded; the accesses still queued are carried out when the PCI clock runs).
     """
     def __init__(self, pci_timeout=1 << 16):
@@ -221,22 +221,22 @@ class FrameEngine(wiring.Component):
                         count("executed")
                         m.d.sync += [have_last.eq(1), last_seq.eq(seq), last_crc.eq(frame_crc),
                                      issued.eq(0), received.eq(0), failed.eq(0), timer.eq(0),
-                                     fill.eq(0), exec_write.eq(command == Command.WRITE),
+                                     fill.eq(0), exec_write.eq(command == Opcode.WRITE),
                                      exec_space.eq(space), exec_base.eq(Cat(*payload[1:4])),
                                      exec_data.eq(Cat(*payload[4:8]))]
                         with m.If(expected == 0xFF):
-                            answer(Status.BAD_COMMAND)
+                            answer(ResponseStatus.BAD_COMMAND)
                         with m.Elif(length != expected):
-                            answer(Status.BAD_LENGTH)
-                        with m.Elif(command == Command.STATUS):
+                            answer(ResponseStatus.BAD_LENGTH)
+                        with m.Elif(command == Opcode.STATUS):
                             m.next = "STATUS"
-                        with m.Elif((command == Command.BULK_READ) &
+                        with m.Elif((command == Opcode.BULK_READ) &
                                     ((payload[4] == 0) | (payload[4] > MAX_WORDS))):
-                            answer(Status.BAD_LENGTH)
+                            answer(ResponseStatus.BAD_LENGTH)
                         with m.Elif(space > 3):
-                            answer(Status.BAD_ADDRESS)
+                            answer(ResponseStatus.BAD_ADDRESS)
                         with m.Else():
-                            m.d.sync += words.eq(Mux(command == Command.BULK_READ,
+                            m.d.sync += words.eq(Mux(command == Opcode.BULK_READ,
                                                      payload[4], 1))
                             m.next = "ACCESS"
             with m.State("STATUS"):
@@ -253,7 +253,7 @@ class FrameEngine(wiring.Component):
                 m.d.comb += [wr.en.eq(1), wr.addr.eq(fill)]
                 m.d.sync += fill.eq(fill + 1)
                 with m.If(fill == len(values) - 1):
-                    answer(Status.OK, STATUS_PAYLOAD)
+                    answer(ResponseStatus.OK, STATUS_PAYLOAD)
             with m.State("ACCESS"):
                 m.d.comb += in_access.eq(1)
                 m.d.comb += [self.req_valid.eq(issued != words),
@@ -272,11 +272,11 @@ class FrameEngine(wiring.Component):
                                  failed.eq(failed | self.resp_error)]
                     with m.If(received + 1 == words):
                         with m.If(failed | self.resp_error):
-                            answer(Status.BAD_ADDRESS)
+                            answer(ResponseStatus.BAD_ADDRESS)
                         with m.Else():
-                            answer(Status.OK, Mux(exec_write, 0, words << 2))
+                            answer(ResponseStatus.OK, Mux(exec_write, 0, words << 2))
                 with m.Elif(timeout_now):
-                    answer(Status.PCI_TIMEOUT)
+                    answer(ResponseStatus.PCI_TIMEOUT)
             with m.State("SEND_SOF"):
                 m.d.comb += [self.tx_data.eq(SOF), self.tx_valid.eq(1)]
                 m.d.sync += [tx_index.eq(0), tx_crc.eq(CRC_INIT), tx_escape.eq(0)]

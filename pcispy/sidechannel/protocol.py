@@ -20,7 +20,7 @@ The board answers every valid request frame with exactly one response of the sam
 and drops invalid ones (counted: :data:`STATUS_COUNTERS`). A request whose ``seq`` and CRC
 equal the previous executed request's is not executed again: the board replays its stored
 answer (a host that lost an answer resends the same frame, and a write is never applied
-twice). A host starts a session with :attr:`Command.STATUS` so that no later request of
+twice). A host starts a session with :attr:`Opcode.STATUS` so that no later request of
 its own can match a stale request of an earlier session.
 
 Addresses are DWORD numbers within a space (:class:`Space`): BAR0 (registers), BAR1 (the
@@ -30,7 +30,7 @@ spy's trace memory) or the board's configuration space.
 import enum
 import struct
 
-__all__ = ["SOF", "ESC", "ESC_XOR", "Command", "Status", "Space", "PROTOCOL_VERSION",
+__all__ = ["SOF", "ESC", "ESC_XOR", "Opcode", "ResponseStatus", "Space", "PROTOCOL_VERSION",
            "MAX_WORDS", "MAX_REQUEST_PAYLOAD", "MAX_RESPONSE_PAYLOAD", "ADDRESS_BYTES",
            "REQUEST_PAYLOAD", "STATUS_COUNTERS", "STATUS_FLAGS", "STATUS_PAYLOAD",
            "CRC_POLY", "CRC_INIT", "crc16", "escape", "frame", "status_payload",
@@ -41,7 +41,7 @@ SOF = 0xA5
 ESC = 0xDB
 ESC_XOR = 0x20
 
-#: Version reported by :attr:`Command.STATUS`.
+#: Version reported by :attr:`Opcode.STATUS`.
 PROTOCOL_VERSION = 1
 
 #: The board's ``sync`` clock (ULX3S oscillator) and the default line rate.
@@ -53,15 +53,15 @@ CRC_POLY = 0x1021
 CRC_INIT = 0xFFFF
 
 
-class Command(enum.IntEnum):
-    """Request commands."""
+class Opcode(enum.IntEnum):
+    """What a request asks (its command byte)."""
     STATUS = 0x01       #: no payload -> :data:`STATUS_PAYLOAD` bytes (:func:`parse_status`)
     READ = 0x02         #: space, address -> 4 bytes (little-endian word)
     WRITE = 0x03        #: space, address, data (4 bytes LE) -> no payload
     BULK_READ = 0x04    #: space, address, count (1..MAX_WORDS) -> 4 * count bytes
 
 
-class Status(enum.IntEnum):
+class ResponseStatus(enum.IntEnum):
     """Response status byte. Anything but OK comes with no payload."""
     OK = 0
     BAD_COMMAND = 1     #: unknown command
@@ -83,10 +83,10 @@ ADDRESS_BYTES = 3
 MAX_WORDS = 63
 #: Request payload length of each command.
 REQUEST_PAYLOAD = {
-    Command.STATUS: 0,
-    Command.READ: 1 + ADDRESS_BYTES,
-    Command.WRITE: 1 + ADDRESS_BYTES + 4,
-    Command.BULK_READ: 1 + ADDRESS_BYTES + 1,
+    Opcode.STATUS: 0,
+    Opcode.READ: 1 + ADDRESS_BYTES,
+    Opcode.WRITE: 1 + ADDRESS_BYTES + 4,
+    Opcode.BULK_READ: 1 + ADDRESS_BYTES + 1,
 }
 MAX_REQUEST_PAYLOAD = max(REQUEST_PAYLOAD.values())
 MAX_RESPONSE_PAYLOAD = 4 * MAX_WORDS

@@ -14,7 +14,7 @@ through a synchroniser:
 The hazards that remain are at the edges of the PCI clock's life: when RST# is asserted
 the answer FIFO (written in ``pci``) empties and the bridge forgets a request in flight,
 and without a PCI clock nothing is answered; the frame engine answers
-:attr:`~.protocol.Status.PCI_TIMEOUT` in both cases and discards answers that come late.
+:attr:`~.protocol.ResponseStatus.PCI_TIMEOUT` in both cases and discards answers that come late.
 Requests still queued when the clock stopped are carried out when it comes back.
 """
 

@@ -19,12 +19,12 @@ Timing of one access (the agent's view, all in its clock domain):
   for registers with side effects on read (e.g. popping a response FIFO).
 
 The register idiom of every agent: its registers are declared once, as a
-:class:`ControlRegisters` list of :class:`Register` (an index, maybe several consecutive
-words) with their :class:`Field` s. From that declaration come the register indices (an
+:class:`ControlRegisters` list of :class:`ControlRegister` (an index, maybe several consecutive
+words) with their :class:`ControlField` s. From that declaration come the register indices (an
 ``IntEnum``, :meth:`ControlRegisters.enum`), the Amaranth layout of a register's value
-(:attr:`Register.layout`), the read mux (:func:`register_reads` with
-:meth:`Register.slices`), and the Python driver's packing (:meth:`Register.pack`,
-:meth:`Register.unpack`). The idea is the board's (:mod:`pcispy.csr.map`); the agents'
+(:attr:`ControlRegister.layout`), the read mux (:func:`register_reads` with
+:meth:`ControlRegister.slices`), and the Python driver's packing (:meth:`ControlRegister.pack`,
+:meth:`ControlRegister.unpack`). The idea is the board's (:mod:`pcispy.csr.map`); the agents'
 registers are their own.
 """
 
@@ -35,7 +35,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["ControlSignature", "CONTROL_ADDR_BITS", "PysimControl", "register_reads",
-           "register_writes", "written", "Field", "Register", "ControlRegisters"]
+           "register_writes", "written", "ControlField", "ControlRegister", "ControlRegisters"]
 
 #: Register address bits per agent (1024 registers of 32 bits).
 CONTROL_ADDR_BITS = 10
@@ -65,7 +65,7 @@ class ControlSignature(wiring.Signature):
 
 
 @dataclass(frozen=True)
-class Field:
+class ControlField:
     """A field of a control register: ``width`` bits from bit ``lsb`` (bits of a register
     spanning several words are numbered across them: bit 32 is bit 0 of the second)."""
     name: str
@@ -95,7 +95,7 @@ class Field:
 
 
 @dataclass(frozen=True)
-class Register:
+class ControlRegister:
     """A control register at register index ``index``, ``words`` consecutive 32-bit words
     long (a record written or read word by word), with its fields (none: one value)."""
     name: str
@@ -131,7 +131,7 @@ class Register:
                                           for f in self.fields})
 
     def field(self, name):
-        """The :class:`Field` called ``name``."""
+        """The :class:`ControlField` called ``name``."""
         for f in self.fields:
             if f.name == name:
                 return f
@@ -164,8 +164,8 @@ class Register:
 
 
 class ControlRegisters:
-    """An agent's registers, declared once: ``ControlRegisters("Reg", [Register(...),
-    ...])``. ``registers["NAME"]`` is a :class:`Register`; :meth:`enum` the indices."""
+    """An agent's registers, declared once: ``ControlRegisters("Reg", [ControlRegister(...),
+    ...])``. ``registers["NAME"]`` is a :class:`ControlRegister`; :meth:`enum` the indices."""
 
     def __init__(self, name, registers):
         self.name = name
@@ -197,7 +197,7 @@ class ControlRegisters:
         return enum.IntEnum(self.name, [(reg.name, reg.index) for reg in self.registers])
 
     def field(self, name):
-        """``(Register, Field)`` of the field called ``name`` (field names are unique
+        """``(ControlRegister, ControlField)`` of the field called ``name`` (field names are unique
         across the registers of an agent that looks them up this way)."""
         found = [(reg, f) for reg in self.registers for f in reg.fields if f.name == name]
         if len(found) != 1:

@@ -6,7 +6,7 @@ the simulated system, one table row per check."""
 import argparse
 import sys
 
-from pcispy.host.command import Command, output_path
+from pcispy.host.command import CliCommand, output_path
 from pcispy.host.errors import PcispyError, UsageError
 from pcispy.sim.core import CoreDescription, DescriptionError
 from pcispy.sim.session_command import known_profile
@@ -16,7 +16,7 @@ from pcispy.spy.check_feature import EXIT_VIOLATIONS
 __all__ = ["SimTestCommand"]
 
 
-class SimTestCommand(Command):
+class SimTestCommand(CliCommand):
     name = "sim-test"
     help = "run the standard checks on your PCI core in slot 0 of the simulated system"
     examples = ("pcispy sim-test examples/verilog_target/core.json",

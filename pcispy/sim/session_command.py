@@ -15,7 +15,7 @@ import argparse
 import time
 from dataclasses import replace
 
-from pcispy.host.command import Command, positive_seconds
+from pcispy.host.command import CliCommand, positive_seconds
 from pcispy.host.errors import PcispyError, UsageError
 from pcispy.sim import session
 from pcispy.sim.session import SessionSpec, DEFAULT_IDLE_TIMEOUT_S
@@ -102,7 +102,7 @@ def _duration(seconds):
     return f"{minutes}m {seconds}s" if minutes else f"{seconds}s"
 
 
-class SimCommand(Command):
+class SimCommand(CliCommand):
     name = "sim"
     help = ("simulated boards that stay up between commands (sessions): start one, show "
             "them, stop them")

@@ -31,8 +31,8 @@ from pcispy.core.pads import simulation_ports
 from pcispy.pci.backend import BackendSignature
 from pcispy.board.registers import BAR0_SIZE, DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID, REGISTER_MAP
 from pcispy.sidechannel.local import LocalAccess, LocalAccessSignature, SharedBackend
-from pcispy.sidechannel.protocol import (MAX_WORDS, SOF, STATUS_COUNTERS, Command,
-                                         Space, Status, frame)
+from pcispy.sidechannel.protocol import (MAX_WORDS, SOF, STATUS_COUNTERS, Opcode,
+                                         Space, ResponseStatus, frame)
 from pcispy.sidechannel.sidechannel import SideChannel
 from pcispy.board.top import PCIBoard
 from pcispy.host.transports.uart import ByteStream, UartTransport
@@ -371,9 +371,9 @@ def measure_bulk_read(side=None, seq=230):
     bit_times = clocks / side.divisor
     wire_bytes = 0
     for i, (first, n) in enumerate(((0, MAX_WORDS), (MAX_WORDS, count - MAX_WORDS))):
-        wire_bytes += len(frame(seq + 2 + i, Command.BULK_READ,
+        wire_bytes += len(frame(seq + 2 + i, Opcode.BULK_READ,
                                 bytes((Space.BAR1, first, 0, 0, n))))
-        wire_bytes += len(frame(seq + 2 + i, Status.OK, b"".join(
+        wire_bytes += len(frame(seq + 2 + i, ResponseStatus.OK, b"".join(
             trace_word(first + k).to_bytes(4, "little") for k in range(n))))
     return {"words": words, "measured": 4 * count / bit_times,
             "computed": 4 * count / (10 * wire_bytes), "bit_times": bit_times}

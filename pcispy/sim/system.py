@@ -68,8 +68,8 @@ from amaranth.lib.wiring import In, Out
 
 from pcispy.pci.bus import ACTIVE_LOW, BusState, DevselSpeed, bus_lines
 from pcispy.pci.rules import DRIVER_RULES
-from pcispy.sim.control import (CONTROL_ADDR_BITS, ControlRegisters, ControlSignature, Field,
-                                Register, register_reads, register_writes, written)
+from pcispy.sim.control import (CONTROL_ADDR_BITS, ControlRegisters, ControlSignature, ControlField,
+                                ControlRegister, register_reads, register_writes, written)
 from pcispy.sim.bfm.arbiter import Arbiter
 from pcispy.sim.bfm.resolver import BusResolver, shared_lines
 from pcispy.core import ram
@@ -114,55 +114,58 @@ class Agent(enum.IntEnum):
 
 #: The system's own control-port registers (:attr:`Agent.SYSTEM`).
 REGISTERS = ControlRegisters("SystemReg", [
-    Register("CYCLE_LO", 0, doc="clocks since the model started, the one count the "
-             "checker and resolver logs use too (RST# does not reset it); reading LO "
+    ControlRegister("CYCLE_LO", 0, doc="clocks since the model started, the one count the "
+                    "checker and resolver logs use too (RST# does not reset it); reading LO "
              "latches HI"),
-    Register("CYCLE_HI", 1),
-    Register("CONTENTION", 2, doc="sticky flags, one per shared line (shared_lines order)"),
-    Register("CONTENTION_LINE", 3, doc="index of the line of the first contention"),
-    Register("CONTENTION_CYCLE", 4),
-    Register("CLEAR", 5, doc="write 1: clear contention and checker evidence"),
-    Register("CHECK_ANY", 8, doc="1 when any checker rule fired"),
-    Register("CHECK_FIRST_RULE", 9),
-    Register("CHECK_FIRST_CYCLE", 10),
-    Register("CHECK_INDEX", 11, doc="write a rule index, then read CHECK_COUNT"),
-    Register("CHECK_COUNT", 12),
-    Register("CHECK_ENABLE_LO", 13, doc="rule enable mask, bits 0..31"),
-    Register("CHECK_ENABLE_HI", 14, doc="rule enable mask, bits 32..63"),
-    Register("SRAM_ERRORS", 15,
-             doc="with an SRAM trace memory: the SRAM model's timing breaches"),
-    Register("SRAM_CONTENTION", 16,
-             doc="clocks both the board and the SRAM drove the SRAM's data pins"),
-    Register("SDRAM_FLAGS", 6, doc="with an SDRAM trace memory: the SDRAM model's broken "
-             "rules, sticky, bit = pcispy.sim.bfm.sdram.Violation"),
-    Register("SDRAM_ERRORS", 7, doc="clocks the SDRAM model saw a rule broken in"),
-    Register("SDRAM_REFRESHES", 22, doc="REFRESH commands the SDRAM model took"),
+    ControlRegister("CYCLE_HI", 1),
+    ControlRegister("CONTENTION", 2, doc="sticky flags, one per shared line (shared_lines order)"),
+    ControlRegister("CONTENTION_LINE", 3, doc="index of the line of the first contention"),
+    ControlRegister("CONTENTION_CYCLE", 4),
+    ControlRegister("CLEAR", 5, doc="write 1: clear contention and checker evidence"),
+    ControlRegister("CHECK_ANY", 8, doc="1 when any checker rule fired"),
+    ControlRegister("CHECK_FIRST_RULE", 9),
+    ControlRegister("CHECK_FIRST_CYCLE", 10),
+    ControlRegister("CHECK_INDEX", 11, doc="write a rule index, then read CHECK_COUNT"),
+    ControlRegister("CHECK_COUNT", 12),
+    ControlRegister("CHECK_ENABLE_LO", 13, doc="rule enable mask, bits 0..31"),
+    ControlRegister("CHECK_ENABLE_HI", 14, doc="rule enable mask, bits 32..63"),
+    ControlRegister("SRAM_ERRORS", 15,
+                    doc="with an SRAM trace memory: the SRAM model's timing breaches"),
+    ControlRegister("SRAM_CONTENTION", 16,
+                    doc="clocks both the board and the SRAM drove the SRAM's data pins"),
+    ControlRegister("SDRAM_FLAGS", 6, doc="with an SDRAM trace memory: the SDRAM model's broken "
+                    "rules, sticky, bit = pcispy.sim.bfm.sdram.Violation"),
+    ControlRegister("SDRAM_ERRORS", 7, doc="clocks the SDRAM model saw a rule broken in"),
+    ControlRegister("SDRAM_REFRESHES", 22, doc="REFRESH commands the SDRAM model took"),
     # The resolver's driver rules (pcispy/pci/rules.py DRIVER_RULES; bit/offset = id).
-    Register("DRIVER_FLAGS", 17, doc="sticky flags, one per driver rule"),
-    Register("DRIVER_LOG_ENTRIES", 18, doc="entries in the resolver's violation log (0..16)"),
-    Register("DRIVER_LOG_INDEX", 19, doc="write an entry index, then read the entry"),
-    Register("DRIVER_LOG_CYCLE", 20, doc="the entry's cycle (clocks since the model started)"),
-    Register("DRIVER_LOG_ENTRY", 21, doc="the entry", fields=(
-        Field("rule", 0, 8, "the driver rule's id"),
-        Field("line", 8, 8, "the line (index into shared_lines)"),
-        Field("agent_a", 16, 8, "agent A (index into driver_names(), 15 = none)"),
-        Field("agent_b", 24, 8, "agent B (likewise)"),
+    ControlRegister("DRIVER_FLAGS", 17, doc="sticky flags, one per driver rule"),
+    ControlRegister("DRIVER_LOG_ENTRIES", 18,
+                    doc="entries in the resolver's violation log (0..16)"),
+    ControlRegister("DRIVER_LOG_INDEX", 19, doc="write an entry index, then read the entry"),
+    ControlRegister("DRIVER_LOG_CYCLE", 20,
+                    doc="the entry's cycle (clocks since the model started)"),
+    ControlRegister("DRIVER_LOG_ENTRY", 21, doc="the entry", fields=(
+        ControlField("rule", 0, 8, "the driver rule's id"),
+        ControlField("line", 8, 8, "the line (index into shared_lines)"),
+        ControlField("agent_a", 16, 8, "agent A (index into driver_names(), 15 = none)"),
+        ControlField("agent_b", 24, 8, "agent B (likewise)"),
     )),
     # The protocol checker's violation log (one entry per clock with a violation).
-    Register("CHECK_LOG_ENTRIES", 24, doc="entries in the checker's log (0..16)"),
-    Register("CHECK_LOG_INDEX", 25, doc="write an entry index, then read the entry"),
-    Register("CHECK_LOG_CYCLE", 26, doc="the entry's cycle (clocks since the model started)"),
-    Register("CHECK_LOG_RULES_LO", 27, doc="the rules broken in that clock, bits 0..31"),
-    Register("CHECK_LOG_RULES_HI", 28, doc="bits 32..63"),
-    Register("CHECK_LOG_MASTER", 29, doc="the master of the transaction then (7: unknown)"),
-    Register("CHECK_LOG_TARGET", 30, doc="the agent that answered as the target then "
-             "(index into driver_names(); 15: none)"),
-    Register("DRIVER_COUNT", 32, words=len(DRIVER_RULES),
-             doc="word = driver rule id: clocks that rule was broken in (saturating)"),
-    Register("PINS_LO", 48, doc="the signature of every agent's pins (each line's output "
-             "enable and, while enabled, its output; REQ#/GNT#, RST#) over every clock so "
+    ControlRegister("CHECK_LOG_ENTRIES", 24, doc="entries in the checker's log (0..16)"),
+    ControlRegister("CHECK_LOG_INDEX", 25, doc="write an entry index, then read the entry"),
+    ControlRegister("CHECK_LOG_CYCLE", 26,
+                    doc="the entry's cycle (clocks since the model started)"),
+    ControlRegister("CHECK_LOG_RULES_LO", 27, doc="the rules broken in that clock, bits 0..31"),
+    ControlRegister("CHECK_LOG_RULES_HI", 28, doc="bits 32..63"),
+    ControlRegister("CHECK_LOG_MASTER", 29, doc="the master of the transaction then (7: unknown)"),
+    ControlRegister("CHECK_LOG_TARGET", 30, doc="the agent that answered as the target then "
+                    "(index into driver_names(); 15: none)"),
+    ControlRegister("DRIVER_COUNT", 32, words=len(DRIVER_RULES),
+                    doc="word = driver rule id: clocks that rule was broken in (saturating)"),
+    ControlRegister("PINS_LO", 48, doc="the signature of every agent's pins (each line's output "
+                    "enable and, while enabled, its output; REQ#/GNT#, RST#) over every clock so "
              "far; reading LO latches HI"),
-    Register("PINS_HI", 49),
+    ControlRegister("PINS_HI", 49),
 ])
 
 #: Register indices of the system's control port.

@@ -74,7 +74,7 @@ from pcispy.spy.filters import (ALL_COMMANDS, CONFIG_COMMANDS, IO_COMMANDS,
                                          MEMORY_COMMANDS, command_set)
 from pcispy.spy.format import CaptureMode, RecordKind, TriggerSource, record_bits
 from pcispy.host.board import Board
-from pcispy.host.command import (Command as CliCommand, int_range, output_path, positive_seconds,
+from pcispy.host.command import (CliCommand, int_range, output_path, positive_seconds,
                                  run_feature)
 from pcispy.host.errors import PcispyError, RefusedSetting, UsageError
 from pcispy.spy.readout_feature import (CAPTURE_STATUS, SEGMENT_FIELDS, SPY_MASTERS, TRACE_BAR,

@@ -22,7 +22,7 @@ from pcispy.pci.rules import ALL_RULES, CULPRITS
 from pcispy.board.registers import REGISTER_MAP
 from pcispy.spy.checker import LOG_DEPTH, NO_MASTER, RULES
 from pcispy.host.board import Board
-from pcispy.host.command import Command, positive_seconds, run_feature
+from pcispy.host.command import CliCommand, positive_seconds, run_feature
 from pcispy.host.errors import TransportError, UsageError
 from pcispy.spy.stats_feature import read_checker
 
@@ -172,7 +172,7 @@ def format_rules(result):
     return "\n".join(lines) + "\n"
 
 
-class CheckCommand(Command):
+class CheckCommand(CliCommand):
     name = "check"
     help = "the protocol checker: which rules the bus broke, how often, the first violation " \
            "(exit 3 if any); --list-rules without a board"

@@ -32,8 +32,7 @@ import numpy as np
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from pcispy.host.board import Board
-from pcispy.host.command import Command as CliCommand
-from pcispy.host.command import run_feature
+from pcispy.host.command import CliCommand, run_feature
 from pcispy.host.errors import PcispyError, TransportError
 from pcispy.spy.format import CaptureMode, RecordKind, record_bits, record_layouts
 from pcispy.spy.registers import SPY_MASTERS

@@ -33,7 +33,7 @@ from pcispy.spy.checker import RULES
 from pcispy.spy.counters import (FILTER_COUNTER_WIDTHS, HISTOGRAM_BINS, CounterValues,
                                  FilterCounter)
 from pcispy.host.board import Board
-from pcispy.host.command import Command as CliCommand, positive_seconds, run_feature
+from pcispy.host.command import CliCommand, positive_seconds, run_feature
 from pcispy.host.errors import PcispyError, UsageError
 
 __all__ = ["stats", "since_previous", "INTERVAL_COUNTERS", "read_snapshot", "read_counters",

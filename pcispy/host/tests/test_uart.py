@@ -48,7 +48,7 @@ def _wire_index(frame, position):
 
 def test_crc_and_escaping():
     assert P.crc16(b"123456789") == 0x29B1            # CRC-16/CCITT-FALSE check value
-    frame = P.frame(P.SOF, P.Status.OK, bytes((P.ESC, 1, P.SOF)))
+    frame = P.frame(P.SOF, P.ResponseStatus.OK, bytes((P.ESC, 1, P.SOF)))
     assert frame == bytes((P.SOF, P.ESC, P.SOF ^ 0x20, 0, 3, P.ESC, P.ESC ^ 0x20, 1,
                            P.ESC, P.SOF ^ 0x20)) + P.escape(
         P.crc16(bytes((P.SOF, 0, 3, P.ESC, 1, P.SOF))).to_bytes(2, "big"))
@@ -80,7 +80,7 @@ def test_registers_config_and_trace(side):
 
 #: A write of irq.seed (BAR0), as a request.
 SEED_DWORD = REGISTER_MAP["irq.seed"][0] // 4
-WRITE = (P.Command.WRITE, bytes((P.Space.BAR0,)) + SEED_DWORD.to_bytes(3, "little") +
+WRITE = (P.Opcode.WRITE, bytes((P.Space.BAR0,)) + SEED_DWORD.to_bytes(3, "little") +
          (0x55AA).to_bytes(4, "little"))
 
 #: (what, the damaged byte (direction, body position or wire index, fault), counter
@@ -200,10 +200,10 @@ def test_refusals(side):
         errors = []
         for call in (transport.read32(1, 0x100),                 # BAR1 has 64 words
                      transport.read_block(1, 0xF0, 8),           # runs past its end
-                     transport.request(P.Command.BULK_READ,
+                     transport.request(P.Opcode.BULK_READ,
                                        bytes((P.Space.BAR1, 0, 0, 0, 0)), 0),
                      transport.request(0x7F, b"", 0),
-                     transport.request(P.Command.READ, bytes((3, 0, 0, 0)), 4)):
+                     transport.request(P.Opcode.READ, bytes((3, 0, 0, 0)), 4)):
             with pytest.raises(TransportError) as error:
                 await call
             errors.append(str(error.value).split(": ")[-1])
@@ -252,7 +252,7 @@ class _Silent(ByteStream):
 
 class _Noisy(_Silent):
     async def read(self, timeout_s):
-        return P.frame(0x33, P.Status.OK, b"\0\0\0\0")[:-1] + b"\x00"    # bad CRC
+        return P.frame(0x33, P.ResponseStatus.OK, b"\0\0\0\0")[:-1] + b"\x00"    # bad CRC
 
 
 @pytest.mark.parametrize("stream, message", [

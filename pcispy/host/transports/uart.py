@@ -152,7 +152,7 @@ class UartTransport(Transport):
 
     async def status(self):
         """The board's side-channel STATUS (version, PCI side running, counters)."""
-        payload = await self.request(P.Command.STATUS, b"", P.STATUS_PAYLOAD)
+        payload = await self.request(P.Opcode.STATUS, b"", P.STATUS_PAYLOAD)
         self.board_status = P.parse_status(payload)
         return self.board_status
 
@@ -188,13 +188,13 @@ class UartTransport(Transport):
 
     def _check(self, command, answer, answer_length):
         command = getattr(command, "name", f"command {command}")
-        if answer.status == P.Status.PCI_TIMEOUT:
+        if answer.status == P.ResponseStatus.PCI_TIMEOUT:
             raise TransportError(
                 f"the board on {self.name} answers, but its PCI side does not: no PCI clock, "
                 "or RST# asserted")
-        if answer.status != P.Status.OK:
+        if answer.status != P.ResponseStatus.OK:
             try:
-                status = P.Status(answer.status).name
+                status = P.ResponseStatus(answer.status).name
             except ValueError:
                 status = f"status {answer.status}"
             raise TransportError(f"the board on {self.name} refused {command}: {status}")
@@ -274,21 +274,21 @@ class UartTransport(Transport):
                                  "(only BAR0 registers and the BAR1 trace memory)") from None
 
     async def read32(self, bar, offset):
-        data = await self.request(P.Command.READ, self._address(self._space(bar), offset), 4)
+        data = await self.request(P.Opcode.READ, self._address(self._space(bar), offset), 4)
         return struct.unpack("<I", data)[0]
 
     async def write32(self, bar, offset, value):
-        await self.request(P.Command.WRITE, self._address(self._space(bar), offset) +
+        await self.request(P.Opcode.WRITE, self._address(self._space(bar), offset) +
                            struct.pack("<I", value & 0xFFFFFFFF), 0)
 
     async def config_read(self, offset):
         self._check_config(offset)
-        data = await self.request(P.Command.READ, self._address(P.Space.CONFIG, offset), 4)
+        data = await self.request(P.Opcode.READ, self._address(P.Space.CONFIG, offset), 4)
         return struct.unpack("<I", data)[0]
 
     async def config_write(self, offset, value):
         self._check_config(offset)
-        await self.request(P.Command.WRITE, self._address(P.Space.CONFIG, offset) +
+        await self.request(P.Opcode.WRITE, self._address(P.Space.CONFIG, offset) +
                            struct.pack("<I", value & 0xFFFFFFFF), 0)
 
     @staticmethod
@@ -303,7 +303,7 @@ class UartTransport(Transport):
         while len(words) < count:
             n = min(P.MAX_WORDS, count - len(words))
             data = await self.request(
-                P.Command.BULK_READ,
+                P.Opcode.BULK_READ,
                 self._address(space, offset + 4 * len(words)) + bytes((n,)), 4 * n)
             words += struct.unpack(f"<{n}I", data)
         return words

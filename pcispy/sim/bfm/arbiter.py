@@ -35,7 +35,7 @@ from amaranth import Module, Signal, Mux
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from pcispy.sim.control import (ControlRegisters, ControlSignature, Register, register_reads,
+from pcispy.sim.control import (ControlRegisters, ControlSignature, ControlRegister, register_reads,
                                 register_writes)
 
 __all__ = ["Arbiter", "ArbiterDriver", "ArbiterReg", "REGISTERS", "ParkPolicy"]
@@ -49,18 +49,19 @@ class ParkPolicy:
 
 #: The control-port registers of :class:`Arbiter`.
 REGISTERS = ControlRegisters("ArbiterReg", [
-    Register("PARK", 0, doc="the fixed park master (0..masters-1), used with ParkPolicy.FIXED"),
-    Register("REMOVE_AFTER", 1,
-             doc="remove GNT# this many clocks after the owner's FRAME# (0 = never)"),
-    Register("DOUBLE_GRANT", 2, doc="bit 0: grant the next master as well (breaks the "
-             "one-GNT# rule)"),
-    Register("GRANTS", 3, doc="read: number of grant changes since reset"),
-    Register("REMOVALS", 4, doc="read: number of forced removals since reset"),
-    Register("NO_IDLE_GAP", 5, doc="bit 0: move GNT# on an idle bus with no clock between "
-             "the grants (breaks the idle-bus grant rule)"),
-    Register("PARK_POLICY", 6, doc="ParkPolicy: park on the last owner (reset) or on PARK"),
-    Register("SAME_CLOCK", 7, doc="bit 0: stress knob, GNT# from this clock's FRAME#/IRDY# "
-             "(no real arbiter can; off after reset)"),
+    ControlRegister("PARK", 0,
+                    doc="the fixed park master (0..masters-1), used with ParkPolicy.FIXED"),
+    ControlRegister("REMOVE_AFTER", 1,
+                    doc="remove GNT# this many clocks after the owner's FRAME# (0 = never)"),
+    ControlRegister("DOUBLE_GRANT", 2, doc="bit 0: grant the next master as well (breaks the "
+                    "one-GNT# rule)"),
+    ControlRegister("GRANTS", 3, doc="read: number of grant changes since reset"),
+    ControlRegister("REMOVALS", 4, doc="read: number of forced removals since reset"),
+    ControlRegister("NO_IDLE_GAP", 5, doc="bit 0: move GNT# on an idle bus with no clock between "
+                    "the grants (breaks the idle-bus grant rule)"),
+    ControlRegister("PARK_POLICY", 6, doc="ParkPolicy: park on the last owner (reset) or on PARK"),
+    ControlRegister("SAME_CLOCK", 7, doc="bit 0: stress knob, GNT# from this clock's FRAME#/IRDY# "
+                    "(no real arbiter can; off after reset)"),
 ])
 
 #: Control-port register indices of :class:`Arbiter`.

@@ -64,7 +64,7 @@ from pcispy.sim.bfm.bridge_queues import (COUNT_BITS, READ_WORDS, DelayedState, 
                                           DelayedTransaction, PostedWriteBuffer)
 from pcispy.sim.bfm.nets import net
 from pcispy.sim.bfm.profiles import named
-from pcispy.sim.control import (ControlRegisters, ControlSignature, Field, Register,
+from pcispy.sim.control import (ControlRegisters, ControlSignature, ControlField, ControlRegister,
                                 register_reads, written)
 
 __all__ = ["PCIBridge", "BridgeProfile", "BRIDGE_PROFILES", "bridge_profile_by_name",
@@ -93,7 +93,7 @@ def _stat_registers():
     registers = []
     for d, direction in enumerate(DIRECTIONS):
         for k, name in enumerate(STATS):
-            registers.append(Register(f"{direction.upper()}_{name.upper()}",
+            registers.append(ControlRegister(f"{direction.upper()}_{name.upper()}",
                                       _STATS_BASE + len(STATS) * d + k))
     return registers
 
@@ -102,43 +102,43 @@ def _stat_registers():
 #: one); a direction's statistics: ``downstream`` (primary to secondary) and
 #: ``upstream``.
 REGISTERS = ControlRegisters("BridgeReg", [
-    Register("ID", 0x00, doc='read: ID_VALUE ("PCIB")'),
-    Register("DECODE", 0x01, (
-        Field("primary_devsel", 0, 2, "DEVSEL# speed on the primary bus (DevselSpeed)",
+    ControlRegister("ID", 0x00, doc='read: ID_VALUE ("PCIB")'),
+    ControlRegister("DECODE", 0x01, (
+        ControlField("primary_devsel", 0, 2, "DEVSEL# speed on the primary bus (DevselSpeed)",
               reset=DevselSpeed.MEDIUM.value),
-        Field("secondary_devsel", 2, 2, "DEVSEL# speed on the secondary bus",
+        ControlField("secondary_devsel", 2, 2, "DEVSEL# speed on the secondary bus",
               reset=DevselSpeed.MEDIUM.value),
     )),
-    Register("POSTING", 0x02, (
-        Field("post_threshold", 0, 7, "words of a posted transaction in the buffer before "
-              "its flush starts (all of them once it has ended)", reset=1),
-        Field("post_max_burst", 8, 7, "most words per flush (0: no limit)"),
-        Field("post_delay", 16, 8, "clocks a posted word takes to reach the other side"),
-        Field("post_latency", 24, 5, "clocks from the address phase to the first TRDY# "
-              "of a posted write, minus one (at least the DEVSEL# clock)"),
+    ControlRegister("POSTING", 0x02, (
+        ControlField("post_threshold", 0, 7, "words of a posted transaction in the buffer before "
+                     "its flush starts (all of them once it has ended)", reset=1),
+        ControlField("post_max_burst", 8, 7, "most words per flush (0: no limit)"),
+        ControlField("post_delay", 16, 8, "clocks a posted word takes to reach the other side"),
+        ControlField("post_latency", 24, 5, "clocks from the address phase to the first TRDY# "
+                     "of a posted write, minus one (at least the DEVSEL# clock)"),
     )),
-    Register("DELAYS", 0x03, (
-        Field("request_delay", 0, 8, "clocks a delayed request takes to reach the other "
-              "side's master"),
-        Field("completion_delay", 8, 8, "clocks its completion takes to come back"),
-        Field("retry_backoff", 16, 8, "clocks the master half waits after being retried",
+    ControlRegister("DELAYS", 0x03, (
+        ControlField("request_delay", 0, 8, "clocks a delayed request takes to reach the other "
+                     "side's master"),
+        ControlField("completion_delay", 8, 8, "clocks its completion takes to come back"),
+        ControlField("retry_backoff", 16, 8, "clocks the master half waits after being retried",
               reset=2),
     )),
-    Register("PREFETCH", 0x04, (
-        Field("prefetch_words", 0, 7, "DWORDs a Memory Read Multiple fetches (1..64)",
+    ControlRegister("PREFETCH", 0x04, (
+        ControlField("prefetch_words", 0, 7, "DWORDs a Memory Read Multiple fetches (1..64)",
               reset=8),
     )),
-    Register("DISCARD", 0x05, (
-        Field("discard_clocks", 0, 16, "clocks an uncollected completion is kept",
+    ControlRegister("DISCARD", 0x05, (
+        ControlField("discard_clocks", 0, 16, "clocks an uncollected completion is kept",
               reset=0x8000),
     )),
-    Register("STATE", 0x06, (
-        Field("down_state", 0, 2, "DelayedState of the downstream delayed transaction"),
-        Field("up_state", 2, 2, "... of the upstream one"),
-        Field("down_posted", 8, 7, "words in the downstream posted-write buffer"),
-        Field("up_posted", 16, 7, "words in the upstream posted-write buffer"),
+    ControlRegister("STATE", 0x06, (
+        ControlField("down_state", 0, 2, "DelayedState of the downstream delayed transaction"),
+        ControlField("up_state", 2, 2, "... of the upstream one"),
+        ControlField("down_posted", 8, 7, "words in the downstream posted-write buffer"),
+        ControlField("up_posted", 16, 7, "words in the upstream posted-write buffer"),
     ), doc="read-only"),
-    Register("SECONDARY_BUS", 0x07, doc="read-only: the secondary bus number programmed"),
+    ControlRegister("SECONDARY_BUS", 0x07, doc="read-only: the secondary bus number programmed"),
 ] + _stat_registers())
 
 #: Control-port register indices.

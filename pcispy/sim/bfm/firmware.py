@@ -22,7 +22,7 @@ Timer) reads back what it keeps: :class:`Function` holds the values read back.
 from dataclasses import dataclass, field
 
 from pcispy.sim.bfm.bridge import Type1Config
-from pcispy.sim.bfm.initiator import Status
+from pcispy.sim.bfm.initiator import Outcome
 
 __all__ = ["Bar", "Function", "enumerate_bus", "enumerate_bridge", "MEM_BASE", "IO_BASE", "COMMAND_ENABLES",
            "CACHE_LINE_SIZE", "LATENCY_TIMER"]
@@ -77,7 +77,7 @@ def _align(value, size):
 
 async def _read(driver, slot, register):
     result = await driver.config_read(slot, register)
-    return result.value if result.status == Status.OK else 0xFFFF_FFFF
+    return result.value if result.status == Outcome.OK else 0xFFFF_FFFF
 
 
 async def _size_bar(driver, slot, register):

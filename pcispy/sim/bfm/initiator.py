@@ -55,11 +55,12 @@ from pcispy.pci.lfsr import lfsr_step
 from pcispy.sim.bfm.backdoor_ram import BackdoorRAM
 from pcispy.sim.bfm.gate import Gate
 from pcispy.sim.bfm.nets import net
-from pcispy.sim.control import (ControlRegisters, ControlSignature, Field, Register,
+from pcispy.sim.control import (ControlRegisters, ControlSignature, ControlField, ControlRegister,
                                 register_reads, written)
 
 __all__ = [
-    "REGISTERS", "COMMAND", "RESULT", "INJECT", "CONFIG", "Reg", "Status", "BUFFER_PATH", "ID_VALUE",
+    "REGISTERS", "COMMAND", "RESULT", "INJECT", "CONFIG", "Reg", "Outcome",
+    "BUFFER_PATH", "ID_VALUE",
     "STATUS_BUSY", "STATUS_RESULT", "STATUS_QUEUE_FULL", "STATUS_PUSH_REFUSED",
     "STATUS_BUF_REFUSED", "STATUS_CONFIG_REFUSED",
     "unpack",
@@ -69,36 +70,36 @@ __all__ = [
 
 def _flags(*names):
     """One-bit fields, bit 0 first, each ``(name, doc)``."""
-    return tuple(Field(name, bit, 1, doc) for bit, (name, doc) in enumerate(names))
+    return tuple(ControlField(name, bit, 1, doc) for bit, (name, doc) in enumerate(names))
 
 
 #: The control-port registers (indices of 32-bit words). CMD and RESULT are records of
 #: eight words each, written / read word by word.
 REGISTERS = ControlRegisters("Reg", [
-    Register("ID", 0x000, doc='read: ID_VALUE ("PCII")'),
-    Register("STATUS", 0x001, (
-        Field("busy", 0, 1, "a command is queued or running"),
-        Field("result", 1, 1, "a result waits (same as event)"),
-        Field("queue_full", 2, 1),
-        Field("push_refused", 8, 1, "sticky: PUSH while the queue was full"),
-        Field("buf_refused", 9, 1, "sticky: BUF_DATA access while busy (reads all ones)"),
-        Field("config_refused", 10, 1,
-              "sticky: CONFIG write with a cache line not a power of two"),
+    ControlRegister("ID", 0x000, doc='read: ID_VALUE ("PCII")'),
+    ControlRegister("STATUS", 0x001, (
+        ControlField("busy", 0, 1, "a command is queued or running"),
+        ControlField("result", 1, 1, "a result waits (same as event)"),
+        ControlField("queue_full", 2, 1),
+        ControlField("push_refused", 8, 1, "sticky: PUSH while the queue was full"),
+        ControlField("buf_refused", 9, 1, "sticky: BUF_DATA access while busy (reads all ones)"),
+        ControlField("config_refused", 10, 1,
+                     "sticky: CONFIG write with a cache line not a power of two"),
     ), doc="read: the bits; write 1s to clear the sticky refusal bits"),
-    Register("CONFIG", 0x002, (
-        Field("lat_timer", 0, 8, "Latency Timer: expired once more clocks than this passed "
-              "since FRAME# (reset 255: never, as the clock count saturates there)",
+    ControlRegister("CONFIG", 0x002, (
+        ControlField("lat_timer", 0, 8, "Latency Timer: expired once more clocks than this passed "
+                     "since FRAME# (reset 255: never, as the clock count saturates there)",
               reset=0xFF),
-        Field("perr_enable", 8, 1,
-              "(p) assert PERR# two clocks after a read data phase with bad parity"),
-        Field("cache_line", 9, 8,
-              "Cache Line Size in DWORDs (0 or a power of two; others refused)"),
+        ControlField("perr_enable", 8, 1,
+                     "(p) assert PERR# two clocks after a read data phase with bad parity"),
+        ControlField("cache_line", 9, 8,
+                     "Cache Line Size in DWORDs (0 or a power of two; others refused)"),
     ), doc="settings that hold across commands"),
-    Register("SEED", 0x003, doc="write: seed the LFSR (0 is taken as 1)"),
-    Register("RETRY_LIMIT", 0x004, (Field("retry_limit", 0, 16, reset=1024),),
-             doc="consecutive retries before giving up; 0 = never"),
+    ControlRegister("SEED", 0x003, doc="write: seed the LFSR (0 is taken as 1)"),
+    ControlRegister("RETRY_LIMIT", 0x004, (ControlField("retry_limit", 0, 16, reset=1024),),
+                    doc="consecutive retries before giving up; 0 = never"),
     # Error injection: each bit breaks exactly one protocol rule.
-    Register("INJECT", 0x005, _flags(
+    ControlRegister("INJECT", 0x005, _flags(
         ("irdy_drop", "(a) deassert IRDY# for one clock before its data phase completed"),
         ("frame_no_irdy", "(b) deassert FRAME# while IRDY# is deasserted (wait before last "
          "phase), once per command; the bus then looks idle, so the transaction is over "
@@ -131,42 +132,44 @@ REGISTERS = ControlRegisters("Reg", [
         ("park_no_par", "(x) parked: AD and C/BE# driven, PAR not"),
         ("park_float", "(y) never park: AD, C/BE#, PAR float on an idle bus with GNT#"),
     )),
-    Register("PERR_COUNT", 0x006, doc="read: read-data parity errors detected since reset"),
-    Register("BUF_ADDR", 0x008, doc="buffer DWORD index for BUF_DATA (auto-increments)"),
-    Register("BUF_DATA", 0x009, doc="read/write one buffer DWORD (only while not busy)"),
-    Register("CMD", 0x010, words=8, doc="the command being assembled", fields=(
-        Field("code", 0, 4, "bus command (Command), DAC is added automatically"),
-        Field("req64", 4, 1, "ask for 64-bit data phases (REQ64#)"),
-        Field("imm", 5, 1, "write data is ``imm_data`` in every DWORD, not the buffer"),
-        Field("wait_first", 8, 4, "IRDY# wait states before the first data phase"),
-        Field("wait_next", 12, 4, "IRDY# wait states before each later data phase"),
-        Field("wait_rand", 16, 4, "plus (LFSR & wait_rand) random wait states per phase"),
-        Field("idle", 24, 8, "idle clocks between transactions of this command"),
-        Field("be_first", 32, 4, "C/BE# (pin level, 0 = byte enabled) of the first DWORD"),
-        Field("be_mid", 36, 4, "... of the DWORDs between"),
-        Field("be_last", 40, 4, "... of the last DWORD (a 1-DWORD command uses be_first)"),
-        Field("length", 64, 20, "DWORDs to move, 1..2**20-1"),
-        Field("burst", 96, 16, "most data phases per transaction, 0 = no limit"),
-        Field("buf_off", 128, 20, "buffer DWORD where write data comes from / read data goes"),
-        Field("addr", 160, 64, "byte address; above 4 GiB a Dual Address Cycle is used"),
-        Field("imm_data", 224, 32),
+    ControlRegister("PERR_COUNT", 0x006, doc="read: read-data parity errors detected since reset"),
+    ControlRegister("BUF_ADDR", 0x008, doc="buffer DWORD index for BUF_DATA (auto-increments)"),
+    ControlRegister("BUF_DATA", 0x009, doc="read/write one buffer DWORD (only while not busy)"),
+    ControlRegister("CMD", 0x010, words=8, doc="the command being assembled", fields=(
+        ControlField("code", 0, 4, "bus command (Command), DAC is added automatically"),
+        ControlField("req64", 4, 1, "ask for 64-bit data phases (REQ64#)"),
+        ControlField("imm", 5, 1, "write data is ``imm_data`` in every DWORD, not the buffer"),
+        ControlField("wait_first", 8, 4, "IRDY# wait states before the first data phase"),
+        ControlField("wait_next", 12, 4, "IRDY# wait states before each later data phase"),
+        ControlField("wait_rand", 16, 4, "plus (LFSR & wait_rand) random wait states per phase"),
+        ControlField("idle", 24, 8, "idle clocks between transactions of this command"),
+        ControlField("be_first", 32, 4, "C/BE# (pin level, 0 = byte enabled) of the first DWORD"),
+        ControlField("be_mid", 36, 4, "... of the DWORDs between"),
+        ControlField("be_last", 40, 4, "... of the last DWORD (a 1-DWORD command uses be_first)"),
+        ControlField("length", 64, 20, "DWORDs to move, 1..2**20-1"),
+        ControlField("burst", 96, 16, "most data phases per transaction, 0 = no limit"),
+        ControlField("buf_off", 128, 20,
+                     "buffer DWORD where write data comes from / read data goes"),
+        ControlField("addr", 160, 64, "byte address; above 4 GiB a Dual Address Cycle is used"),
+        ControlField("imm_data", 224, 32),
     )),
-    Register("PUSH", 0x018, doc="write: queue the assembled command"),
-    Register("RESULT", 0x020, words=8, doc="the oldest result", fields=(
-        Field("status", 0, 3, "Status"),
-        Field("ack64", 3, 1, "the last transaction was answered with ACK64#"),
-        Field("perr", 8, 8, "read data parity errors detected"),
-        Field("phases", 32, 32, "data phases that moved data"),
-        Field("dwords", 64, 32, "DWORDs moved"),
-        Field("transactions", 96, 16, "address phases (retried ones included)"),
-        Field("retries", 112, 16),
-        Field("disconnects", 128, 16, "with or without data"),
-        Field("lt_ends", 144, 16, "transactions ended by the Latency Timer"),
-        Field("clocks", 160, 32, "from taking the command to its last idle clock, inclusive"),
-        Field("latency", 192, 16, "first transaction: clocks from address phase to TRDY#"),
-        Field("last_data", 224, 32, "last DWORD read (all ones after an abort)"),
+    ControlRegister("PUSH", 0x018, doc="write: queue the assembled command"),
+    ControlRegister("RESULT", 0x020, words=8, doc="the oldest result", fields=(
+        ControlField("status", 0, 3, "Outcome"),
+        ControlField("ack64", 3, 1, "the last transaction was answered with ACK64#"),
+        ControlField("perr", 8, 8, "read data parity errors detected"),
+        ControlField("phases", 32, 32, "data phases that moved data"),
+        ControlField("dwords", 64, 32, "DWORDs moved"),
+        ControlField("transactions", 96, 16, "address phases (retried ones included)"),
+        ControlField("retries", 112, 16),
+        ControlField("disconnects", 128, 16, "with or without data"),
+        ControlField("lt_ends", 144, 16, "transactions ended by the Latency Timer"),
+        ControlField("clocks", 160, 32,
+                     "from taking the command to its last idle clock, inclusive"),
+        ControlField("latency", 192, 16, "first transaction: clocks from address phase to TRDY#"),
+        ControlField("last_data", 224, 32, "last DWORD read (all ones after an abort)"),
     )),
-    Register("POP", 0x028, doc="write: drop the oldest result"),
+    ControlRegister("POP", 0x028, doc="write: drop the oldest result"),
 ])
 
 #: Control-port register indices.
@@ -197,7 +200,7 @@ _QUEUE_DEPTH = 4
 _ABORT_CLOCK = 5           # DEVSEL# may come as late as clock 5 (subtractive decode)
 
 
-class Status(enum.Enum, shape=3):
+class Outcome(enum.Enum, shape=3):
     """How a command ended."""
     OK           = 0
     MASTER_ABORT = 1  # no DEVSEL#: reads return all ones
@@ -240,7 +243,7 @@ class BehaviouralInitiator(wiring.Component):
             queue when the initiator is idle (the interrupt responder's acknowledge
             writes). Its results do not enter the result FIFO; instead
         prio_done (Out, 1): pulses for one clock when a ``prio`` command has finished,
-        prio_status (Out, Status): its status, valid with ``prio_done``.
+        prio_status (Out, Outcome): its status, valid with ``prio_done``.
 
     Parameters:
         width: bus width, 32 or 64.
@@ -253,12 +256,12 @@ class BehaviouralInitiator(wiring.Component):
             ``prio``, GNT# not on it and nothing of its own on the bus, no control-port
             access. Its random generator steps on every clock all the same.
 
-    Commands are refused (Status.BAD_COMMAND, no bus activity) when the length is 0, the
+    Commands are refused (Outcome.BAD_COMMAND, no bus activity) when the length is 0, the
     code is DUAL_ADDRESS (the initiator adds DAC itself), REQ64# is asked on a 32-bit bus,
     or the buffer range (for reads, or writes without ``imm``) runs past the buffer.
     A transaction asks for REQ64# only when the command asks for it, the address and the
     buffer DWORD are 8-byte aligned and at least two DWORDs remain. A Special Cycle is
-    claimed by nobody and so ends as a master abort (Status.MASTER_ABORT), as on a bus.
+    claimed by nobody and so ends as a master abort (Outcome.MASTER_ABORT), as on a bus.
     """
 
     def __init__(self, width=32, buffer_addr_bits=14, verilog_ram=True, *, gated=False):
@@ -273,7 +276,7 @@ class BehaviouralInitiator(wiring.Component):
             "ctl": Out(ControlSignature()),
             "prio": In(stream.Signature(COMMAND)),
             "prio_done": Out(1),
-            "prio_status": Out(Status),
+            "prio_status": Out(Outcome),
         })
 
     @property
@@ -346,7 +349,7 @@ class _InitiatorLogic:
         self.cur = Signal(COMMAND)
         self.from_prio = Signal()
         self.res = Signal(RESULT)
-        self.cur_status = Signal(Status)
+        self.cur_status = Signal(Outcome)
         self.is_read = Signal()
         self.is_dac = Signal()
         self.idx = Signal(20)            # DWORDs done
@@ -855,7 +858,7 @@ class _InitiatorLogic:
         report."""
         m, cur = self.m, self.cur
         m.d.sync += self.cur_status.eq(status)
-        with m.If(self.is_read & (status != Status.OK.value) & (self.idx < cur.length)):
+        with m.If(self.is_read & (status != Outcome.OK.value) & (self.idx < cur.length)):
             m.d.sync += [self.fill_left.eq(cur.length - self.idx),
                          self.res.last_data.eq(0xFFFF_FFFF)]
             self.goto(_State.FILL)
@@ -868,7 +871,7 @@ class _InitiatorLogic:
         m.d.sync += [self.res.as_value().eq(0), self.idx.eq(0), self.retry_run.eq(0),
                      self.latency_done.eq(0), self.oneshot_irdy_drop.eq(0),
                      self.oneshot_irdy_idle.eq(0), self.oneshot_frame_after_stop.eq(0),
-                     self.cur_status.eq(Status.OK)]
+                     self.cur_status.eq(Outcome.OK)]
         with m.If(prio.valid):
             m.d.comb += prio.ready.eq(1)
             m.d.sync += [self.cur.eq(prio.payload), self.from_prio.eq(1)]
@@ -887,7 +890,7 @@ class _InitiatorLogic:
                (cur.req64 & (not self.wide)) |
                (uses_buffer & (cur.buf_off + cur.length > self.initiator.buffer_dwords)))
         with m.If(bad):
-            m.d.sync += self.cur_status.eq(Status.BAD_COMMAND)
+            m.d.sync += self.cur_status.eq(Outcome.BAD_COMMAND)
             self.goto(_State.REPORT)
         with m.Else():
             self.goto(_State.ARB)
@@ -1045,14 +1048,14 @@ class _InitiatorLogic:
 
         with m.Switch(xfer_term):
             with m.Case(Termination.MASTER_ABORT):
-                self.finish(Status.MASTER_ABORT)
+                self.finish(Outcome.MASTER_ABORT)
             with m.Case(Termination.TARGET_ABORT):
-                self.finish(Status.TARGET_ABORT)
+                self.finish(Outcome.TARGET_ABORT)
             with m.Case(Termination.RETRY):
                 retry_limit, retry_run = self.retry_limit, self.retry_run
                 m.d.sync += [res.retries.eq(res.retries + 1), retry_run.eq(retry_run + 1)]
                 with m.If((retry_limit != 0) & (retry_run + 1 >= retry_limit)):
-                    self.finish(Status.RETRY_LIMIT)
+                    self.finish(Outcome.RETRY_LIMIT)
                 with m.Else():
                     again()
             with m.Default():
@@ -1062,7 +1065,7 @@ class _InitiatorLogic:
                 with m.If(xfer_term == Termination.LATENCY_TIMER):
                     m.d.sync += res.lt_ends.eq(res.lt_ends + 1)
                 with m.If(self.remaining == 0):
-                    self.finish(Status.OK)
+                    self.finish(Outcome.OK)
                 with m.Else():
                     again()
 
@@ -1108,7 +1111,7 @@ class InitiatorResult:
     latency, not the time the command waited for its first data; that time is in
     ``clocks`` (the whole command), and ``retries`` says how many attempts came first.
     """
-    status: Status
+    status: Outcome
     ack64: bool
     perr: int
     phases: int
@@ -1125,7 +1128,7 @@ class InitiatorResult:
 
     @property
     def ok(self):
-        return self.status == Status.OK
+        return self.status == Outcome.OK
 
     @classmethod
     def from_words(cls, words):
@@ -1133,7 +1136,7 @@ class InitiatorResult:
         for i, word in enumerate(words):
             raw |= word << (32 * i)
         fields = REGISTERS["RESULT"].unpack(raw)
-        fields["status"] = Status(fields["status"])
+        fields["status"] = Outcome(fields["status"])
         fields["ack64"] = bool(fields["ack64"])
         return cls(**fields)
 

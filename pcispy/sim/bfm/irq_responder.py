@@ -22,8 +22,8 @@ from amaranth.lib.wiring import In, Out
 from pcispy.pci.bus import Command
 from pcispy.pci.lfsr import lfsr_advance
 from pcispy.sim.bfm.gate import Gate
-from pcispy.sim.bfm.initiator import COMMAND, Status
-from pcispy.sim.control import (ControlRegisters, ControlSignature, Field, Register,
+from pcispy.sim.bfm.initiator import COMMAND, Outcome
+from pcispy.sim.control import (ControlRegisters, ControlSignature, ControlField, ControlRegister,
                                 register_reads, register_writes)
 
 __all__ = ["InterruptResponder", "IrqReg", "REGISTERS", "IRQ_CONTROL", "LOG_ENTRY", "CHECKPOINTS",
@@ -36,40 +36,41 @@ _LOG_DEPTH = 16
 
 #: The control-port registers of :class:`InterruptResponder`.
 REGISTERS = ControlRegisters("IrqReg", [
-    Register("ID", 0x00, doc='read: ID_VALUE ("PCIQ")'),
-    Register("CONTROL", 0x01, (
-        Field("enable", 0, 1, "respond to INTA#"),
-        Field("uniform", 1, 1, "delay uniform in [DELAY_MIN, DELAY_MAX]; else fixed DELAY_MIN"),
-        Field("checkpoints", 2, 3, "checkpoint writes per interrupt, 0..CHECKPOINTS"),
+    ControlRegister("ID", 0x00, doc='read: ID_VALUE ("PCIQ")'),
+    ControlRegister("CONTROL", 0x01, (
+        ControlField("enable", 0, 1, "respond to INTA#"),
+        ControlField("uniform", 1, 1,
+                     "delay uniform in [DELAY_MIN, DELAY_MAX]; else fixed DELAY_MIN"),
+        ControlField("checkpoints", 2, 3, "checkpoint writes per interrupt, 0..CHECKPOINTS"),
     ), doc="a checkpoint count above CHECKPOINTS is refused"),
-    Register("STATUS", 0x02, (
-        Field("busy", 0, 1),
-        Field("refused", 1, 1, "a control write was refused (sticky; write 1 clears)"),
+    ControlRegister("STATUS", 0x02, (
+        ControlField("busy", 0, 1),
+        ControlField("refused", 1, 1, "a control write was refused (sticky; write 1 clears)"),
     )),
-    Register("SEED", 0x03, doc="write: seed the LFSR (0 is taken as 1); read: its state"),
-    Register("DELAY_MIN", 0x04),
-    Register("DELAY_MAX", 0x05, doc="below DELAY_MIN is refused"),
-    Register("ACK_ADDR_LO", 0x06),
-    Register("ACK_ADDR_HI", 0x07),
-    Register("ACK_VALUE", 0x08),
-    Register("CKPT_ADDR_LO", 0x09),
-    Register("CKPT_ADDR_HI", 0x0A),
-    Register("CKPT_VALUE", 0x0B, doc="checkpoint k writes CKPT_VALUE + k"),
-    Register("CKPT_OFFSET", 0x0C, words=CHECKPOINTS,
-             doc="word k: clocks after the acknowledge for checkpoint k"),
-    Register("COUNT", 0x10, doc="read: interrupts seen"),
-    Register("LOGGED", 0x11, doc="read: log entries written (the log keeps the last 16)"),
-    Register("LOG_INDEX", 0x12, doc="which entry LOG reads (modulo 16)"),
-    Register("LOG", 0x14, words=4, doc="the entry at LOG_INDEX", fields=(
-        Field("delay", 0, 32,
-              "drawn delay: the acknowledge is requested at t_irq + delay (delay >= 2)"),
-        Field("t_irq", 32, 32, "NOW when INTA# was seen asserted"),
-        Field("t_ack", 64, 32, "NOW when the acknowledge write had completed"),
-        Field("t_ckpt", 96, 32, "NOW when the last checkpoint write had completed "
-              "(t_ack if none)"),
+    ControlRegister("SEED", 0x03, doc="write: seed the LFSR (0 is taken as 1); read: its state"),
+    ControlRegister("DELAY_MIN", 0x04),
+    ControlRegister("DELAY_MAX", 0x05, doc="below DELAY_MIN is refused"),
+    ControlRegister("ACK_ADDR_LO", 0x06),
+    ControlRegister("ACK_ADDR_HI", 0x07),
+    ControlRegister("ACK_VALUE", 0x08),
+    ControlRegister("CKPT_ADDR_LO", 0x09),
+    ControlRegister("CKPT_ADDR_HI", 0x0A),
+    ControlRegister("CKPT_VALUE", 0x0B, doc="checkpoint k writes CKPT_VALUE + k"),
+    ControlRegister("CKPT_OFFSET", 0x0C, words=CHECKPOINTS,
+                    doc="word k: clocks after the acknowledge for checkpoint k"),
+    ControlRegister("COUNT", 0x10, doc="read: interrupts seen"),
+    ControlRegister("LOGGED", 0x11, doc="read: log entries written (the log keeps the last 16)"),
+    ControlRegister("LOG_INDEX", 0x12, doc="which entry LOG reads (modulo 16)"),
+    ControlRegister("LOG", 0x14, words=4, doc="the entry at LOG_INDEX", fields=(
+        ControlField("delay", 0, 32,
+                     "drawn delay: the acknowledge is requested at t_irq + delay (delay >= 2)"),
+        ControlField("t_irq", 32, 32, "NOW when INTA# was seen asserted"),
+        ControlField("t_ack", 64, 32, "NOW when the acknowledge write had completed"),
+        ControlField("t_ckpt", 96, 32, "NOW when the last checkpoint write had completed "
+                     "(t_ack if none)"),
     )),
-    Register("SEEN", 0x18, doc="entries Python has handled; ``event`` = LOGGED != SEEN"),
-    Register("NOW", 0x19, doc="read: the free-running clock counter"),
+    ControlRegister("SEEN", 0x18, doc="entries Python has handled; ``event`` = LOGGED != SEEN"),
+    ControlRegister("NOW", 0x19, doc="read: the free-running clock counter"),
 ])
 
 #: Control-port register indices of the interrupt responder.
@@ -203,7 +204,7 @@ class InterruptResponder(wiring.Component):
         inta (In, 1): INTA# as resolved on the bus, inside level (1 = asserted).
         cmd (Out, stream.Signature(COMMAND)): write commands for the initiator's ``prio``.
         done (In, 1): the initiator's ``prio_done`` (one clock per finished command).
-        done_status (In, Status): the initiator's ``prio_status``.
+        done_status (In, Outcome): the initiator's ``prio_status``.
         ctl (Out, ControlSignature): registers :class:`IrqReg`; ``event`` while log
             entries are newer than ``SEEN``.
 
@@ -223,7 +224,7 @@ class InterruptResponder(wiring.Component):
             "inta": In(1),
             "cmd": Out(stream.Signature(COMMAND)),
             "done": In(1),
-            "done_status": In(Status),
+            "done_status": In(Outcome),
             "ctl": Out(ControlSignature()),
         })
 

@@ -35,7 +35,7 @@ from amaranth.lib.wiring import Out
 from pcispy.pci.bus import PCIBusSignature
 from pcispy.sim.bfm.gate import Gate
 from pcispy.sim.bfm.resolver import shared_lines
-from pcispy.sim.control import (ControlRegisters, ControlSignature, Field, Register,
+from pcispy.sim.control import (ControlRegisters, ControlSignature, ControlField, ControlRegister,
                                 register_reads, register_writes, written)
 
 __all__ = ["Saboteur", "SaboteurDriver", "SaboteurReg", "REGISTERS", "channel_register",
@@ -78,33 +78,34 @@ def _channel_registers(index):
     """The registers of channel ``index``."""
     base = CHANNEL_BASE + CHANNEL_STRIDE * index
     return [
-        Register(f"LINE_{index}", base + 0, doc="the line (index into shared_lines)"),
-        Register(f"VALUE_{index}", base + 1,
-                 doc="the value it drives (inside level, low bits)"),
-        Register(f"TRIGGER_{index}", base + 2, doc="Trigger"),
-        Register(f"DELAY_{index}", base + 3,
-                 doc="clocks between the trigger and the first driven one"),
-        Register(f"CLOCKS_{index}", base + 4, doc="clocks it drives"),
+        ControlRegister(f"LINE_{index}", base + 0, doc="the line (index into shared_lines)"),
+        ControlRegister(f"VALUE_{index}", base + 1,
+                        doc="the value it drives (inside level, low bits)"),
+        ControlRegister(f"TRIGGER_{index}", base + 2, doc="Trigger"),
+        ControlRegister(f"DELAY_{index}", base + 3,
+                        doc="clocks between the trigger and the first driven one"),
+        ControlRegister(f"CLOCKS_{index}", base + 4, doc="clocks it drives"),
     ]
 
 
 #: The control-port registers of :class:`Saboteur`.
 REGISTERS = ControlRegisters("SaboteurReg", [
-    Register("REQUEST", 0, doc="Request"),
-    Register("PARK_MODE", 1, doc="ParkMode"),
-    Register("PARK_DELAY", 2,
-             doc="parked clocks before it drives AD/C/BE# (1..255; 0 reads as 1)"),
-    Register("PARK_AD", 3, doc="the AD[31:0] it parks with"),
-    Register("PARK_CBE", 4, doc="the C/BE#[3:0] it parks with (pin levels)"),
-    Register("ARM", 5, (
-        Field("arm", 0, CHANNELS, "bit c arms channel c (both at once with 0b11)"),
-        Field("stop", 8, CHANNELS, "bit c stops channel c (disarmed, not driving)"),
+    ControlRegister("REQUEST", 0, doc="Request"),
+    ControlRegister("PARK_MODE", 1, doc="ParkMode"),
+    ControlRegister("PARK_DELAY", 2,
+                    doc="parked clocks before it drives AD/C/BE# (1..255; 0 reads as 1)"),
+    ControlRegister("PARK_AD", 3, doc="the AD[31:0] it parks with"),
+    ControlRegister("PARK_CBE", 4, doc="the C/BE#[3:0] it parks with (pin levels)"),
+    ControlRegister("ARM", 5, (
+        ControlField("arm", 0, CHANNELS, "bit c arms channel c (both at once with 0b11)"),
+        ControlField("stop", 8, CHANNELS, "bit c stops channel c (disarmed, not driving)"),
     ), doc="write only"),
-    Register("STATUS", 6, (
-        Field("busy", 0, CHANNELS, "bit c: channel c armed or running"),
-        Field("ran", 8, CHANNELS, "bit c: channel c ran since armed"),
+    ControlRegister("STATUS", 6, (
+        ControlField("busy", 0, CHANNELS, "bit c: channel c armed or running"),
+        ControlField("ran", 8, CHANNELS, "bit c: channel c ran since armed"),
     ), doc="read only"),
-    Register("PARKED", 7, doc="read: parked clocks so far (saturates at 255), 0 when not parked"),
+    ControlRegister("PARKED", 7,
+                    doc="read: parked clocks so far (saturates at 255), 0 when not parked"),
     *(register for index in range(CHANNELS) for register in _channel_registers(index)),
 ])
 

@@ -36,7 +36,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
 from pcispy.pci.bus import PCIBusSignature, DevselSpeed, Command
-from pcispy.sim.control import (ControlRegisters, ControlSignature, Field, Register,
+from pcispy.sim.control import (ControlRegisters, ControlSignature, ControlField, ControlRegister,
                                 register_reads, written)
 from pcispy.sim.bfm.backdoor_ram import BackdoorRAM
 from pcispy.sim.bfm.gate import Gate
@@ -49,97 +49,98 @@ __all__ = ["REGISTERS", "Reg", "FIELDS", "Knob", "Event", "REFUSALS", "Behaviour
 
 def _whole(name, index, doc="", reset=0):
     """A register holding one 32-bit field of the name ``name.lower()``."""
-    return Register(name, index, (Field(name.lower(), 0, 32, doc, reset),), doc=doc)
+    return ControlRegister(name, index, (ControlField(name.lower(), 0, 32, doc, reset),), doc=doc)
 
 
 #: The control-port registers (32 bits each) and their fields; field names are unique
 #: across registers (:meth:`TargetDriver.set_fields` takes them by name). Resets are the
 #: state before any profile: enabled, fast, windows closed.
 REGISTERS = ControlRegisters("Reg", [
-    Register("CONTROL", 0, (
-        Field("enable", 0, 1, reset=1),
-        Field("devsel_speed", 1, 2),
-        Field("claim_all", 3, 1, "subtractive: every memory/I/O command"),
-        Field("config_enable", 4, 1, "answer type-0 config cycles (IDSEL)"),
-        Field("ack64_capable", 5, 1),
-        Field("bar_prefetchable", 6, 1),
+    ControlRegister("CONTROL", 0, (
+        ControlField("enable", 0, 1, reset=1),
+        ControlField("devsel_speed", 1, 2),
+        ControlField("claim_all", 3, 1, "subtractive: every memory/I/O command"),
+        ControlField("config_enable", 4, 1, "answer type-0 config cycles (IDSEL)"),
+        ControlField("ack64_capable", 5, 1),
+        ControlField("bar_prefetchable", 6, 1),
         # Report a write data parity error as soon as PAR shows it while the data phase
         # waits for TRDY#, holding PERR# until two clocks after the phase completes (PCI LB
         # 3.0 §3.7.4.1 allows this early report); 0: two clocks after completion only.
-        Field("perr_early", 7, 1),
+        ControlField("perr_early", 7, 1),
     )),
-    Register("COMMAND", 1, (
-        Field("io_enable", 0, 1, reset=1),
-        Field("mem_enable", 1, 1, reset=1),
-        Field("parity_response", 6, 1, reset=1),
-        Field("serr_enable", 8, 1),
+    ControlRegister("COMMAND", 1, (
+        ControlField("io_enable", 0, 1, reset=1),
+        ControlField("mem_enable", 1, 1, reset=1),
+        ControlField("parity_response", 6, 1, reset=1),
+        ControlField("serr_enable", 8, 1),
     ), doc="the PCI Command register image (config 0x04, low half)"),
-    Register("STATUS", 2, doc="PCI Status error bits 11/14/15; write 1 to clear"),
+    ControlRegister("STATUS", 2, doc="PCI Status error bits 11/14/15; write 1 to clear"),
     _whole("MEM_BASE", 3, "memory window base (bytes); also BAR0"),
     _whole("MEM_SIZE", 4, "memory window size (bytes, power of two, 0 = off)"),
     _whole("IO_BASE", 5),
     _whole("IO_SIZE", 6, "I/O window size (bytes, power of two, 0 = off)"),
     _whole("IO_RAM_OFFSET", 7, "byte offset in the storage where the I/O window starts"),
-    Register("CFG_ID", 8, (
-        Field("vendor_id", 0, 16, reset=0x1172),
-        Field("device_id", 16, 16, reset=0x5043),
+    ControlRegister("CFG_ID", 8, (
+        ControlField("vendor_id", 0, 16, reset=0x1172),
+        ControlField("device_id", 16, 16, reset=0x5043),
     )),
-    Register("CFG_CLASS", 9, (
-        Field("revision_id", 0, 8),
-        Field("class_code", 8, 24, reset=0x118000),
+    ControlRegister("CFG_CLASS", 9, (
+        ControlField("revision_id", 0, 8),
+        ControlField("class_code", 8, 24, reset=0x118000),
     )),
-    Register("CFG_MISC", 10, (
-        Field("cache_line_size", 0, 8, reset=8),
-        Field("latency_timer", 8, 8),
-        Field("interrupt_line", 16, 8),
+    ControlRegister("CFG_MISC", 10, (
+        ControlField("cache_line_size", 0, 8, reset=8),
+        ControlField("latency_timer", 8, 8),
+        ControlField("interrupt_line", 16, 8),
     )),
-    Register("LAT_READ", 11, (
-        Field("read_latency_min", 0, 8, "clocks"),
-        Field("read_latency_max", 8, 8),
+    ControlRegister("LAT_READ", 11, (
+        ControlField("read_latency_min", 0, 8, "clocks"),
+        ControlField("read_latency_max", 8, 8),
     )),
-    Register("LAT_WRITE", 12, (
-        Field("write_latency_min", 0, 8),
-        Field("write_latency_max", 8, 8),
+    ControlRegister("LAT_WRITE", 12, (
+        ControlField("write_latency_min", 0, 8),
+        ControlField("write_latency_max", 8, 8),
     )),
-    Register("WAIT", 13, (
-        Field("wait_mask", 0, 16),
-        Field("wait_period", 16, 5, reset=16),
-        Field("wait_clocks", 24, 4),
+    ControlRegister("WAIT", 13, (
+        ControlField("wait_mask", 0, 16),
+        ControlField("wait_period", 16, 5, reset=16),
+        ControlField("wait_clocks", 24, 4),
     )),
-    Register("DISCONNECT", 14, (
-        Field("disconnect_mode", 0, 2),
-        Field("disconnect_every", 8, 8),
+    ControlRegister("DISCONNECT", 14, (
+        ControlField("disconnect_mode", 0, 2),
+        ControlField("disconnect_every", 8, 8),
     )),
-    Register("RETRY", 15, (
-        Field("retry_mode", 0, 2),
-        Field("retry_reads", 2, 1, reset=1),
-        Field("retry_writes", 3, 1, reset=1),
-        Field("retry_count", 8, 8),
-        Field("retry_probability", 16, 9, reset=256),
-        Field("retry_latency", 25, 7),
+    ControlRegister("RETRY", 15, (
+        ControlField("retry_mode", 0, 2),
+        ControlField("retry_reads", 2, 1, reset=1),
+        ControlField("retry_writes", 3, 1, reset=1),
+        ControlField("retry_count", 8, 8),
+        ControlField("retry_probability", 16, 9, reset=256),
+        ControlField("retry_latency", 25, 7),
     )),
     _whole("ABORT_BASE", 16),
     _whole("ABORT_SIZE", 17),
-    Register("PARITY", 18, (
-        Field("bad_par_enable", 0, 1),
-        Field("bad_par64_enable", 1, 1),
-        Field("bad_par_phase", 8, 8),
+    ControlRegister("PARITY", 18, (
+        ControlField("bad_par_enable", 0, 1),
+        ControlField("bad_par64_enable", 1, 1),
+        ControlField("bad_par_phase", 8, 8),
     )),
     _whole("SEED", 19, "random generator seed (non-zero); writing reseeds", reset=1),
-    Register("INJECT", 20, (Field("inject", 0, 23, "one bit per Knob"),)),
-    Register("EVENT", 21, doc="latched Event bits; write 1 to clear"),
-    Register("EVENT_MASK", 22, (Field("event_mask", 0, 3, "which events raise ``event``"),)),
-    Register("ERROR", 23, doc="bit 0: a write was refused; bits 25:16: its register; "
-             "write clears"),
-    Register("STAT_TRANSACTIONS", 24, doc="statistics: write any value to clear"),
-    Register("STAT_DATA_PHASES", 25),
-    Register("STAT_RETRIES", 26),
-    Register("STAT_DISCONNECTS", 27),
-    Register("STAT_ABORTS", 28),
-    Register("STAT_PARITY_ERRORS", 29),
-    Register("BD_ADDR", 30, doc="storage backdoor: DWORD index"),
-    Register("BD_DATA", 31, doc="read/write the DWORD at BD_ADDR, then BD_ADDR += 1"),
-    Register("INFO", 32, doc="read-only: bus width in bits | storage address bits << 8"),
+    ControlRegister("INJECT", 20, (ControlField("inject", 0, 23, "one bit per Knob"),)),
+    ControlRegister("EVENT", 21, doc="latched Event bits; write 1 to clear"),
+    ControlRegister("EVENT_MASK", 22, (ControlField("event_mask", 0, 3,
+                                                    "which events raise ``event``"),)),
+    ControlRegister("ERROR", 23, doc="bit 0: a write was refused; bits 25:16: its register; "
+                    "write clears"),
+    ControlRegister("STAT_TRANSACTIONS", 24, doc="statistics: write any value to clear"),
+    ControlRegister("STAT_DATA_PHASES", 25),
+    ControlRegister("STAT_RETRIES", 26),
+    ControlRegister("STAT_DISCONNECTS", 27),
+    ControlRegister("STAT_ABORTS", 28),
+    ControlRegister("STAT_PARITY_ERRORS", 29),
+    ControlRegister("BD_ADDR", 30, doc="storage backdoor: DWORD index"),
+    ControlRegister("BD_DATA", 31, doc="read/write the DWORD at BD_ADDR, then BD_ADDR += 1"),
+    ControlRegister("INFO", 32, doc="read-only: bus width in bits | storage address bits << 8"),
 ])
 
 #: Control-port register indices.
@@ -154,7 +155,7 @@ STATS = {
 }
 
 
-#: Every field by name: ``{name: (Reg, Field)}``.
+#: Every field by name: ``{name: (Reg, ControlField)}``.
 FIELDS = {f.name: (Reg(reg.index), f) for reg in REGISTERS for f in reg.fields}
 
 #: PCI Status register bits this target sets (write 1 to clear, in config space too).

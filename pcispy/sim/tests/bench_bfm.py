@@ -14,7 +14,7 @@ import cocotb
 from pcispy.pci.bus import Command, DevselSpeed
 from pcispy.sim.api import SimSystem
 from pcispy.sim.bfm.profiles import PROFILES, DisconnectMode, RetryMode
-from pcispy.sim.bfm.initiator import Status
+from pcispy.sim.bfm.initiator import Outcome
 
 #: Where the benches open the test device's windows.
 TEST_MEM = 0x9000_0000
@@ -87,7 +87,7 @@ async def io_and_config(dut):
     ident = await system.host.config_read(1, 0x00)
     assert ident.ok and ident.value not in (0, 0xFFFF_FFFF), ident
     nobody = await system.host.config_read(5, 0x00)
-    assert nobody.status == Status.MASTER_ABORT and nobody.value == 0xFFFF_FFFF, nobody
+    assert nobody.status == Outcome.MASTER_ABORT and nobody.value == 0xFFFF_FFFF, nobody
     await system.assert_clean()
 
 
@@ -117,9 +117,9 @@ async def every_termination(dut):
 
     await target.apply_profile(PROFILES["ideal"].but(abort_range=(TEST_MEM + 0x1000, 0x100)))
     result = await system.host.mem_write(TEST_MEM + 0x1000, data)
-    assert result.status == Status.TARGET_ABORT, result
+    assert result.status == Outcome.TARGET_ABORT, result
     result = await system.host.mem_read(NOBODY, 16)
-    assert result.status == Status.MASTER_ABORT and result.data == b"\xff" * 16, result
+    assert result.status == Outcome.MASTER_ABORT and result.data == b"\xff" * 16, result
     await system.assert_clean()
 
 

@@ -17,7 +17,7 @@ from pcispy.sim.api import SimSystem
 from pcispy.sim.bfm.bridge import (BRIDGE_CLASS, BRIDGE_DEVICE_ID, BRIDGE_VENDOR_ID,
                                    Type1Config)
 from pcispy.sim.bfm.bridge_queues import POSTED_WORDS
-from pcispy.sim.bfm.initiator import Status
+from pcispy.sim.bfm.initiator import Outcome
 from pcispy.sim.compliance import ScratchBackdoor
 from pcispy.sim.system import BOARD_SLOT, SECONDARY_BUS
 from pcispy.sim.transport import SimTransport
@@ -78,7 +78,7 @@ async def enumeration_behind_the_bridge(dut):
     board = next(f for f in system.devices if f.bus == SECONDARY_BUS)
     assert (board.slot, board.vendor) == (BOARD_SLOT, DEFAULT_VENDOR_ID)
     empty = await Type1Config(host, SECONDARY_BUS).config_read(1, 0x00)
-    assert empty.status == Status.OK and empty.value == 0xFFFF_FFFF
+    assert empty.status == Outcome.OK and empty.value == 0xFFFF_FFFF
     status = (await host.config_read(BOARD_SLOT, 0x04)).value >> 16
     assert status >> 13 & 1, hex(status)
     assert (await transport.config_read(0x00)) & 0xFFFF == DEFAULT_VENDOR_ID
@@ -244,7 +244,7 @@ async def uncollected_completion_is_discarded(dut):
     await system.bridge.set_fields(completion_delay=250, discard_clocks=300)
     await system.host.configure(retry_limit=3)
     result = await system.host.mem_read(bars[2]["address"], 4)
-    assert result.status == Status.RETRY_LIMIT, result
+    assert result.status == Outcome.RETRY_LIMIT, result
     await system.host.configure(retry_limit=1024)
     await system.bridge.set_fields(completion_delay=0)
     result = await system.host.mem_read(bars[2]["address"] + 8, 4)

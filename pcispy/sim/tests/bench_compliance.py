@@ -41,7 +41,7 @@ from pcispy.spy.capture_feature import finish_capture, start_capture
 from pcispy.dma.dma_feature import PATTERNS, dma
 from pcispy.exerciser.target_feature import target
 from pcispy.sim.api import SimSystem
-from pcispy.sim.bfm.initiator import Status
+from pcispy.sim.bfm.initiator import Outcome
 from pcispy.sim.bfm.legacy import RTC_PORT
 from pcispy.sim.bfm.profiles import PROFILES, RTC
 from pcispy.sim.compliance import (Scoreboard, ScratchBackdoor, SharedInitiator,
@@ -80,7 +80,7 @@ DMA_COMMANDS = ("MW", "MWI", "MR", "MRL", "MRM")
 #: Clocks one replay's traffic may take before the seed fails as hung (a seed needs a few
 #: tens of thousands).
 TRAFFIC_TIMEOUT_CLOCKS = 400_000
-#: Configuration DWORDs: Command/Status, and Cache Line Size/Latency Timer.
+#: Configuration DWORDs: Command/Outcome, and Cache Line Size/Latency Timer.
 CFG_COMMAND, CFG_LINE = 0x04, 0x0C
 #: Bus time a DMA run may take before it is stopped (far above what a seed needs).
 DMA_TIMEOUT_S = 0.004
@@ -236,7 +236,7 @@ class Run:
         # Command, Cache Line Size and Latency Timer as firmware left them (the DMA
         # feature sets bus master, MWI enable and a Latency Timer when they are off: both
         # replays must make the same configuration writes and read the same values).
-        # Writing ones to Status clears its error bits (a previous replay's target abort).
+        # Writing ones to Outcome clears its error bits (a previous replay's target abort).
         await self.transport.config_write(CFG_COMMAND, self.firmware_command | 0xFFFF_0000)
         await self.transport.config_write(CFG_LINE, 0)
         if first:
@@ -270,7 +270,7 @@ class Run:
                 address = self.bar2 + ABORT_RANGE[0] + 4 * (op[1] + 1)
                 result = await (host.mem_write(address, b"\x5A" * 4) if op[1]
                                 else host.mem_read(address, 4))
-                self.check(result.status == Status.TARGET_ABORT,
+                self.check(result.status == Outcome.TARGET_ABORT,
                            lambda: f"{where}: not a target abort: {result}")
             else:
                 op = op[1]
@@ -464,7 +464,7 @@ async def set_up(system):
                                          io=(TEST_IO, TEST_IO_SIZE))
     system.host = SharedInitiator(system.host)
     backdoor = ScratchBackdoor(system.dut, system.config.width)
-    # The Command register as enumeration left it (Status bits are write-1-to-clear: 0).
+    # The Command register as enumeration left it (Outcome bits are write-1-to-clear: 0).
     firmware_command = (await system.host.config_read(BOARD_SLOT, CFG_COMMAND)).value & 0xFFFF
     return bars, backdoor, firmware_command
 

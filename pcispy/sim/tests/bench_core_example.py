@@ -7,7 +7,7 @@ clean. Run by pcispy/sim/tests/test_core_example.py."""
 import cocotb
 
 from pcispy.sim.api import SimSystem
-from pcispy.sim.bfm.initiator import Status
+from pcispy.sim.bfm.initiator import Outcome
 from pcispy.sim.system import BOARD_SLOT
 
 __all__ = ["example_enumerates", "example_reads_and_writes", "example_window_end"]
@@ -38,7 +38,7 @@ async def example_enumerates(dut):
     assert status >> 9 & 3 == 1, f"DEVSEL timing {status:#06x}: medium expected"
     # Functions 1..7 are not there: a master abort.
     absent = await system.host.config_read(BOARD_SLOT, 0x00, function=1)
-    assert absent.status == Status.MASTER_ABORT, absent
+    assert absent.status == Outcome.MASTER_ABORT, absent
     await system.assert_clean()
 
 
@@ -86,6 +86,6 @@ async def example_window_end(dut):
     # One past it: the target disconnects with its last word, the host goes on at the
     # next address, where nobody answers.
     over = await host.mem_read(end - 16, 32, burst=16)
-    assert over.disconnects == 1 and over.status == Status.MASTER_ABORT, over
+    assert over.disconnects == 1 and over.status == Outcome.MASTER_ABORT, over
     assert over.data[:16] == data[-16:], over
     await system.assert_clean()

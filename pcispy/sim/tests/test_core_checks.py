@@ -12,23 +12,23 @@ import pytest
 
 from pcispy.sim import coretest
 from pcispy.sim.bfm.firmware import Bar
-from pcispy.sim.bfm.initiator import Status
+from pcispy.sim.bfm.initiator import Outcome
 
 pytestmark = pytest.mark.core
 
-#: Function 0's header as a core would hold it: IDs, Command/Status, class, header type.
+#: Function 0's header as a core would hold it: IDs, Command/Outcome, class, header type.
 HEADER = {0x00: 0x0003_5C15, 0x04: 0x0200_0146, 0x08: 0x0680_0001, 0x0C: 0x0000_4008}
 
 
 @dataclass
 class Result:
-    status: Status
+    status: Outcome
     value: int = None
     data: bytes = None
 
     @property
     def ok(self):
-        return self.status == Status.OK
+        return self.status == Outcome.OK
 
 
 class FakeHost:
@@ -44,8 +44,8 @@ class FakeHost:
 
     async def config_read(self, slot, register, function=0):
         if function not in self.functions:
-            return Result(Status.MASTER_ABORT)
-        return Result(Status.OK, self.functions[function].get(register, 0))
+            return Result(Outcome.MASTER_ABORT)
+        return Result(Outcome.OK, self.functions[function].get(register, 0))
 
     def _window(self, address):
         for base, (size, kind) in self.windows.items():
@@ -57,14 +57,14 @@ class FakeHost:
         base, kind = self._window(address)
         word = {"ram": self.ram.get(address, 0), "stuck": 0,
                 "config": self.functions[0].get(address - base, 0)}[kind]
-        return Result(Status.OK, data=word.to_bytes(4, "little"))
+        return Result(Outcome.OK, data=word.to_bytes(4, "little"))
 
     async def mem_write(self, address, data):
         base, kind = self._window(address)
         self.writes.append((kind, address - base))
         if kind == "ram":
             self.ram[address] = int.from_bytes(data, "little")
-        return Result(Status.OK)
+        return Result(Outcome.OK)
 
 
 class FakeSystem:

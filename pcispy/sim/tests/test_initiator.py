@@ -9,7 +9,7 @@ import pytest
 
 from pcispy.pci.bus import Command, parity
 from pcispy.sim.bfm.firmware import COMMAND_ENABLES, enumerate_bus
-from pcispy.sim.bfm.initiator import (CONFIG, INJECT, Reg, Status, STATUS_BUF_REFUSED,
+from pcispy.sim.bfm.initiator import (CONFIG, INJECT, Reg, Outcome, STATUS_BUF_REFUSED,
                                       STATUS_CONFIG_REFUSED, unpack)
 from pcispy.sim.bfm.irq_responder import InterruptResponderDriver, IrqReg
 from pcispy.sim.control import PysimControl
@@ -40,7 +40,7 @@ def test_single_write_fast_target():
     target = run_bench(bench, TargetScript(devsel_clock=2), checked=True)
     assert target.rules == set()
     r = results["r"]
-    assert r.status == Status.OK
+    assert r.status == Outcome.OK
     assert (r.phases, r.dwords, r.transactions, r.retries, r.disconnects) == (1, 1, 1, 0, 0)
     assert r.latency == 1
     t0 = _start(target)
@@ -79,7 +79,7 @@ def _run_one(script, operation, *, width=32, gnt=None, settle=4, rules=()):
 def test_burst_write_medium_devsel_with_target_waits():
     r, target = _run_one(TargetScript(devsel_clock=3, wait=1),
                          lambda d: d.mem_write(0x100, bytes(range(16))))
-    assert (r.status, r.phases, r.dwords, r.transactions) == (Status.OK, 4, 4, 1)
+    assert (r.status, r.phases, r.dwords, r.transactions) == (Outcome.OK, 4, 4, 1)
     # CHECK, ARB, address phase, 8 data clocks, END.
     assert (r.latency, r.clocks) == (2, 12)
     t0 = _start(target)
@@ -125,7 +125,7 @@ def test_irdy_wait_states_first_and_next():
 
 def test_retry_repeats_the_same_transaction():
     r, target = _run_one(TargetScript(retries=2), lambda d: d.mem_write(0x100, bytes(range(8))))
-    assert (r.status, r.retries, r.transactions, r.phases) == (Status.OK, 2, 3, 2)
+    assert (r.status, r.retries, r.transactions, r.phases) == (Outcome.OK, 2, 3, 2)
     starts = [x["start"] - _start(target) for x in target.transactions]
     assert starts == [0, 6, 12]
     assert all(x["addr"] == 0x100 for x in target.transactions)
@@ -147,7 +147,7 @@ def test_retry_limit_gives_up_and_reads_all_ones():
         return await d.mem_read(0x100, 8)
 
     r, target = _run_one(TargetScript(retries=10), op)
-    assert (r.status, r.retries, r.transactions, r.phases) == (Status.RETRY_LIMIT, 3, 3, 0)
+    assert (r.status, r.retries, r.transactions, r.phases) == (Outcome.RETRY_LIMIT, 3, 3, 0)
     assert r.data == b"\xff" * 8
 
 
@@ -155,7 +155,7 @@ def test_disconnect_with_data_continues_at_next_address():
     r, target = _run_one(TargetScript(disconnect_after=2),
                          lambda d: d.mem_write(0x100, bytes(range(16))))
     assert [hex(x["addr"]) for x in target.transactions] == ["0x100", "0x108"]
-    assert (r.status, r.phases, r.transactions, r.disconnects) == (Status.OK, 4, 2, 2)
+    assert (r.status, r.phases, r.transactions, r.disconnects) == (Outcome.OK, 4, 2, 2)
     t0 = _start(target)
     assert waves(target.trace, t0, 5, CTRL) == {
         "frame":  "11100",
@@ -186,7 +186,7 @@ def test_disconnect_without_data_continues_read():
 
 def test_master_abort_returns_all_ones():
     r, target = _run_one(TargetScript(devsel_clock=None), lambda d: d.mem_read(0x100, 8))
-    assert (r.status, r.phases, r.last_data) == (Status.MASTER_ABORT, 0, 0xFFFF_FFFF)
+    assert (r.status, r.phases, r.last_data) == (Outcome.MASTER_ABORT, 0, 0xFFFF_FFFF)
     assert r.data == b"\xff" * 8
     t0 = _start(target)
     # No DEVSEL# by clock 5: FRAME# deasserted in clock 6, IRDY# in clock 7.
@@ -203,7 +203,7 @@ def test_stop_without_devsel_ends_the_transaction():
     # STOP# is a target abort.
     r, target = _run_one(TargetScript(stop_unclaimed=True), _write12,
                          rules={"stop_without_claim"})
-    assert r.status == Status.TARGET_ABORT and r.phases == 0
+    assert r.status == Outcome.TARGET_ABORT and r.phases == 0
     assert waves(target.trace, _start(target), 5, CTRL) == {
         "frame":  "11000",
         "irdy":   "01100",
@@ -215,12 +215,12 @@ def test_stop_without_devsel_ends_the_transaction():
 
 def test_subtractive_decode_at_clock_5_is_not_an_abort():
     r, target = _run_one(TargetScript(devsel_clock=5), lambda d: d.mem_read(0x100, 4))
-    assert (r.status, r.latency) == (Status.OK, 4)
+    assert (r.status, r.latency) == (Outcome.OK, 4)
 
 
 def test_target_abort_is_reported():
     r, target = _run_one(TargetScript(abort_at=1), lambda d: d.mem_write(0x100, bytes(range(16))))
-    assert (r.status, r.phases, r.transactions) == (Status.TARGET_ABORT, 1, 1)
+    assert (r.status, r.phases, r.transactions) == (Outcome.TARGET_ABORT, 1, 1)
     t0 = _start(target)
     assert waves(target.trace, t0, 5, CTRL) == {
         "frame":  "11100",
@@ -235,7 +235,7 @@ def test_target_abort_is_reported():
 def test_64bit_write_with_ack64():
     r, target = _run_one(TargetScript(ack64=True),
                          lambda d: d.mem_write(0x100, bytes(range(16)), width=64), width=64)
-    assert (r.status, r.ack64, r.phases, r.dwords) == (Status.OK, True, 2, 4)
+    assert (r.status, r.ack64, r.phases, r.dwords) == (Outcome.OK, True, 2, 4)
     t0 = _start(target)
     assert waves(target.trace, t0, 4, ["frame", "req64", "irdy", "ack64", "trdy"]) == {
         "frame": "1100",
@@ -253,7 +253,7 @@ def test_64bit_write_with_ack64():
 def test_64bit_write_falls_back_to_32_without_ack64():
     r, target = _run_one(TargetScript(ack64=False),
                          lambda d: d.mem_write(0x100, bytes(range(16)), width=64), width=64)
-    assert (r.status, r.ack64, r.phases, r.dwords) == (Status.OK, False, 4, 4)
+    assert (r.status, r.ack64, r.phases, r.dwords) == (Outcome.OK, False, 4, 4)
     t0 = _start(target)
     assert waves(target.trace, t0, 6, ["frame", "req64", "irdy", "trdy"]) == {
         "frame": "111100",
@@ -313,7 +313,7 @@ def test_latency_timer_ends_burst_when_gnt_removed():
         return await d.mem_write(0x100, bytes(32))
 
     r, target = _run_one(TargetScript(), op, gnt=gnt)
-    assert (r.status, r.lt_ends, r.transactions, r.phases) == (Status.OK, 1, 2, 8)
+    assert (r.status, r.lt_ends, r.transactions, r.phases) == (Outcome.OK, 1, 2, 8)
     t0 = _start(target)
     # Expired once 3 clocks passed (edge of clock 4) with GNT# gone: clock 5 is the last phase.
     assert waves(target.trace, t0, 7, ["frame", "irdy", "trdy"]) == {
@@ -339,7 +339,7 @@ def test_latency_timer_lets_mwi_finish_its_cache_line():
         return await d.mem_write(0x100, bytes(64), command=Command.MEM_WRITE_INVALIDATE)
 
     r, target = _run_one(TargetScript(), op, gnt=gnt)
-    assert (r.status, r.lt_ends, r.transactions, r.phases) == (Status.OK, 1, 2, 16)
+    assert (r.status, r.lt_ends, r.transactions, r.phases) == (Outcome.OK, 1, 2, 16)
     t0 = _start(target)
     # Plain Memory Write would end with phase 4 (clock 5); MWI runs to DWORD 7.
     assert waves(target.trace, t0, 11, ["frame", "irdy"]) == {
@@ -404,7 +404,7 @@ def test_config_and_io_cycles():
 
 def test_config_read_of_empty_slot_master_aborts():
     r, target = _run_one(TargetScript(config={}), lambda d: d.config_read(5, 0))
-    assert (r.status, r.value) == (Status.MASTER_ABORT, 0xFFFF_FFFF)
+    assert (r.status, r.value) == (Outcome.MASTER_ABORT, 0xFFFF_FFFF)
 
 
 @pytest.mark.parametrize("enabled", [False, True])
@@ -431,14 +431,14 @@ def test_bad_commands_are_refused_without_bus_activity():
                 await d.run(Command.MEM_WRITE, 0x100, 1000, imm=1)]
 
     results, target = _run_one(TargetScript(), op)
-    assert [r.status for r in results[:3]] == [Status.BAD_COMMAND] * 3
-    assert results[3].status == Status.OK and results[3].dwords == 1000   # imm needs no buffer
+    assert [r.status for r in results[:3]] == [Outcome.BAD_COMMAND] * 3
+    assert results[3].status == Outcome.OK and results[3].dwords == 1000   # imm needs no buffer
     assert len(target.transactions) == 1
 
 
 def test_64bit_request_on_32bit_bus_is_refused():
     r, target = _run_one(TargetScript(), lambda d: d.run(Command.MEM_READ, 0x100, 2, req64=1))
-    assert r.status == Status.BAD_COMMAND
+    assert r.status == Outcome.BAD_COMMAND
     assert target.transactions == []
 
 
@@ -446,7 +446,7 @@ def test_reserved_command_goes_on_the_bus():
     r, target = _run_one(TargetScript(), lambda d: d.run(Command.RESERVED_4, 0x100, 1, imm=1),
                          rules={"reserved_command"})
     assert target.transactions[0]["cmd"] == Command.RESERVED_4.value
-    assert r.status == Status.OK
+    assert r.status == Outcome.OK
 
 
 def test_nonblocking_submit_and_wait_in_any_order():
@@ -632,7 +632,7 @@ def test_inject_n_master_abort_before_clock_5():
     # while IRDY# waits, before the master abort's window).
     r, target, t0 = _knob("early_abort", TargetScript(devsel_clock=None),
                           lambda d: d.mem_write(0x100, bytes(4)))
-    assert r.status == Status.MASTER_ABORT
+    assert r.status == Outcome.MASTER_ABORT
     assert waves(target.trace, t0, 6, ["frame", "irdy"]) == {"frame": "100000", "irdy": "011000"}
 
 
@@ -666,7 +666,7 @@ def test_inject_s_dac_after_dac():
                           lambda d: d.mem_write(0x1_0000_0100, bytes(4)))
     assert [target.trace[t0 + i]["cbe"] for i in (0, 1)] == [Command.DUAL_ADDRESS.value] * 2
     assert [target.trace[t0 + i]["ad"] for i in (0, 1)] == [0x100, 0x1]
-    assert r.status == Status.MASTER_ABORT
+    assert r.status == Outcome.MASTER_ABORT
 
 
 def test_inject_t_busy_start_right_after_another_masters_last_phase():
