@@ -41,8 +41,10 @@ bench: venv
 	mkdir -p build
 	$(VPY) -m pcispy.app.bench -o build/bench.json $(ARGS)
 
+# pyflakes, and the rooms of the import graph (pcispy/rooms.py; make test runs it too).
 lint: venv
 	$(VPY) -m pyflakes pcispy
+	$(VPY) -m pytest -q -p no:cacheprovider -p no:xdist pcispy/tests/test_rooms.py
 
 # Synthesis, place and route with the pip-installed yowasp tools into build/BOARD/,
 # which also gets report.json (fmax, usage, I/O registers, input paths). ARGS=--passive

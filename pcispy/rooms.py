@@ -23,8 +23,9 @@ rules:
   heavy dependency should: cocotb inside the simulator, matplotlib for a plot);
 - a production module over :data:`MAX_LINES` lines; two public classes of one name.
 
-``python -m pcispy.rooms`` prints the problems and the figures (``make lint`` runs it);
-pcispy/tests/test_rooms.py holds the package to it.
+``python -m pcispy.rooms`` prints the problems and the figures: cycles, imports inside
+functions, imports of tests, the largest modules. pcispy/tests/test_rooms.py holds the
+package to the rules (``make lint`` and ``make test`` run it).
 """
 
 import ast
@@ -34,8 +35,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["Room", "ROOMS", "MAX_LINES", "Import", "Graph", "read", "room_of", "problems",
-           "figures"]
+__all__ = ["Room", "ROOMS", "SLICES", "RUNNERS", "MAX_LINES", "Import", "Graph", "read",
+           "room_of", "problems", "import_problems", "size_problems", "name_problems",
+           "figures", "is_test"]
 
 
 class Room(NamedTuple):
@@ -261,8 +263,10 @@ def _cycles(graph):
     return sorted(found)
 
 
-def problems(graph, rooms=ROOMS, max_lines=MAX_LINES):
-    """Every breach of the rules in ``graph``, one line each (empty: none)."""
+def import_problems(graph, rooms=ROOMS):
+    """Every import against the rules in ``graph``, one line each (empty: none): against the
+    rooms, production code importing tests, a deferred import without its reason, a cycle;
+    and a room standing on one not beneath it, a module in no room."""
     found = []
     names = [room.name for room in rooms]
     for room in rooms:
@@ -294,19 +298,34 @@ def problems(graph, rooms=ROOMS, max_lines=MAX_LINES):
                          "without a comment saying why it waits")
     for cycle in _cycles(graph):
         found.append("import cycle: " + " <-> ".join(cycle))
+    return found
+
+
+def size_problems(graph, max_lines=MAX_LINES):
+    """Every production module over ``max_lines`` lines, one line each."""
+    found = []
     for module, path in graph.modules.items():
         lines = len(path.read_text().splitlines())
         if not is_test(module) and lines > max_lines:
             found.append(f"{path}: {lines} lines, over {max_lines}")
+    return found
+
+
+def name_problems(graph):
+    """Every public class name declared by more than one production module, one line each."""
     owners = defaultdict(list)
     for module, classes in graph.classes.items():
         for name in classes:
             if not is_test(module) and not name.startswith("_"):
                 owners[name].append(module)
-    for name, modules in sorted(owners.items()):
-        if len(modules) > 1:
-            found.append(f"class {name} is declared in {', '.join(modules)}")
-    return found
+    return [f"class {name} is declared in {', '.join(modules)}"
+            for name, modules in sorted(owners.items()) if len(modules) > 1]
+
+
+def problems(graph, rooms=ROOMS, max_lines=MAX_LINES):
+    """Every breach of the rules in ``graph``, one line each (empty: none)."""
+    return import_problems(graph, rooms) + size_problems(graph, max_lines) + \
+        name_problems(graph)
 
 
 def figures(graph):

@@ -1,0 +1,138 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""The package keeps its rooms (pcispy/rooms.py): no import against the declared order, no
+cycle, no production code importing tests, every deferred import explained, one class per
+public name; and the host's board driver loads without Amaranth.
+
+The reader itself is tested on small packages written here, each breaking one rule."""
+
+import subprocess
+import sys
+import textwrap
+
+from pcispy.rooms import ROOMS, Room, import_problems, name_problems, problems, read, room_of
+
+__all__ = []
+
+
+def test_every_import_keeps_the_rooms():
+    found = import_problems(read())
+    assert not found, "\n".join(found)
+
+
+def test_one_public_class_per_name():
+    found = name_problems(read())
+    assert not found, "\n".join(found)
+
+
+def test_every_room_is_declared_in_order():
+    names = [room.name for room in ROOMS]
+    assert len(names) == len(set(names))
+    assert room_of("pcispy.dma.registers").name == "data"
+    assert room_of("pcispy.dma.engine").name == "dma"
+    assert room_of("pcispy.dma.dma_feature").name == "features"
+    assert room_of("pcispy.app.report_feature").name == "app"
+
+
+def test_the_board_driver_loads_no_amaranth():
+    loaded = subprocess.run(
+        [sys.executable, "-c", "import sys, pcispy.host.board; print(*sorted(sys.modules))"],
+        capture_output=True, text=True, check=True).stdout.split()
+    assert not [name for name in loaded if name.split(".")[0] in ("amaranth", "numpy")]
+    assert "pcispy.host.board" in loaded
+
+
+# A package of four rooms for the reader's own tests: low <- mid <- top, and tests.
+_ROOMS = (
+    Room("low", ("toy", "toy.low", "toy.low.*"), (), ""),
+    Room("mid", ("toy.mid", "toy.mid.*"), ("low",), ""),
+    Room("top", ("toy.top", "toy.top.*"), ("mid",), ""),
+)
+
+
+def _toy(tmp_path, **files):
+    """A package ``toy`` in ``tmp_path``: ``files`` maps a module path (``low/a``) to its
+    source; every folder gets an ``__init__.py`` but ``tests``."""
+    for name, source in {"__init__": "", "low/__init__": "", "mid/__init__": "",
+                         "top/__init__": "", **files}.items():
+        path = tmp_path / "toy" / f"{name}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(source))
+    return problems(read(tmp_path, "toy"), _ROOMS, max_lines=20)
+
+
+def test_a_tidy_package_has_no_problems(tmp_path):
+    assert _toy(tmp_path, **{
+        "low/a": "import json\n",
+        "mid/b": "from toy.low import a\n",
+        "top/c": ("from toy.mid.b import a\n"
+                  "def later():\n"
+                  "    # matplotlib is heavy and only a plot needs it\n"
+                  "    import matplotlib\n"),
+        "top/tests/test_c": "from toy.top import c\nimport toy.low.a\n",
+    }) == []
+
+
+def test_an_upward_import_is_refused(tmp_path):
+    found = _toy(tmp_path, **{"low/a": "from toy.mid import b\n", "mid/b": ""})
+    assert found == [f"{tmp_path}/toy/low/a.py:1: toy.low.a (low) imports toy.mid.b (mid), "
+                     "which room low does not stand on"]
+
+
+def test_an_upward_import_inside_a_function_is_refused(tmp_path):
+    found = _toy(tmp_path, **{
+        "low/a": "def f():\n    import toy.top.c  # why: explained, still upward\n",
+        "top/c": ""})
+    assert found == [f"{tmp_path}/toy/low/a.py:2: toy.low.a (low) imports toy.top.c (top), "
+                     "which room low does not stand on"]
+
+
+def test_an_import_by_name_is_an_import(tmp_path):
+    found = _toy(tmp_path, **{
+        "low/a": "import importlib\nimportlib.import_module('toy.mid.b')\n", "mid/b": ""})
+    assert found == [f"{tmp_path}/toy/low/a.py:2: toy.low.a (low) imports toy.mid.b (mid), "
+                     "which room low does not stand on"]
+
+
+def test_a_cycle_is_refused(tmp_path):
+    found = _toy(tmp_path, **{
+        "low/a": "from toy.low import b\n",
+        "low/b": "def f():\n    # deferred: the cycle is still one\n    from toy.low import a\n"})
+    assert found == ["import cycle: toy.low.a <-> toy.low.b"]
+
+
+def test_production_code_importing_tests_is_refused(tmp_path):
+    found = _toy(tmp_path, **{"top/c": "from toy.top.tests import helper\n",
+                              "top/tests/helper": ""})
+    assert found == [f"{tmp_path}/toy/top/c.py:1: production module toy.top.c imports the "
+                     "test module toy.top.tests.helper"]
+
+
+def test_one_comment_explains_a_run_of_deferred_imports(tmp_path):
+    assert _toy(tmp_path, **{"top/c": ("def f():\n"
+                                       "    # json and csv wait: nothing else needs them\n"
+                                       "    import json\n"
+                                       "    import csv\n"
+                                       "    return json, csv\n")}) == []
+
+
+def test_an_unexplained_deferred_import_is_refused(tmp_path):
+    found = _toy(tmp_path, **{"top/c": "def f():\n    import json\n    return json\n"})
+    assert found == [f"{tmp_path}/toy/top/c.py:2: toy.top.c imports json inside a function "
+                     "without a comment saying why it waits"]
+
+
+def test_long_modules_and_shared_class_names_are_refused(tmp_path):
+    found = _toy(tmp_path, **{"low/a": "class Thing:\n    pass\n" + "\n" * 20,
+                              "mid/b": "class Thing:\n    pass\nclass _Own:\n    pass\n",
+                              "top/c": "class _Own:\n    pass\n"})
+    assert found == [f"{tmp_path}/toy/low/a.py: 22 lines, over 20",
+                     "class Thing is declared in toy.low.a, toy.mid.b"]
+
+
+def test_a_room_stands_only_on_rooms_beneath_it(tmp_path):
+    (tmp_path / "toy").mkdir()
+    (tmp_path / "toy" / "__init__.py").write_text("")
+    upside_down = (Room("low", ("toy",), ("high",), ""), Room("high", (), (), ""))
+    assert problems(read(tmp_path, "toy"), upside_down) == [
+        "room low stands on high, which is not beneath it"]
+
