@@ -54,6 +54,9 @@ from pcispy.trace.file import read_trace
 __all__ = ["main", "build_parser", "commands", "bare_sim_is_ideal",
            "BUG_REPORTS"]
 
+#: The largest seed (``--seed``): the simulated agents' random generators take 32 bits.
+SEED_MAX = (1 << 32) - 1
+
 #: Where users report a bug (named by the last-resort error handler).
 BUG_REPORTS = "the pcispy issue tracker"
 
@@ -179,12 +182,15 @@ class PassiveCommand(CliCommand):
         result = run_feature(args, identity_feature.passive_mode,
                              setting=setting)
         if not args.json:
+            # What ends passive mode where this command ran: in the simulator, RST#.
+            way_out = ("`pcispy sim reset` (RST#) ends it" if args.sysfs is None and
+                       args.uart is None else "RST# or the side channel (--uart) clears it")
             if not result["answering"] and result["requested"]:
-                out.write("passive: the board answers nothing more over the PCI bus, until "
-                          "RST# or the side channel (--uart) clears it\n")
+                out.write(f"passive: the board answers nothing more over the PCI bus; "
+                          f"{way_out}\n")
             elif not result["answering"]:
-                out.write("the board does not answer over the PCI bus (passive mode? clear "
-                          "it through the side channel, --uart)\n")
+                out.write(f"the board does not answer over the PCI bus (passive mode? "
+                          f"{way_out})\n")
             elif result["passive_build"]:
                 out.write("passive: a passive build, it has no PCI output drivers\n")
             elif result["passive_on"]:
@@ -219,16 +225,21 @@ class DecodeCommand(CliCommand):
                                  "latency-timer endings in a raw trace (default: from the "
                                  "trace)")
         parser.add_argument("--partial", action="store_true",
-                            help="decode the records a partial readout holds (a readout "
-                                 "that stopped; `pcispy readout --resume` completes it)")
+                            help="decode what can be: the records a partial readout holds "
+                                 "(a readout that stopped; `pcispy readout --resume` "
+                                 "completes it), and a damaged trace's records but the "
+                                 "damaged ones and the end of a file cut short (a warning "
+                                 "says how many were left out)")
 
     def run(self, args, out):
         # A large trace is memory-mapped and decoded a run of records at a time.
-        trace = read_trace(args.file, partial=args.partial)
+        trace = read_trace(args.file, partial=args.partial, skip_damaged=args.partial)
         if trace.partial is not None:
             read, total = trace.partial
             print(f"pcispy: warning: {args.file} is a partial readout: {read} of {total} "
                   "records decoded", file=sys.stderr)
+        if trace.skipped:
+            print(f"pcispy: warning: {args.file}: {_left_out(trace)}", file=sys.stderr)
         if args.json:
             return trace_json(trace, args.latency_timer)
         binary = args.format in BINARY_FORMATS
@@ -250,6 +261,28 @@ class DecodeCommand(CliCommand):
         except OSError as error:
             raise PcispyError(f"cannot write {args.output}: {error.strerror}") from None
         return None
+
+
+def _left_out(trace):
+    """What reading a damaged trace left out (:attr:`~pcispy.trace.file.Trace.skipped`),
+    in one sentence."""
+    skipped = trace.skipped
+    parts = []
+    if skipped.get("damaged"):
+        first = skipped["first_damaged"]
+        parts.append(f"{skipped['damaged']} damaged record"
+                     f"{'' if skipped['damaged'] == 1 else 's'} skipped (the first: record "
+                     f"{first['record']} at byte offset {first['offset']}, which {first['why']})")
+    if skipped.get("cut_bytes"):
+        parts.append(f"the file is cut short: its last {skipped['cut_bytes']} bytes, part of "
+                     "a record, are left out")
+    if skipped.get("missing"):
+        parts.append(f"{skipped['missing']} records its readout holds are missing at the end")
+    text = "; ".join(parts) + f"; decoded the {len(trace)} records that remain"
+    if trace.mode.name == "RAW" and skipped.get("damaged"):
+        text += (" (a raw record's time counts from the one before it: after a skipped one "
+                 "times may be early by its delta, until the next timestamped record)")
+    return text
 
 
 #: Commands defined in other modules, as "module:Class" (each a :class:`CliCommand` subclass);
@@ -316,8 +349,8 @@ def build_parser():
     parser.add_argument("--bus-width", type=int, choices=(32, 64),
                         help="bus width of the simulated system (default: "
                              f"{_TRANSPORT_DEFAULTS['bus_width']})")
-    parser.add_argument("--seed", type=int, default=1,
-                        help="seed of every randomised behaviour (default: 1)")
+    parser.add_argument("--seed", type=int_range(0, SEED_MAX), default=1,
+                        help=f"seed of every randomised behaviour, 0..{SEED_MAX} (default: 1)")
     parser.add_argument("--session", metavar="NAME", type=_transport_option(session_name),
                         help="with the simulator: the session (a simulated board that stays "
                              "up between commands) to use or start (default: one per "
@@ -393,23 +426,42 @@ def _simulate(args, feature, arguments):
     """Run ``feature`` in the simulated system the global options describe (the transport
     :func:`~pcispy.host.command.run_feature` falls back to): on the board of the session
     they name (started if none runs), or with ``--fresh`` on a board of its own."""
-    if args.fresh or (args.fresh is None and args.session is None
-                      and session.fresh_by_default()):
-        return launcher.run_feature(feature, arguments, SystemConfig(width=args.bus_width),
-                                    profile=args.sim or "ideal", seed=args.seed,
-                                    verbose=args.verbose)
+    if args.fresh_board:
+        config = SystemConfig(width=args.bus_width)
+        session.build_with_progress(config)
+        return launcher.run_feature(feature, arguments, config, profile=args.sim or "ideal",
+                                    seed=args.seed, verbose=args.verbose)
     return session.run_feature(feature, arguments, session_spec(args), verbose=args.verbose)
+
+
+def _fresh_board(args):
+    """Whether a feature runs on a simulated board started for this command only
+    (``--fresh``, or :data:`~pcispy.sim.session.FRESH_ENV` without ``--session``): what
+    it held is gone when the command ends."""
+    if args.sysfs is not None or args.uart is not None:
+        return False
+    return bool(args.fresh or (args.fresh is None and args.session is None
+                               and session.fresh_by_default()))
 
 
 def main(argv=None, out=None):
     """Run the CLI; return the exit status (argparse's usage errors and --help raise
     SystemExit)."""
+    try:
+        return _main(argv, out)
+    except KeyboardInterrupt:           # (also while the commands' modules load)
+        print("pcispy: interrupted", file=sys.stderr)
+        return 130
+
+
+def _main(argv, out):
     out = out or sys.stdout
     parser = build_parser()
     args = parser.parse_args(bare_sim_is_ideal(sys.argv[1:] if argv is None else argv))
     # (parse_args exits 2 with a usage line on bad arguments, as does this)
     _refuse_idle_options(parser, args)
     args.simulate = functools.partial(_simulate, args)
+    args.fresh_board = _fresh_board(args)
     try:
         result = args.handler.run(args, out)
         if args.json and result is not None:

@@ -10,6 +10,7 @@ the spy sees it, and the interrupt latency, each best figure with the settings t
 reached it.
 """
 
+import contextlib
 import os
 from dataclasses import asdict
 
@@ -59,13 +60,21 @@ class ReportCommand(CliCommand):
     def run(self, args, out):
         if os.path.exists(args.output) and not os.path.isdir(args.output):
             raise UsageError(f"-o {args.output}: exists and is not a directory")
+        made = not os.path.isdir(args.output)
         try:      # before the (long) run, so that a bad place fails at once
             os.makedirs(args.output, exist_ok=True)
         except OSError as error:
             raise UsageError(f"-o {args.output!r}: {error.strerror}") from None
         sizes = SIZES["quick" if args.quick else "full"]
-        report = run_feature(args, suite, sizes=asdict(sizes),
-                             seed=args.seed)
+        try:
+            report = run_feature(args, suite, sizes=asdict(sizes), seed=args.seed)
+        except BaseException:
+            # Nothing is written before every experiment ran: a folder made for this
+            # report and left empty by a failure or Ctrl-C goes too.
+            if made:
+                with contextlib.suppress(OSError):
+                    os.rmdir(args.output)
+            raise
         report.pop("checker", None)
         written = write_report(report, args.output)
         result = summary(report, written)

@@ -6,7 +6,7 @@ command with the settings that reached it, and a throughput-against-burst-length
 
 import argparse
 from pcispy.host.board import Board
-from pcispy.host.command import CliCommand, run_feature
+from pcispy.host.command import CliCommand, output_path, run_feature
 from pcispy.host.errors import PcispyError
 from pcispy.dma.dma_feature import (COMMANDS, add_dma_arguments, arguments_of, dma,
                                     setting_type)
@@ -92,7 +92,7 @@ class SweepCommand(CliCommand):
                                  "(default 1,4,16,64,256)")
         parser.add_argument("--idles", type=_setting_list("idle"), default=[0],
                             help="idle clocks between bursts (default 0)")
-        parser.add_argument("--plot", metavar="FILE.png",
+        parser.add_argument("--plot", metavar="FILE.png", type=output_path,
                             help="write throughput against burst length as a PNG")
         add_dma_arguments(parser)
 

@@ -55,9 +55,36 @@ def parse_range(text):
     return first, last
 
 
+#: What to do instead, for each refusal bit the way out does not depend on the board.
+_WAYS_OUT = {
+    "bad_latency": "--allow-noncompliant accepts it (the PCI specification allows 16 "
+                   "clocks to the first data phase)",
+    "bad_wait": "--allow-noncompliant accepts a later data phase over 8 clocks; a wait needs "
+                "--wait-every 1 or more",
+    "bad_retry": "--allow-noncompliant accepts retrying every attempt (no transaction "
+                 "would complete)",
+    "bad_abort": "give --abort FIRST:LAST with FIRST <= LAST",
+}
+
+
+async def _way_out(board, name):
+    """What the user can do about refusal bit ``name``."""
+    if name == "bad_devsel":
+        decode = DevselSpeed((await board.fields("id.config"))["decode"])
+        allowed = [speed for speed, value in DEVSEL_SPEEDS.items()
+                   if value.value >= decode.value]
+        return (f"this build decodes {decode.name.lower()}: give --devsel "
+                f"{' or '.join(allowed)}")
+    return _WAYS_OUT.get(name, "")
+
+
 async def _refusals(board):
     status = await board.fields("target.status")
-    reasons = [doc for name, doc in _REFUSALS.items() if status[name]]
+    reasons = []
+    for name, doc in _REFUSALS.items():
+        if status[name]:
+            way_out = await _way_out(board, name)
+            reasons.append(f"{doc} ({way_out})" if way_out else doc)
     if reasons:
         await board.write("target.status", **{name: 1 for name in _REFUSALS})
     return reasons

@@ -11,11 +11,11 @@ global options.
 import argparse
 import os
 
-from pcispy.host.errors import PcispyError
+from pcispy.host.errors import PcispyError, UsageError
 from pcispy.host.transports import sysfs, uart
 
-__all__ = ["CliCommand", "int_range", "output_path", "parse_size", "positive_seconds",
-           "run_feature"]
+__all__ = ["CliCommand", "int_range", "output_path", "writable_path", "holds_trace",
+           "refuse_overwrite", "parse_size", "positive_seconds", "run_feature"]
 
 
 class CliCommand:
@@ -78,7 +78,7 @@ def parse_size(text):
     return value
 
 
-def output_path(path):
+def writable_path(path):
     """An argparse ``type`` for a file to write: refuses, as the command line is parsed and
     so before any work starts, a path that cannot be written (empty, a directory, in a
     directory that is missing or not writable, an existing file that is not writable),
@@ -87,6 +87,39 @@ def output_path(path):
     if reason:
         raise argparse.ArgumentTypeError(f"cannot write {path!r}: {reason}")
     return path
+
+
+def output_path(path):
+    """An argparse ``type`` for a file a command derives from other data (an export, a
+    plot, a log): :func:`writable_path`, and never an existing capture (a ``.pcitrace``
+    file, found by its magic, whatever its name): a capture cannot be made again, so no
+    export or plot may replace it, the trace being decoded least of all."""
+    writable_path(path)
+    if holds_trace(path):
+        raise argparse.ArgumentTypeError(
+            f"{path!r} holds a pcispy capture (a trace file): pcispy writes no export or "
+            "plot over a capture; give another file name")
+    return path
+
+
+def holds_trace(path):
+    """Whether ``path`` is an existing file that begins as a ``.pcitrace`` file does."""
+    from pcispy.trace.file import MAGIC
+    try:
+        with open(path, "rb") as file:
+            return file.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
+
+
+def refuse_overwrite(path, *, force=False, option="--force"):
+    """Refuse (a :class:`UsageError`) to write ``path`` when a file is there already,
+    unless ``force``: what a command records (a capture) cannot be made again, and
+    neither can the file it would replace."""
+    if os.path.lexists(path) and not force:
+        kind = "a pcispy capture" if holds_trace(path) else "a file"
+        raise UsageError(f"{path} exists ({kind}); give another name, or {option} to "
+                         "replace it")
 
 
 def _unwritable(path):

@@ -19,6 +19,7 @@ from pcispy.host.errors import PcispyError
 from pcispy.sim.api import SimSystem
 from pcispy.sim.irq_service import ResponderService
 from pcispy.sim.launcher import ARGS_ENV, FEATURE_ENV, RESULT_ENV
+from pcispy.sim.session import end_with_parent
 from pcispy.sim.transport import SimTransport
 
 __all__ = ["resolve_feature", "run_on_board"]
@@ -30,16 +31,19 @@ def resolve_feature(path):
     return getattr(importlib.import_module(module), name)
 
 
-async def run_on_board(system, bars, feature, arguments, *, session=None):
+async def run_on_board(system, bars, feature, arguments, *, session=None, hangup=None):
     """Run ``feature`` (a function or its ``module:function`` name) with ``arguments`` on
     the started and enumerated ``system``; return ``{"result": ...}`` or ``{"error": ...,
     "kind": ...}`` for an expected error, and ``"checker"``: both monitors' report
     (:meth:`~pcispy.sim.api.SimSystem.checker_report`). ``session`` names the session
-    the board belongs to (in the transport's description)."""
+    the board belongs to (in the transport's description); ``hangup``, set when nobody
+    waits for the result any more (a cocotb Event, or what has its ``is_set`` and
+    ``wait``), ends the feature (the transport's ``hangup``: ``asyncio.CancelledError``
+    from its next access or wait)."""
     try:
         if isinstance(feature, str):
             feature = resolve_feature(feature)
-        transport = SimTransport(system, bars, session=session)
+        transport = SimTransport(system, bars, session=session, hangup=hangup)
         # The host bridge's interrupt responder services the board's interrupts (it idles
         # until a feature starts it).
         transport.interrupt_service = ResponderService(system, bars)
@@ -53,6 +57,7 @@ async def run_on_board(system, bars, feature, arguments, *, session=None):
 @cocotb.test()
 async def run_feature(dut):
     """Run the feature named in the environment against the simulated board."""
+    end_with_parent()                   # a command killed with -9 leaves no simulator
     system = SimSystem(dut)
     try:
         # Starting applies the profile: an unknown one is an expected error too.

@@ -8,21 +8,36 @@ profile, bus width and seed until ``pcispy sim stop``, or until it has had no co
 its idle timeout. A command attaches to the session its options name and starts it when
 none runs; only that first command pays for the simulator's start.
 
-Each session is a folder under :func:`sessions_root` named after the session
-(``ideal-32bit``, ``pci33-64bit-seed7``, or a name of the user's own: ``--session``):
+Sessions belong to one checkout of pcispy: :func:`sessions_root` is a folder of this
+checkout's own (named after its path) under ``$PCISPY_SESSIONS`` (default: ``pcispy-UID``
+in the system's temporary folder), so two checkouts never see, use or stop each other's
+sessions, even with one ``PCISPY_SESSIONS``. Each session is a folder in it named after the
+session (``ideal-32bit``, ``pci33-64bit-seed7``, or a name of the user's own: ``--session``):
 
-- ``spec.json``, written by whoever starts it: profile, width, seed, the model, the
-  process group of the simulator and its log. Present from the start until the session
-  ends cleanly, so a ``spec.json`` whose process is gone means the simulator died.
+- ``lock``, held by whoever starts, checks or clears the session; it goes with the folder.
+- ``spec.json``, written by whoever starts it: profile, width, seed, the model and the
+  hash of the pcispy sources it was built from, the process group of the simulator and
+  its log. Present from the start until the session ends cleanly, so a ``spec.json``
+  whose process is gone means the simulator died. A session whose sources are not this
+  checkout's any more (pcispy was edited or updated since it started) is refused in one
+  line naming `pcispy sim stop`: it would run the old board and the old commands.
 - ``info.json`` and ``socket``, written by the bench once the board is enumerated.
 - ``sim.log``, the simulator's output.
 
 A simulator that died is reported in one line naming its log (kept beside the folder);
-the session is then cleared, so the next command starts a fresh one.
+the session is then cleared, so the next command starts a fresh one. The simulator ends
+with the process that started it (``kill -9`` of it too: :func:`end_with_parent`).
+
+A command in a session answers ``{"accepted": true}`` as soon as the simulator takes it,
+then its result. A client that has no acceptance within :data:`BUSY_NOTICE_S` says that
+the session is busy with another command, and keeps waiting. A client that goes away
+(Ctrl-C) ends its command in the simulator within a few thousand bus clocks
+(:mod:`pcispy.sim.session_bench`), so the next command is served at once.
 """
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import signal
@@ -39,12 +54,13 @@ from pcispy.sim.launcher import bench_env, feature_path
 from pcispy.sim import system
 from pcispy.sim.verilate import Model, SimulationFailed
 
-__all__ = ["SessionSpec", "Session", "SessionDied", "sessions_root", "attach", "start",
-           "stop", "running", "run_feature", "DEFAULT_IDLE_TIMEOUT_S", "SESSIONS_ENV",
+__all__ = ["SessionSpec", "Session", "SessionDied", "sessions_root", "checkout_key", "attach",
+           "start", "stop", "running", "run_feature", "DEFAULT_IDLE_TIMEOUT_S", "SESSIONS_ENV",
            "FRESH_ENV", "fresh_by_default", "session_name", "status", "read_message",
-           "send_message"]
+           "send_message", "end_with_parent", "BUSY_NOTICE_S", "build_with_progress"]
 
-#: Where sessions live (default: ``pcispy-UID`` in the system's temporary folder).
+#: Where sessions live, a folder per checkout in it (default: ``pcispy-UID`` in the system's
+#: temporary folder).
 SESSIONS_ENV = "PCISPY_SESSIONS"
 #: Set (to anything but "" or "0") to give every ``--sim`` command a fresh board, as
 #: ``--fresh`` does: for scripts and test suites that want no state between commands.
@@ -57,6 +73,7 @@ START_TIMEOUT_S = 300
 SESSION_ENV = "PCISPY_SESSION_DIR"
 IDLE_TIMEOUT_ENV = "PCISPY_SESSION_IDLE_TIMEOUT"
 #: The files of a session's folder (module docstring).
+LOCK_NAME = "lock"
 SPEC_NAME = "spec.json"
 INFO_NAME = "info.json"
 SOCKET_NAME = "socket"
@@ -65,6 +82,8 @@ LOG_NAME = "sim.log"
 MAX_MESSAGE_BYTES = 64 << 20
 #: A Unix socket's path must fit ``sun_path`` (108 bytes on Linux, with its NUL).
 MAX_SOCKET_PATH = 107
+#: Seconds a command waits for its session to take it before saying the session is busy.
+BUSY_NOTICE_S = 2.0
 
 
 def read_message(connection):
@@ -152,12 +171,40 @@ def fresh_by_default():
     return os.environ.get(FRESH_ENV, "") not in ("", "0")
 
 
+def checkout_key():
+    """This checkout's name among the sessions folders: the last part of its path and a
+    hash of the whole path (``wt-users-1a2b3c4d``)."""
+    from pathlib import Path
+    checkout = str(Path(__file__).resolve().parents[2])
+    digest = hashlib.sha256(checkout.encode()).hexdigest()[:8]
+    base = "".join(c if c.isalnum() or c in "-_." else "_"
+                   for c in os.path.basename(checkout))[:20].lstrip(".")
+    return f"{base}-{digest}" if base else digest
+
+
 def sessions_root():
-    """The folder that holds every session's folder (:data:`SESSIONS_ENV`)."""
-    root = os.environ.get(SESSIONS_ENV) or os.path.join(
+    """The folder that holds this checkout's sessions: its :func:`checkout_key` in
+    :data:`SESSIONS_ENV` (default ``pcispy-UID`` in the system's temporary folder)."""
+    base = os.environ.get(SESSIONS_ENV) or os.path.join(
         tempfile.gettempdir(), f"pcispy-{os.getuid()}")
+    root = os.path.join(base, checkout_key())
     os.makedirs(root, mode=0o700, exist_ok=True)
     return root
+
+
+def end_with_parent():
+    """Have Linux end this process (a simulator) when the process that started it ends,
+    even by ``kill -9``: a simulator nobody can reach would run on, unseen. Nothing
+    happens where ``prctl`` is missing."""
+    import ctypes
+    parent = os.getppid()
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)           # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if parent == 1 or not _pid_alive(parent):  # it ended before the request was made
+        os._exit(1)
 
 
 def _pid_alive(pid):
@@ -192,6 +239,9 @@ class Session:
         raw = _read_json(os.path.join(directory, SPEC_NAME)) or {}
         self.spec = SessionSpec(**raw["spec"]) if "spec" in raw else None
         self.pid = raw.get("pid")
+        #: The :func:`~pcispy.sim.system.generator_key` of the model it runs.
+        self.sources = raw.get("sources")
+        self.started = raw.get("started")
         self.log = os.path.join(directory, LOG_NAME)
 
     @property
@@ -207,26 +257,49 @@ class Session:
         info = self.info
         return "ready" if info and info.get("ready") else "starting"
 
-    def request(self, request, *, timeout=None):
+    def request(self, request, *, timeout=None, busy_notice=None):
         """Send one request, return the reply (a dict). Raises :class:`SessionDied` when
         the simulator cannot be reached or goes away before it answers, and
-        ``TimeoutError`` when ``timeout`` (seconds) passes first."""
+        ``TimeoutError`` when ``timeout`` (seconds) passes first. A command (``"run"``)
+        is first accepted; ``busy_notice()`` is called once when that takes more than
+        :data:`BUSY_NOTICE_S` (the simulator is still busy with another command)."""
         path = os.path.join(self.directory, SOCKET_NAME)
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
-            connection.settimeout(timeout)
             try:
                 connection.connect(path)
             except (FileNotFoundError, ConnectionRefusedError):
                 raise self._died("does not answer") from None
             send_message(connection, request)
             try:
-                reply = read_message(connection)
+                reply = self._reply(connection, timeout, busy_notice)
             except socket.timeout:
                 raise TimeoutError(f"session {self.name} is busy") from None
             except (OSError, ValueError):
                 reply = None
         if reply is None:
             raise self._died("ended in the middle of the command")
+        return reply
+
+    @staticmethod
+    def _reply(connection, timeout, busy_notice):
+        """The reply after the acceptance a command gets first (see :meth:`request`)."""
+        if busy_notice is not None:
+            connection.settimeout(BUSY_NOTICE_S if timeout is None else
+                                  min(timeout, BUSY_NOTICE_S))
+            try:
+                reply = read_message(connection)
+            except socket.timeout:
+                if timeout is not None and timeout <= BUSY_NOTICE_S:
+                    raise
+                busy_notice()
+                connection.settimeout(None if timeout is None else timeout - BUSY_NOTICE_S)
+                reply = read_message(connection)
+            if reply is None or "accepted" not in reply:
+                return reply
+        connection.settimeout(timeout)
+        reply = read_message(connection)
+        while reply is not None and "accepted" in reply:
+            reply = read_message(connection)
         return reply
 
     def _died(self, how):
@@ -238,7 +311,8 @@ class Session:
             time.sleep(0.1)
         else:
             self.kill()
-        kept = self.discard(keep_log=True)
+        with _locked(self.directory):
+            kept = self.discard(keep_log=True)
         return SessionDied(f"the simulated board (session {self.name}) {how}: its simulator "
                            f"died; its log is {kept}; the next command starts a fresh one")
 
@@ -262,7 +336,8 @@ class Session:
             kept = os.path.join(os.path.dirname(self.directory),
                                 f"{self.name}-died-{time.strftime('%Y%m%d-%H%M%S')}.log")
             os.replace(self.log, kept)
-        for entry in (SOCKET_NAME, INFO_NAME, INFO_NAME + ".tmp", SPEC_NAME, LOG_NAME):
+        for entry in (SOCKET_NAME, INFO_NAME, INFO_NAME + ".tmp", SPEC_NAME, LOG_NAME,
+                      LOCK_NAME):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(os.path.join(self.directory, entry))
         with contextlib.suppress(OSError):
@@ -270,13 +345,46 @@ class Session:
         return kept
 
 
+#: The session folders whose lock this process holds (a lock is taken once per process).
+_HELD = set()
+
+
 @contextlib.contextmanager
-def _locked(name):
-    """Hold the session's lock file: one process at a time starts or clears it."""
-    path = os.path.join(sessions_root(), f".{name}.lock")
-    with open(path, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+def _locked(directory):
+    """Hold the lock of the session in ``directory`` (``lock`` in it): one process at a
+    time starts, checks or clears it. The lock goes with the folder: a folder left without a
+    ``spec.json`` (no session, or one that failed to start) is removed before the lock
+    is let go, and a process that waited on the lock of a folder removed meanwhile takes
+    the lock of the folder made after it."""
+    directory = os.path.abspath(directory)
+    if directory in _HELD:
         yield
+        return
+    path = os.path.join(directory, LOCK_NAME)
+    while True:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        try:
+            descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except FileNotFoundError:
+            continue                       # the folder went between the two calls
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        try:
+            if os.stat(path).st_ino == os.fstat(descriptor).st_ino:
+                break
+        except FileNotFoundError:
+            pass
+        os.close(descriptor)
+    _HELD.add(directory)
+    try:
+        yield
+    finally:
+        _HELD.discard(directory)
+        if not os.path.exists(os.path.join(directory, SPEC_NAME)):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+            with contextlib.suppress(OSError):
+                os.rmdir(directory)
+        os.close(descriptor)
 
 
 def running():
@@ -325,10 +433,11 @@ def start(spec, *, idle_timeout_s=DEFAULT_IDLE_TIMEOUT_S, verbose=False):
     """Start the session ``spec`` describes (or return the one of that name already
     running, refusing one that simulates another board); return its :class:`Session`
     and whether this call started it."""
-    with _locked(spec.name):
+    with _locked(_session(spec.name).directory):
         session = _check_live(_session(spec.name))
         if session is not None:
             _refuse_other_board(session, spec)
+            _refuse_other_sources(session)
             return session, False
         directory = os.path.join(sessions_root(), spec.name)
         if len(os.path.join(directory, SOCKET_NAME).encode()) > MAX_SOCKET_PATH:
@@ -339,7 +448,7 @@ def start(spec, *, idle_timeout_s=DEFAULT_IDLE_TIMEOUT_S, verbose=False):
               f"{spec.describe()}; `pcispy sim stop` ends it)", file=sys.stderr)
         config = system.SystemConfig(width=spec.width, core=spec.description())
         try:
-            model = system.build_system(config)
+            model = build_with_progress(config)
         except (ValueError, RuntimeError) as error:
             # A core that cannot sit on this bus; a Verilator build that failed (the error
             # names its log).
@@ -355,12 +464,22 @@ def start(spec, *, idle_timeout_s=DEFAULT_IDLE_TIMEOUT_S, verbose=False):
                 stderr=subprocess.STDOUT, start_new_session=True)
         with open(os.path.join(directory, SPEC_NAME), "w") as f:
             json.dump({"spec": asdict(spec), "pid": process.pid, "model": str(model.build_dir),
+                       "sources": generator_key(config), "started": time.time(),
                        "idle_timeout_s": idle_timeout_s}, f)
         session = Session(directory)
         if verbose:
             print(f"pcispy: the session's simulator logs to {log}", file=sys.stderr)
         _wait_ready(session, process)
         return session, True
+
+
+def build_with_progress(config):
+    """The model of ``config``, built (with its progress on stderr) if it is not yet."""
+    from pcispy.sim.build_progress import reporting
+    from pcispy.sim.system import build_system
+    from pcispy.sim.verilate import BUILD_ROOT
+    with reporting(config.name, BUILD_ROOT):
+        return build_system(config)
 
 
 def _refuse_other_board(session, spec):
@@ -370,12 +489,30 @@ def _refuse_other_board(session, spec):
                           "name another session (--session)")
 
 
+def _refuse_other_sources(session):
+    """Refuse a session whose simulator runs pcispy sources other than this checkout's
+    (edited or updated since it started): its board and commands are the old ones."""
+    from pcispy.sim.system import SystemConfig, generator_key
+    spec = session.spec
+    if spec is None or session.sources is None:
+        return
+    if session.sources != generator_key(SystemConfig(width=spec.width,
+                                                     core=spec.description())):
+        since = time.strftime("%H:%M", time.localtime(session.started)) \
+            if session.started else "it started"
+        raise PcispyError(f"session {session.name} runs the simulated board of pcispy as it "
+                          f"was at {since}; pcispy changed since: `pcispy sim stop "
+                          f"{session.name}` ends it, and the next command starts it on the "
+                          "current sources")
+
+
 def attach(spec, *, verbose=False):
     """The running session ``spec`` names, started if none runs."""
-    with _locked(spec.name):
+    with _locked(_session(spec.name).directory):
         session = _check_live(_session(spec.name))
     if session is not None:
         _refuse_other_board(session, spec)
+        _refuse_other_sources(session)
         return session
     return start(spec, verbose=verbose)[0]
 
@@ -384,7 +521,7 @@ def stop(session):
     """End ``session``: ask its simulator to stop, kill it if it does not; return the
     simulator's last status (None when it had died or did not answer) and, for one that
     had died, where its log is now (else None)."""
-    with _locked(session.name):
+    with _locked(session.directory):
         state = session.state()
         reply = None
         if state in ("ready", "starting"):
@@ -422,8 +559,12 @@ def run_feature(feature, arguments, spec, *, verbose=False):
     session's board (started if none runs); return its result, as
     :func:`pcispy.sim.launcher.run_feature` does for a fresh board."""
     session = attach(spec, verbose=verbose)
+
+    def busy():
+        print(f"pcispy: session {session.name} is busy with another command; waiting for it "
+              f"(`pcispy sim stop {session.name}` ends it)", file=sys.stderr)
     outcome = session.request({"op": "run", "feature": feature_path(feature),
-                               "arguments": arguments or {}})
+                               "arguments": arguments or {}}, busy_notice=busy)
     if "failed" in outcome:
         raise PcispyError(f"the simulation failed ({outcome['failed']}); see {session.log}")
     if "error" in outcome:
@@ -442,8 +583,8 @@ def _serve(build_dir, toplevel):
     except SimulationFailed as failure:
         print(f"pcispy session: the simulator failed: {failure}", file=sys.stderr)
         return 1
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(os.path.join(directory, SPEC_NAME))
+    with _locked(directory):
+        Session(directory).discard()
     return 0
 
 

@@ -1,6 +1,11 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""``pcispy sim start|stop|status|config|read|write``: the simulated-board sessions
+"""``pcispy sim start|stop|status|reset|config|read|write``: the simulated-board sessions
 (:mod:`pcispy.sim.session`), with pcispy's board or a core of your own in slot 0.
+
+``sim reset`` pulses RST# on the session's bus and enumerates it again, as a machine's
+reset does: what a board in a slot gets from a reboot (it ends passive mode, which the
+board otherwise leaves only through its UART side channel, which the simulated system
+does not have).
 
 A session started with ``--core DESCRIPTION`` keeps that core running in slot 0 between
 commands. pcispy's own commands (``info``, ``regs``, ``pio``, ``capture``...) talk to
@@ -15,13 +20,13 @@ import argparse
 import time
 from dataclasses import replace
 
-from pcispy.host.command import CliCommand, positive_seconds
+from pcispy.host.command import CliCommand, int_range, positive_seconds
 from pcispy.host.errors import PcispyError, UsageError
 from pcispy.sim import session
 from pcispy.sim.session import SessionSpec, DEFAULT_IDLE_TIMEOUT_S
 
 __all__ = ["SimCommand", "known_profile", "session_spec", "SLOT0_FEATURES", "slot0_config",
-           "slot0_read", "slot0_write"]
+           "slot0_read", "slot0_write", "reset_bus"]
 
 #: Configuration space bytes ``sim config`` reads.
 CONFIG_SPACE_BYTES = 256
@@ -49,10 +54,22 @@ async def slot0_write(transport, bar, offset, words):
     return {"bar": bar, "offset": offset, "words": words}
 
 
+async def reset_bus(transport, clocks=8):
+    """RST# for ``clocks`` bus clocks, then enumeration like firmware after a reset; the
+    transport (and so the session) reaches slot 0 at the BARs it was given again."""
+    system = transport.system
+    await system.pulse_reset(clocks)
+    bars = await system.enumerate_board()
+    transport.bars.clear()
+    transport.bars.update(bars)
+    return {"cycle": await system.cycle(), "clocks": clocks,
+            "bars": {str(index): bar for index, bar in sorted(bars.items())}}
+
+
 #: The features that need nothing of slot 0 but its PCI interface: the only ones a
 #: session with another core in slot 0 runs (pcispy/sim/session_bench.py).
 SLOT0_FEATURES = frozenset(f"{__name__}:{feature.__name__}"
-                           for feature in (slot0_config, slot0_read, slot0_write))
+                           for feature in (slot0_config, slot0_read, slot0_write, reset_bus))
 
 
 def _number(text):
@@ -63,6 +80,15 @@ def _number(text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is negative")
+    return value
+
+
+def _offset(text):
+    """An argparse ``type``: a byte offset of a 32-bit word (a multiple of 4)."""
+    value = _number(text)
+    if value % 4:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a multiple of 4: sim read and "
+                                         "write move whole 32-bit words")
     return value
 
 
@@ -109,6 +135,7 @@ class SimCommand(CliCommand):
     examples = ("pcispy sim start --profile alphastation200 --bus-width 64",
                 "pcispy sim status",
                 "pcispy sim stop",
+                "pcispy --sim=rtc sim reset",
                 "pcispy --session scratch sim start",
                 "pcispy --fresh pio",
                 "pcispy sim start --core my_core.toml",
@@ -123,7 +150,10 @@ class SimCommand(CliCommand):
             "it. The board keeps its registers, memories, trace and bus time between "
             "commands, like a board in a slot, until `pcispy sim stop` or until it has had no "
             "command for its idle timeout. --session NAME starts a second board of the same "
-            "kind; --fresh (or PCISPY_FRESH_SIM=1) runs a command on a board of its own.")
+            "kind; --fresh (or PCISPY_FRESH_SIM=1) runs a command on a board of its own. "
+            "Sessions belong to this checkout of pcispy (another checkout's are neither seen "
+            "nor stopped); they live in $PCISPY_SESSIONS (default: pcispy-UID in the "
+            "temporary folder), a folder per checkout.")
         actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
         start = actions.add_parser(
             "start", help="start a session (the global --sim, --bus-width, --seed and "
@@ -134,7 +164,8 @@ class SimCommand(CliCommand):
                            help="the host-bridge profile or scenario (default: ideal)")
         start.add_argument("--bus-width", type=int, choices=(32, 64), default=argparse.SUPPRESS,
                            help="the bus width (default: 32)")
-        start.add_argument("--seed", type=int, default=argparse.SUPPRESS,
+        start.add_argument("--seed", type=int_range(0, (1 << 32) - 1),
+                           default=argparse.SUPPRESS,
                            help="seed of every randomised behaviour (default: 1)")
         start.add_argument("--idle-timeout", type=positive_seconds, metavar="SECONDS",
                            default=DEFAULT_IDLE_TIMEOUT_S,
@@ -145,22 +176,28 @@ class SimCommand(CliCommand):
         read = actions.add_parser(
             "read", help="32-bit target reads at one of slot 0's BARs (any core)")
         read.add_argument("bar", type=_number, help="the BAR (0-5)")
-        read.add_argument("offset", type=_number, help="the byte offset in it")
+        read.add_argument("offset", type=_offset, help="the byte offset in it (a multiple "
+                                                        "of 4)")
         read.add_argument("--count", type=_number, default=1, help="words (default: 1)")
         write = actions.add_parser(
             "write", help="32-bit target writes at one of slot 0's BARs (any core)")
         write.add_argument("bar", type=_number, help="the BAR (0-5)")
-        write.add_argument("offset", type=_number, help="the byte offset in it")
+        write.add_argument("offset", type=_offset, help="the byte offset in it (a multiple "
+                                                         "of 4)")
         write.add_argument("words", type=_word, nargs="+", metavar="WORD",
                            help="the words to write, from offset on")
-        for action in (start, config, read, write):
+        reset = actions.add_parser(
+            "reset", help="pulse RST# on the session's bus and enumerate it again, as a "
+                          "reboot does (ends the board's passive mode)")
+        for action in (start, config, read, write, reset):
             action.add_argument("--core", metavar="CORE_DESCRIPTION",
                                 help="the session with this core in slot 0 (a .json or "
                                      "TOML description, as for sim-test) instead of "
                                      "pcispy's board")
-        stop = actions.add_parser("stop", help="stop sessions (default: every one)")
+        stop = actions.add_parser("stop", help="stop this checkout's sessions (default: every "
+                                               "one of them)")
         stop.add_argument("names", nargs="*", metavar="NAME",
-                          help="the sessions to stop (default: every one)")
+                          help="the sessions to stop (default: every one of this checkout)")
         actions.add_parser("status", help="the sessions, their boards and bus time")
         for action in actions.choices.values():
             action.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
@@ -220,6 +257,16 @@ class SimCommand(CliCommand):
             for i, word in enumerate(result["words"]):
                 out.write(f"BAR{args.bar} {args.offset + 4 * i:#010x}: {word:#010x}\n")
             _monitors(result["checker"], out)
+        return result
+
+    def _reset(self, args, out):
+        result = self._slot0(args, reset_bus, {})
+        if not args.json:
+            out.write(f"RST# for {result['clocks']} clocks at bus clock {result['cycle']:,}; "
+                      "the bus enumerated again:\n")
+            for index, bar in result["bars"].items():
+                out.write(f"  BAR{index}: {bar['kind']:6s} at {bar['address']:#010x}, "
+                          f"{bar['size']} bytes\n")
         return result
 
     def _write(self, args, out):

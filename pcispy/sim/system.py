@@ -74,7 +74,7 @@ from pcispy.sim.bfm.arbiter import Arbiter
 from pcispy.sim.bfm.resolver import BusResolver, shared_lines
 from pcispy.core import ram
 from pcispy.sim.core import CoreDescription, core_component
-from pcispy.sim import verilate
+from pcispy.sim import build_progress, verilate
 
 __all__ = ["Agent", "SystemConfig", "PCISystem", "build_system", "SystemReg", "REGISTERS",
            "BOARD_SLOT", "TEST_DEVICE_SLOT", "IDSEL_AD_BIT", "MASTERS", "driver_names",
@@ -888,6 +888,7 @@ def _indexed_model(index, waves):
 
 def _elaborate_and_build(config, waves, index):
     """Elaborate the system ``config`` to Verilog, build its model, record it in ``index``."""
+    build_progress.stage("elaborating")
     # Verilator's runtime objects compile on the other core while this one elaborates.
     runtime = threading.Thread(target=verilate.prepare_runtime, daemon=True)
     runtime.start()

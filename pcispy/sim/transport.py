@@ -7,6 +7,8 @@ host bridge's memory and read back through its backdoor. Nothing here knows a re
 the board driver (pcispy.host.board) and the features run unchanged on top of it.
 """
 
+import asyncio
+
 from pcispy.pci.bus import Command
 from pcispy.host.errors import TransportError
 from pcispy.host.transports.base import BlockTiming, DmaBuffer, Transport
@@ -23,23 +25,47 @@ BLOCK_CHUNK = 32 * 1024
 IO_DMA_BASE = 0x0100_0000
 
 
-class SimDmaBuffer(DmaBuffer):
-    """A slice of the simulated host memory, reached through its backdoor."""
+#: Bytes of host memory one backdoor access moves at most: a buffer of megabytes is read or
+#: written in parts, so that a command whose client went away ends between two.
+BACKDOOR_CHUNK = 16 * 1024
 
-    def __init__(self, host_memory, bus_address, size, *, storage=None):
+
+class SimDmaBuffer(DmaBuffer):
+    """A slice of the simulated host memory, reached through its backdoor. ``live`` (a
+    function, or None) is called before each part of an access (:data:`BACKDOOR_CHUNK`):
+    the transport's check that its client is still there."""
+
+    def __init__(self, host_memory, bus_address, size, *, storage=None, live=None):
         super().__init__(bus_address, size)
         self.host_memory = host_memory
         #: Byte address of the buffer in the host memory's RAM (the bus address, except
         #: for I/O buffers).
         self.storage = bus_address if storage is None else storage
+        self._live = live or (lambda: None)
+
+    def _parts(self, offset, length):
+        """``(start, length)`` of the parts of an access: split at multiples of
+        :data:`BACKDOOR_CHUNK` of the storage address, so that no storage word (up to 8
+        bytes wide) is written by two parts."""
+        address, end = self.storage + offset, self.storage + offset + length
+        while address < end:
+            step = min(end, (address // BACKDOOR_CHUNK + 1) * BACKDOOR_CHUNK) - address
+            self._live()
+            yield address, step
+            address += step
 
     async def read(self, offset, length):
         self._check(offset, length)
-        return await self.host_memory.backdoor_read(self.storage + offset, length)
+        return b"".join([await self.host_memory.backdoor_read(address, size)
+                         for address, size in self._parts(offset, length)])
 
     async def write(self, offset, data):
         self._check(offset, len(data))
-        await self.host_memory.backdoor_write(self.storage + offset, data)
+        data = bytes(data)
+        base = self.storage + offset
+        for address, size in self._parts(offset, len(data)):
+            await self.host_memory.backdoor_write(address, data[address - base:
+                                                                address - base + size])
 
     def _check(self, offset, length):
         if offset < 0 or offset + length > self.size:
@@ -56,16 +82,39 @@ class SimTransport(Transport):
             enumeration assigned them.
         session: the name of the session the board lives in (:mod:`pcispy.sim.session`),
             None for a board started for one command.
+        hangup: what says that nobody waits for the feature any more (its client pressed
+            Ctrl-C): ``is_set()`` and ``wait()`` as a cocotb ``Event`` has them (an Event
+            will do). Once it is set, every access and wait raises
+            ``asyncio.CancelledError``, as a Ctrl-C interrupts a feature on hardware, and
+            a wait ends at once. Each access runs whole, so the host bridge is left
+            between commands.
     """
     kind = "sim"
 
-    def __init__(self, system, bars, *, session=None):
+    def __init__(self, system, bars, *, session=None, hangup=None):
         self.system = system
         self.bars = bars
         self.session = session
+        self.hangup = hangup
         self._next_dma = system.dma_region[0]
 
+    def _live(self):
+        """Raise ``asyncio.CancelledError`` once ``hangup`` is set."""
+        if self.hangup is not None and self.hangup.is_set():
+            raise asyncio.CancelledError("the command's client went away")
+
+    async def _until(self, trigger):
+        """Await ``trigger`` (a cocotb trigger), or less when ``hangup`` is set meanwhile."""
+        from cocotb.triggers import First
+        self._live()
+        if self.hangup is None:
+            return await trigger
+        fired = await First(trigger, self.hangup.wait())
+        self._live()
+        return fired
+
     def _address(self, bar, offset, size):
+        self._live()
         try:
             info = self.bars[bar]
         except KeyError:
@@ -75,10 +124,16 @@ class SimTransport(Transport):
                                  f"its {info['size']:#x} bytes")
         return info["kind"], info["address"] + offset
 
-    @staticmethod
-    def _check(result, what):
+    def _check(self, result, what):
+        self._live()
         if not result.ok:
-            raise TransportError(f"{what}: the host bridge reports {result.status.name.lower()}")
+            status = result.status.name.lower()
+            hint = ""
+            if status == "master_abort" and self.system.config.core is None:
+                # Nothing claimed an access to the board's BARs: a board in passive mode.
+                hint = ("; the board does not answer (passive mode? `pcispy sim reset` "
+                        "pulses RST#, which ends it)")
+            raise TransportError(f"{what}: the host bridge reports {status}{hint}")
         return result
 
     async def read32(self, bar, offset):
@@ -100,11 +155,13 @@ class SimTransport(Transport):
                         f"memory write at {address:#x}")
 
     async def config_read(self, offset):
+        self._live()
         result = self._check(await self.system.board_config().config_read(BOARD_SLOT, offset),
                              f"configuration read at {offset:#x}")
         return result.value
 
     async def config_write(self, offset, value):
+        self._live()
         self._check(await self.system.board_config().config_write(BOARD_SLOT, offset, value),
                     f"configuration write at {offset:#x}")
 
@@ -160,19 +217,30 @@ class SimTransport(Transport):
                            retries=result.retries, disconnects=result.disconnects)
 
     async def wait_irq(self, timeout_s):
-        return await self.system.wait_interrupt(timeout_s)
+        self._live()
+        if self.hangup is None:
+            return await self.system.wait_interrupt(timeout_s)
+        import cocotb
+        waiting = cocotb.start_soon(self.system.wait_interrupt(timeout_s))
+        try:
+            await self._until(waiting)
+        finally:
+            waiting.cancel()             # (a task that ended is left as it is)
+        return waiting.result()
 
     async def dma_buffer(self, size):
+        self._live()
         start, end = self.system.dma_region
         address = (self._next_dma + 4095) & ~4095
         if address + size > end:
             raise TransportError(f"the simulated host memory has no room for a {size}-byte "
                                  f"DMA buffer ({end - start} bytes in all)")
         self._next_dma = address + size
-        return SimDmaBuffer(self.system.host_memory, address, size)
+        return SimDmaBuffer(self.system.host_memory, address, size, live=self._live)
 
     async def sleep(self, seconds):
-        await self.system.ctl[Agent.SYSTEM].clocks(max(1, round(seconds * self.system.clock_mhz * 1e6)))
+        await self._until(ClockCycles(self.system.dut.pci_clk,
+                                      max(1, round(seconds * self.system.clock_mhz * 1e6))))
 
     async def io_dma_buffer(self, size):
         # The host memory also answers I/O commands in one window, mapped onto a buffer
@@ -182,7 +250,7 @@ class SimTransport(Transport):
         await self.system.host_memory.set_windows(io=(IO_DMA_BASE, window),
                                                   io_ram_offset=buffer.bus_address)
         return SimDmaBuffer(self.system.host_memory, IO_DMA_BASE, size,
-                            storage=buffer.bus_address)
+                            storage=buffer.bus_address, live=self._live)
 
     def describe(self):
         return {"transport": "sim", "profile": self.system.profile_name,

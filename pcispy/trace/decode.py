@@ -517,6 +517,9 @@ def synthetic_trace(cycles, seed=1, width=32, distinct=64):
     clocks = [{}]                    # an idle clock first: the address phase is seen rising
     for _ in range(distinct):
         clocks += _synthetic_clocks(rng)
+    if width == 64:
+        # Nobody drives the 64-bit extension in these 32-bit transactions: its pull-ups do.
+        clocks = [{"ad_hi": 0xFFFF_FFFF, "cbe_hi": 0xF, **clock} for clock in clocks]
     tile = raw_records(clocks, width)
     repeat = -(-cycles // len(tile))
     trace = parse_trace(trace_bytes(np.tile(tile, (repeat, 1)),

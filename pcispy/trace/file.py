@@ -37,7 +37,15 @@ time, so that whole-trace work runs in bounded memory.
 
 Field positions come from :func:`~pcispy.spy.format.record_fields` and nowhere else.
 Every damage a file can have raises :class:`~pcispy.host.errors.TraceFormatError` naming the
-byte offset.
+byte offset. A damaged record is one the spy cannot have written: a kind the capture mode
+cannot hold, a value an enum field does not have, or a bit set where its layout has none
+(reserved). ``skip_damaged`` reads past them instead (``pcispy decode --partial``): every
+other record is kept, and :attr:`Trace.skipped` says what was left out (damaged records,
+the part of a record a cut file ends in, the records a complete readout is missing).
+Metadata that contradicts the records is refused all the same: a raw trace whose metadata
+says 64-bit while no record has anything on the 64-bit extension (AD[63:32], C/BE#[7:4],
+PAR64, REQ64#, ACK64#: on a 64-bit bus their pull-ups show), or 32-bit while most records
+carry bits a 32-bit record does not have.
 """
 
 import enum
@@ -234,6 +242,9 @@ class Trace:
         self.offset = offset
         self.path = path
         self.first = first
+        #: What reading left out (``skip_damaged``): ``{"damaged", "first_damaged",
+        #: "cut_bytes", "missing"}`` (:func:`read_trace`); None when nothing was.
+        self.skipped = None
         self._kinds = None
         self._cache = {}
 
@@ -409,29 +420,6 @@ def _enum_fields(layout, prefix=""):
     return fields
 
 
-def _check_enum_fields(trace, name, first=0):
-    """Refuse a record whose enum field holds a value its enum does not have (e.g. a
-    summary's termination 7), naming the first such record's offset (and its number,
-    counted from ``first``: ``trace`` is a chunk of a longer trace)."""
-    for kind in RecordKind:
-        where = trace.indices(kind)
-        if kind is RecordKind.EMPTY or not len(where):
-            continue
-        layout = trace.layouts[kind]
-        fields = _enum_fields(layout)
-        if not fields:
-            continue
-        columns = trace.columns(kind, [field for field, _ in fields])
-        for field, shape in fields:
-            known = np.array([member.value for member in shape], dtype=columns[field].dtype)
-            bad = np.flatnonzero(~np.isin(columns[field], known))
-            if len(bad):
-                index = int(where[bad[0]])
-                raise _error(name, trace.offset + index * trace.record_bytes,
-                             f"record {first + index} ({kind.name}) has {field} "
-                             f"{int(columns[field][bad[0]])}, which is no {shape.__name__}")
-
-
 def _error(name, offset, message):
     return TraceFormatError(f"{name}: {message} at byte offset {offset}")
 
@@ -592,11 +580,22 @@ def _parse_header(blob, name):
     return _check_metadata(metadata, name, record_bytes), record_bytes, end
 
 
-def _whole_records(metadata, name, size, end, record_bytes):
+def _whole_records(metadata, name, size, end, record_bytes, skipped=None):
     """The records a file of ``size`` bytes holds from ``end`` on. A partial readout may end
-    in part of a record (the readout stopped while writing it): that part is not read."""
+    in part of a record (the readout stopped while writing it): that part is not read.
+    ``skipped`` (a dict): read a file cut short too, saying in it what is not read
+    (``cut_bytes``, the bytes of the record it ends in; ``missing``, the records a complete
+    readout gives that it has not)."""
     whole, partial = divmod(size - end, record_bytes)
     readout = metadata.get("readout")
+    if skipped is not None:
+        total = readout["records_total"] if readout and readout["complete"] else None
+        if partial and (readout is None or readout["complete"]):
+            skipped["cut_bytes"] = partial
+        if total is not None and whole < total:
+            skipped["missing"] = total - whole
+        if readout is None or readout["complete"] or whole <= readout["records_total"]:
+            return min(whole, total) if total is not None else whole
     if partial and (readout is None or readout["complete"]):
         at = end + whole * record_bytes
         raise _error(name, at, f"truncated record {whole} ({partial} of {record_bytes} "
@@ -612,22 +611,122 @@ def _whole_records(metadata, name, size, end, record_bytes):
     return whole
 
 
-def _check_records(trace, name):
-    """Refuse records of a kind the capture mode cannot hold, or with an enum field value
-    its enum does not have, a chunk at a time."""
-    allowed = _KINDS_OF_MODE[trace.mode]
-    codes = np.array([k.value for k in allowed], dtype=np.uint8)
+def _used_bytes(layout, record_bytes):
+    """A uint8 array of ``record_bytes``: the bits the fields of ``layout`` occupy."""
+    bits = np.zeros(record_bytes * 8, dtype=bool)
+    for _, offset, width in record_fields(layout):
+        bits[offset:offset + width] = True
+    return np.packbits(bits, bitorder="little")
+
+
+def _damage(chunk):
+    """``(bad, why)`` of the records of ``chunk``: a bool array marking the damaged ones
+    (a kind its mode cannot hold, an enum field value its enum does not have, a reserved
+    bit set) and, for the first of them, what is wrong with it."""
+    allowed = np.array([k.value for k in _KINDS_OF_MODE[chunk.mode]], dtype=np.uint8)
+    bad = ~np.isin(chunk.kinds, allowed)
+    why = {}
+    if bad.any():
+        index = int(np.flatnonzero(bad)[0])
+        code = int(chunk.kinds[index])
+        what = (f"a {RecordKind(code).name} record"
+                if code in RecordKind._value2member_map_ else f"unknown record kind {code}")
+        why[index] = f"is {what}, which a {chunk.mode.name.lower()} capture cannot hold"
+    for kind in RecordKind:
+        where = chunk.indices(kind)
+        if kind is RecordKind.EMPTY or not len(where) or kind not in _KINDS_OF_MODE[chunk.mode]:
+            continue
+        layout = chunk.layouts[kind]
+        stray = np.any(chunk.data[where] & ~_used_bytes(layout, chunk.record_bytes), axis=1)
+        if stray.any():
+            index = int(where[np.flatnonzero(stray)[0]])
+            why.setdefault(index, f"({kind.name}) has bits set where its layout has none")
+            bad[where[stray]] = True
+        fields = _enum_fields(layout)
+        if not fields:
+            continue
+        columns = chunk.columns(kind, [field for field, _ in fields])
+        for field, shape in fields:
+            known = np.array([member.value for member in shape], dtype=columns[field].dtype)
+            wrong = np.flatnonzero(~np.isin(columns[field], known))
+            if len(wrong):
+                index = int(where[wrong[0]])
+                why.setdefault(index, f"({kind.name}) has {field} "
+                                      f"{int(columns[field][wrong[0]])}, which is no "
+                                      f"{shape.__name__}")
+                bad[where[wrong]] = True
+    first = int(np.flatnonzero(bad)[0]) if bad.any() else None
+    return bad, (why[first] if first is not None else None)
+
+
+#: The lines a 64-bit bus adds to a raw record (:func:`~pcispy.pci.bus.bus_lines`).
+_EXTENSION = ("bus.ad_hi", "bus.cbe_hi", "bus.par64", "bus.req64", "bus.ack64")
+
+
+def _check_width(trace, name):
+    """Refuse a raw trace whose metadata's bus width contradicts its records (see the
+    module docstring): one clear line, whatever else is damaged."""
+    if trace.mode is not CaptureMode.RAW or not len(trace):
+        return
+    other = 32 if trace.width == 64 else 64
+    raw_other = record_layouts(other, trace.masters)[RecordKind.RAW]
+    extension = np.zeros(trace.record_bytes * 8, dtype=bool)
+    for field, offset, width in record_fields(record_layouts(64, trace.masters)[RecordKind.RAW]):
+        if field in _EXTENSION:
+            extension[offset + (field == "bus.ad_hi"):offset + width] = True
+    extension = np.packbits(extension, bitorder="little")
+    unused_32 = ~_used_bytes(record_layouts(32, trace.masters)[RecordKind.RAW],
+                             trace.record_bytes)
+    records = seen = 0
+    for _, chunk in trace.chunks():
+        raw = chunk.data[chunk.kinds == RecordKind.RAW.value]
+        records += len(raw)
+        mask = extension if trace.width == 64 else unused_32
+        seen += int(np.count_nonzero(np.any(raw & mask, axis=1)))
+    if not records:
+        return
+    if trace.width == 64 and seen == 0:
+        raise _error(name, HEADER_BYTES, f"bad metadata: bus_width 64, but its {records} raw "
+                     "records are of a 32-bit bus: none has anything on AD[63:33], C/BE#[7:4], "
+                     "PAR64, REQ64# or ACK64#, whose pull-ups a 64-bit bus shows")
+    if trace.width == 32 and seen * 2 > records:
+        raise _error(name, HEADER_BYTES, f"bad metadata: bus_width 32, but {seen} of its "
+                     f"{records} raw records are of a {type(raw_other).__name__} of a 64-bit "
+                     "bus: they have bits set that a 32-bit record does not have")
+
+
+def _check_records(trace, name, skip_damaged=False):
+    """Refuse records the spy cannot have written (:func:`_damage`), a chunk at a time,
+    naming the first; with ``skip_damaged``, return the bool array of the damaged ones
+    instead (None: there are none)."""
+    _check_width(trace, name)
+    damaged = None
     for first, chunk in trace.chunks():
-        wrong = np.flatnonzero(~np.isin(chunk.kinds, codes))
-        if len(wrong):
-            index = int(wrong[0])
-            code = int(chunk.kinds[index])
-            what = (f"a {RecordKind(code).name} record"
-                    if code in RecordKind._value2member_map_ else f"unknown record kind {code}")
+        bad, why = _damage(chunk)
+        if not bad.any():
+            continue
+        if not skip_damaged:
+            index = int(np.flatnonzero(bad)[0])
             raise _error(name, chunk.offset + index * trace.record_bytes,
-                         f"record {first + index} is {what}, which a "
-                         f"{trace.mode.name.lower()} capture cannot hold")
-        _check_enum_fields(chunk, name, first)
+                         f"record {first + index} {why}")
+        if damaged is None:
+            damaged = np.zeros(len(trace), dtype=bool)
+            index = int(np.flatnonzero(bad)[0])
+            trace.skipped = dict(trace.skipped or {}, first_damaged={
+                "record": first + index, "offset": chunk.offset + index * trace.record_bytes,
+                "why": why})
+        damaged[first:first + len(chunk)] = bad
+    return damaged
+
+
+def _without(trace, damaged):
+    """``trace`` without the records ``damaged`` marks (held in memory), counting them in
+    :attr:`Trace.skipped`."""
+    if damaged is None:
+        return trace
+    kept = Trace(trace.metadata, np.ascontiguousarray(trace.data[~damaged]), trace.offset)
+    kept.skipped = dict(trace.skipped, damaged=int(np.count_nonzero(damaged)))
+    return kept
 
 
 def _refuse_partial(trace, name, partial):
@@ -639,29 +738,34 @@ def _refuse_partial(trace, name, partial):
             "capture), or decode the part read with --partial")
 
 
-def parse_trace(blob, name="trace", *, partial=False):
+def parse_trace(blob, name="trace", *, partial=False, skip_damaged=False):
     """A :class:`Trace` from the bytes of a file; ``name`` prefixes error messages. A partial
     readout raises :class:`PartialReadout` unless ``partial`` (then the trace holds the
-    records read)."""
+    records read). ``skip_damaged``: leave damaged records out and read a file cut short
+    (:attr:`Trace.skipped` says what was left out) instead of refusing them."""
     metadata, record_bytes, end = _parse_header(blob, name)
-    whole = _whole_records(metadata, name, len(blob), end, record_bytes)
+    skipped = {} if skip_damaged else None
+    whole = _whole_records(metadata, name, len(blob), end, record_bytes, skipped)
     trace = Trace(metadata, np.frombuffer(blob, dtype=np.uint8, count=whole * record_bytes,
                                           offset=end), end)
-    _check_records(trace, name)
+    trace.skipped = skipped or None
+    trace = _without(trace, _check_records(trace, name, skip_damaged))
     _refuse_partial(trace, name, partial)
     return trace
 
 
-def read_trace(path, *, partial=False):
+def read_trace(path, *, partial=False, skip_damaged=False):
     """Read a ``.pcitrace`` file into a :class:`Trace`: a file of :data:`MAP_BYTES` or more
     is memory-mapped (its records are read as they are used; :meth:`Trace.chunks` reads
-    them a run at a time), a smaller one read whole. ``partial`` as for
-    :func:`parse_trace`."""
+    them a run at a time), a smaller one read whole. ``partial`` and ``skip_damaged`` as
+    for :func:`parse_trace` (a large file with damaged records is then held in memory
+    without them)."""
     try:
         with open(path, "rb") as file:
             size = os.fstat(file.fileno()).st_size
             if size < MAP_BYTES:
-                return parse_trace(file.read(), str(path), partial=partial)
+                return parse_trace(file.read(), str(path), partial=partial,
+                                   skip_damaged=skip_damaged)
             head = file.read(HEADER_BYTES)
             if len(head) == HEADER_BYTES:
                 head += file.read(_HEADER.unpack_from(head)[3])
@@ -669,12 +773,14 @@ def read_trace(path, *, partial=False):
         raise PcispyError(f"cannot read {path}: {error.strerror}") from None
     name = str(path)
     metadata, record_bytes, end = _parse_header(head, name)
-    whole = _whole_records(metadata, name, size, end, record_bytes)
+    skipped = {} if skip_damaged else None
+    whole = _whole_records(metadata, name, size, end, record_bytes, skipped)
     data = np.memmap(path, dtype=np.uint8, mode="r", offset=end,
                      shape=(whole, record_bytes)) if whole else np.zeros((0, record_bytes),
                                                                           np.uint8)
     trace = Trace(metadata, data, end, path=path)
-    _check_records(trace, name)
+    trace.skipped = skipped or None
+    trace = _without(trace, _check_records(trace, name, skip_damaged))
     _refuse_partial(trace, name, partial)
     return trace
 

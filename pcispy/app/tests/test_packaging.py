@@ -54,4 +54,4 @@ def test_wheel_holds_every_package_and_verilog_file(tmp_path):
     # The console script is declared.
     entry_points = next(name for name in names if name.endswith(".dist-info/entry_points.txt"))
     with zipfile.ZipFile(wheel) as archive:
-        assert "pcispy = pcispy.app.cli:main" in archive.read(entry_points).decode()
+        assert "pcispy = pcispy.app.entry:main" in archive.read(entry_points).decode()
