@@ -106,6 +106,26 @@ def send_message(connection, message):
     return True
 
 
+class _Lines:
+    """The JSON lines a connection brings, one at a time: bytes read past a line (the
+    session may send its acceptance and its reply in one go) wait for the next call, and
+    so do the bytes of a line a timeout cut short."""
+
+    def __init__(self, connection):
+        self.connection = connection
+        self.data = b""
+
+    def next(self):
+        """The next message (a dict), or None when the connection ends before one."""
+        while b"\n" not in self.data:
+            chunk = self.connection.recv(1 << 16)
+            if not chunk or len(self.data) > MAX_MESSAGE_BYTES:
+                return None
+            self.data += chunk
+        line, _, self.data = self.data.partition(b"\n")
+        return json.loads(line)
+
+
 class SessionDied(PcispyError):
     """The session's simulator is gone without being stopped."""
 
@@ -283,23 +303,24 @@ class Session:
     @staticmethod
     def _reply(connection, timeout, busy_notice):
         """The reply after the acceptance a command gets first (see :meth:`request`)."""
+        lines = _Lines(connection)
         if busy_notice is not None:
             connection.settimeout(BUSY_NOTICE_S if timeout is None else
                                   min(timeout, BUSY_NOTICE_S))
             try:
-                reply = read_message(connection)
+                reply = lines.next()
             except socket.timeout:
                 if timeout is not None and timeout <= BUSY_NOTICE_S:
                     raise
                 busy_notice()
                 connection.settimeout(None if timeout is None else timeout - BUSY_NOTICE_S)
-                reply = read_message(connection)
+                reply = lines.next()
             if reply is None or "accepted" not in reply:
                 return reply
         connection.settimeout(timeout)
-        reply = read_message(connection)
+        reply = lines.next()
         while reply is not None and "accepted" in reply:
-            reply = read_message(connection)
+            reply = lines.next()
         return reply
 
     def _died(self, how):
