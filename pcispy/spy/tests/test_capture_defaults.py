@@ -11,7 +11,7 @@ import pytest
 
 from pcispy.app.tests._cli import run_cli
 from pcispy.spy.format import RecordKind
-from pcispy.spy.tracefile import read_trace
+from pcispy.trace.file import read_trace
 
 pytestmark = [pytest.mark.spy, pytest.mark.bfm]
 
