@@ -17,6 +17,7 @@ def _interrupted(signum, frame):
 def main():
     """Run ``pcispy`` with the command line of this process; return its exit status."""
     signal.signal(signal.SIGINT, _interrupted)
+    # Waits: Ctrl-C is to be handled before these modules load, which takes a moment.
     from pcispy.app.cli import main as cli_main
     signal.signal(signal.SIGINT, signal.default_int_handler)
     status = cli_main()

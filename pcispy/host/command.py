@@ -14,7 +14,11 @@ import os
 from pcispy.host.errors import PcispyError, UsageError
 from pcispy.host.transports import sysfs, uart
 
-__all__ = ["CliCommand", "int_range", "output_path", "writable_path", "holds_trace",
+#: How a trace file begins (:data:`pcispy.trace.file.MAGIC`, which declares it; the host
+#: room stands below the trace room, and a test holds the two equal).
+TRACE_MAGIC = b"PCITRACE"
+
+__all__ = ["TRACE_MAGIC", "CliCommand", "int_range", "output_path", "writable_path", "holds_trace",
            "refuse_overwrite", "parse_size", "positive_seconds", "run_feature"]
 
 
@@ -104,10 +108,9 @@ def output_path(path):
 
 def holds_trace(path):
     """Whether ``path`` is an existing file that begins as a ``.pcitrace`` file does."""
-    from pcispy.trace.file import MAGIC
     try:
         with open(path, "rb") as file:
-            return file.read(len(MAGIC)) == MAGIC
+            return file.read(len(TRACE_MAGIC)) == TRACE_MAGIC
     except OSError:
         return False
 

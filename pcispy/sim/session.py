@@ -36,6 +36,7 @@ the session is busy with another command, and keeps waiting. A client that goes 
 """
 
 import contextlib
+import ctypes
 import fcntl
 import hashlib
 import json
@@ -47,11 +48,12 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from pcispy.host.errors import PcispyError
 from pcispy.sim.core import CoreDescription
 from pcispy.sim.launcher import bench_env, feature_path
-from pcispy.sim import system
+from pcispy.sim import build_progress, system, verilate
 from pcispy.sim.verilate import Model, SimulationFailed
 
 __all__ = ["SessionSpec", "Session", "SessionDied", "sessions_root", "checkout_key", "attach",
@@ -194,7 +196,6 @@ def fresh_by_default():
 def checkout_key():
     """This checkout's name among the sessions folders: the last part of its path and a
     hash of the whole path (``wt-users-1a2b3c4d``)."""
-    from pathlib import Path
     checkout = str(Path(__file__).resolve().parents[2])
     digest = hashlib.sha256(checkout.encode()).hexdigest()[:8]
     base = "".join(c if c.isalnum() or c in "-_." else "_"
@@ -216,7 +217,6 @@ def end_with_parent():
     """Have Linux end this process (a simulator) when the process that started it ends,
     even by ``kill -9``: a simulator nobody can reach would run on, unseen. Nothing
     happens where ``prctl`` is missing."""
-    import ctypes
     parent = os.getppid()
     try:
         libc = ctypes.CDLL(None, use_errno=True)
@@ -485,7 +485,7 @@ def start(spec, *, idle_timeout_s=DEFAULT_IDLE_TIMEOUT_S, verbose=False):
                 stderr=subprocess.STDOUT, start_new_session=True)
         with open(os.path.join(directory, SPEC_NAME), "w") as f:
             json.dump({"spec": asdict(spec), "pid": process.pid, "model": str(model.build_dir),
-                       "sources": generator_key(config), "started": time.time(),
+                       "sources": system.generator_key(config), "started": time.time(),
                        "idle_timeout_s": idle_timeout_s}, f)
         session = Session(directory)
         if verbose:
@@ -496,11 +496,8 @@ def start(spec, *, idle_timeout_s=DEFAULT_IDLE_TIMEOUT_S, verbose=False):
 
 def build_with_progress(config):
     """The model of ``config``, built (with its progress on stderr) if it is not yet."""
-    from pcispy.sim.build_progress import reporting
-    from pcispy.sim.system import build_system
-    from pcispy.sim.verilate import BUILD_ROOT
-    with reporting(config.name, BUILD_ROOT):
-        return build_system(config)
+    with build_progress.reporting(config.name, verilate.BUILD_ROOT):
+        return system.build_system(config)
 
 
 def _refuse_other_board(session, spec):
@@ -513,12 +510,11 @@ def _refuse_other_board(session, spec):
 def _refuse_other_sources(session):
     """Refuse a session whose simulator runs pcispy sources other than this checkout's
     (edited or updated since it started): its board and commands are the old ones."""
-    from pcispy.sim.system import SystemConfig, generator_key
     spec = session.spec
     if spec is None or session.sources is None:
         return
-    if session.sources != generator_key(SystemConfig(width=spec.width,
-                                                     core=spec.description())):
+    if session.sources != system.generator_key(system.SystemConfig(
+            width=spec.width, core=spec.description())):
         since = time.strftime("%H:%M", time.localtime(session.started)) \
             if session.started else "it started"
         raise PcispyError(f"session {session.name} runs the simulated board of pcispy as it "

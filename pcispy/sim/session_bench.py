@@ -36,6 +36,7 @@ import traceback
 import select
 
 import cocotb
+from cocotb.triggers import Event, Timer
 
 from pcispy.host.errors import PcispyError
 from pcispy.sim.api import SimSystem
@@ -68,7 +69,6 @@ class _Client:
     :data:`HANGUP_CHECK_CLOCKS` clocks while bus time passes)."""
 
     def __init__(self, connection):
-        from cocotb.triggers import Event
         self.connection = connection
         self.gone = Event()
 
@@ -81,7 +81,6 @@ class _Client:
         return self.gone.wait()
 
     async def watch(self, period_ns):
-        from cocotb.triggers import Timer
         while not self.is_set():
             await Timer(period_ns * HANGUP_CHECK_CLOCKS, unit="ns")
 
@@ -89,7 +88,6 @@ class _Client:
 async def _run_watched(system, bars, name, request, connection):
     """Run the request's feature while watching its client; the reply (None: the client
     went away, and the feature ended at its next access to the board)."""
-    from pcispy.sim.feature_bench import run_on_board
     hangup = _Client(connection)
     watcher = cocotb.start_soon(hangup.watch(system.period_ns))
     try:

@@ -9,10 +9,13 @@ the board driver (pcispy.host.board) and the features run unchanged on top of it
 
 import asyncio
 
+import cocotb
+from cocotb.triggers import ClockCycles, First
+
 from pcispy.pci.bus import Command
 from pcispy.host.errors import TransportError
 from pcispy.host.transports.base import BlockTiming, DmaBuffer, Transport
-from pcispy.sim.system import BOARD_SLOT, Agent
+from pcispy.sim.system import BOARD_SLOT
 
 __all__ = ["SimTransport", "SimDmaBuffer", "IO_DMA_BASE", "BLOCK_CHUNK"]
 
@@ -105,7 +108,6 @@ class SimTransport(Transport):
 
     async def _until(self, trigger):
         """Await ``trigger`` (a cocotb trigger), or less when ``hangup`` is set meanwhile."""
-        from cocotb.triggers import First
         self._live()
         if self.hangup is None:
             return await trigger
@@ -220,7 +222,6 @@ class SimTransport(Transport):
         self._live()
         if self.hangup is None:
             return await self.system.wait_interrupt(timeout_s)
-        import cocotb
         waiting = cocotb.start_soon(self.system.wait_interrupt(timeout_s))
         try:
             await self._until(waiting)

@@ -86,7 +86,8 @@ from pcispy.host.errors import PcispyError, RefusedSetting, UsageError
 from pcispy.spy.readout_feature import (CAPTURE_STATUS, SEGMENT_FIELDS, SPY_MASTERS, TRACE_BAR,
                                 capture_status, resume_command as resume_line,
                                 segment_entry, stream_capture_to_file, trace_metadata)
-from pcispy.trace.file import Trace, read_trace
+from pcispy.trace.file import PartialReadout, Trace, read_trace
+from pcispy.board.registers import BAR0_SIZE
 
 __all__ = ["capture", "start_capture", "wait_capture", "finish_capture", "CaptureCommand",
            "SIM_WAIT_LIMIT",
@@ -324,7 +325,6 @@ async def _own_exclusion(board, specs, mode, raw_select, own):
     """The exclude comparator that keeps the board's own register accesses (BAR0) out of
     the capture, or None: kept (``own``), no comparator free, a raw capture of every
     clock, or no PCI access of the tool's (the side channel)."""
-    from pcispy.board.registers import BAR0_SIZE
     transport = board.transport
     if own or len(specs) >= SPY_FILTERS or transport.kind == "uart" or \
             (mode == "raw" and not raw_select):
@@ -760,8 +760,6 @@ def _keep_or_remove(args, streaming, *, interrupted):
     takes the output's name when a board still holds the capture, so that `pcispy readout
     --resume` completes it (the line printed says so); otherwise (a simulated board that
     was only this command's, or a file without a readout in it) nothing is left."""
-    import sys
-    from pcispy.trace.file import PartialReadout
     if not os.path.exists(streaming):
         return
     try:
@@ -780,11 +778,10 @@ def _keep_or_remove(args, streaming, *, interrupted):
         return
     os.replace(streaming, args.output)
     if interrupted:
-        from pcispy.spy.readout_feature import resume_command
         trace = read_trace(args.output, partial=True)
         read, total = trace.partial or (len(trace), len(trace))
         print(f"pcispy: {args.output} holds {read} of {total} records: continue with "
-              f"{resume_command(args, args.output)}", file=sys.stderr)
+              f"{resume_line(args, args.output)}", file=sys.stderr)
 
 
 def _observed(result):

@@ -183,6 +183,12 @@ def test_refusals_name_the_way_out():
         assert code == 2 and out == "" and says in err.splitlines()[-1], err
 
 
+def test_the_host_knows_a_trace_file_by_the_trace_format_s_magic():
+    from pcispy.host.command import TRACE_MAGIC
+    from pcispy.trace.file import MAGIC
+    assert TRACE_MAGIC == MAGIC
+
+
 def test_sim_help_names_the_sessions_folder_and_the_reset():
     status, out, _ = run_cli("sim", "--help")
     text = " ".join(out.split())
