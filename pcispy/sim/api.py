@@ -31,13 +31,13 @@ from pcispy.pci.rules import ALL_RULES, DRIVER_RULES, DRIVERS, RULES
 from pcispy.sim.bfm.arbiter import ArbiterDriver
 from pcispy.sim.bfm.bridge import BridgeDriver, Type1Config
 from pcispy.sim.bfm.firmware import enumerate_bridge, enumerate_bus
-from pcispy.sim.bfm.initiator import InitiatorDriver
+from pcispy.sim.bfm.initiator_driver import InitiatorDriver
 from pcispy.sim.bfm.legacy import LegacyDriver
 from pcispy.sim.bfm.profiles import Profile, profile_by_name
 from pcispy.sim.bfm.resolver import AGENT_NONE, shared_lines
 from pcispy.sim.bfm.saboteur import SaboteurDriver
 from pcispy.sim.bfm.sdram import violation_names
-from pcispy.sim.bfm.target import TargetDriver
+from pcispy.sim.bfm.target_driver import TargetDriver
 from pcispy.sim.launcher import CONFIG_ENV, PROFILE_ENV, SEED_ENV
 from pcispy.sim.scenarios import SCENARIOS, start_scenario
 from pcispy.sim.system import (BOARD_SLOT, MASTERS, REGISTERS, SECONDARY_BUS,
@@ -284,7 +284,7 @@ class SimSystem:
 
     def board_config(self):
         """Configuration access to the board's slot (``config_read``/``config_write`` of
-        :class:`~pcispy.sim.bfm.initiator.InitiatorDriver`, ``slot`` = BOARD_SLOT):
+        :class:`~pcispy.sim.bfm.initiator_driver.InitiatorDriver`, ``slot`` = BOARD_SLOT):
         Type 0 cycles by the host bridge, or Type 1 through the bridge."""
         if not self.config.bridge:
             return self.host

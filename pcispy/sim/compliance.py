@@ -32,7 +32,7 @@ class SharedInitiator:
     result order never mix. Everything else is passed through unchanged.
 
     Parameters:
-        driver: the :class:`pcispy.sim.bfm.initiator.InitiatorDriver` to share.
+        driver: the :class:`pcispy.sim.bfm.initiator_driver.InitiatorDriver` to share.
     """
     SERIALISED = ("mem_write", "mem_read", "io_write", "io_read", "config_write",
                   "config_read", "run")

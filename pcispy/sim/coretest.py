@@ -78,7 +78,7 @@ from cocotb.triggers import SimTimeoutError, with_timeout
 
 from pcispy.pci.rules import RULES_BY_NAME
 from pcispy.sim.api import SimSystem
-from pcispy.sim.bfm.initiator import Outcome
+from pcispy.sim.bfm.initiator_control import Outcome
 from pcispy.sim.bfm.resolver import LOG_DEPTH as RESOLVER_LOG_DEPTH
 from pcispy.sim.core import CoreDescription
 from pcispy.sim.launcher import bench_env

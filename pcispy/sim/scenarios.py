@@ -83,7 +83,7 @@ async def rtc_pio(transport, groups=4):
 
 class SerialInitiator:
     """``system.host`` shared by several cocotb tasks: every coroutine method of the
-    wrapped :class:`~pcispy.sim.bfm.initiator.InitiatorDriver` runs whole, under one lock
+    wrapped :class:`~pcispy.sim.bfm.initiator_driver.InitiatorDriver` runs whole, under one lock
     (its command queue and result collection are not safe to interleave); other
     attributes pass through."""
 

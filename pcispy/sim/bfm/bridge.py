@@ -1030,7 +1030,7 @@ def type1_address(bus, device, register, function=0):
 
 class Type1Config:
     """Configuration access to the devices of one bus behind a bridge, with the methods
-    of :class:`~pcispy.sim.bfm.initiator.InitiatorDriver` that enumeration uses
+    of :class:`~pcispy.sim.bfm.initiator_driver.InitiatorDriver` that enumeration uses
     (``config_read``, ``config_write``; ``slot`` is the device number there), over the
     host bridge's initiator driver ``driver``."""
 

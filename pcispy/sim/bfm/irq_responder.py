@@ -22,7 +22,7 @@ from amaranth.lib.wiring import In, Out
 from pcispy.pci.bus import Command
 from pcispy.pci.lfsr import lfsr_advance
 from pcispy.sim.bfm.gate import Gate
-from pcispy.sim.bfm.initiator import COMMAND, Outcome
+from pcispy.sim.bfm.initiator_control import COMMAND, Outcome
 from pcispy.sim.control import (ControlRegisters, ControlSignature, ControlField, ControlRegister,
                                 register_reads, register_writes)
 

@@ -17,7 +17,8 @@ from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
 from pcispy.sim.bfm.profiles import RTC
-from pcispy.sim.bfm.target import BehaviouralTarget, TargetDriver
+from pcispy.sim.bfm.target import BehaviouralTarget
+from pcispy.sim.bfm.target_driver import TargetDriver
 
 __all__ = ["RTCStorage", "LegacyDevice", "LegacyDriver", "RTC_PORT", "CMOS_OFFSET"]
 

@@ -20,7 +20,8 @@ from amaranth.sim import Simulator
 
 from pcispy.pci.bus import ACTIVE_LOW, bus_lines, parity
 from pcispy.spy.checker import RULES, ProtocolChecker
-from pcispy.sim.bfm.initiator import BehaviouralInitiator, InitiatorDriver
+from pcispy.sim.bfm.initiator import BehaviouralInitiator
+from pcispy.sim.bfm.initiator_driver import InitiatorDriver
 from pcispy.sim.bfm.irq_responder import InterruptResponder
 from pcispy.sim.control import PysimControl
 

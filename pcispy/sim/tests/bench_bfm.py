@@ -14,7 +14,7 @@ import cocotb
 from pcispy.pci.bus import Command, DevselSpeed
 from pcispy.sim.api import SimSystem
 from pcispy.sim.bfm.profiles import PROFILES, DisconnectMode, RetryMode
-from pcispy.sim.bfm.initiator import Outcome
+from pcispy.sim.bfm.initiator_control import Outcome
 
 #: Where the benches open the test device's windows.
 TEST_MEM = 0x9000_0000

@@ -17,7 +17,7 @@ from pcispy.sim.api import SimSystem
 from pcispy.sim.bfm.bridge import (BRIDGE_CLASS, BRIDGE_DEVICE_ID, BRIDGE_VENDOR_ID,
                                    Type1Config)
 from pcispy.sim.bfm.bridge_queues import POSTED_WORDS
-from pcispy.sim.bfm.initiator import Outcome
+from pcispy.sim.bfm.initiator_control import Outcome
 from pcispy.sim.compliance import ScratchBackdoor
 from pcispy.sim.system import BOARD_SLOT, SECONDARY_BUS
 from pcispy.sim.transport import SimTransport

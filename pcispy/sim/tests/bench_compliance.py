@@ -41,7 +41,7 @@ from pcispy.spy.capture_feature import finish_capture, start_capture
 from pcispy.dma.dma_feature import PATTERNS, dma
 from pcispy.exerciser.target_feature import target
 from pcispy.sim.api import SimSystem
-from pcispy.sim.bfm.initiator import Outcome
+from pcispy.sim.bfm.initiator_control import Outcome
 from pcispy.sim.bfm.legacy import RTC_PORT
 from pcispy.sim.bfm.profiles import PROFILES, RTC
 from pcispy.sim.compliance import (Scoreboard, ScratchBackdoor, SharedInitiator,

@@ -7,7 +7,7 @@ clean. Run by pcispy/sim/tests/test_core_example.py."""
 import cocotb
 
 from pcispy.sim.api import SimSystem
-from pcispy.sim.bfm.initiator import Outcome
+from pcispy.sim.bfm.initiator_control import Outcome
 from pcispy.sim.system import BOARD_SLOT
 
 __all__ = ["example_enumerates", "example_reads_and_writes", "example_window_end"]

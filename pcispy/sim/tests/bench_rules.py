@@ -27,7 +27,7 @@ from pcispy.pci.bus import Command
 from pcispy.spy.checker import RULES
 from pcispy.sim.api import SimSystem
 from pcispy.sim.bfm.profiles import DisconnectMode, RetryMode
-from pcispy.sim.bfm.target import Knob
+from pcispy.sim.bfm.target_control import Knob
 # The environment variable naming the JSON file the outcomes go to.
 from pcispy.sim.launcher import RESULT_ENV
 # The test device's windows and an address nobody claims (only constants: importing a

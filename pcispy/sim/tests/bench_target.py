@@ -23,7 +23,7 @@ from pcispy.host.errors import RefusedSetting
 from pcispy.exerciser.pio_feature import pio
 from pcispy.exerciser.target_feature import target
 from pcispy.sim.api import SimSystem
-from pcispy.sim.bfm.initiator import Outcome
+from pcispy.sim.bfm.initiator_control import Outcome
 from pcispy.sim.bfm.profiles import PROFILES
 from pcispy.sim.system import BOARD_SLOT
 from pcispy.sim.transport import SimTransport

@@ -12,7 +12,7 @@ import pytest
 
 from pcispy.sim import coretest
 from pcispy.sim.bfm.firmware import Bar
-from pcispy.sim.bfm.initiator import Outcome
+from pcispy.sim.bfm.initiator_control import Outcome
 
 pytestmark = pytest.mark.core
 

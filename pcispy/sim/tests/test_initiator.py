@@ -9,8 +9,8 @@ import pytest
 
 from pcispy.pci.bus import Command, parity
 from pcispy.sim.bfm.firmware import COMMAND_ENABLES, enumerate_bus
-from pcispy.sim.bfm.initiator import (CONFIG, INJECT, Reg, Outcome, STATUS_BUF_REFUSED,
-                                      STATUS_CONFIG_REFUSED, unpack)
+from pcispy.sim.bfm.initiator_control import (CONFIG, INJECT, STATUS_BUF_REFUSED,
+                                              STATUS_CONFIG_REFUSED, Outcome, Reg, unpack)
 from pcispy.sim.bfm.irq_responder import InterruptResponderDriver, IrqReg
 from pcispy.sim.control import PysimControl
 from pcispy.sim.tests._initiator_bench import (ConfigFunction, TargetScript, driver_problems,
@@ -1081,7 +1081,8 @@ class _DeferredStorage:
 def test_driver_backdoor_writes_each_word_once(width):
     import asyncio
     from types import SimpleNamespace
-    from pcispy.sim.bfm.initiator import BUFFER_PATH, InitiatorDriver
+    from pcispy.sim.bfm.initiator_control import BUFFER_PATH
+    from pcispy.sim.bfm.initiator_driver import InitiatorDriver
 
     storage = _DeferredStorage()
     handle = storage

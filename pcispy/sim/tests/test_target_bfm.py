@@ -21,8 +21,9 @@ from amaranth import Module
 from pcispy.spy.checker import ProtocolChecker, RULES, RULES_BY_NAME
 from pcispy.sim.control import PysimControl
 from pcispy.sim.bfm.profiles import DisconnectMode, RetryMode, PROFILES, RTC
-from pcispy.sim.bfm.target import (BehaviouralTarget, TargetDriver, Knob, Reg, Event,
-                                   TargetConfigError, check_profile)
+from pcispy.sim.bfm.target import BehaviouralTarget
+from pcispy.sim.bfm.target_control import Event, Knob, Reg, TargetConfigError, check_profile
+from pcispy.sim.bfm.target_driver import TargetDriver
 from pcispy.sim.bfm.legacy import LegacyDevice, LegacyDriver
 
 pytestmark = pytest.mark.bfm
