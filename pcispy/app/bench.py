@@ -37,7 +37,8 @@ from pcispy.sim.launcher import run_feature, FIGURES_ENV
 from pcispy.sim.session import FRESH_ENV, SESSIONS_ENV
 from pcispy.sim.sidechannel import measure_bulk_read
 from pcispy.sim.speed import measure_empty_cycles_per_s, measure_bfm_cycles_per_s
-from pcispy.sim.system import SystemConfig, build_system
+from pcispy.sim.model import build_system
+from pcispy.sim.system import SystemConfig
 from pcispy.spy.capture_feature import capture, finish_capture, start_capture, readout_rate
 from pcispy.spy.format import RecordKind, RAW_RECORD_BITS, SLOT_BITS, SUMMARY_RECORD_BITS
 from pcispy.spy.sdram import SDRAMTiming, board_margins, SDRAMTraceMemory

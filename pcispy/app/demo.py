@@ -21,7 +21,8 @@ from pcispy.app import report as suite
 from pcispy.board.identity_feature import config_space, info, lspci_text
 from pcispy.host.errors import PcispyError
 from pcispy.sim.launcher import run_feature
-from pcispy.sim.system import SystemConfig, build_system
+from pcispy.sim.model import build_system
+from pcispy.sim.system import SystemConfig
 
 __all__ = ["main", "run", "build_parser", "STEPS", "DEMO_PROFILES", "DEMO_WIDTH", "DEFAULT_OUTPUT", "identify"]
 

@@ -40,10 +40,9 @@ from pcispy.sim.bfm.sdram import violation_names
 from pcispy.sim.bfm.target_driver import TargetDriver
 from pcispy.sim.launcher import CONFIG_ENV, PROFILE_ENV, SEED_ENV
 from pcispy.sim.scenarios import SCENARIOS, start_scenario
-from pcispy.sim.system import (BOARD_SLOT, MASTERS, REGISTERS, SECONDARY_BUS,
-                               SECONDARY_MASTERS, TEST_DEVICE_SLOT, Agent, SystemConfig,
-                               SystemReg, driver_names, secondary_driver_names,
-                               slot0_is_master, slot0_name)
+from pcispy.sim.system import (BOARD_SLOT, MASTERS, REGISTERS, SECONDARY_BUS, SECONDARY_MASTERS,
+                               TEST_DEVICE_SLOT, Agent, SystemConfig, SystemReg, driver_names,
+                               secondary_driver_names, slot0_is_master, slot0_name)
 from pcispy.spy.registers import LOG_DEPTH
 
 __all__ = ["BusClock", "CocotbControl", "SimSystem", "CLOCK_PERIOD_NS"]

@@ -4,7 +4,7 @@ command of a kind of system builds its model once (minutes: the system elaborate
 Verilog, Verilator, then some twenty C++ files compiled), and says so as it goes.
 
 :func:`reporting` is what a command holds while it may build a model (a session's start, a
-``--fresh`` board). The build itself (:func:`pcispy.sim.system.build_system`,
+``--fresh`` board). The build itself (:func:`pcispy.sim.model.build_system`,
 :func:`pcispy.sim.verilate.build_model`) calls :func:`stage` at each step; with no reporter
 held those calls do nothing, so tests and benches build silently. The reporter prints a
 line at each step and every :data:`EVERY_S` seconds between (on a terminal it rewrites one

@@ -83,7 +83,8 @@ from pcispy.sim.bfm.resolver import LOG_DEPTH as RESOLVER_LOG_DEPTH
 from pcispy.sim.core import CoreDescription
 from pcispy.sim.launcher import bench_env
 from pcispy.sim.scenarios import RTC_REGISTERS
-from pcispy.sim.system import BOARD_SLOT, Agent, SystemConfig, build_system, slot0_name
+from pcispy.sim.model import build_system
+from pcispy.sim.system import BOARD_SLOT, Agent, SystemConfig, slot0_name
 from pcispy.sim.verilate import fst_missing
 
 __all__ = ["CHECKS", "RESULTS", "MasterRun", "run_core_checks", "assert_core_passes",

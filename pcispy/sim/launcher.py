@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import asdict
 
 from pcispy.host.errors import PcispyError
-from pcispy.sim import system
+from pcispy.sim import model as system_model, system
 from pcispy.sim.verilate import SimulationFailed
 
 __all__ = ["run_bench", "run_feature", "feature_path", "bench_env", "SEED_ENV", "PROFILE_ENV",
@@ -55,7 +55,7 @@ def run_bench(test_module, testcase=None, config=None, *, profile="ideal", seed=
     in the log and in the exception).
     """
     config = config or system.SystemConfig()
-    model = system.build_system(config, waves=waves)
+    model = system_model.build_system(config, waves=waves)
     try:
         return model.run(test_module, testcase,
                          env=bench_env(config, profile=profile, seed=seed, **extra))
@@ -88,7 +88,7 @@ def run_feature(feature, arguments=None, config=None, *, profile="ideal", seed=1
     if verbose:
         print(f"pcispy: building or reusing the simulated system {config.name}",
               file=sys.stderr)
-    model = system.build_system(config)
+    model = system_model.build_system(config)
     with tempfile.TemporaryDirectory() as tmp:
         result_file = os.path.join(tmp, "result.json")
         log = None if verbose else os.path.join(model.build_dir, "feature.log")

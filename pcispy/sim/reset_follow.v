@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // The simulated system's bus reset as a register that changes only when the model's
-// pci_rst port does (pcispy/sim/system.py). Amaranth builds every register's synchronous
+// pci_rst port does (pcispy/sim/pcisystem.py). Amaranth builds every register's synchronous
 // reset into its next-state logic; Verilator evaluates all logic fed by a top-level input
 // again on every eval (both clock edges), but logic fed by a register only when that
 // register changes. `o` follows `i` in the same time step, so the system sees RST# exactly

@@ -53,7 +53,7 @@ from pathlib import Path
 from pcispy.host.errors import PcispyError
 from pcispy.sim.core import CoreDescription
 from pcispy.sim.launcher import bench_env, feature_path
-from pcispy.sim import build_progress, system, verilate
+from pcispy.sim import build_progress, model as system_model, system, verilate
 from pcispy.sim.verilate import Model, SimulationFailed
 
 __all__ = ["SessionSpec", "Session", "SessionDied", "sessions_root", "checkout_key", "attach",
@@ -497,7 +497,7 @@ def start(spec, *, idle_timeout_s=DEFAULT_IDLE_TIMEOUT_S, verbose=False):
 def build_with_progress(config):
     """The model of ``config``, built (with its progress on stderr) if it is not yet."""
     with build_progress.reporting(config.name, verilate.BUILD_ROOT):
-        return system.build_system(config)
+        return system_model.build_system(config)
 
 
 def _refuse_other_board(session, spec):

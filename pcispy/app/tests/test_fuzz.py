@@ -60,12 +60,12 @@ def sandbox(tmp_path, monkeypatch):
         raise ReachedSimulator("a fuzz case reached the simulator")
     import pcispy.sim.launcher
     import pcispy.sim.session
-    import pcispy.sim.system
+    import pcispy.sim.model
     import pcispy.sim.verilate
     # Every way into a simulator: a fresh one, a session's (started or attached), a model
     # found in the cache or built.
     for module, name in ((pcispy.sim.launcher, "run_feature"), (pcispy.sim.session, "run_feature"),
-                         (pcispy.sim.session, "start"), (pcispy.sim.system, "build_system"),
+                         (pcispy.sim.session, "start"), (pcispy.sim.model, "build_system"),
                          (pcispy.sim.verilate, "build_model"),
                          (pcispy.sim.verilate, "cached_model")):
         monkeypatch.setattr(module, name, refuse)

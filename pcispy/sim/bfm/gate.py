@@ -30,7 +30,7 @@ to evaluate at every clock edge: for an agent's own logic that costs more than i
 (measured), so the agents read the bus directly.
 
 The gate and the view are the hand-written cells ``pcispy_clock_gate`` and ``pcispy_view``
-(:data:`pcispy.sim.system.RESET_FOLLOW_SOURCE`): a Verilator build only. In Amaranth's
+(:data:`pcispy.sim.pcisystem.RESET_FOLLOW_SOURCE`): a Verilator build only. In Amaranth's
 Python simulator a clock made by logic changes a delta cycle after its source, so the gated
 registers would see the other registers' new values; the agents keep their logic on
 ``sync`` and read their inputs directly there (``gated=False``, their default).

@@ -17,7 +17,7 @@ from pcispy.host.board import Board
 from pcispy.irq.irq_feature import irq_latency, histogram
 from pcispy.sim.api import SimSystem
 from pcispy.sim.irq_service import ResponderService, USER_WAKEUP_CLOCKS
-from pcispy.sim.system import Agent, BOARD_SLOT
+from pcispy.sim.system import BOARD_SLOT, Agent
 from pcispy.sim.transport import SimTransport
 
 #: Longest a single-DWORD write may take from the responder's request to its completion

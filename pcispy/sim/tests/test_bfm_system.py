@@ -105,7 +105,7 @@ def test_gate_runs_exactly_its_clocks():
     import os
     import tempfile
     from amaranth.back import verilog
-    from pcispy.sim.system import RESET_FOLLOW_SOURCE
+    from pcispy.sim.pcisystem import RESET_FOLLOW_SOURCE
     from pcispy.sim.verilate import build_model
     text = verilog.convert(_gate_probe(), name="gateprobe", emit_src=False)
     model = build_model(text, "gateprobe", sources=[RESET_FOLLOW_SOURCE])

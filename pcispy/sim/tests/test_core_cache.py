@@ -10,9 +10,11 @@ from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Out
 
-import pcispy.sim.system as system
+import pcispy.sim.model as sim_model
+import pcispy.sim.pcisystem as pcisystem
 import pcispy.sim.verilate as verilate
-from pcispy.sim.system import SystemConfig, build_system, generator_key
+from pcispy.sim.model import build_system, generator_key
+from pcispy.sim.system import SystemConfig
 
 pytestmark = pytest.mark.core
 
@@ -39,7 +41,7 @@ def tiny(tmp_path, monkeypatch):
     """``build()`` builds (or reuses) the tiny model in a fresh cache; ``include`` is the
     included file."""
     monkeypatch.setattr(verilate, "BUILD_ROOT", tmp_path / "sim")
-    monkeypatch.setattr(system, "_MODELS", {})
+    monkeypatch.setattr(sim_model, "_MODELS", {})
     (tmp_path / "rtl").mkdir()
     (tmp_path / "rtl" / "tiny.v").write_bytes(CORE)
     include = tmp_path / "rtl" / "value.vh"
@@ -82,10 +84,10 @@ def test_build_system_finds_its_model_without_elaborating(tiny, monkeypatch):
 
     def refuse(*args, **kwargs):
         raise Refused
-    monkeypatch.setattr(system, "PCISystem", refuse)
+    monkeypatch.setattr(pcisystem, "PCISystem", refuse)
     assert build_system(config).build_dir == model.build_dir
     # A changed input (the included file) sends build_system back to the Verilog.
-    monkeypatch.setattr(system, "_MODELS", {})
+    monkeypatch.setattr(sim_model, "_MODELS", {})
     tiny.include.write_text("`define VALUE 8'h00\n")
     with pytest.raises(Refused):
         build_system(config)

@@ -17,7 +17,8 @@ from amaranth.back import verilog
 
 from pcispy.app.tests._cli import run_cli
 from pcispy.sim.core import CoreDescription, DescriptionError, MasterHook, PinMap, VerilogCore
-from pcispy.sim.system import SystemConfig, slot0_component
+from pcispy.sim.pcisystem import slot0_component
+from pcispy.sim.system import SystemConfig
 from pcispy.sim.tests.core_examples import EXAMPLE
 
 pytestmark = pytest.mark.core
