@@ -12,46 +12,54 @@ settings need that transport (``--baud`` and ``--uart-timeout`` with ``--uart``,
 would do nothing, and the command line is refused. Files a command writes are checked as
 they are parsed (:func:`~pcispy.host.command.output_path`), before any work starts.
 
-Each command is a small class: its arguments, and either a *local* action (needs no
-board: ``check --list-rules``, ``regs --header``, ``decode``) or a *feature*: an
-``async def feature(transport, **arguments) -> dict`` that runs against a board. With
-``--sim`` the feature runs inside the simulator's Python (cocotb) against the cached
-Verilator model, and its result comes back here to be printed (docs/architecture.md, "How
-the pieces talk").
+Each command is a small class, kept beside its slice's features (:data:`COMMANDS` lists them
+in order): its arguments, and either a *local* action (needs no board: ``check
+--list-rules``, ``regs --header``, ``decode``) or a *feature*: an ``async def
+feature(transport, **arguments) -> dict`` that runs against a board. With ``--sim`` the
+feature runs inside the simulator's Python (cocotb) against the cached Verilator model, and
+its result comes back here to be printed (docs/architecture.md, "How the pieces talk").
 
 Expected failures end with one line ``pcispy: error: ...`` and exit status 2 (``--verbose``
 adds the exception chain and where it was raised); invalid arguments end with the command's
 usage line and exit status 2, whether argparse or the command finds them (:class:`UsageError`);
 Ctrl-C ends with ``pcispy: interrupted`` and status 130; a closed output pipe ends quietly.
-A command whose answer is a verdict says it with its status (:meth:`CliCommand.exit_status`:
-``check`` exits 3 when the bus broke protocol rules).
+A command whose answer is a verdict says it with its status
+(:meth:`~pcispy.host.command.CliCommand.exit_status`: ``check`` exits 3 when the bus broke
+protocol rules).
 Any other exception is a bug: one line saying so and where to report it, status 1, the
 traceback only with ``--verbose``. ``--json`` and ``--verbose`` may also follow the command.
 """
 
 import argparse
 import functools
-import importlib
 import json
 import os
 import sys
 import traceback
 
-from pcispy.board import identity_feature
-from pcispy.board.registers import REGISTER_MAP
-from pcispy.host.board import c_header
-from pcispy.host.command import (CliCommand, int_range, output_path, positive_seconds,
-                                 run_feature)
-from pcispy.host.transports.sysfs import normalise_bdf, parse_buffer
+from pcispy.app.report_feature import ReportCommand
+from pcispy.board.identity_feature import (ConfigCommand, InfoCommand, ListCommand,
+                                           PassiveCommand, RegsCommand)
+from pcispy.dma.dma_feature import DmaCommand
+from pcispy.dma.sweep_feature import SweepCommand
+from pcispy.exerciser.pio_feature import PioCommand
+from pcispy.exerciser.target_feature import TargetCommand
+from pcispy.host.command import int_range, positive_seconds
 from pcispy.host.errors import EXIT_BUG, EXIT_ERROR, PcispyError, UsageError
+from pcispy.host.transports.sysfs import normalise_bdf, parse_buffer
+from pcispy.irq.irq_feature import IrqCommand
 from pcispy.sim import launcher, session
+from pcispy.sim.coretest_command import SimTestCommand
 from pcispy.sim.session import session_name
-from pcispy.sim.session_command import known_profile, session_spec
+from pcispy.sim.session_command import SimCommand, known_profile, session_spec
 from pcispy.sim.system import SystemConfig
-from pcispy.trace.export import FORMATS, BINARY_FORMATS, export, trace_json
-from pcispy.trace.file import read_trace
+from pcispy.spy.capture_feature import CaptureCommand
+from pcispy.spy.check_feature import CheckCommand
+from pcispy.spy.readout_feature import ReadoutCommand
+from pcispy.spy.stats_feature import StatsCommand
+from pcispy.trace.command import DecodeCommand
 
-__all__ = ["main", "build_parser", "commands", "bare_sim_is_ideal",
+__all__ = ["main", "build_parser", "commands", "COMMANDS", "bare_sim_is_ideal",
            "BUG_REPORTS"]
 
 #: The largest seed (``--seed``): the simulated agents' random generators take 32 bits.
@@ -73,247 +81,18 @@ def _transport_option(parse):
     return parsed
 
 
-class InfoCommand(CliCommand):
-    name = "info"
-    help = ("identify the board: IDs, gateware version, bus width, clock, decode speed, "
-            "transport, BARs")
-    examples = ("pcispy info", "pcispy --sim --bus-width 64 --json info")
-
-    def run(self, args, out):
-        result = run_feature(args, identity_feature.info)
-        if not args.json:
-            if result["passive"]:
-                out.write("pcispy board, passive build: no PCI function (no configuration "
-                          "space, target or DMA master), the spy and the checker only\n")
-            else:
-                out.write(f"pcispy board {result['vendor_id']:04x}:{result['device_id']:04x} "
-                          f"class {result['class_code']:06x} rev {result['revision']}\n")
-            measured = result["clock_measured_mhz"]
-            out.write(f"gateware {result['gateware_version']}, trace format "
-                      f"{result['trace_format']}, {result['bus_width']}-bit bus at "
-                      f"{result['clock_mhz']} MHz nominal, "
-                      + (f"{measured:.3f} MHz measured" if measured is not None else
-                         "not measured (no board oscillator)")
-                      + f"{'' if result['passive'] else ', ' + result['decode'] + ' decode'}\n")
-            transport = result["transport"]
-            out.write(f"transport: {transport['transport']}" +
-                      (f" (profile {transport['profile']}, seed {transport['seed']}"
-                       + (f", session {transport['session']})" if transport.get("session")
-                          else ", a board for this command only)")
-                       if transport["transport"] == "sim" else "") + "\n")
-            for index, bar in sorted(transport.get("bars", {}).items()):
-                out.write(f"  BAR{index}: {bar['kind']:6s} at {bar['address']:#010x}, "
-                          f"{bar['size']} bytes\n")
-        return result
-
-
-class ConfigCommand(CliCommand):
-    name = "config"
-    help = "the board's configuration space (--lspci: as lspci -xxx prints it)"
-    examples = ("pcispy config --lspci > board.lspci && lspci -F board.lspci -vv",)
-
-    def add_arguments(self, parser):
-        parser.add_argument("--lspci", action="store_true",
-                            help="print in the format of lspci -xxx (readable by lspci -F)")
-
-    def run(self, args, out):
-        result = run_feature(args, identity_feature.config_space)
-        if not args.json:
-            config = result["config"]
-            if args.lspci:
-                out.write(identity_feature.lspci_text(config))
-            else:
-                for row in range(0, len(config), 16):
-                    out.write(f"{row:02x}: " +
-                              " ".join(f"{b:02x}" for b in config[row:row + 16]) + "\n")
-        return result
-
-
-class RegsCommand(CliCommand):
-    name = "regs"
-    help = "the board's registers by name with decoded fields (--header: as a C header)"
-    examples = ("pcispy regs", "pcispy regs --header > pcispy_regs.h",
-                "pcispy --json regs --map")
-
-    def add_arguments(self, parser):
-        parser.add_argument("--header", action="store_true",
-                            help="print the register map as a C header")
-        parser.add_argument("--map", action="store_true",
-                            help="print the register map (no board needed)")
-
-    def run(self, args, out):
-        if args.header:
-            out.write(c_header())
-            return None
-        if not args.map:
-            result = run_feature(args, identity_feature.register_dump)
-            if not args.json:
-                for row in result["registers"]:
-                    value = "  (not read)" if row["value"] is None else f"{row['value']:#010x}"
-                    fields = " ".join(f"{k}={v}" for k, v in row["fields"].items()
-                                      if len(row["fields"]) > 1)
-                    out.write(f"0x{row['address']:03x} {row['name']:28s} {value} {fields}\n")
-            return result
-        rows = [{"name": name, "address": address, "doc": reg.doc,
-                 "fields": [{"name": f.name, "lsb": f.lsb, "width": f.width,
-                             "access": f.access.value, "reset": f.reset, "doc": f.doc}
-                            for f in reg.fields]}
-                for name, address, reg in REGISTER_MAP]
-        if not args.json:
-            for row in rows:
-                out.write(f"0x{row['address']:03x}  {row['name']:28s} {row['doc']}\n")
-        return {"registers": rows}
-
-
-class PassiveCommand(CliCommand):
-    name = "passive"
-    help = ("passive mode of an active board: drive no PCI line, claim nothing, keep spying "
-            "(on, off, or without an argument: show it)")
-    examples = ("pcispy --uart /dev/ttyUSB0 passive on",
-                "pcispy --uart /dev/ttyUSB0 passive off",
-                "pcispy --uart /dev/ttyUSB0 --json passive")
-
-    def add_arguments(self, parser):
-        parser.add_argument("setting", nargs="?", choices=("on", "off"),
-                            help="set passive mode on or off (default: show it)")
-
-    def run(self, args, out):
-        setting = None if args.setting is None else args.setting == "on"
-        result = run_feature(args, identity_feature.passive_mode,
-                             setting=setting)
-        if not args.json:
-            # What ends passive mode where this command ran: in the simulator, RST#.
-            way_out = ("`pcispy sim reset` (RST#) ends it" if args.sysfs is None and
-                       args.uart is None else "RST# or the side channel (--uart) clears it")
-            if not result["answering"] and result["requested"]:
-                out.write(f"passive: the board answers nothing more over the PCI bus; "
-                          f"{way_out}\n")
-            elif not result["answering"]:
-                out.write(f"the board does not answer over the PCI bus (passive mode? "
-                          f"{way_out})\n")
-            elif result["passive_build"]:
-                out.write("passive: a passive build, it has no PCI output drivers\n")
-            elif result["passive_on"]:
-                out.write("passive: the board drives no PCI line\n")
-            elif result["requested"]:
-                out.write("passive mode requested: it takes hold once the board's current "
-                          "bus activity ends\n")
-            else:
-                out.write("active: the board answers as a target and may master the bus\n")
-        return result
-
-
-class DecodeCommand(CliCommand):
-    name = "decode"
-    help = ("a saved trace (.pcitrace) as a transaction table, CSV, JSON, VCD or pcapng "
-            "(Wireshark) (no board needed)")
-    examples = ("pcispy decode rtc.pcitrace",
-                "pcispy decode rtc.pcitrace --format csv -o rtc.csv",
-                "pcispy decode rtc.pcitrace --format pcapng -o rtc.pcapng",
-                "pcispy decode raw.pcitrace --format vcd -o raw.vcd && gtkwave raw.vcd")
-
-    def add_arguments(self, parser):
-        parser.add_argument("file", help="the trace file")
-        parser.add_argument("--format", choices=FORMATS, default="table",
-                            help="output format (default: table); vcd needs a raw capture; "
-                                 "pcapng is for Wireshark with contrib/wireshark/pcispy.lua "
-                                 "(binary: to a file with -o, or a pipe)")
-        parser.add_argument("-o", "--output", metavar="OUT", type=output_path,
-                            help="write to this file instead of standard output")
-        parser.add_argument("--latency-timer", type=int_range(0, 255), metavar="CLOCKS",
-                            help="the masters' Latency Timer (0..255), to recognise "
-                                 "latency-timer endings in a raw trace (default: from the "
-                                 "trace)")
-        parser.add_argument("--partial", action="store_true",
-                            help="decode what can be: the records a partial readout holds "
-                                 "(a readout that stopped; `pcispy readout --resume` "
-                                 "completes it), and a damaged trace's records but the "
-                                 "damaged ones and the end of a file cut short (a warning "
-                                 "says how many were left out)")
-
-    def run(self, args, out):
-        # A large trace is memory-mapped and decoded a run of records at a time.
-        trace = read_trace(args.file, partial=args.partial, skip_damaged=args.partial)
-        if trace.partial is not None:
-            read, total = trace.partial
-            print(f"pcispy: warning: {args.file} is a partial readout: {read} of {total} "
-                  "records decoded", file=sys.stderr)
-        if trace.skipped:
-            print(f"pcispy: warning: {args.file}: {_left_out(trace)}", file=sys.stderr)
-        if args.json:
-            return trace_json(trace, args.latency_timer)
-        binary = args.format in BINARY_FORMATS
-        if not args.output:
-            # Bytes on a terminal are noise, and may be taken for escape sequences.
-            if binary and hasattr(out, "isatty") and out.isatty():
-                raise PcispyError(f"{args.format} is binary: not written to a terminal; give "
-                                  f"an output file with -o FILE.{args.format} (or pipe it)")
-            export(trace, args.format, out, args.latency_timer)
-            return None
-        try:
-            with (open(args.output, "wb") if binary else
-                  open(args.output, "w", newline="")) as file:
-                try:
-                    export(trace, args.format, file, args.latency_timer)
-                except BaseException:
-                    os.unlink(args.output)      # no partial export is left behind
-                    raise
-        except OSError as error:
-            raise PcispyError(f"cannot write {args.output}: {error.strerror}") from None
-        return None
-
-
-def _left_out(trace):
-    """What reading a damaged trace left out (:attr:`~pcispy.trace.file.Trace.skipped`),
-    in one sentence."""
-    skipped = trace.skipped
-    parts = []
-    if skipped.get("damaged"):
-        first = skipped["first_damaged"]
-        parts.append(f"{skipped['damaged']} damaged record"
-                     f"{'' if skipped['damaged'] == 1 else 's'} skipped (the first: record "
-                     f"{first['record']} at byte offset {first['offset']}, which {first['why']})")
-    if skipped.get("cut_bytes"):
-        parts.append(f"the file is cut short: its last {skipped['cut_bytes']} bytes, part of "
-                     "a record, are left out")
-    if skipped.get("missing"):
-        parts.append(f"{skipped['missing']} records its readout holds are missing at the end")
-    text = "; ".join(parts) + f"; decoded the {len(trace)} records that remain"
-    if trace.mode.name == "RAW" and skipped.get("damaged"):
-        text += (" (a raw record's time counts from the one before it: after a skipped one "
-                 "times may be early by its delta, until the next timestamped record)")
-    return text
-
-
-#: Commands defined in other modules, as "module:Class" (each a :class:`CliCommand` subclass);
-#: a feature module keeps its command beside its feature code. One line per command.
-_COMMAND_PATHS = [
-    "pcispy.spy.check_feature:CheckCommand",
-    "pcispy.dma.dma_feature:DmaCommand",
-    "pcispy.dma.sweep_feature:SweepCommand",
-    "pcispy.irq.irq_feature:IrqCommand",
-    "pcispy.board.identity_feature:ListCommand",
-    "pcispy.exerciser.target_feature:TargetCommand",
-    "pcispy.exerciser.pio_feature:PioCommand",
-    "pcispy.spy.capture_feature:CaptureCommand",
-    "pcispy.spy.readout_feature:ReadoutCommand",
-    "pcispy.spy.stats_feature:StatsCommand",
-    "pcispy.app.report_feature:ReportCommand",
-    "pcispy.sim.session_command:SimCommand",
-    "pcispy.sim.coretest_command:SimTestCommand",
-]
+#: Every command, in the order --help lists them: each slice keeps its commands beside its
+#: features (pcispy/board/identity_feature.py, pcispy/dma/dma_feature.py, ...).
+COMMANDS = (InfoCommand, RegsCommand, ConfigCommand, PassiveCommand, DecodeCommand, CheckCommand,
+            DmaCommand, SweepCommand, IrqCommand, ListCommand, TargetCommand, PioCommand,
+            CaptureCommand, ReadoutCommand, StatsCommand, ReportCommand, SimCommand,
+            SimTestCommand)
 
 
 @functools.cache
 def commands():
-    """Every command, in order. Loaded on first use, not at import: a feature module
-    imports this one (for :class:`CliCommand`) and may itself be imported first (inside the
-    simulator)."""
-    loaded = [InfoCommand(), RegsCommand(), ConfigCommand(), PassiveCommand(), DecodeCommand()]
-    for path in _COMMAND_PATHS:
-        module, _, name = path.partition(":")
-        loaded.append(getattr(importlib.import_module(module), name)())
-    return loaded
+    """An instance of every command of :data:`COMMANDS`, in order."""
+    return [command() for command in COMMANDS]
 
 
 def build_parser():
