@@ -11,7 +11,7 @@ from pcispy.sim.system import SystemConfig
 
 pytestmark = pytest.mark.target
 
-BENCH = "pcispy.sim.tests.bench_target"
+BENCH = "pcispy.exerciser.tests.bench_target"
 
 
 @pytest.mark.parametrize("width", [32, 64])

@@ -7,7 +7,7 @@ knob against what the host bridge saw on the bus (its result counters: clocks, f
 latency, transactions, retries, disconnects) and against the protocol checker. Expected
 figures come from the PCI rules and the register map's documented meaning of each knob
 (initial latency = 2 + DEVSEL# delay + initial wait, counting from the address phase), not
-from the gateware. Run by ``pcispy/sim/tests/test_target_system.py``.
+from the gateware. Run by ``pcispy/exerciser/tests/test_target_system.py``.
 """
 
 import os
