@@ -9,7 +9,7 @@ from pcispy.sim.system import SystemConfig
 
 pytestmark = pytest.mark.dma
 
-BENCH = "pcispy.sim.tests.bench_dma"
+BENCH = "pcispy.dma.tests.bench_dma"
 
 
 def test_dma_32_exact_clocks_terminations_every_command_and_profile():

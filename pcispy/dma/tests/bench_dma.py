@@ -4,7 +4,7 @@ feature (pcispy.dma.dma_feature) through the sim transport, as ``pcispy dma`` ru
 
 Each bench runs many DMAs in one simulator process (profiles are switched in place), and
 ends with the protocol checker clean, or breaking exactly the rules a profile breaks on
-purpose. Run by ``pcispy/sim/tests/test_dma_system.py``.
+purpose. Run by ``pcispy/dma/tests/test_dma_system.py``.
 """
 
 import os
