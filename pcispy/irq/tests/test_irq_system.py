@@ -12,7 +12,7 @@ from pcispy.sim.system import SystemConfig
 
 pytestmark = pytest.mark.irq
 
-BENCH = "pcispy.sim.tests.bench_irq"
+BENCH = "pcispy.irq.tests.bench_irq"
 
 
 def test_irq_benches():

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """cocotb benches of interrupt latency end to end: ``pcispy irq``'s feature against the
 board's interrupt unit and the simulated host's interrupt responder (run by
-``pcispy/sim/tests/test_irq_system.py``).
+``pcispy/irq/tests/test_irq_system.py``).
 
 What the feature reports is compared with what the responder logged (its drawn delays and
 its own timestamps), interrupt for interrupt.
