@@ -23,7 +23,7 @@ from pcispy.sim.system import BOARD_SLOT, SECONDARY_BUS
 from pcispy.sim.transport import SimTransport
 from pcispy.spy.capture_feature import finish_capture, start_capture
 from pcispy.trace.decode import summarise
-from pcispy.sim.tests.bench_spy import _exclude_bar0, _not_board_regs, _trace
+from pcispy.spy.tests.bench_spy import _exclude_bar0, _not_board_regs, _trace
 
 _MR, _MW, _MRM = Command.MEM_READ.value, Command.MEM_WRITE.value, \
     Command.MEM_READ_MULTIPLE.value

@@ -51,7 +51,7 @@ from pcispy.sim.system import BOARD_SLOT, MASTERS
 from pcispy.sim.transport import SimTransport
 from pcispy.sim.tests.bench_bfm import TEST_IO, TEST_IO_SIZE, TEST_MEM, TEST_MEM_SIZE, \
     _random_profile
-from pcispy.sim.tests.bench_spy import COMPARED, _exclude_bar0, _not_board_regs, _trace
+from pcispy.spy.tests.bench_spy import COMPARED, _exclude_bar0, _not_board_regs, _trace
 
 #: The seeds of one run (a JSON list), set by the pytest wrapper.
 SEED_LIST_ENV = "PCISPY_SEED_LIST"

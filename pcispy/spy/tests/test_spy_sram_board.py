@@ -2,7 +2,7 @@
 """The board with its spy on an external asynchronous SRAM: the trace-memory parameters
 (and the combinations refused), BAR1's size from the SRAM's, and the SRAM pins as
 pin-level ports of the converted design. The simulated system with the SRAM model:
-pcispy/sim/tests/test_spy_system.py."""
+pcispy/spy/tests/test_spy_system.py."""
 
 import gc
 import re

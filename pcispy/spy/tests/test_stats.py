@@ -3,7 +3,7 @@
 registers (a stand-in register file), computed in software from summary records, printed as
 a table, the histograms printed without their empty bins, the tool's own accesses shown
 apart, and ``--watch`` reading live until Ctrl-C on every hardware transport (``--uart``
-as well as ``--sysfs``). The simulated board's counters: pcispy/sim/tests/bench_spy.py and
+as well as ``--sysfs``). The simulated board's counters: pcispy/spy/tests/bench_spy.py and
 pcispy/spy/tests/bench_stats.py."""
 
 import asyncio

@@ -13,7 +13,7 @@ from pcispy.sim.system import SystemConfig
 
 pytestmark = pytest.mark.spy
 
-BENCH = "pcispy.sim.tests.bench_spy"
+BENCH = "pcispy.spy.tests.bench_spy"
 #: The fixed seeds CI runs.
 SEEDS = [1, 2]
 

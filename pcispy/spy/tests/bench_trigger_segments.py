@@ -4,7 +4,7 @@ driven through the host features: the memory filling and stopping, a trigger fro
 board's trigger input pin with pre-trigger records and markers (the trigger output pin
 watched), and segmented captures (summary and raw).
 
-Run by ``pcispy/sim/tests/test_sdram_system.py`` (pytest), which picks the system.
+Run by ``pcispy/spy/tests/test_sdram_system.py`` (pytest), which picks the system.
 """
 
 import base64
@@ -14,7 +14,7 @@ import numpy as np
 from cocotb.triggers import ClockCycles, RisingEdge
 
 from pcispy.host.board import Board
-from pcispy.sim.tests.bench_spy import TEST_MEM, _setup, _trace
+from pcispy.spy.tests.bench_spy import TEST_MEM, _setup, _trace
 from pcispy.spy.capture_feature import finish_capture, start_capture, wait_capture
 from pcispy.spy.format import RecordKind, TriggerSource
 from pcispy.spy.trigger import trigger_pulse_clocks

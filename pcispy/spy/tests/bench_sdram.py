@@ -3,7 +3,7 @@
 SDRAM pins wired to the SDRAM model of pcispy/sim/bfm/sdram.py), driven through the host
 features like every capture.
 
-Run by ``pcispy/sim/tests/test_sdram_system.py`` (pytest), which picks the system.
+Run by ``pcispy/spy/tests/test_sdram_system.py`` (pytest), which picks the system.
 """
 
 import json
@@ -16,7 +16,7 @@ from cocotb.triggers import ClockCycles
 
 from pcispy.host.board import Board
 from pcispy.sim.bfm.profiles import RTC
-from pcispy.sim.tests.bench_spy import (NOBODY, PER_FILTER, TEST_MEM, _random_traffic,
+from pcispy.spy.tests.bench_spy import (NOBODY, PER_FILTER, TEST_MEM, _random_traffic,
                                         _reseed, _seed, _setup, _trace)
 from pcispy.spy.capture_feature import finish_capture, start_capture, wait_capture
 from pcispy.spy.format import RecordKind

@@ -14,8 +14,8 @@ from pcispy.sim.system import SystemConfig
 
 pytestmark = pytest.mark.spy
 
-BENCH = "pcispy.sim.tests.bench_sdram"
-CAPTURES = "pcispy.sim.tests.bench_trigger_segments"
+BENCH = "pcispy.spy.tests.bench_sdram"
+CAPTURES = "pcispy.spy.tests.bench_trigger_segments"
 SDRAM = SystemConfig(width=32, trace_memory="sdram")
 
 

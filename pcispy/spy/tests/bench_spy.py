@@ -2,7 +2,7 @@
 """cocotb benches of the board's spy in the simulated system, driven through the host
 features (``pcispy capture``/``stats`` code) over the sim transport.
 
-Run by ``pcispy/sim/tests/test_spy_system.py`` (pytest), which picks the system and seed.
+Run by ``pcispy/spy/tests/test_spy_system.py`` (pytest), which picks the system and seed.
 """
 
 import base64
