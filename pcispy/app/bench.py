@@ -356,7 +356,7 @@ def _sim_commands():
     with tempfile.TemporaryDirectory(prefix="pcispy-bench-") as tmp:
         env = dict(os.environ, PCISPY_BUILD=os.path.join(tmp, "build"))
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "from pcispy.sim.system import build_system; "
+        subprocess.run([sys.executable, "-c", "from pcispy.sim.model import build_system; "
                         "build_system()"], env=env, check=True)
         figures["sim.first_build_32_s"] = round(time.perf_counter() - start, 1)
     build_system(SystemConfig())
