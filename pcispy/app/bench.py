@@ -39,7 +39,7 @@ from pcispy.sim.sidechannel import measure_bulk_read
 from pcispy.sim.speed import measure_empty_cycles_per_s, measure_bfm_cycles_per_s
 from pcispy.sim.model import build_system
 from pcispy.sim.system import SystemConfig
-from pcispy.spy.capture_feature import capture, finish_capture, start_capture, readout_rate
+from pcispy.spy.capture_feature import capture, finish_capture, readout_rate, start_capture
 from pcispy.spy.format import RecordKind, RAW_RECORD_BITS, SLOT_BITS, SUMMARY_RECORD_BITS
 from pcispy.spy.sdram import SDRAMTiming, board_margins, SDRAMTraceMemory
 from pcispy.trace.decode import measure_decode_speed, summarise, measure_decode_memory

@@ -37,7 +37,8 @@ from pcispy.host.board import Board
 from pcispy.host.plots import plot_latency_histograms, plot_throughput_by_command
 from pcispy.irq.irq_feature import irq_latency, plot_histograms
 from pcispy.sim.bfm.profiles import profile_by_name
-from pcispy.spy.capture_feature import capture, parse_filter, program_filters
+from pcispy.spy.capture_feature import capture, program_filters
+from pcispy.spy.capture_settings_feature import parse_filter
 from pcispy.trace.decode import summarise
 from pcispy.trace.export import TABLE_COLUMNS, summary_rows
 from pcispy.spy.stats_feature import read_histograms

@@ -17,8 +17,9 @@ from pcispy.pci.bus import Command, Termination
 from pcispy.spy.format import RecordKind
 from pcispy.trace.decode import summarise
 from pcispy.host.board import Board
-from pcispy.spy.capture_feature import (capture, finish_capture, parse_filter,
-                                        program_filters, start_capture, wait_capture)
+from pcispy.spy.capture_feature import (capture, finish_capture, program_filters, start_capture,
+                                        wait_capture)
+from pcispy.spy.capture_settings_feature import parse_filter
 from pcispy.spy.stats_feature import (comparator_hits, filter_counters_from_summaries,
                                       read_filter_counters, stats)
 from pcispy.trace.file import parse_trace, trace_bytes

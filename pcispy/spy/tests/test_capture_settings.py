@@ -9,8 +9,8 @@ from pcispy.spy.checker import RULES
 from pcispy.spy.filters import IO_COMMANDS
 from pcispy.spy.format import TriggerSource
 from pcispy.host.errors import UsageError
-from pcispy.spy.capture_feature import (check_settings, parse_filter, parse_trigger,
-                                          parse_violations)
+from pcispy.spy.capture_settings_feature import (check_settings, parse_filter, parse_trigger,
+                                                 parse_violations)
 
 pytestmark = pytest.mark.spy
 

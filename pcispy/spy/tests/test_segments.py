@@ -8,7 +8,7 @@ import pytest
 
 from pcispy.host.errors import UsageError
 from pcispy.pci.bus import Command
-from pcispy.spy.capture_feature import check_settings, parse_segments
+from pcispy.spy.capture_settings_feature import check_settings, parse_segments
 from pcispy.spy.format import RecordKind, TriggerSource, CaptureMode
 from pcispy.spy.trigger import MAX_SEGMENTS, RecorderState
 from pcispy.spy.tests.test_spy_waves import idle, transaction

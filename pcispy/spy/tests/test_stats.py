@@ -139,7 +139,7 @@ def test_filter_counters_from_summaries():
 
 def test_comparator_hits_follow_the_hardware_rule():
     from pcispy.pci.bus import Command
-    from pcispy.spy.capture_feature import parse_filter
+    from pcispy.spy.capture_settings_feature import parse_filter
     rows = [dict(address=0x70, command=Command.IO_WRITE.value),
             dict(address=0x71, command=Command.IO_READ.value),
             dict(address=0x9000_0040, command=Command.MEM_WRITE.value),
