@@ -259,7 +259,7 @@ class Session:
         raw = _read_json(os.path.join(directory, SPEC_NAME)) or {}
         self.spec = SessionSpec(**raw["spec"]) if "spec" in raw else None
         self.pid = raw.get("pid")
-        #: The :func:`~pcispy.sim.system.generator_key` of the model it runs.
+        #: The :func:`~pcispy.sim.model.generator_key` of the model it runs.
         self.sources = raw.get("sources")
         self.started = raw.get("started")
         self.log = os.path.join(directory, LOG_NAME)
@@ -485,7 +485,7 @@ def start(spec, *, idle_timeout_s=DEFAULT_IDLE_TIMEOUT_S, verbose=False):
                 stderr=subprocess.STDOUT, start_new_session=True)
         with open(os.path.join(directory, SPEC_NAME), "w") as f:
             json.dump({"spec": asdict(spec), "pid": process.pid, "model": str(model.build_dir),
-                       "sources": system.generator_key(config), "started": time.time(),
+                       "sources": system_model.generator_key(config), "started": time.time(),
                        "idle_timeout_s": idle_timeout_s}, f)
         session = Session(directory)
         if verbose:
@@ -513,7 +513,7 @@ def _refuse_other_sources(session):
     spec = session.spec
     if spec is None or session.sources is None:
         return
-    if session.sources != system.generator_key(system.SystemConfig(
+    if session.sources != system_model.generator_key(system.SystemConfig(
             width=spec.width, core=spec.description())):
         since = time.strftime("%H:%M", time.localtime(session.started)) \
             if session.started else "it started"

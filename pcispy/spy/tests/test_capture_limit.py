@@ -32,7 +32,8 @@ def _result(records, *, triggered=True, limit=0.002):
               "lost": 0, "overruns": 0, "state": "done", "triggered": triggered,
               "trigger_timestamp": 100 if triggered else 0}
     metadata = trace_metadata(mode=CaptureMode.SUMMARY, width=32, masters=3, clock_mhz=33,
-                              settings={}, status=status, start_timestamp=90,
+                              settings={"own_left_out": True}, status=status,
+                              start_timestamp=90,
                               latency_timer=0)
     return {"metadata": metadata, "records": base64.b64encode(data.tobytes()).decode(),
             "records_count": len(data), "status": status, "interrupted": False,
@@ -97,7 +98,8 @@ def test_records_within_the_limit_are_written(tmp_path, fabricated):
     status, out, err = run_cli("--sim", "capture", "--sim-limit", "0.002", "-o", str(path))
     assert (status, err) == (0, "")
     assert out == (f"{path}: 2 summary records (stopped after 0.002 s of simulated bus time "
-                   "(--sim-limit); triggered, 0 lost in 0 overruns)\n")
+                   "(--sim-limit); triggered, 0 lost in 0 overruns); left out: the tool's "
+                   "own register accesses (--own keeps them)\n")
     assert len(read_trace(path).summaries) == 1
 
 
