@@ -591,8 +591,7 @@ class _TargetHalf:
                                    t_cmd, t_addr, t_fwd_addr, t_fwd_cmd, t_fetch, t_read,
                                    t_nonlinear, answer, delivering, abort_next, frame)
             with m.Elif(abort_next):
-                m.d.sync += [devsel_o.eq(0), stop_o.eq(1), trdy_o.eq(0), abort_next.eq(0),
-                             answer.eq(_Answer.ABORT)]
+                m.d.sync += [devsel_o.eq(0), stop_o.eq(1), trdy_o.eq(0), abort_next.eq(0)]
             with m.Elif(answer == _Answer.DATA):
                 self._later_phases(moved, phase, words, frame)
 
@@ -648,7 +647,7 @@ class _TargetHalf:
                     m.d.sync += delivering.eq(1)
                     with m.If(dly.status == DelayedStatus.TARGET_ABORT):
                         # DEVSEL# has been asserted for a clock before STOP# comes alone.
-                        m.d.sync += abort_next.eq(1)
+                        m.d.sync += [abort_next.eq(1), answer.eq(_Answer.ABORT)]
                         if self.primary:
                             m.d.comb += cfg.set_ta_signaled.eq(1)
                     with m.Else():

@@ -176,7 +176,7 @@ async def enumerate_bridge(driver, slot, secondary, devices, *, mem_base=MEM_BAS
     # Base above limit closes a window.
     memory = ((mem_base >> 16) & 0xFFF0 | (mem_top - 1) & 0xFFF0_0000
               if mem_top > mem_base else 0x0000_FFF0)
-    io = (io_base >> 8) & 0xF0 | ((io_top - 1) >> 8) & 0xF000 if io_top > io_base else 0xF0
+    io = (io_base >> 8) & 0xF0 | (io_top - 1) & 0xF000 if io_top > io_base else 0xF0
     await driver.config_write(slot, _MEM_WINDOW, memory)
     await driver.config_write(slot, _PREF_WINDOW, 0x0000_FFF0)
     await driver.config_write(slot, _IO_WINDOW, io, be=0b1100)

@@ -10,6 +10,7 @@ import cocotb
 
 from pcispy.board.registers import DEFAULT_VENDOR_ID
 from pcispy.dma.dma_feature import dma
+from pcispy.exerciser.target_feature import target
 from pcispy.dma.patterns import Pattern, pattern_dwords
 from pcispy.host.board import Board
 from pcispy.pci.bus import Command
@@ -82,6 +83,12 @@ async def enumeration_behind_the_bridge(dut):
     status = (await host.config_read(BOARD_SLOT, 0x04)).value >> 16
     assert status >> 13 & 1, hex(status)
     assert (await transport.config_read(0x00)) & 0xFFFF == DEFAULT_VENDOR_ID
+    # I/O crosses too (a delayed write and a delayed read), inside the I/O window.
+    io_window = (await host.config_read(BOARD_SLOT, 0x1C)).value
+    io = bars[3]["address"]
+    assert (io_window & 0xF0) << 8 <= io <= (io_window & 0xF000) | 0xFFF, (hex(io_window), io)
+    assert (await host.io_write(io + 6, 0xBEEF, 2)).ok
+    assert (await host.io_read(io + 4, 4)).value >> 16 == 0xBEEF
     await system.assert_clean()
 
 
@@ -263,4 +270,31 @@ async def posted_words_are_limited_to_the_buffer(dut):
     result = await system.host.mem_write(bars[2]["address"], bytes(4 * POSTED_WORDS))
     assert result.ok and result.retries == 0 and result.disconnects == 1, result
     assert (await system.bridge.state())["down_posted"] == POSTED_WORDS
+    await system.assert_clean()
+
+
+@cocotb.test()
+async def aborts_cross(dut):
+    """A read the board answers with Target-Abort is answered so to the host, whose
+    repeat finds the completion; a posted write into the abort range completes for the
+    host and is dropped by the bridge; a read of the window where nobody answers
+    completes with all ones (Master-Abort Mode 0)."""
+    system, bars, transport = await _setup(dut)
+    await target(transport, abort=(0x100, 0x1FF))
+    base = bars[2]["address"]
+    backdoor = ScratchBackdoor(dut, 32)
+    backdoor.write(2, 0x100, bytes(range(16)))
+    await system.bridge.clear()
+    read = await system.host.mem_read(base + 0x104, 4)
+    assert read.status == Status.TARGET_ABORT, read
+    write = await system.host.mem_write(base + 0x108, b"\xAA" * 4)
+    assert write.ok, write
+    await system.host.mem_read(base, 4)          # pushes the write through
+    assert backdoor.read(2, 0x100, 16) == bytes(range(16))
+    stats = (await system.bridge.stats())["downstream"]
+    assert stats["target_aborts"] == 2 and stats["completions"] == 2, stats
+    window = (await system.host.config_read(BOARD_SLOT, 0x20)).value
+    nobody = (window & 0xFFF0_0000) | 0xFFFF0        # the window's last bytes: no BAR there
+    empty = await system.host.mem_read(nobody, 4)
+    assert empty.ok and empty.data == b"\xFF" * 4, empty
     await system.assert_clean()

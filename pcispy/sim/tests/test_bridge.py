@@ -25,6 +25,6 @@ def test_enumeration_behind_the_bridge():
     "delayed_read_completion", "posted_writes_in_order_pushed_by_a_read",
     "read_completion_pulls_upstream_writes", "disconnects",
     "board_reads_are_retried_until_the_data_arrives", "uncollected_completion_is_discarded",
-    "posted_words_are_limited_to_the_buffer"])
+    "posted_words_are_limited_to_the_buffer", "aborts_cross"])
 def test_bridge(bench):
     run_bench(BENCH, bench, BRIDGED)
