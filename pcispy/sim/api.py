@@ -97,15 +97,20 @@ class CocotbControl:
 
     Same methods as :class:`pcispy.sim.control.PysimControl` (``write``, ``read``,
     ``wait_event``, ``clocks``), so agent drivers run unchanged in both. ``backdoor`` is
-    the cocotb handle of the agent's instance, for direct memory access.
+    the cocotb handle of the agent's instance, for direct memory access. The host
+    initiator's accesses are the host CPU's: they wait while the CPU runs an interrupt
+    handler (:meth:`SimSystem.cpu_free`).
     """
     def __init__(self, system, agent):
         self.system = system
         self.agent = int(agent)
         self.backdoor = getattr(system.dut, agent.name.lower(), None)
+        self.cpu = agent == Agent.HOST_INITIATOR
 
     async def write(self, addr, value):
         dut = self.system.dut
+        if self.cpu:
+            await self.system.cpu_free()
         async with self.system.ctl_lock:
             await FallingEdge(dut.pci_clk)
             dut.ctl_sel.value = self.agent
@@ -117,6 +122,8 @@ class CocotbControl:
 
     async def read(self, addr):
         dut = self.system.dut
+        if self.cpu:
+            await self.system.cpu_free()
         async with self.system.ctl_lock:
             await FallingEdge(dut.pci_clk)
             dut.ctl_sel.value = self.agent
@@ -289,6 +296,12 @@ class SimSystem:
             return self.host
         return Type1Config(self.host, self.board_bus())
 
+    async def cpu_free(self):
+        """Wait while the host's CPU runs an interrupt handler (the interrupt responder
+        with ``hold_cpu``: :class:`~pcispy.sim.bfm.irq_responder.InterruptResponder`)."""
+        while int(self.dut.cpu_held.value):
+            await FallingEdge(self.dut.pci_clk)
+
     async def wait_interrupt(self, timeout_s):
         """Wait until INTA# is asserted on the bus (``timeout_s`` of simulated time);
         False when it was not within that time."""
@@ -348,7 +361,8 @@ class SimSystem:
         clocks with one; the REFRESH commands it took). The secondary bus's report names
         its agents and masters by :func:`~pcispy.sim.system.secondary_driver_names` and
         :data:`~pcispy.sim.system.SECONDARY_MASTERS`; with a bridge, master 1 of the
-        primary bus is ``"bridge"``."""
+        primary bus is ``"bridge"``, and the primary's report holds the secondary's as
+        ``"secondary"``."""
         ctl = self.ctl[Agent.SECONDARY_SYSTEM if secondary else Agent.SYSTEM]
         report = {"violations": {}, "first": None, "log": [], "drivers": {},
                   "driver_log": [], "contention": []}
@@ -397,6 +411,8 @@ class SimSystem:
             report["contention_first"] = {
                 "line": names[await ctl.read(SystemReg.CONTENTION_LINE)],
                 "cycle": await ctl.read(SystemReg.CONTENTION_CYCLE)}
+        if self.config.bridge and not secondary:
+            report["secondary"] = await self.checker_report(secondary=True)
         return report
 
     async def _checker_log(self, ctl, rules, secondary):

@@ -49,15 +49,22 @@ class ResponderService:
         self.extra = []
         self._queue = []
 
-    async def start(self, *, ack_offset, ack_value, checkpoint_offset):
+    async def start(self, *, ack_offset, ack_value, checkpoint_offset, delay_range=None,
+                    hold_cpu=False):
         """Respond to INTA#: write ``ack_value`` at BAR0 + ``ack_offset``, then one write
-        at BAR0 + ``checkpoint_offset``."""
+        at BAR0 + ``checkpoint_offset`` (None: none). ``delay_range``: ``(min, max)``
+        clocks from INTA# to the acknowledge (default: the service's); ``hold_cpu``: the
+        handler runs on the host's CPU, which issues nothing else meanwhile."""
+        if delay_range is not None:
+            self.delay_range = tuple(delay_range)
         low, high = self.delay_range
+        checkpoints = () if checkpoint_offset is None else (self.user_offset,)
         try:
             await self.driver.configure(
                 ack_addr=self.bar0 + ack_offset, ack_value=ack_value,
-                delay_range=(low, high), checkpoints=(self.user_offset,),
-                ckpt_addr=self.bar0 + checkpoint_offset, seed=self.system.seed)
+                delay_range=(low, high), checkpoints=checkpoints,
+                ckpt_addr=self.bar0 + (checkpoint_offset or 0), seed=self.system.seed,
+                hold_cpu=hold_cpu)
         except ValueError as error:
             raise PcispyError(f"simulated interrupt service: {error}") from None
         await self.driver.entries()          # skip whatever was logged before

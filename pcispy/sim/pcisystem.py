@@ -49,6 +49,8 @@ class PCISystem(wiring.Component):
         trigger_in (In, 1), trigger_out (Out, 1): the board's trigger pins (its spy's
             trigger input and output; unconnected without a spy), for a bench to drive
             and watch.
+        cpu_held (Out, 1): the host's CPU runs an interrupt handler (the interrupt
+            responder's ``cpu_busy``): Python holds the host's own accesses meanwhile.
         pci_clk (In, 1), pci_rst (In, 1): the bus clock and RST# (1 = asserted): clock
             domain ``pci``, whose reset and the bus RST# follow ``pci_rst`` through
             :data:`RESET_FOLLOW_SOURCE` (a Verilator build needs it among its sources).
@@ -61,7 +63,7 @@ class PCISystem(wiring.Component):
         super().__init__({
             "ctl_sel": In(4), "ctl_addr": In(CONTROL_ADDR_BITS), "ctl_wdata": In(32),
             "ctl_we": In(1), "ctl_re": In(1), "ctl_rdata": Out(32),
-            "events": Out(16), "trigger_in": In(1), "trigger_out": Out(1),
+            "events": Out(16), "trigger_in": In(1), "trigger_out": Out(1), "cpu_held": Out(1),
             "pci_clk": In(1), "pci_rst": In(1),
         })
 
@@ -184,7 +186,7 @@ class PCISystem(wiring.Component):
         responder = agents[Agent.IRQ_RESPONDER][0]
         host_initiator = agents[Agent.HOST_INITIATOR][0]
         wiring.connect(m, responder.cmd, host_initiator.prio)
-        m.d.comb += [responder.inta.eq(resolver.inta),
+        m.d.comb += [responder.inta.eq(resolver.inta), self.cpu_held.eq(responder.cpu_busy),
                      responder.done.eq(host_initiator.prio_done),
                      responder.done_status.eq(host_initiator.prio_status)]
 

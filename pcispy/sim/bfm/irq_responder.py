@@ -42,6 +42,8 @@ REGISTERS = ControlRegisters("IrqReg", [
         ControlField("uniform", 1, 1,
                      "delay uniform in [DELAY_MIN, DELAY_MAX]; else fixed DELAY_MIN"),
         ControlField("checkpoints", 2, 3, "checkpoint writes per interrupt, 0..CHECKPOINTS"),
+        ControlField("hold_cpu", 5, 1, "the host's CPU runs the handler: ``cpu_busy`` from "
+                     "INTA# taken to the last write done"),
     ), doc="a checkpoint count above CHECKPOINTS is refused"),
     ControlRegister("STATUS", 0x02, (
         ControlField("busy", 0, 1),
@@ -207,6 +209,9 @@ class InterruptResponder(wiring.Component):
         done_status (In, Outcome): the initiator's ``prio_status``.
         ctl (Out, ControlSignature): registers :class:`IrqReg`; ``event`` while log
             entries are newer than ``SEEN``.
+        cpu_busy (Out, 1): with ``CONTROL.hold_cpu``, high from the interrupt taken to its
+            last write done: the handler runs on the host's one CPU, which meanwhile
+            issues nothing else (the simulated system holds the host's own accesses).
 
     The acknowledge and checkpoint writes are single-DWORD Memory Writes with all byte
     enables. Delays are counted in bus clocks.
@@ -226,6 +231,7 @@ class InterruptResponder(wiring.Component):
             "done": In(1),
             "done_status": In(Outcome),
             "ctl": Out(ControlSignature()),
+            "cpu_busy": Out(1),
         })
 
     def elaborate(self, platform):
@@ -288,7 +294,9 @@ class InterruptResponder(wiring.Component):
 
         m.d.comb += log_r.addr.eq(log_index)
         status = Signal(REGISTERS["STATUS"].layout)
-        m.d.comb += [status.busy.eq(state != _State.ARMED), status.refused.eq(refused)]
+        m.d.comb += [status.busy.eq(state != _State.ARMED), status.refused.eq(refused),
+                     self.cpu_busy.eq(control.hold_cpu & (state != _State.ARMED)
+                                      & (state != _State.REARM))]
         register_reads(m, ctl, {
             **plain,
             IrqReg.ID: ID_VALUE,
@@ -390,9 +398,11 @@ class InterruptResponderDriver:
         self._seen = 0
 
     async def configure(self, *, ack_addr, ack_value, delay=None, delay_range=None,
-                        checkpoints=(), ckpt_addr=0, ckpt_value=0, seed=None):
+                        checkpoints=(), ckpt_addr=0, ckpt_value=0, seed=None,
+                        hold_cpu=False):
         """``delay`` (fixed clocks) or ``delay_range=(min, max)`` (uniform);
-        ``checkpoints``: clock offsets after the acknowledge, at most CHECKPOINTS."""
+        ``checkpoints``: clock offsets after the acknowledge, at most CHECKPOINTS;
+        ``hold_cpu``: the handler holds the host's CPU (``cpu_busy``)."""
         if (delay is None) == (delay_range is None):
             raise ValueError("give either delay or delay_range")
         if len(checkpoints) > CHECKPOINTS:
@@ -409,7 +419,8 @@ class InterruptResponderDriver:
         for k, offset in enumerate(checkpoints):
             await self.ctl.write(IrqReg.CKPT_OFFSET + k, offset)
         control = REGISTERS["CONTROL"].pack(enable=1, uniform=delay_range is not None,
-                                            checkpoints=len(checkpoints))
+                                            checkpoints=len(checkpoints),
+                                            hold_cpu=int(hold_cpu))
         await self.ctl.write(IrqReg.CONTROL, control)
         refused = REGISTERS["STATUS"].field("refused").mask
         if (await self.ctl.read(IrqReg.STATUS)) & refused:
