@@ -206,7 +206,7 @@ def _simulate(args, feature, arguments):
     :func:`~pcispy.host.command.run_feature` falls back to): on the board of the session
     they name (started if none runs), or with ``--fresh`` on a board of its own."""
     if args.fresh_board:
-        config = SystemConfig(width=args.bus_width)
+        config = SystemConfig.for_profile(args.sim or "ideal", width=args.bus_width)
         session.build_with_progress(config)
         return launcher.run_feature(feature, arguments, config, profile=args.sim or "ideal",
                                     seed=args.seed, verbose=args.verbose)

@@ -467,7 +467,8 @@ def start(spec, *, idle_timeout_s=DEFAULT_IDLE_TIMEOUT_S, verbose=False):
         os.makedirs(directory, mode=0o700, exist_ok=True)
         print(f"pcispy: starting a simulated board (session {spec.name}: "
               f"{spec.describe()}; `pcispy sim stop` ends it)", file=sys.stderr)
-        config = system.SystemConfig(width=spec.width, core=spec.description())
+        config = system.SystemConfig.for_profile(spec.profile, width=spec.width,
+                                                 core=spec.description())
         try:
             model = build_with_progress(config)
         except (ValueError, RuntimeError) as error:

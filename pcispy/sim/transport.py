@@ -257,4 +257,6 @@ class SimTransport(Transport):
         return {"transport": "sim", "profile": self.system.profile_name,
                 "seed": self.system.seed, "clock_mhz": self.system.clock_mhz,
                 "bus_width": self.system.config.width, "session": self.session,
+                "bridge": (self.system.profile.bridge or "transparent"
+                           if self.system.config.bridge else None),
                 "bars": {str(k): v for k, v in self.bars.items()}}

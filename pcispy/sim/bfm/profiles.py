@@ -7,7 +7,8 @@ in the units a person thinks in (clocks, data phases, 1/256 probabilities). The 
 profiles in :data:`PROFILES` are what ``pcispy --sim=PROFILE`` and the system API accept;
 most are shaped after the machines measured in Moll & Shand, "Systems Performance
 Measurement on PCI Pamette" (FCCM'97), Figure 2 (bandwidth table) and §2 (the behaviour
-behind it), and Figure 3 (the real-time clock behind a PCI-to-ISA bridge).
+behind it), and Figure 3 (the real-time clock behind a PCI-to-ISA bridge); two after the
+machines of the other seed papers (Enblom's CompactPCI pair, NIKHEF's Pentium Pro).
 
 Latencies count as the specification does: clocks from the address phase (FRAME#
 asserted, clock 1) to the clock TRDY# is first asserted, minus one; a latency of 16 means
@@ -21,7 +22,8 @@ from amaranth.lib import enum
 
 from pcispy.pci.bus import DevselSpeed
 
-__all__ = ["DisconnectMode", "RetryMode", "Profile", "PROFILES", "RTC",
+__all__ = ["DisconnectMode", "RetryMode", "Profile", "PROFILES", "RTC", "CPCI_21554",
+           "DELL_PRO_200",
            "IRQ_ACK_DELAY_DEFAULT", "PARK_TARGETS", "profile_by_name", "named"]
 
 
@@ -175,9 +177,25 @@ RTC = Profile(
     retry_reads=False, retry_writes=True, ack64=False,
     breaks_rules=("target_initial_latency", "target_initial_latency_bridge"))
 
+#: Enblom's CompactPCI pair ("Performance of a Communication Mechanism over the PCI-bus",
+#: SBS CT7 boards): the board is the non-system board, behind the 21554 bridge
+#: (pcispy/sim/bfm/bridge.py ``BRIDGE_PROFILES["21554"]``); the host is the system board,
+#: whose memory answers the bridge's reads after 8 clocks (with the bridge's crossings, a
+#: read is retried 26 clocks as in Figure 8). A 32-bit bus with medium decode.
+CPCI_21554 = Profile(
+    name="cpci21554", devsel=DevselSpeed.MEDIUM, read_latency=(8, 8), write_latency=(0, 0),
+    ack64=False, bridge="21554")
+
+#: The Dell Pentium Pro 200 of NIKHEF's S-LINK measurements ("S-LINK performance
+#: measurements in the PC environment", Figure 4's trace): Memory Read Multiple's first
+#: word 330-450 ns (11-15 clocks) after its address. A 32-bit bus with medium decode.
+DELL_PRO_200 = Profile(
+    name="dellpro200", devsel=DevselSpeed.MEDIUM, read_latency=(11, 15),
+    write_latency=(0, 0), ack64=False)
+
 #: Every named profile, by name.
 PROFILES = {p.name: p for p in (IDEAL, ALPHASTATION_200, PENTIUM_PRO_200, CELEBRIS_GL_5133,
-                                 ALPHASERVER_4100, RTC)}
+                                 ALPHASERVER_4100, RTC, CPCI_21554, DELL_PRO_200)}
 
 
 def named(table, name, what):
