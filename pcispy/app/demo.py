@@ -5,8 +5,11 @@ Five steps, each one simulator run of the features that also run on a board
 (pcispy/app/report.py): identify the board; the DMA characterisation of the ideal host and of
 each host bridge shaped after a Pamette Figure 2 machine, beside the paper's figures; the
 spy's log of the real-time clock (Pamette Figure 3); the interrupt-latency experiment;
-the report (Markdown, HTML, PNG plots) in build/demo/. The first run builds the Verilator
-model of the simulated system (a few minutes); later runs reuse it.
+the report (Markdown, HTML, PNG plots) in build/demo/. With ``--papers`` three more steps
+before the report, the other seed papers' experiments (pcispy/app/papers/), each on the
+simulated machine it is shaped for. The first run builds the Verilator model of the
+simulated system (a few minutes; with ``--papers`` a second one, with the bridge); later
+runs reuse them.
 """
 
 import argparse
@@ -18,13 +21,14 @@ from rich.console import Console
 from rich.table import Table
 
 from pcispy.app import report as suite
+from pcispy.app.papers import PAPERS
 from pcispy.board.identity_feature import config_space, info, lspci_text
 from pcispy.host.errors import PcispyError
 from pcispy.sim.launcher import run_feature
 from pcispy.sim.model import build_system
 from pcispy.sim.system import SystemConfig
 
-__all__ = ["main", "run", "build_parser", "STEPS", "DEMO_PROFILES", "DEMO_WIDTH", "DEFAULT_OUTPUT", "identify"]
+__all__ = ["main", "run", "build_parser", "STEPS", "PAPER_STEPS", "DEMO_PROFILES", "DEMO_WIDTH", "DEFAULT_OUTPUT", "identify"]
 
 #: One bus width for every step, so that one Verilator model serves the whole demo; 64
 #: bits, so that the 64-bit machines show their 64-bit figures.
@@ -98,6 +102,11 @@ def _checker_line(console, checker):
     broken = ", ".join(f"{name} x{count}" for name, count in checker["violations"].items())
     console.print("Protocol checker: " + (f"rules broken: {broken}" if broken
                                           else "no rule broken"))
+    if "secondary" in checker:
+        behind = checker["secondary"]["violations"]
+        console.print("Protocol checker of the board's bus behind the bridge: " + (
+            ", ".join(f"{name} x{count}" for name, count in behind.items())
+            if behind else "no rule broken"))
 
 
 def _step_rtc(console, context):
@@ -137,6 +146,36 @@ def _step_report(console, context):
     context["written"] = written
 
 
+def _paper_step(key):
+    """The step of the seed paper ``key``: its experiment in the simulator, on the machine
+    it is shaped for, its report section printed."""
+    module = PAPERS[key]
+
+    def step(console, context):
+        from pcispy.sim.bfm.profiles import profile_by_name
+        from pcispy.sim.launcher import run_feature
+        bridged = profile_by_name(module.PROFILE).bridge is not None
+        # A machine with a bridge is a 32-bit system of its own (a second model).
+        config = SystemConfig.for_profile(module.PROFILE,
+                                          **({} if bridged else {"width": DEMO_WIDTH}))
+        with console.status(f"[bold]{module.TITLE}[/] (in the simulator, --sim="
+                            f"{module.PROFILE})"):
+            result = run_feature(suite.paper, {"key": key, "sizes": context["sizes"],
+                                               "seed": context["seed"]},
+                                 config, profile=module.PROFILE, seed=context["seed"])
+        context["report"][key] = result
+        for kind, *content in module.blocks(result):
+            if kind == "table":
+                console.print(_table(*content))
+            elif kind == "p":
+                console.print(content[0], markup=False, highlight=False)
+        _checker_line(console, result["checker"])
+    return step
+
+
+#: (title, function) of the seed papers' steps (``--papers``), before the report.
+PAPER_STEPS = [(module.TITLE, _paper_step(key)) for key, module in PAPERS.items()]
+
 #: (title, function) of every step, in order.
 STEPS = [
     ("Identify the board", _step_identify),
@@ -156,6 +195,10 @@ def build_parser():
                         help="how much each experiment does (default quick)")
     parser.add_argument("--profiles", default=",".join(DEMO_PROFILES),
                         help="host-bridge profiles of step 2, comma-separated")
+    parser.add_argument("--papers", action="store_true",
+                        help="also the other seed papers' experiments (Enblom's bridge, "
+                             "NIKHEF's block sweep, DART's timing); the bridge builds a "
+                             "second model the first time")
     return parser
 
 
@@ -173,7 +216,8 @@ def run(args, console):
     _prepare(console)
     context["model_seconds"] = time.monotonic() - start
     context["step_seconds"] = []
-    for number, (title, step) in enumerate(STEPS, 1):
+    steps = STEPS[:-1] + (PAPER_STEPS if args.papers else []) + STEPS[-1:]
+    for number, (title, step) in enumerate(steps, 1):
         console.rule(f"[bold]{number}. {title}")
         began = time.monotonic()
         step(console, context)

@@ -13,12 +13,14 @@ on a board in a slot and inside the simulator alike:
 - :func:`rtc_log`: the spy's summary capture of I/O 0x70/0x71 (the PC real-time clock,
   Pamette Figure 3) for a stretch of bus time;
 - :func:`interrupt_latency`: ``pcispy irq`` (Pamette §5);
+- the other seed papers' experiments (pcispy/app/papers/: Enblom's bridge, NIKHEF's
+  block sweep, DART's register and interrupt timing), :data:`~pcispy.app.papers.PAPERS`;
 - :func:`suite`: all of them on one machine (``pcispy report``);
 - :func:`characterise_profiles`: :func:`characterise` on several simulated host bridges
   in one simulator run (``make demo``; simulation only).
 
 A report is a dict: ``{"title", "machine", "machines": {name: characterisation},
-"rtc", "irq", "errors"}`` (missing experiments are absent). :func:`write_report` turns it
+"rtc", "irq", "enblom", "nikhef", "dart", "errors"}`` (missing experiments are absent). :func:`write_report` turns it
 into ``report.md``, a self-contained ``report.html`` (plots embedded) and the PNGs, all
 from one list of blocks (:func:`report_blocks`).
 """
@@ -29,6 +31,7 @@ import html
 import os
 from dataclasses import asdict, dataclass
 
+from pcispy.app.papers import PAPERS
 from pcispy.host.errors import PcispyError
 from pcispy.board.identity_feature import info
 from pcispy.dma.sweep_feature import sweep
@@ -46,7 +49,7 @@ from pcispy.trace.file import parse_trace, trace_bytes
 
 __all__ = ["PAPER", "PAPER_FIGURE2", "PROFILE_MACHINES", "FIGURES", "Sizes", "SIZES",
            "sizes_of", "characterise", "rtc_summary", "characterise_profiles", "rtc_log",
-           "interrupt_latency", "suite", "figure2_rows", "settings_rows", "rtc_table",
+           "interrupt_latency", "paper", "suite", "figure2_rows", "settings_rows", "rtc_table",
            "irq_rows", "report_blocks", "write_markdown", "write_html", "write_plots",
            "write_report", "PLOTS", "RTC_FILTER", "format_figure"]
 
@@ -102,6 +105,11 @@ class Sizes:
         pio_size: bytes per PIO run; pio_bursts: the host's PIO burst lengths.
         irq_count: interrupts measured.
         rtc_seconds: bus time the real-time clock log watches.
+        bridge_words, bridge_write_bytes, bridge_pio_size: Enblom's experiment (words read,
+            bytes written, bytes of each PIO run; pcispy/app/papers/enblom.py).
+        block_sizes, block_count: NIKHEF's (block sizes in bytes, blocks of each).
+        register_count, timer_samples, timer_period: DART's (accesses timed, intervals of
+            each timer loop, clocks between interrupts).
     """
     dma_length: int
     bursts: tuple
@@ -112,6 +120,14 @@ class Sizes:
     pio_bursts: tuple
     irq_count: int
     rtc_seconds: float
+    bridge_words: int = 6
+    bridge_write_bytes: int = 64
+    bridge_pio_size: int = 1024
+    block_sizes: tuple = (64, 256, 1024, 2048, 4096)
+    block_count: int = 4
+    register_count: int = 32
+    timer_samples: int = 1000
+    timer_period: int = 1000
 
 
 #: Named sizes: ``full`` (``pcispy report``), ``quick`` (``--quick``, ``make demo``) and
@@ -120,14 +136,18 @@ SIZES = {
     "full": Sizes(dma_length=16384, bursts=(1, 4, 8, 16, 32, 64, 256, 0), idles=(0, 4),
                   write_cmds=("MW", "MWI"), read_cmds=("MR", "MRL", "MRM"),
                   pio_size=8192, pio_bursts=(1, 2, 4, 8, 16, 64), irq_count=400,
-                  rtc_seconds=0.006),
+                  rtc_seconds=0.006, bridge_words=8, bridge_write_bytes=128,
+                  bridge_pio_size=4096, block_sizes=(64, 256, 1024, 2048, 4096, 16384),
+                  block_count=8, register_count=64, timer_samples=3000),
     "quick": Sizes(dma_length=8192, bursts=(1, 4, 16, 64, 256), idles=(0,),
                    write_cmds=("MW",), read_cmds=("MRM",),
                    pio_size=4096, pio_bursts=(1, 4, 64), irq_count=60,
                    rtc_seconds=0.0025),
     "tiny": Sizes(dma_length=1024, bursts=(4, 16), idles=(0,), write_cmds=("MW",),
                   read_cmds=("MRM",), pio_size=256, pio_bursts=(4,), irq_count=4,
-                  rtc_seconds=0.0012),
+                  rtc_seconds=0.0012, bridge_words=3, bridge_write_bytes=32,
+                  bridge_pio_size=256, block_sizes=(64, 1024), block_count=2,
+                  register_count=8, timer_samples=200),
 }
 
 
@@ -256,6 +276,14 @@ async def interrupt_latency(transport, *, count=100, seed=1):
     return result
 
 
+async def paper(transport, *, key, sizes="quick", seed=1):
+    """The experiment of the seed paper ``key`` (:data:`~pcispy.app.papers.PAPERS`) with
+    ``sizes``, as :func:`suite` runs it."""
+    if key not in PAPERS:
+        raise PcispyError(f"no experiment {key!r}; known: {', '.join(PAPERS)}")
+    return await PAPERS[key].run(transport, sizes_of(sizes), seed)
+
+
 async def suite(transport, *, sizes="full", seed=1):
     """Every experiment on this machine: the report dict (see the module docstring). An
     experiment that fails with an expected error is named in ``errors``; the rest still
@@ -270,10 +298,13 @@ async def suite(transport, *, sizes="full", seed=1):
     machine["pci_clock"] = f"{identity['clock_mhz']} MHz " + (
         "nominal" if identity["clock_measured_mhz"] is None else "measured")
     report = {"title": f"pcispy report: {name}", "machine": machine, "errors": {}}
-    for key, run in (("machines", lambda: characterise(transport, sizes=size)),
-                     ("rtc", lambda: rtc_log(transport, seconds=size.rtc_seconds)),
-                     ("irq", lambda: interrupt_latency(transport, count=size.irq_count,
-                                                       seed=seed))):
+    experiments = [("machines", lambda: characterise(transport, sizes=size)),
+                   ("rtc", lambda: rtc_log(transport, seconds=size.rtc_seconds)),
+                   ("irq", lambda: interrupt_latency(transport, count=size.irq_count,
+                                                     seed=seed))]
+    experiments += [(key, lambda paper=paper: paper.run(transport, size, seed))
+                    for key, paper in PAPERS.items()]
+    for key, run in experiments:
         try:
             result = await run()
         except PcispyError as error:
@@ -397,6 +428,8 @@ def machine_text(machine):
         text = f"The simulated PCI system with the {machine.get('profile', 'ideal')} host bridge"
         if machine.get("bus_width"):
             text += f", a {machine['bus_width']}-bit bus"
+        if machine.get("bridge"):
+            text += f", the board behind a {machine['bridge']} PCI-to-PCI bridge"
         if machine.get("seed") is not None:
             text += f", seed {machine['seed']}"
         if machine.get("session"):
@@ -465,6 +498,9 @@ def report_blocks(report, plots=()):
                             "the board raised none that the host saw."))]
         if "irq" in plots:
             blocks.append(("image", PLOTS["irq"][0], PLOTS["irq"][1]))
+    for key, paper in PAPERS.items():
+        if report.get(key) is not None:
+            blocks += paper.blocks(report[key])
     errors = report.get("errors") or {}
     if errors:
         blocks += [("h2", "Experiments that did not run"),

@@ -16,6 +16,7 @@ from dataclasses import asdict
 
 from pcispy.host.command import CliCommand, run_feature
 from pcispy.host.errors import PcispyError, UsageError
+from pcispy.app.papers import PAPERS
 from pcispy.app.report import (FIGURES, SIZES, suite, figure2_rows, irq_rows, rtc_summary,
                                settings_rows, write_report)
 
@@ -33,6 +34,9 @@ def summary(report, written):
         "rtc_transactions": len(report["rtc"]["rows"]) if "rtc" in report else None,
         "irq": {key: irq[key]["us"] for key in ("handler", "user")
                 if irq and irq[key].get("samples")} if irq else None,
+        "papers": {key: [dict(zip(("figure", "quantity", "pcispy", "paper"), row))
+                         for row in paper.figures(report[key])]
+                   for key, paper in PAPERS.items() if key in report},
         "errors": report["errors"],
     }
 
@@ -102,6 +106,11 @@ class ReportCommand(CliCommand):
         if "irq" in report:
             _write_columns([["Interrupt latency", "Samples", "min us", "median us", "p98 us",
                              "max us"]] + irq_rows(report["irq"]), out, "")
+        for key, paper in PAPERS.items():
+            if key in report:
+                _write_columns([["Figure", "Quantity", "pcispy", "paper"]]
+                               + paper.figures(report[key]), out,
+                               f"{paper.TITLE}, beside {paper.PAPER}:")
 
 
 def _write_columns(rows, out, title):
