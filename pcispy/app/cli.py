@@ -52,7 +52,6 @@ from pcispy.sim import launcher, session
 from pcispy.sim.coretest_command import SimTestCommand
 from pcispy.sim.session import session_name
 from pcispy.sim.session_command import SimCommand, known_profile, session_spec
-from pcispy.sim.system import SystemConfig
 from pcispy.spy.capture_feature import CaptureCommand
 from pcispy.spy.check_feature import CheckCommand
 from pcispy.spy.readout_feature import ReadoutCommand
@@ -206,7 +205,7 @@ def _simulate(args, feature, arguments):
     :func:`~pcispy.host.command.run_feature` falls back to): on the board of the session
     they name (started if none runs), or with ``--fresh`` on a board of its own."""
     if args.fresh_board:
-        config = SystemConfig.for_profile(args.sim or "ideal", width=args.bus_width)
+        config = launcher.machine_config(args.sim or "ideal", width=args.bus_width)
         session.build_with_progress(config)
         return launcher.run_feature(feature, arguments, config, profile=args.sim or "ideal",
                                     seed=args.seed, verbose=args.verbose)

@@ -24,7 +24,8 @@ from pcispy.app import report as suite
 from pcispy.app.papers import PAPERS
 from pcispy.board.identity_feature import config_space, info, lspci_text
 from pcispy.host.errors import PcispyError
-from pcispy.sim.launcher import run_feature
+from pcispy.sim.bfm.profiles import profile_by_name
+from pcispy.sim.launcher import machine_config, run_feature
 from pcispy.sim.model import build_system
 from pcispy.sim.system import SystemConfig
 
@@ -152,12 +153,9 @@ def _paper_step(key):
     module = PAPERS[key]
 
     def step(console, context):
-        from pcispy.sim.bfm.profiles import profile_by_name
-        from pcispy.sim.launcher import run_feature
-        bridged = profile_by_name(module.PROFILE).bridge is not None
         # A machine with a bridge is a 32-bit system of its own (a second model).
-        config = SystemConfig.for_profile(module.PROFILE,
-                                          **({} if bridged else {"width": DEMO_WIDTH}))
+        bridged = profile_by_name(module.PROFILE).bridge is not None
+        config = machine_config(module.PROFILE, **({} if bridged else {"width": DEMO_WIDTH}))
         with console.status(f"[bold]{module.TITLE}[/] (in the simulator, --sim="
                             f"{module.PROFILE})"):
             result = run_feature(suite.paper, {"key": key, "sizes": context["sizes"],

@@ -17,9 +17,12 @@ from dataclasses import asdict
 
 from pcispy.host.errors import PcispyError
 from pcispy.sim import model as system_model, system
+from pcispy.sim.bfm.profiles import PROFILES
+from pcispy.sim.scenarios import SCENARIOS
 from pcispy.sim.verilate import SimulationFailed
 
-__all__ = ["run_bench", "run_feature", "feature_path", "bench_env", "SEED_ENV", "PROFILE_ENV",
+__all__ = ["machine_config", "run_bench", "run_feature", "feature_path", "bench_env",
+           "SEED_ENV", "PROFILE_ENV",
            "CONFIG_ENV", "RESULT_ENV", "FEATURE_ENV", "ARGS_ENV", "FIGURES_ENV"]
 
 SEED_ENV = "PCISPY_SEED"
@@ -34,6 +37,23 @@ FIGURES_ENV = "PCISPY_FIGURES"
 #: pcispy/sim/feature_bench.py.
 FEATURE_ENV = "PCISPY_FEATURE"
 ARGS_ENV = "PCISPY_FEATURE_ARGS"
+
+
+def machine_config(profile, **options):
+    """The :class:`~pcispy.sim.system.SystemConfig` that simulates the machine of
+    ``profile`` (a host-bridge profile's or a scenario's name, pcispy/sim/bfm/profiles.py
+    and pcispy/sim/scenarios.py) with ``options``: the board behind a bridge when the
+    profile has one (a 32-bit bridge: another width is refused with a
+    :class:`PcispyError`)."""
+    name = SCENARIOS[profile].profile if profile in SCENARIOS else profile
+    known = PROFILES.get(name)
+    if known is None or known.bridge is None:
+        return system.SystemConfig(**options)
+    width = options.get("width", 32)
+    if width != 32:
+        raise PcispyError(f"the {profile} machine has the board behind a 32-bit bridge: a "
+                          f"{width}-bit bus cannot be simulated with it")
+    return system.SystemConfig(**dict(options, bridge=True))
 
 
 def bench_env(config=None, *, profile="ideal", seed=1, **extra):

@@ -52,8 +52,8 @@ from pathlib import Path
 
 from pcispy.host.errors import PcispyError
 from pcispy.sim.core import CoreDescription
-from pcispy.sim.launcher import bench_env, feature_path
-from pcispy.sim import build_progress, model as system_model, system, verilate
+from pcispy.sim.launcher import bench_env, feature_path, machine_config
+from pcispy.sim import build_progress, model as system_model, verilate
 from pcispy.sim.verilate import Model, SimulationFailed
 
 __all__ = ["SessionSpec", "Session", "SessionDied", "sessions_root", "checkout_key", "attach",
@@ -467,8 +467,7 @@ def start(spec, *, idle_timeout_s=DEFAULT_IDLE_TIMEOUT_S, verbose=False):
         os.makedirs(directory, mode=0o700, exist_ok=True)
         print(f"pcispy: starting a simulated board (session {spec.name}: "
               f"{spec.describe()}; `pcispy sim stop` ends it)", file=sys.stderr)
-        config = system.SystemConfig.for_profile(spec.profile, width=spec.width,
-                                                 core=spec.description())
+        config = machine_config(spec.profile, width=spec.width, core=spec.description())
         try:
             model = build_with_progress(config)
         except (ValueError, RuntimeError) as error:
@@ -514,8 +513,8 @@ def _refuse_other_sources(session):
     spec = session.spec
     if spec is None or session.sources is None:
         return
-    if session.sources != system_model.generator_key(system.SystemConfig(
-            width=spec.width, core=spec.description())):
+    if session.sources != system_model.generator_key(machine_config(
+            spec.profile, width=spec.width, core=spec.description())):
         since = time.strftime("%H:%M", time.localtime(session.started)) \
             if session.started else "it started"
         raise PcispyError(f"session {session.name} runs the simulated board of pcispy as it "

@@ -7,15 +7,14 @@ import pytest
 from pcispy.app.papers import dart, enblom, nikhef
 from pcispy.app.report import SIZES, paper
 from pcispy.sim.bfm.bridge import BRIDGE_PROFILES
-from pcispy.sim.launcher import run_feature
-from pcispy.sim.system import SystemConfig
+from pcispy.sim.launcher import machine_config, run_feature
 
 pytestmark = pytest.mark.host
 
 
 def _run(key, profile, sizes="tiny"):
     return run_feature(paper, {"key": key, "sizes": sizes},
-                       SystemConfig.for_profile(profile), profile=profile)
+                       machine_config(profile), profile=profile)
 
 
 def test_enblom_reads_retried_writes_broken_reads_slower():

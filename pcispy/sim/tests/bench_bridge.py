@@ -286,7 +286,7 @@ async def aborts_cross(dut):
     backdoor.write(2, 0x100, bytes(range(16)))
     await system.bridge.clear()
     read = await system.host.mem_read(base + 0x104, 4)
-    assert read.status == Status.TARGET_ABORT, read
+    assert read.status == Outcome.TARGET_ABORT, read
     write = await system.host.mem_write(base + 0x108, b"\xAA" * 4)
     assert write.ok, write
     await system.host.mem_read(base, 4)          # pushes the write through
