@@ -40,6 +40,7 @@ class ResponderService:
         self.system = system
         self.bar0 = bars[0]["address"]
         self.delay_range = tuple(delay_range or system.profile.irq_ack_delay)
+        self._longest = self.delay_range[1]     # the delay a handler may take at most
         self.user_offset = user_offset
         self.ctl = system.ctl[Agent.IRQ_RESPONDER]
         self.driver = InterruptResponderDriver(self.ctl)
@@ -55,9 +56,8 @@ class ResponderService:
         at BAR0 + ``checkpoint_offset`` (None: none). ``delay_range``: ``(min, max)``
         clocks from INTA# to the acknowledge (default: the service's); ``hold_cpu``: the
         handler runs on the host's CPU, which issues nothing else meanwhile."""
-        if delay_range is not None:
-            self.delay_range = tuple(delay_range)
-        low, high = self.delay_range
+        low, high = delay_range or self.delay_range
+        self._longest = high
         checkpoints = () if checkpoint_offset is None else (self.user_offset,)
         try:
             await self.driver.configure(
@@ -90,7 +90,7 @@ class ResponderService:
         await self.ctl.write(IrqReg.CONTROL, 0)
         busy = REGISTERS["STATUS"].field("busy").mask
         # Control-port reads do not touch the bus; one every 16 clocks is plenty.
-        for _ in range((self.delay_range[1] + 4 * self.user_offset) // 16 + 64):
+        for _ in range((self._longest + 4 * self.user_offset) // 16 + 64):
             if not await self.ctl.read(IrqReg.STATUS) & busy:
                 break
             await self.ctl.clocks(16)
