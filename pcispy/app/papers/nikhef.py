@@ -146,7 +146,11 @@ async def block_sweep(transport, *, sizes=BLOCK_SIZES, blocks=4, burst=AMCC_BURS
             "view": {"size": view, "rows": view_rows, "data_phases": moved,
                      "clocks": span,
                      "busy_fraction": round(moved / span, 3) if span else 0.0,
-                     "bursts": len(dma_rows)}}
+                     "bursts": len(dma_rows),
+                     "burst_words": [r["len"] for r in dma_rows],
+                     "first_data_clocks": [r["lat"] for r in dma_rows],
+                     "between_bursts_clocks": [b["time"] - (a["time"] + a["dur"])
+                                               for a, b in zip(dma_rows, dma_rows[1:])]}}
 
 
 def setup_fit(rows):
@@ -212,10 +216,24 @@ def summary_rows(result):
     rows.append(["Figure 3", "setup per block, µs (fit)", f"{fit.get('setup_us', '-')}",
                  f"{paper_setup:.0f} (from the two figures above)"])
     view = result["view"]
+    mhz = result["clock_mhz"]
+
+    def ns_span(clocks):
+        return "-" if not clocks else \
+            f"{min(clocks) * 1000 / mhz:.0f}-{max(clocks) * 1000 / mhz:.0f}"
+    # The block's last burst carries what is left of it: the bursts before it are the
+    # engine's own length.
+    whole = view["burst_words"][:-1] or view["burst_words"]
     rows += [["Figure 4", "fraction of the block's clocks moving data",
               f"{view['busy_fraction']:.2f}", "about 1/3"],
-             ["Figure 4", "words per burst", str(result["burst"]),
-              "{}-{}".format(*FIGURE4["burst_words"])]]
+             ["Figure 4", "words per burst (the block's last left out)",
+              "-" if not whole else f"{min(whole)}-{max(whole)}" if min(whole) < max(whole)
+              else str(whole[0]), "{}-{}".format(*FIGURE4["burst_words"])],
+             ["Figure 4", "ns from a burst's address to its first word",
+              ns_span(view["first_data_clocks"]), "{}-{}".format(*FIGURE4["first_word_ns"])],
+             ["Figure 4", "ns from a burst's end to the next one's address",
+              ns_span(view["between_bursts_clocks"]),
+              "{}-{}".format(*FIGURE4["between_bursts_ns"])]]
     return rows
 
 

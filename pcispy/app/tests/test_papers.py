@@ -1,9 +1,14 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The seed papers' experiments (pcispy/app/papers/) in the simulator, each on the
-machine it is shaped for, one simulator run each; their tables on made-up results."""
+machine it is shaped for, one simulator run each; their tables and the demo's step on
+made-up results."""
+
+import io
 
 import pytest
+from rich.console import Console
 
+from pcispy.app import demo
 from pcispy.app.papers import dart, enblom, nikhef
 from pcispy.app.report import SIZES, paper
 from pcispy.sim.bfm.bridge import BRIDGE_PROFILES
@@ -59,6 +64,13 @@ def test_nikhef_bandwidth_rises_with_block_size():
     assert sum(row["len"] for row in reads) == view["size"] // 4 == view["data_phases"]
     assert all(row["len"] <= nikhef.AMCC_BURST for row in reads)
     assert 0.15 < view["busy_fraction"] < 0.5, view
+    # Figure 4's figures come from the capture: the engine's bursts, the host bridge's
+    # read latency (the profile's 11-15 clocks), the engine's idle clocks at least.
+    assert view["burst_words"][:-1] == [nikhef.AMCC_BURST] * (len(reads) - 1)
+    assert all(11 <= clocks <= 15 for clocks in view["first_data_clocks"]), view
+    assert min(view["between_bursts_clocks"]) >= nikhef.AMCC_IDLE, view
+    figures = {row[1]: row[2:] for row in nikhef.figures(result)}
+    assert figures["words per burst (the block's last left out)"] == ["11", "10-12"]
     assert result["fit"]["setup_us"] > 0
     assert not result["checker"]["violations"]
 
@@ -84,9 +96,10 @@ def test_dart_register_latency_and_interrupt_overhead():
     assert not result["checker"]["violations"]
 
 
-def test_paper_tables_on_a_made_up_result():
-    """The tables put the paper's figures beside ours, row for row."""
-    result = {"clock_mhz": 33, "gap": 30,
+def _made_up_enblom():
+    """An Enblom result of two reads of one word (a retry, then the word) and one 16-byte
+    write group, as :func:`enblom.bridge_traffic` returns it."""
+    return {"clock_mhz": 33, "gap": 30,
               "reads": {"rows": [
                   {"addr": 0, "cmd": "MR", "term": "retry", "answer": 10},
                   {"addr": 0, "cmd": "MR", "term": "completion", "answer": 15}],
@@ -98,6 +111,11 @@ def test_paper_tables_on_a_made_up_result():
                          "words_per_transaction": [1, 3], "start_clocks": [5]},
               "pio": [{"burst": 1, "bytes": 256, "write_mbps": 30.0, "read_mbps": 4.0,
                        "errors": 0}]}
+
+
+def test_paper_tables_on_a_made_up_result():
+    """The tables put the paper's figures beside ours, row for row."""
+    result = _made_up_enblom()
     rows = enblom.figure8_rows(result)
     assert rows[0][:6] == ["0", "", "MR", "00000000", "Retry", "179.4ns"]
     assert rows[1][1] == "151.5ns" and rows[1][4] == "OK"
@@ -107,3 +125,30 @@ def test_paper_tables_on_a_made_up_result():
     assert writes[1][1] == "151.5ns" and writes[2][1] == "30.3ns"
     figures = {row[1]: row[2:] for row in enblom.figures(result)}
     assert figures["clocks from the first attempt to the data"] == ["5", "26"]
+
+
+def test_demo_paper_step_prints_the_tables_and_both_checkers(monkeypatch):
+    """``make demo --papers``'s step runs the paper's experiment on the machine it is
+    shaped for (the bridge's, 32-bit) and prints its tables and the verdicts of both
+    buses' checkers."""
+    ran = []
+
+    def run_feature(feature, arguments, config, *, profile, seed):
+        ran.append((arguments, config, profile, seed))
+        return {**_made_up_enblom(), "checker": {
+            "violations": {}, "secondary": {"violations": {"devsel_late": 2}}}}
+    monkeypatch.setattr(demo, "run_feature", run_feature)
+    text = io.StringIO()
+    context = {"sizes": "tiny", "seed": 5, "report": {}}
+    step = dict(demo.PAPER_STEPS)[enblom.TITLE]
+    step(Console(file=text, width=200, force_terminal=False), context)
+    assert ran == [({"key": "enblom", "sizes": "tiny", "seed": 5},
+                    machine_config(enblom.PROFILE), enblom.PROFILE, 5)]
+    assert ran[0][1].bridge and ran[0][1].width == 32
+    assert context["report"]["enblom"]["gap"] == 30
+    printed = text.getvalue()
+    assert "clocks from the first attempt to the data" in printed
+    assert "956.8ns" in printed                       # the paper's Figure 8 beside ours
+    assert "Protocol checker: no rule broken" in printed
+    assert ("Protocol checker of the board's bus behind the bridge: devsel_late x2"
+            in printed)

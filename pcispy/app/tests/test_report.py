@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """``pcispy report``: the whole suite on one simulated machine through the CLI (one
-simulator run, the real-time clock scenario so every experiment has traffic), its JSON
-summary and files; the report writers and tables on made-up results; refusals."""
+simulator run, the real-time clock scenario so every experiment has traffic; the seed
+papers' experiments too), its JSON summary and files; the report writers and tables on
+made-up results; refusals."""
 
 import io
 import json
@@ -10,6 +11,7 @@ import pytest
 
 from pcispy.app import report
 from pcispy.app.cli import main
+from pcispy.app.papers import PAPERS
 from pcispy.host.errors import PcispyError
 
 pytestmark = pytest.mark.host
@@ -46,12 +48,21 @@ def _writes_the_report_and_a_json_summary(status, text, output):
     assert set(best["pio_read"]["32"]) == {"mbps", "burst"}
     assert summary["rtc_transactions"] >= 4
     assert summary["irq"]["handler"]["median"] > 0
+    # The seed papers' figures, each beside the paper's own.
+    assert sorted(summary["papers"]) == sorted(PAPERS)
+    enblom = {row["quantity"]: row for row in summary["papers"]["enblom"]}
+    assert enblom["clocks per word"]["paper"] == "58"
+    nikhef = {row["quantity"]: row for row in summary["papers"]["nikhef"]}
+    assert nikhef["MB/s at 1 kB"]["paper"] == "~15"
+    dart = {row["quantity"]: row for row in summary["papers"]["dart"]}
+    assert dart["interrupt overhead, µs"]["paper"] == "8.5"
 
 
 def _markdown_has_every_section(output):
     markdown = (output / "report.md").read_text()
     for heading in ("## DMA and PIO bandwidth", "## The settings that reached",
-                    "## The real-time clock log", "## Interrupt latency"):
+                    "## The real-time clock log", "## Interrupt latency") + tuple(
+                        f"## {paper.TITLE}" for paper in PAPERS.values()):
         assert heading in markdown
     assert "| 0071 | R | 1 |" in markdown      # a read of the RTC's data port, one phase
     html = (output / "report.html").read_text()
