@@ -30,9 +30,8 @@ from pcispy.host.errors import PcispyError
 from pcispy.pci.bus import COMMAND_MNEMONICS, Command
 
 __all__ = ["PAPER", "TITLE", "PROFILE", "FIGURE3", "FIGURE4", "AMCC_BURST", "AMCC_IDLE",
-           "BLOCK_SIZES", "block_sweep", "run", "blocks", "figures", "figure3_rows",
-           "figure4_rows",
-           "summary_rows", "setup_fit"]
+           "BLOCK_SIZES", "block_sweep", "block_view", "run", "blocks", "figures",
+           "figure3_rows", "figure4_rows", "summary_rows", "setup_fit"]
 
 PAPER = ('NIKHEF, "S-LINK performance measurements in the PC environment", September '
          '1998')
@@ -136,21 +135,30 @@ async def block_sweep(transport, *, sizes=BLOCK_SIZES, blocks=4, burst=AMCC_BURS
         transport, [f"mem:{registers:#x}/0xffffff00",
                     f"mem:{buffer.bus_address:#x}/{~(_pow2(largest) - 1) & 0xFFFF_FFFF:#x}"],
         one_block)
-    dma_rows = [r for r in view_rows if r["cmd"] == COMMAND_MNEMONICS[
-        Command.MEM_READ_MULTIPLE]]
-    moved = sum(r["len"] for r in dma_rows)
-    span = (dma_rows[-1]["time"] + dma_rows[-1]["dur"] - dma_rows[0]["time"]) \
-        if dma_rows else 0
     return {"clock_mhz": identity["clock_mhz"], "burst": burst, "idle": idle,
             "blocks": blocks, "rows": rows, "fit": setup_fit(rows),
-            "view": {"size": view, "rows": view_rows, "data_phases": moved,
-                     "clocks": span,
-                     "busy_fraction": round(moved / span, 3) if span else 0.0,
-                     "bursts": len(dma_rows),
-                     "burst_words": [r["len"] for r in dma_rows],
-                     "first_data_clocks": [r["lat"] for r in dma_rows],
-                     "between_bursts_clocks": [b["time"] - (a["time"] + a["dur"])
-                                               for a, b in zip(dma_rows, dma_rows[1:])]}}
+            "view": {"size": view, **block_view(view_rows)}}
+
+
+def block_view(rows):
+    """Figure 4's figures of one block's captured ``rows`` (summary rows, oldest first):
+    ``{"rows", "data_phases", "clocks"`` (from the first read's address to the last's
+    end), ``"busy_fraction", "bursts", "retried"`` (read attempts that moved nothing),
+    ``"burst_words", "first_data_clocks", "between_bursts_clocks"}`` (per burst; between
+    one burst's end and the next one's address)."""
+    reads = [r for r in rows if r["cmd"] == COMMAND_MNEMONICS[Command.MEM_READ_MULTIPLE]]
+    moved = sum(r["len"] for r in reads)
+    span = reads[-1]["time"] + reads[-1]["dur"] - reads[0]["time"] if reads else 0
+    # The bursts are the reads that moved data: behind a bridge a read is retried until
+    # the bridge has fetched it, and those attempts move none.
+    bursts = [r for r in reads if r["len"]]
+    return {"rows": rows, "data_phases": moved, "clocks": span,
+            "busy_fraction": round(moved / span, 3) if span else 0.0,
+            "bursts": len(bursts), "retried": len(reads) - len(bursts),
+            "burst_words": [r["len"] for r in bursts],
+            "first_data_clocks": [r["lat"] for r in bursts],
+            "between_bursts_clocks": [b["time"] - (a["time"] + a["dur"])
+                                      for a, b in zip(bursts, bursts[1:])]}
 
 
 def setup_fit(rows):
@@ -254,7 +262,9 @@ def blocks(result):
         ("p", f"One {view['size']}-byte block as the spy saw it, in the form of Figure 4's "
               "trace (the driver's register writes, the engine's bursts, the polls of its "
               f"status): {view['bursts']} bursts moved data in {view['data_phases']} of the "
-              f"{view['clocks']} clocks from the first burst to the last."),
+              f"{view['clocks']} clocks from the first burst to the last"
+              + (f"; {view['retried']} more attempts were retried (a bridge fetching the "
+                 "data)." if view["retried"] else ".")),
         ("table", ["Trans", "delta", "first data", "Command", "Address", "Words"],
          figure4_rows(result)),
     ]

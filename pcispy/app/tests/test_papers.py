@@ -64,6 +64,7 @@ def test_nikhef_bandwidth_rises_with_block_size():
     assert sum(row["len"] for row in reads) == view["size"] // 4 == view["data_phases"]
     assert all(row["len"] <= nikhef.AMCC_BURST for row in reads)
     assert 0.15 < view["busy_fraction"] < 0.5, view
+    assert view["retried"] == 0 and view["bursts"] == len(reads), view
     # Figure 4's figures come from the capture: the engine's bursts, the host bridge's
     # read latency (the profile's 11-15 clocks), the engine's idle clocks at least.
     assert view["burst_words"][:-1] == [nikhef.AMCC_BURST] * (len(reads) - 1)
@@ -111,6 +112,20 @@ def _made_up_enblom():
                          "words_per_transaction": [1, 3], "start_clocks": [5]},
               "pio": [{"burst": 1, "bytes": 256, "write_mbps": 30.0, "read_mbps": 4.0,
                        "errors": 0}]}
+
+
+def test_nikhef_bursts_are_the_reads_that_moved_data():
+    """Behind a bridge the engine's reads are retried until the bridge has the data: the
+    retried attempts are counted apart, not as bursts of no words."""
+    def row(time, length, lat, cmd="MRM"):
+        return {"time": time, "cmd": cmd, "len": length, "lat": lat, "dur": lat + length + 2}
+    view = nikhef.block_view([row(0, 0, 2), row(4, 0, 2), row(8, 8, 20), row(20, 1, 2, "MR"),
+                              row(50, 0, 2), row(54, 3, 18)])
+    assert view["bursts"] == 2 and view["retried"] == 3
+    assert view["burst_words"] == [8, 3] and view["first_data_clocks"] == [20, 18]
+    assert view["between_bursts_clocks"] == [54 - (8 + 30)]
+    assert view["data_phases"] == 11 and view["clocks"] == 54 + 23
+    assert view["busy_fraction"] == round(11 / 77, 3)
 
 
 def test_paper_tables_on_a_made_up_result():
