@@ -16,7 +16,7 @@ export PATH := $(VERILATOR_ROOT)/bin:$(abspath $(VENV))/bin:$(PATH)
 BOARD ?= ulx3s-85f
 ARGS ?=
 
-.PHONY: venv test demo bench lint bitstream timing program formal clean
+.PHONY: venv test test-long demo bench lint bitstream timing program formal clean
 
 venv: $(STAMP)
 
@@ -33,6 +33,13 @@ JOBS ?= 2
 
 test: venv
 	$(VPY) -m pytest -n $(JOBS) --dist worksteal $(ARGS)
+
+# The randomised regressions whole (marker fuzz), where make test runs a fixed subset of
+# each: the compliance regression's forty fixed seeds a system (make test: ten), the bus
+# models' and the CLI's randomised tests over seeds 1..40 (make test: 1..4).
+LONG_SEEDS ?= 40
+test-long: venv
+	PCISPY_SEEDS=$(LONG_SEEDS) $(VPY) -m pytest -n $(JOBS) --dist worksteal -m fuzz $(ARGS)
 
 demo: venv
 	$(VPY) -m pcispy.app.demo $(ARGS)

@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The randomised compliance regression (benches in bench_compliance.py): every agent at
 once over fixed seeds, one simulator process per system (bus width and the board's
-decode speed). ``PCISPY_SEEDS=N`` runs N seeds per system instead of the CI set; make
-bench (pcispy/app/bench.py) runs it for its fuzz figures."""
+decode speed). make test runs the first :data:`TEST_SEEDS` of each system's fixed seeds;
+``PCISPY_SEEDS=N`` runs N of them instead: ``make test-long`` and make bench (its fuzz
+figures, pcispy/app/bench.py) run forty a system: every fixed seed of the four, and
+twenty more than the bridge's fixed twenty."""
 
 import os
 
@@ -14,33 +16,37 @@ from pcispy.sim.system import SystemConfig
 pytestmark = pytest.mark.fuzz
 
 BENCH = "pcispy.sim.tests.bench_compliance"
-#: The fixed seeds CI runs per (bus width, board decode speed): the simulated systems'
-#: medium decode and the bitstreams' slow decode (docs/timing.md), on both widths (the
-#: ULX3S's bitstream is 32-bit, the ECP5-EVN's 64-bit). 40 per system keeps make test
-#: within its budget; PCISPY_SEEDS=N runs more.
-CI_SEEDS = {(32, "medium"): list(range(1, 41)),
+#: The fixed seeds per (bus width, board decode speed): the simulated systems' medium
+#: decode and the bitstreams' slow decode (docs/timing.md), on both widths (the ULX3S's
+#: bitstream is 32-bit, the ECP5-EVN's 64-bit).
+FIXED_SEEDS = {(32, "medium"): list(range(1, 41)),
             (64, "medium"): list(range(1001, 1041)),
             (32, "slow"): list(range(2001, 2041)),
             (64, "slow"): list(range(3001, 3041))}
 
 
+#: How many of a system's fixed seeds make test runs: every system keeps its model's
+#: build and a regression over each width and decode speed, within make test's budget
+#: (about 1.5 s of one core a seed).
+TEST_SEEDS = 10
+
+
 def seeds(fixed):
-    """The seeds to run: ``fixed``, or PCISPY_SEEDS of them from its first on."""
-    count = os.environ.get("PCISPY_SEEDS")
-    if count:
-        return [fixed[0] + i for i in range(int(count))]
-    return fixed
+    """The seeds to run: the first :data:`TEST_SEEDS` of ``fixed``, or PCISPY_SEEDS of
+    them from its first on."""
+    count = int(os.environ.get("PCISPY_SEEDS") or TEST_SEEDS)
+    return [fixed[0] + i for i in range(count)]
 
 
 @pytest.mark.runs_long
-@pytest.mark.parametrize("system", list(CI_SEEDS), ids=lambda system: "%d-%s" % system)
+@pytest.mark.parametrize("system", list(FIXED_SEEDS), ids=lambda system: "%d-%s" % system)
 def test_compliance(system):
     width, decode = system
     # make bench's fuzz figures: the counts of each system, into the folder it names.
     figures = os.environ.get(FIGURES_ENV)
     result = {"result": os.path.join(figures, f"{width}-{decode}.json")} if figures else {}
     run_bench(BENCH, "compliance_seeds", SystemConfig(width=width, decode=decode),
-              seed_list=seeds(CI_SEEDS[system]), **result)
+              seed_list=seeds(FIXED_SEEDS[system]), **result)
 
 
 #: The fixed seeds of the system with the board behind the PCI-to-PCI bridge (32-bit,
