@@ -277,13 +277,18 @@ class BackendDriver:
         await ctx.tick("pci")
         ctx.set(p.valid, 0)
 
-    async def read(self, reg):
+    async def read(self, reg, *, latency=1):
+        """The word at ``reg``, which the backend must answer exactly ``latency`` clocks
+        after the request."""
         ctx, p = self.ctx, self.port
         ctx.set(p.addr, reg)
         ctx.set(p.write, 0)
         ctx.set(p.valid, 1)
         await ctx.tick("pci")
         ctx.set(p.valid, 0)
+        for _ in range(latency - 1):
+            assert not ctx.get(p.r_valid)
+            await ctx.tick("pci")
         assert ctx.get(p.r_valid)
         return ctx.get(p.r_data)
 
