@@ -124,6 +124,13 @@ class CellModel:
         folded across it); in logic, the value itself."""
         return value
 
+    def global_buffer(self, m, value, name):
+        """``value`` (1 bit) on one of the chip's global lines, through a buffer named
+        ``name``, for a control net of thousands of loads (a domain's reset, a wide
+        clear or enable): an FPGA's clock network reaches every flip-flop's control inputs
+        without fabric routing. In logic, the value itself."""
+        return value
+
     def io_flops(self, direction, port):
         """The I/O-cell flip-flops of a pin whose value a core also reads unregistered: a
         component with ports ``i`` (sampled), ``live`` (now) and, bidirectional, ``o`` and

@@ -31,6 +31,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
+from pcispy.core.live import cells_for
 from pcispy.core.logic import bottom_bit
 from pcispy.pci.bus import BusState, Command
 from pcispy.pci.rules import LATENCY_RULES, RULES, RULES_BY_NAME, Rule
@@ -239,8 +240,11 @@ class ProtocolChecker(wiring.Component):
             **self._wide_conditions(prev, txn),
         }
         self._evaluate(m, prev, txn, conditions)
-        self._flags_and_counts(m)
-        self._violation_log(m, txn.master_now, txn.target_now)
+        # The clear zeroes every counter, flag and the log in one clock: hundreds of
+        # set/reset inputs, so on an FPGA it travels on a global line.
+        clear = cells_for(platform).global_buffer(m, self.clear, "clear_buffer")
+        self._flags_and_counts(m, clear)
+        self._violation_log(m, txn.master_now, txn.target_now, clear)
         return m
 
     def _track(self, m, prev):
@@ -703,7 +707,7 @@ class ProtocolChecker(wiring.Component):
                 broken = live & conditions[rule.name]
             m.d.comb += self.violation[rule.id].eq(broken & self.rule_enable[rule.id])
 
-    def _flags_and_counts(self, m):
+    def _flags_and_counts(self, m, clear):
         """The sticky flags, ``any``, the first violation and the per-rule saturating
         counters (read one at a time through ``count_index``); ``clear`` zeroes them."""
         counts = [Signal(self.count_width, name=f"count_{rule.name}") for rule in RULES]
@@ -713,7 +717,7 @@ class ProtocolChecker(wiring.Component):
 
         if not self.shared_cycle:
             m.d.sync += self.cycle.eq(self.cycle + 1)
-        with m.If(self.clear):
+        with m.If(clear):
             m.d.sync += [self.flags.eq(0), self.any.eq(0), self.first_rule.eq(0),
                          self.first_cycle.eq(0)]
             m.d.sync += [count.eq(0) for count in counts]
@@ -734,7 +738,7 @@ class ProtocolChecker(wiring.Component):
             with m.Default():
                 m.d.sync += self.count.eq(0)
 
-    def _violation_log(self, m, master_now, target_now):
+    def _violation_log(self, m, master_now, target_now, clear):
         """The violation log: the first :data:`LOG_DEPTH` clocks with a violation (cycle,
         rules, ``master_now``, with ``target_visible`` ``target_now``), read through
         ``log_index``; ``clear`` empties it."""
@@ -756,7 +760,7 @@ class ProtocolChecker(wiring.Component):
             log_w.data.master.eq(master_now),
             # clear wins: an entry written in its clock lies beyond the emptied log
             log_w.en.eq(self.violation.any() & (entries < LOG_DEPTH)),
-            entries_next.eq(Mux(self.clear, 0, entries + log_w.en)),
+            entries_next.eq(Mux(clear, 0, entries + log_w.en)),
             log_r.addr.eq(self.log_index),
             self.log_entries.eq(entries),
             self.log_cycle.eq(Mux(log_valid, log_r.data.cycle, 0)),

@@ -87,3 +87,10 @@ class ECP5Cells(CellModel):
 
     def io_flops(self, direction, port):
         return IOCellFlops(direction, port)
+
+    def global_buffer(self, m, value, name):
+        """Through a ``DCCA``: nextpnr routes its output on the clock network, which
+        reaches the clock, clock-enable and LSR (set/reset) inputs of every slice."""
+        output = Signal(name=f"{name}_global")
+        m.submodules[name] = Instance("DCCA", i_CLKI=value, i_CE=Const(1), o_CLKO=output)
+        return output
