@@ -36,6 +36,10 @@ class _Local:
         address, _ = REGISTER_MAP[name]
         error, data = await self.request(Space.BAR0, address // 4, value)
         assert not error, f"the local request to {name} was refused"
+        if value is not None:
+            # The bank's block takes the write into a register first: its fields change
+            # a clock after the request is acknowledged.
+            await self.ctx.tick("pci")
         return data
 
     async def request(self, space, addr, value=None):

@@ -263,9 +263,14 @@ def build_bench(board):
 
 
 class BackendDriver:
-    """Reads and writes a backend (the target's word bus) directly, in domain ``pci``."""
-    def __init__(self, ctx, port):
+    """Reads and writes a backend (the target's word bus) directly, in domain ``pci``.
+
+    ``read_latency``: clocks from a read request to its answer, which the backend must
+    keep exactly; ``write_latency``: clocks after a write request before its effect is
+    visible (each write waits them out)."""
+    def __init__(self, ctx, port, *, read_latency=1, write_latency=0):
         self.ctx, self.port = ctx, port
+        self.read_latency, self.write_latency = read_latency, write_latency
 
     async def write(self, reg, value, be=0xF):
         ctx, p = self.ctx, self.port
@@ -276,17 +281,19 @@ class BackendDriver:
         ctx.set(p.valid, 1)
         await ctx.tick("pci")
         ctx.set(p.valid, 0)
+        ctx.set(p.write, 0)
+        for _ in range(self.write_latency):
+            await ctx.tick("pci")
 
-    async def read(self, reg, *, latency=1):
-        """The word at ``reg``, which the backend must answer exactly ``latency`` clocks
-        after the request."""
+    async def read(self, reg):
+        """The word at ``reg``."""
         ctx, p = self.ctx, self.port
         ctx.set(p.addr, reg)
         ctx.set(p.write, 0)
         ctx.set(p.valid, 1)
         await ctx.tick("pci")
         ctx.set(p.valid, 0)
-        for _ in range(latency - 1):
+        for _ in range(self.read_latency - 1):
             assert not ctx.get(p.r_valid)
             await ctx.tick("pci")
         assert ctx.get(p.r_valid)

@@ -26,17 +26,6 @@ DEMO = RegisterMap([Block("demo", 0x40, (
 ))], BAR0_SIZE)
 
 
-class BankDriver(BackendDriver):
-    """The bank's access port: reads answered READ_LATENCY clocks after the request, and a
-    write's effect seen one clock after the bank took it."""
-    async def read(self, reg):
-        return await super().read(reg, latency=READ_LATENCY)
-
-    async def write(self, reg, value, be=0xF):
-        await super().write(reg, value, be)
-        await self.ctx.tick("pci")
-
-
 def offer(ctx, port, addr, *, data=0, be=0xF, write=0):
     """Present one request on the bank's access port for one clock."""
     ctx.set(port.addr, addr)
@@ -52,7 +41,8 @@ def run(bench, register_map=DEMO, dut=None):
     sim.add_clock(30e-9, domain="pci")
 
     async def testbench(ctx):
-        await bench(BankDriver(ctx, dut.access), ctx, dut)
+        await bench(BackendDriver(ctx, dut.access, read_latency=READ_LATENCY,
+                                  write_latency=1), ctx, dut)
     sim.add_testbench(testbench)
     sim.run()
 

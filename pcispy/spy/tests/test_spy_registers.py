@@ -9,7 +9,8 @@ import pytest
 from amaranth.hdl import Module, DomainRenamer
 from amaranth.sim import Simulator
 
-from pcispy.csr.bank import CSRBank
+from pcispy.csr.bank import READ_LATENCY, CSRBank
+from pcispy.core.tests.pci_host import BackendDriver
 from pcispy.pci.bus import Command
 from pcispy.board.registers import REGISTER_MAP
 from pcispy.spy.counters import (FILTER_COUNTER_INIT, HISTOGRAM_BINS, FilterCounter,
@@ -27,29 +28,19 @@ pytestmark = pytest.mark.spy
 
 class BankAccess:
     """Register accesses by name to the ``spy`` block of ``bank``, as the target makes
-    them (a request, the read data one clock later)."""
+    them: a read takes :data:`READ_LATENCY` clocks, a write ``WRITE_CLOCKS`` (the
+    request, and the clock the block's register takes it in)."""
+    WRITE_CLOCKS = 2
+
     def __init__(self, ctx, bank):
-        self.ctx = ctx
-        self.access = bank.access
+        self.driver = BackendDriver(ctx, bank.access, read_latency=READ_LATENCY,
+                                    write_latency=self.WRITE_CLOCKS - 1)
 
     async def write(self, name, value):
-        ctx, acc = self.ctx, self.access
-        ctx.set(acc.addr, REGISTER_MAP[f"spy.{name}"][0] // 4)
-        ctx.set(acc.w_data, value)
-        ctx.set(acc.w_be, 0xF)
-        ctx.set(acc.write, 1)
-        ctx.set(acc.valid, 1)
-        await ctx.tick("pci")
-        ctx.set(acc.valid, 0)
-        ctx.set(acc.write, 0)
+        await self.driver.write(REGISTER_MAP[f"spy.{name}"][0] // 4, value)
 
     async def read(self, name):
-        ctx, acc = self.ctx, self.access
-        ctx.set(acc.addr, REGISTER_MAP[f"spy.{name}"][0] // 4)
-        ctx.set(acc.valid, 1)
-        await ctx.tick("pci")
-        ctx.set(acc.valid, 0)
-        return ctx.get(acc.r_data)
+        return await self.driver.read(REGISTER_MAP[f"spy.{name}"][0] // 4)
 
 
 def spy_behind_a_bank():
@@ -270,7 +261,8 @@ def test_counter_snapshot_holds_one_clock_while_counting_goes_on():
     assert (second["transactions"], second["bytes"], second["held"]) == (3, 22, 1)
     # The two snapshots are `later`'s clocks, 8 waits, two rounds of counters() (7 reads
     # each) and the second snapshot's write apart.
-    assert second["clocks"] - held["clocks"] == len(later) + 8 + 2 * 7 + 1
+    assert second["clocks"] - held["clocks"] == \
+        len(later) + 8 + 2 * 7 * READ_LATENCY + BankAccess.WRITE_CLOCKS
     assert running["held"] == 0 and running["transactions"] == 3
     assert running["clocks"] > second["clocks"]
 
