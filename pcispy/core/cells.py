@@ -131,9 +131,9 @@ class CellModel:
         without fabric routing. In logic, the value itself."""
         return value
 
-    def io_flops(self, direction, port):
-        """The I/O-cell flip-flops of a pin whose value a core also reads unregistered: a
-        component with ports ``i`` (sampled), ``live`` (now) and, bidirectional, ``o`` and
-        ``oe``. Only an FPGA's backend has them: without one the pads keep fabric
-        flip-flops."""
+    def io_flops(self, direction, port, *, live=True):
+        """The I/O-cell flip-flops of a pin: a component with ports ``i`` (sampled at the
+        previous edge), with ``live`` also ``live`` (the pin now, for a line a core reads
+        in the clock it arrives) and, bidirectional, ``o`` and ``oe`` (registered). Only an
+        FPGA's backend has them: without one the pads keep fabric flip-flops."""
         raise TypeError("I/O-cell flip-flops exist only on an FPGA backend")

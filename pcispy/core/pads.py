@@ -32,7 +32,9 @@ the platform's I/O-cell flip-flops (the cell backend's ``io_flops``; on an ECP5
 :class:`~pcispy.platform.ecp5.iocell.IOCellFlops`), whose output and output-enable registers
 are the ECP5 I/O cell's own (the sampled input stays a fabric flip-flop next to the pin:
 the I/O cell cannot give both its input register and the live pin to the fabric). Every
-other line uses ``io.FFBuffer`` (all three registers in the I/O cell).
+other line has all three registers in the I/O cell (``io.FFBuffer`` in simulation; on an
+FPGA the backend's I/O-cell flip-flops, whose input register sits behind the input delay
+that gives it PCI's zero hold time).
 """
 
 from amaranth import Cat, Const, Module, Signal
@@ -114,6 +116,16 @@ def simulation_ports(width=32, *, passive=False):
     """
     return {name: io.SimulationPort("i" if passive else "io", bits, name=name)
             for name, bits in bus_lines(width).items()}
+
+
+def _registered(cells, direction, port):
+    """The buffer of a pin read and driven only through registers (domain ``pci``): on an
+    FPGA its I/O cell's flip-flops (the input behind the cell backend's zero-hold delay),
+    else ``io.FFBuffer``."""
+    if cells.fpga:
+        return cells.io_flops(direction, port, live=False)
+    return io.FFBuffer(direction, port, i_domain="pci",
+                       o_domain=None if direction == "i" else "pci")
 
 
 def decision_cell(m, cells, decision, group, name):
@@ -357,8 +369,8 @@ class PCIPads(wiring.Component):
         sampled, copies, words = [], [], []
         for low in range(0, len(port), self.pin_group):
             high = min(low + self.pin_group, len(port))
-            buf = io.FFBuffer("io", port[low:high], i_domain="pci", o_domain="pci")
-            m.submodules[f"{name}_buffer_{low}"] = buf
+            m.submodules[f"{name}_buffer_{low}"] = buf = _registered(cells, "io",
+                                                                    port[low:high])
             if decided:
                 take_high = decision_cell(m, cells, decision, low // self.pin_group,
                                           f"{name}_take_high_{low}")
@@ -383,9 +395,10 @@ class PCIPads(wiring.Component):
             # A passive build: no core answers or drives the bus, so no line is needed
             # before its input flip-flop. Every pin ends at the one in its I/O cell: no
             # path from a PCI pin reaches the fabric unregistered.
+            cells = cells_for(platform)
             for name in bus_lines(self.width):
                 port = ~self.ports[name] if name in ACTIVE_LOW else self.ports[name]
-                m.submodules[f"{name}_buffer"] = buf = io.FFBuffer("i", port, i_domain="pci")
+                m.submodules[f"{name}_buffer"] = buf = _registered(cells, "i", port)
                 m.d.comb += getattr(self.bus, name).i.eq(buf.i)
             return m
         bus = self.bus
@@ -438,9 +451,7 @@ class PCIPads(wiring.Component):
                 driven_words[name], float_copies[name] = self._fanned_out_buffers(
                     m, cells, name, line, port)
             else:
-                buf = io.FFBuffer(direction, port, i_domain="pci",
-                                  o_domain=None if direction == "i" else "pci")
-                m.submodules[f"{name}_buffer"] = buf
+                m.submodules[f"{name}_buffer"] = buf = _registered(cells, direction, port)
                 m.d.comb += line.i.eq(buf.i)
                 if direction == "io":
                     value, enables[name] = self._next_drive(m, name, line)

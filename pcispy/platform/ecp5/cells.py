@@ -85,8 +85,8 @@ class ECP5Cells(CellModel):
         m.d.comb += net.eq(value)
         return net
 
-    def io_flops(self, direction, port):
-        return IOCellFlops(direction, port)
+    def io_flops(self, direction, port, *, live=True):
+        return IOCellFlops(direction, port, live=live)
 
     def global_buffer(self, m, value, name):
         """Through a ``DCCA``: nextpnr routes its output on the clock network, which
