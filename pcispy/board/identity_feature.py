@@ -38,6 +38,8 @@ async def info(transport):
         "bus_width": 64 if identity["config.bus_width"] else 32,
         "passive": passive,
         "clock_mhz": identity["config.clock_mhz"],
+        # The fastest bus clock at which the build samples every input in time.
+        "bus_clock_max_mhz": identity["config.bus_clock"],
         # The board's measurement against its oscillator (None: no oscillator).
         "clock_measured_mhz": identity["clock_measured_mhz"],
         # The fastest DEVSEL# its target answers with (pcispy target --devsel).
@@ -143,6 +145,8 @@ class InfoCommand(CliCommand):
                       + (f"{measured:.3f} MHz measured" if measured is not None else
                          "not measured (no board oscillator)")
                       + f"{'' if result['passive'] else ', ' + result['decode'] + ' decode'}\n")
+            out.write(f"samples every input in time on a bus up to "
+                      f"{result['bus_clock_max_mhz']} MHz\n")
             transport = result["transport"]
             out.write(f"transport: {transport['transport']}" +
                       (f" (profile {transport['profile']}, seed {transport['seed']}"

@@ -81,6 +81,10 @@ IDENTITY = Block("id", 0x000, (
         Field("trace_depth", 16, 5, Access.RO, 0, "log2 of the trace memory's depth in "
               "16-byte slots (BAR1 is 16 << trace_depth bytes; spy.capacity gives the "
               "records of the armed mode); 0 without the spy"),
+        Field("bus_clock", 24, 8, Access.RO, 33, "the fastest bus clock in whole MHz at "
+              "which this build samples every PCI input in time: the limit of the board's "
+              "pin-out, which the build was placed, routed and checked for (make timing); "
+              "on a faster bus it may miss inputs"),
     ), "build-time configuration of this board"),
     Register("mode", 0x0C, (
         Field("passive", 0, 1, Access.RW, 0, "passive mode: once set, the board claims no "

@@ -195,6 +195,9 @@ class PCIBoard(wiring.Component):
         external_trace: answer BAR1 from the ``trace`` port instead of the spy (no spy is
             built): unit tests use it to put a deliberately slow backend behind BAR1.
         clock_mhz: nominal PCI clock (reported in ``id.config`` and ``66 MHz capable``).
+        bus_clock_mhz: the fastest bus clock at which the build samples every input in
+            time (``id.config.bus_clock``, whole MHz): the limit of the pin-out it is built
+            for; default ``clock_mhz`` (a simulated board has no pins to limit it).
         clock_gate_log2: log2 of the ``clock_gate`` period in microseconds.
         scratch_verilog: keep the scratch RAM's words in the hand-written Verilog RAM
             (:data:`pcispy.core.ram.VERILOG_SOURCE`, for Verilator) instead of an Amaranth
@@ -212,7 +215,7 @@ class PCIBoard(wiring.Component):
     def __init__(self, width=32, ports=None, *, exerciser_size=16 * 1024, spy_addr_bits=None,
                  trace_memory="bram", sram_addr_bits=None, sram_data_bits=32, sram_ports=None,
                  sdram_timing=None, sdram_fifo_depth=256, sdram_ports=None,
-                 sdram_domain=None, external_trace=False, clock_mhz=33,
+                 sdram_domain=None, external_trace=False, clock_mhz=33, bus_clock_mhz=None,
                  clock_gate_log2=DEFAULT_GATE_LOG2,
                  scratch_verilog=False, decode=DevselSpeed.MEDIUM, config=None,
                  pin_group=PIN_GROUP):
@@ -226,6 +229,10 @@ class PCIBoard(wiring.Component):
         self.width = width
         self.ports = simulation_ports(width) if ports is None else ports
         self.clock_mhz = clock_mhz
+        self.bus_clock_mhz = clock_mhz if bus_clock_mhz is None else bus_clock_mhz
+        if not 0 < self.bus_clock_mhz < clock_mhz + 1:
+            raise ValueError(f"a {clock_mhz} MHz board samples its inputs at up to "
+                             f"{clock_mhz} MHz, not {self.bus_clock_mhz}")
         self.clock_gate_log2 = clock_gate_log2
         self.scratch_verilog = scratch_verilog
         self.decode = decode
@@ -404,6 +411,7 @@ class PCIBoard(wiring.Component):
             bank.id.config.bus_width.eq(self.width == 64),
             bank.id.config.decode.eq(self.decode.value),
             bank.id.config.clock_mhz.eq(self.clock_mhz),
+            bank.id.config.bus_clock.eq(int(self.bus_clock_mhz)),
             meter.gate.eq(self.clock_gate),
             bank.id.clock.pci_count.eq(meter.count),
             bank.id.clock.gate_log2.eq(self.clock_gate_log2),

@@ -57,8 +57,8 @@ from pcispy.platform.ecp5.floorplan import (FABRIC, _Netlist, live_depths,
                                             floorplan as place_live_logic, pci_port, pin_tiles)
 from pcispy.platform.ecp5.structure import structure_problems
 from pcispy.platform.routed import NOT_BUS_INPUTS, ExplainError, explain_input_path, netlist_usage, read_report
-from pcispy.platform.timing import (DATA_PATH_MAX_LUTS, PCI_CLOCK_MHZ, PCI_SETUP_BUDGET_NS,
-                                    check, margins, notes)
+from pcispy.platform.timing import (DATA_PATH_MAX_LUTS, PCI_CLOCK_MHZ, check, margins, notes,
+                                    speed_class)
 
 __all__ = ["build", "main", "design_text", "floorplanned", "nextpnr_options", "same_build"]
 
@@ -108,11 +108,21 @@ def design_text(rtlil):
     return _SOURCE_ATTRIBUTE.sub("", rtlil)
 
 
+def bus_clock_for(board, passive=False):
+    """The bus clock (MHz) a build of ``board`` is for unless asked otherwise: for an active
+    build the one its pin-out allows (``BUS_CLOCK_MHZ`` of the board's pin-out module), for
+    a passive build, which has no input path, PCI's 33 MHz."""
+    return PCI_CLOCK_MHZ if passive else PINOUTS[board].BUS_CLOCK_MHZ
+
+
 def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
-          clock_mhz=PCI_CLOCK_MHZ, threads=None, reuse=True, placer=PLACER, router=ROUTER,
+          bus_clock_mhz=None, threads=None, reuse=True, placer=PLACER, router=ROUTER,
           floorplan=True, decode=DECODE, sdram_clock_mhz=None, ids=None):
     """Build ``board`` (a key of :data:`pcispy.platform.boards.BOARDS`); return the report
-    dict (also written to ``build_dir/report.json``). With ``reuse``, a build directory
+    dict (also written to ``build_dir/report.json``). ``bus_clock_mhz``: the bus clock the
+    build is for (default :func:`bus_clock_for`): nextpnr's constraint of the pci clock,
+    the ``id.config.bus_clock`` register, and above 33.33 MHz a 66 MHz board (the speed
+    class in ``id.config.clock_mhz`` and Status). With ``reuse``, a build directory
     whose last build had the same design (hash of netlist and constraints) is not
     rebuilt if it was placed with the same nextpnr options (``seed`` and ``threads``
     default to the board's ``NEXTPNR_DEFAULTS``, :func:`nextpnr_options`). With
@@ -125,14 +135,16 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
     ``(vendor ID, device ID)`` of the board's configuration space (None: pcispy's,
     :data:`~pcispy.board.registers.DEFAULT_VENDOR_ID`)."""
 
-    platform, width = board_platform(board, passive=passive, clock_mhz=clock_mhz,
+    build_dir = Path(build_dir or _default_build_dir(board, passive, bus_clock_mhz))
+    bus_clock_mhz = bus_clock_for(board, passive) if bus_clock_mhz is None else bus_clock_mhz
+    clock_mhz = speed_class(bus_clock_mhz)
+    platform, width = board_platform(board, passive=passive, clock_mhz=bus_clock_mhz,
                                      sdram_clock_mhz=sdram_clock_mhz)
     nextpnr = nextpnr_options(board, seed=seed, threads=threads, placer=placer,
                               router=router)
-    build_dir = Path(build_dir or _default_build_dir(board, passive))
     build_dir.mkdir(parents=True, exist_ok=True)
     name = "pcispy"
-    board_args = {"decode": DECODE_NAMES[decode]}
+    board_args = {"decode": DECODE_NAMES[decode], "bus_clock_mhz": bus_clock_mhz}
     if ids is not None:
         board_args["config"] = {"vendor_id": ids[0], "device_id": ids[1]}
     top = BoardTop(passive=passive, clock_mhz=clock_mhz, width=width, board=board_args)
@@ -155,7 +167,8 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
             return old
 
     report = {"board": board, "device": platform.device, "passive": passive, "decode": decode,
-              "synth_only": synth_only, "design_hash": digest, "seconds": {},
+              "bus_clock_mhz": bus_clock_mhz, "synth_only": synth_only,
+              "design_hash": digest, "seconds": {},
               "clocks_mhz": _own_clocks(platform)}
     start = time.monotonic()
     _run([_tool("yosys"), "-q", "-l", f"{name}.rpt", f"{name}.ys"], build_dir, "yosys.log")
@@ -243,9 +256,13 @@ def same_build(previous, digest, synth_only, nextpnr):
             and (synth_only or previous.get("nextpnr") == nextpnr))
 
 
-def _default_build_dir(board, passive):
-    """Where :func:`build` builds ``board`` unless told: ``build/BOARD[-passive]``."""
-    return Path("build") / (board + ("-passive" if passive else ""))
+def _default_build_dir(board, passive, bus_clock_mhz=None):
+    """Where :func:`build` builds ``board`` unless told: ``build/BOARD[-passive]``, with
+    ``-MHZmhz`` for a bus clock asked for (``--bus-clock``, the Makefile's ``CLOCK``)."""
+    name = board + ("-passive" if passive else "")
+    if bus_clock_mhz is not None:
+        name += f"-{bus_clock_mhz:g}mhz"
+    return Path("build") / name
 
 
 def _floorplan(build_dir, name, out, width, device, device_args, package):
@@ -287,10 +304,6 @@ def main(argv=None):
     parser.add_argument("--passive", action="store_true",
                         help="no output drivers on the PCI pins (a spy that cannot disturb)")
     parser.add_argument("--synth-only", action="store_true", help="stop after synthesis")
-    parser.add_argument("--clock-mhz", type=int, choices=sorted(PCI_SETUP_BUDGET_NS),
-                        default=PCI_CLOCK_MHZ,
-                        help="PCI clock the design is constrained to and reports (default "
-                             f"{PCI_CLOCK_MHZ}; --check 66 builds at 66)")
     defaults = ", ".join(f"{board} {module.NEXTPNR_DEFAULTS['seed']}/"
                          f"{module.NEXTPNR_DEFAULTS['threads']}"
                          for board, module in sorted(PINOUTS.items()))
@@ -320,11 +333,20 @@ def main(argv=None):
                         help="with --passive on a ULX3S: run the SDRAM trace memory on its "
                              "own clock from a PLL (e.g. 110; docs/sdram.md: such a build "
                              "does not meet its timing yet) instead of the PCI clock")
-    parser.add_argument("--check", type=int, choices=sorted(PCI_SETUP_BUDGET_NS),
-                        metavar="MHZ",
-                        help="exit 1 unless the build meets PCI at 33 or 66 MHz (clock, "
-                             "output registers, input setup budget) and the board's own "
-                             "clocks (the passive ULX3S's SDRAM clock) meet theirs")
+    declared = ", ".join(f"{board} {module.BUS_CLOCK_MHZ:g}"
+                         for board, module in sorted(PINOUTS.items()))
+    parser.add_argument("--bus-clock", type=_bus_clock, metavar="MHZ",
+                        help="the bus clock the build is for: nextpnr's constraint, the "
+                             "figure the board reports (pcispy info) and, with --check, "
+                             "the clock checked; above 33.33 a 66 MHz board (default: the "
+                             f"pin-out's for an active build, {declared}; "
+                             f"{PCI_CLOCK_MHZ} for --passive)")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 unless the build meets PCI on a bus at its bus clock "
+                             "(the pci clock, every output and enable from its I/O "
+                             "register, every input path within its setup budget and "
+                             "hold) and the board's own clocks (the passive ULX3S's SDRAM "
+                             "clock) meet theirs")
     parser.add_argument("--explain", metavar="PIN",
                         help="build nothing: print the worst path from input pin PIN (as "
                              "report.json names it: gnt, ad[3]) to a flip-flop in the "
@@ -336,14 +358,14 @@ def main(argv=None):
     if args.to is not None and args.explain is None:
         parser.error("--to goes with --explain")
     if args.explain is not None:
-        return _explain(args.build_dir or _default_build_dir(args.board, args.passive),
+        return _explain(args.build_dir or _default_build_dir(args.board, args.passive,
+                                                             args.bus_clock),
                         args.explain, args.to)
     if args.sdram_clock is not None:
         _check_sdram_clock(parser, args)
     try:
         report = build(args.board, passive=args.passive, synth_only=args.synth_only,
-                       build_dir=args.build_dir, seed=args.seed,
-                       clock_mhz=max(args.clock_mhz, args.check or 0),
+                       build_dir=args.build_dir, seed=args.seed, bus_clock_mhz=args.bus_clock,
                        placer=args.placer, router=args.router, threads=args.threads,
                        floorplan=args.floorplan, decode=args.decode,
                        sdram_clock_mhz=args.sdram_clock)
@@ -352,16 +374,30 @@ def main(argv=None):
         return 2
     print(json.dumps({k: v for k, v in report.items() if k != "input_paths"}, indent=2))
     if args.check and not args.synth_only:
-        problems = check(report, args.check)
+        clock = report["bus_clock_mhz"]
+        problems = check(report, clock)
         for problem in problems:
-            print(f"bitstream: does not meet PCI at {args.check} MHz: {problem}",
+            print(f"bitstream: does not meet PCI at {clock:g} MHz: {problem}",
                   file=sys.stderr)
-        for note in notes(report, args.check):
+        for note in notes(report, clock):
             print(f"bitstream: note: {note}", file=sys.stderr)
         if not problems:
-            print(f"bitstream: {margins(report, args.check)}", file=sys.stderr)
+            print(f"bitstream: {margins(report, clock)}", file=sys.stderr)
         return 1 if problems else 0
     return 0
+
+
+def _bus_clock(text):
+    """``--bus-clock``: a clock a PCI bus may run at, MHz."""
+    try:
+        mhz = float(text)
+        speed_class(mhz)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is no PCI bus clock: give MHz, "
+                                         "above 0 and up to 66.66") from None
+    if mhz <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is no PCI bus clock: give MHz, above 0")
+    return mhz
 
 
 def _pci_ids(text):

@@ -15,8 +15,8 @@ from pathlib import Path
 from pcispy.platform.ecp5.floorplan import DATA_LINES, PCI_PORT, top_module
 from pcispy.platform.timing import bus_clock_max_mhz
 
-__all__ = ["read_report", "parse_sdf", "analyse_io", "explain_input_path", "ExplainError",
-           "netlist_usage", "NOT_BUS_INPUTS"]
+__all__ = ["read_report", "read_routing", "parse_sdf", "analyse_io", "explain_input_path",
+           "ExplainError", "netlist_usage", "NOT_BUS_INPUTS"]
 
 
 def netlist_usage(path):
@@ -30,6 +30,32 @@ def netlist_usage(path):
         r"(FD1S3|FD1P3|IFS1P3|OFS1P3)\w*", t))
     return {"luts": counts.get("LUT4", 0) + 2 * counts.get("CCU2C", 0), "ffs": ffs,
             "brams": counts.get("DP16KD", 0)}
+
+
+#: One progress row of nextpnr's router1: iterations, arcs routed with and without
+#: ripping others up (running totals), the change in each since the last row, the arcs
+#: left, the batch's and the total seconds.
+_ROUTER1_ROW = re.compile(r"^Info:\s+(\d+) \|\s+(\d+)\s+(\d+) \|\s+(-?\d+)\s+(-?\d+) \|"
+                          r"\s+(\d+)\|\s+([\d.]+)\s+([\d.]+)\|", re.MULTILINE)
+
+
+def read_routing(log):
+    """How nextpnr's router1 fared, from its log text ``log``: ``{"arcs": arcs to route,
+    "complete": whether it finished, "iterations", "ripped_up": arcs routed by ripping
+    others up (the congestion), "seconds", "remaining": arcs left at each progress row
+    (every 1000 iterations)}``; None when the log has no routing (router2, or stopped
+    before it)."""
+    arcs = re.search(r"^Info: Routing (\d+) arcs\.", log, re.MULTILINE)
+    rows = _ROUTER1_ROW.findall(log)
+    if arcs is None or not rows:
+        return None
+    last = rows[-1]
+    total = re.search(r"^Info: Router1 time ([\d.]+)s", log, re.MULTILINE)
+    return {"arcs": int(arcs.group(1)),
+            "complete": re.search(r"^Info: Routing complete\.", log, re.MULTILINE) is not None,
+            "iterations": int(last[0]), "ripped_up": int(last[1]),
+            "seconds": float(total.group(1) if total else last[7]),
+            "remaining": [int(row[5]) for row in rows]}
 
 
 def read_report(build_dir, name="pcispy"):
@@ -54,6 +80,7 @@ def read_report(build_dir, name="pcispy"):
     def setup_max(rows):
         return round(max((p["ns"] + p["setup_ns"] for p in rows), default=0.0), 3)
     data = [p for p in paths if p["data"]]
+    hold = [p["min_ns"] - p["clock_ns"] - p["hold_ns"] for p in paths if "min_ns" in p]
     return {
         "fmax_mhz": fmax,
         "bus_clock_max_mhz": bus_clock_max_mhz(fmax.get("pci", 0.0), paths),
@@ -62,12 +89,16 @@ def read_report(build_dir, name="pcispy"):
         "brams": usage.get("DP16KD", {}).get("used", 0),
         "outputs_registered": not unregistered,
         "unregistered_outputs": unregistered,
-        "input_paths": [{k: p[k] for k in ("pin", "to", "ns", "setup_ns", "luts", "data")}
+        "input_paths": [{k: p[k] for k in ("pin", "to", "ns", "setup_ns", "luts", "data",
+                                           "min_ns", "clock_ns", "hold_ns") if k in p}
                         for p in paths],
+        "input_hold_slack_ns_min": round(min(hold), 3) if hold else None,
         "input_setup_ns_max": setup_max(paths),
         "input_setup_ns_max_control": setup_max([p for p in paths if not p["data"]]),
         "data_paths": {"count": len(data), "setup_ns_max": setup_max(data),
                        "luts_max": max((p["luts"] for p in data), default=0)},
+        "routing": (read_routing((build_dir / f"{name}.tim").read_text())
+                    if (build_dir / f"{name}.tim").exists() else None),
     }
 
 
@@ -81,11 +112,19 @@ def _worst_ps(triple):
     return max(float(x) for x in triple.strip("()").split(":") if x)
 
 
+def _best_ps(triple):
+    """The min of an SDF ``(min:typ:max)`` triple, in ps."""
+    return min(float(x) for x in triple.strip("()").split(":") if x)
+
+
 def parse_sdf(text):
-    """The delays of a routed design from nextpnr's SDF (worst case, ns):
+    """The delays of a routed design from nextpnr's SDF, ns: the worst case
     ``{"wires": {(cell, port): [(cell, port, ns)]}, "cells": {cell: {(in, out): ns}},
-    "setup": {cell: {port: ns}}, "types": {cell: type}}``."""
+    "setup": {cell: {port: ns}}, "types": {cell: type}}``, and the best case for hold:
+    ``"wires_min"``, ``"cells_min"`` (the same shapes, each delay's minimum) and
+    ``"hold": {cell: {port: ns}}``."""
     wires, cells, setup, types = {}, {}, {}, {}
+    wires_min, cells_min, hold = {}, {}, {}
     cell = None
     token = r"((?:\\.|[^\s()\\])+)"
     for line in text.splitlines():
@@ -100,12 +139,22 @@ def parse_sdf(text):
             dst_cell, _, dst_port = _sdf_name(m.group(2)).rpartition("/")
             wires.setdefault((src_cell, src_port), []).append(
                 (dst_cell, dst_port, _worst_ps(m.group(3)) / 1000))
+            wires_min.setdefault((src_cell, src_port), []).append(
+                (dst_cell, dst_port, _best_ps(m.group(3)) / 1000))
         elif m := re.match(r"\(IOPATH (\S+) (\S+) (\([^)]*\))", line):
             cells.setdefault(cell, {})[(m.group(1), m.group(2))] = _worst_ps(m.group(3)) / 1000
-        elif m := re.match(r"\(SETUPHOLD \((?:pos|neg)edge (\S+)\) \([^)]*\) (\([^)]*\))", line):
+            cells_min.setdefault(cell, {})[(m.group(1), m.group(2))] = \
+                _best_ps(m.group(3)) / 1000
+        elif m := re.match(r"\(SETUPHOLD \((?:pos|neg)edge (\S+)\) \([^)]*\) (\([^)]*\))"
+                           r"(?: (\([^)]*\)))?", line):
             ports = setup.setdefault(cell, {})
             ports[m.group(1)] = max(ports.get(m.group(1), 0.0), _worst_ps(m.group(2)) / 1000)
-    return {"wires": wires, "cells": cells, "setup": setup, "types": types}
+            if m.group(3):
+                ports = hold.setdefault(cell, {})
+                ports[m.group(1)] = max(ports.get(m.group(1), 0.0),
+                                        _worst_ps(m.group(3)) / 1000)
+    return {"wires": wires, "cells": cells, "setup": setup, "types": types,
+            "wires_min": wires_min, "cells_min": cells_min, "hold": hold}
 
 
 #: I/O-cell ports through which a pin reaches its own input register (registered at the
@@ -146,7 +195,9 @@ def analyse_io(netlist, timing):
     sorted worst first, each with ``setup_ns`` of its end point, ``luts``: the LUTs on
     that worst path, and ``data``: whether it ends in an output or tristate register of
     an AD pin (:data:`DATA_LINES`) or in a fabric copy of one (a flip-flop with the same
-    D input).
+    D input). For hold, each entry also has ``min_ns``, the path's shortest delay (the
+    SDF's best case), ``clock_ns``, when the clock edge reaches the end from the PCI
+    clock pin (its latest), and ``hold_ns``, the end's own hold time.
 
     Unregistered outputs: the PCI pins that drive but do not take their data from the
     I/O cell's output register (``DATAMUX_OREG = IOLDO``) and their enable from its
@@ -155,6 +206,7 @@ def analyse_io(netlist, timing):
     wires, cells, setup = timing["wires"], timing["cells"], timing["setup"]
     types = timing.get("types", {})
     paths = {}
+    shortest = {}
     unregistered = []
     pins = _pci_pins(netlist)
     data_registers = {name + "$IOL" for name, (line, *_) in pins.items() if line in DATA_LINES}
@@ -186,18 +238,29 @@ def analyse_io(netlist, timing):
         _, ends = _walk_from_pin(io_name, wires, cells, setup, types)
         for end, (at, luts, port, _) in ends.items():
             paths[(label, end)] = (at, setup[end][port], luts)
+        if "wires_min" in timing:
+            _, early = _walk_from_pin(io_name, timing["wires_min"], timing["cells_min"],
+                                      setup, types, earliest=True)
+            for end, (at, _, port, _) in early.items():
+                shortest[(label, end)] = (at, timing["hold"].get(end, {}).get(port, 0.0))
+    clocks = _clock_arrivals(pins, timing)
     rows = [{"pin": pin, "to": to, "ns": round(ns, 3), "setup_ns": round(su, 3),
-             "luts": luts, "data": to in data_registers}
+             "luts": luts, "data": to in data_registers,
+             **({"min_ns": round(shortest[(pin, to)][0], 3),
+                 "clock_ns": round(clocks.get(to, 0.0), 3),
+                 "hold_ns": round(shortest[(pin, to)][1], 3)}
+                if (pin, to) in shortest else {})}
             for (pin, to), (ns, su, luts) in paths.items()]
     rows.sort(key=lambda r: (-(r["ns"] + r["setup_ns"]), r["pin"], r["to"]))
     return rows, sorted(unregistered)
 
 
-def _walk_from_pin(io_name, wires, cells, setup, types):
+def _walk_from_pin(io_name, wires, cells, setup, types, *, earliest=False):
     """The combinational fan-out of one pin's I/O cell output ``O`` with the worst
     arrival at each cell output (``wires``, ``cells``, ``setup``, ``types`` as
     :func:`parse_sdf` reads them): what :func:`analyse_io` lists and
-    :func:`explain_input_path` follows back.
+    :func:`explain_input_path` follows back. ``earliest``: the best arrival instead
+    (hold; give the best-case delays, ``wires_min`` and ``cells_min``).
 
     Returns ``(arrival, ends)``. ``arrival``: ``{(cell, output port): (ns, luts, step)}``
     for every cell output reached, the worst arrival, the LUTs on that worst path and
@@ -210,6 +273,9 @@ def _walk_from_pin(io_name, wires, cells, setup, types):
     arrival = {start: (0.0, 0, None)}
     ends = {}
     frontier = [start]
+
+    def beats(new, old):
+        return new < old if earliest else new > old
     while frontier:
         source = frontier.pop()
         source_ns, luts, _ = arrival[source]
@@ -222,18 +288,41 @@ def _walk_from_pin(io_name, wires, cells, setup, types):
                 continue
             if sink_port in setup.get(sink_cell, {}):
                 # Ties keep the first port found: report.json has one row a flip-flop.
-                if sink_cell not in ends or ends[sink_cell][0] < at:
+                if sink_cell not in ends or beats(at, ends[sink_cell][0]):
                     ends[sink_cell] = (at, luts, sink_port, (source, wire_ns))
                 continue
             lut = types.get(sink_cell) == "TRELLIS_COMB"
             for (from_port, to_port), cell_ns in cells.get(sink_cell, {}).items():
                 out = (sink_cell, to_port)
                 if from_port == sink_port and (
-                        out not in arrival or arrival[out][0] < at + cell_ns):
+                        out not in arrival or beats(at + cell_ns, arrival[out][0])):
                     arrival[out] = (at + cell_ns, luts + lut,
                                     (source, sink_port, wire_ns, cell_ns))
                     frontier.append(out)
     return arrival, ends
+
+
+#: Cell types that carry a clock on to the clock network (a global buffer).
+_CLOCK_BUFFERS = {"DCCA", "DCSC"}
+
+
+def _clock_arrivals(pins, timing):
+    """``{cell: ns}``: when the PCI clock's edge, from its pin's I/O cell, reaches each
+    cell's clock input through its global buffers (the latest, the case that matters for
+    hold). nextpnr's model has the wire from the pin to its buffer and gives the global
+    network itself no delay (docs/timing.md, "What the delays leave out")."""
+    start = next(((name, "O") for name, (line, *_) in pins.items() if line == "clk"), None)
+    arrivals = {}
+    frontier = [(start, 0.0)] if start else []
+    while frontier:
+        source, at = frontier.pop()
+        for sink_cell, sink_port, wire_ns in timing["wires"].get(source, ()):
+            if timing.get("types", {}).get(sink_cell) in _CLOCK_BUFFERS:
+                for (_, to_port), cell_ns in timing["cells"].get(sink_cell, {}).items():
+                    frontier.append(((sink_cell, to_port), at + wire_ns + cell_ns))
+            else:
+                arrivals[sink_cell] = max(arrivals.get(sink_cell, 0.0), at + wire_ns)
+    return arrivals
 
 
 def _constant(cell, port):

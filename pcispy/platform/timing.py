@@ -1,36 +1,47 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """PCI's timing, as a build's report must meet it: the budgets, the check and its words.
 
+A PCI input is valid a fixed time after the clock edge, set by the *other* agents' speed
+class, not by the bus clock: behind 33 MHz parts, Tval + Tprop + Tskew is 23 ns on a bused
+line and 20 ns on GNT# (point to point); behind 66 MHz parts, 12 and 10 ns. An input path
+of this board therefore has the period less that time to reach its flip-flop
+(:func:`setup_budget_ns`: 7 and 10 ns at 33 MHz, 3 and 5 at 66, 17 and 20 at 25). PCI
+components work at any clock up to their rating, so a build that misses 33 MHz still
+works on a bus clocked slower; each board declares the bus clock its pin-out allows
+(``BUS_CLOCK_MHZ`` of its pin-out module), and the active build is built, checked and
+labelled (the ``id.config.bus_clock`` register) at that clock.
+
 :func:`check` states what keeps a report (:mod:`.routed`) from meeting PCI at a bus clock
 (``make timing``): the pci clock, a domain of ``clocks_mhz`` below its frequency, an output
-outside its I/O register, an input path over its pin's setup budget (:func:`setup_budget_ns`:
-GNT# is point-to-point and has more). :func:`margins` says how close a passing build is,
-:func:`notes` what a failing one is still good for, :func:`bus_clock_max_mhz` the fastest
-bus clock a build keeps up with, :func:`fits` whether it fits a part.
+or output enable outside its I/O register, an input path over its pin's setup budget
+(every path, the AD data paths and enables included), an input path that changes at the
+flip-flop before the clock reaches it (hold). :func:`margins` says how close a passing
+build is, :func:`notes` what a failing one is still good for, :func:`bus_clock_max_mhz`
+the fastest bus clock a build keeps up with, :func:`fits` whether it fits a part.
 """
 
 import math
 
 __all__ = ["check", "margins", "notes", "fits", "setup_budget_ns", "setup_slack_ns",
-           "bus_clock_max_mhz", "PCI_SETUP_BUDGET_NS", "PCI_SETUP_BUDGET_NS_POINT_TO_POINT",
-           "POINT_TO_POINT_INPUTS", "PCI_PERIOD_NS", "PCI_CLOCK_MAX_MHZ", "DEVICE_CAPACITY",
+           "bus_clock_max_mhz", "bus_period_ns", "hold_problems", "valid_after_ns",
+           "speed_class",
+           "POINT_TO_POINT_INPUTS", "SPEED_CLASSES_MHZ", "DEVICE_CAPACITY",
            "DATA_PATH_MAX_LUTS", "PCI_CLOCK_MHZ"]
 
-#: The bus clock a build is constrained to and checked at unless it asks otherwise (MHz).
+#: The bus clock a build is constrained to and checked at unless its board or the caller
+#: says otherwise (MHz).
 PCI_CLOCK_MHZ = 33
 
-#: PCI's input setup budget (Tsu) at 33 and 66 MHz, ns: the bused signals'.
-PCI_SETUP_BUDGET_NS = {33: 7.0, 66: 3.0}
-#: The same for the point-to-point inputs (Tsu(ptp)): the arbiter's GNT# may come later
-#: in the clock than a bused signal (Tval(ptp) up to 12 ns at 33 MHz against 11), and
-#: PCI gives a device's GNT# input 10 ns of setup (66 MHz: 5 ns) where a bused input
-#: gets 7 (3).
-PCI_SETUP_BUDGET_NS_POINT_TO_POINT = {33: 10.0, 66: 5.0}
+#: PCI's speed classes, ``{class MHz: (fastest clock in MHz, {"bused": ns, "point_to_point":
+#: ns})}``: the time after the clock edge at which the other agents' outputs are valid at
+#: this board's pins (Tval + Tprop + Tskew; PCI LB 3.0 §4.2.3.2, §7.6.4: at 33 MHz a 30 ns
+#: period less Tsu 7 ns, less Tsu(ptp) 10 ns for GNT#; at 66 MHz 15 ns less 3 and 5).
+SPEED_CLASSES_MHZ = {
+    33: (100 / 3, {"bused": 23.0, "point_to_point": 20.0}),
+    66: (200 / 3, {"bused": 12.0, "point_to_point": 10.0}),
+}
 #: The PCI input pins (as ``input_paths`` names them) with the point-to-point budget.
 POINT_TO_POINT_INPUTS = frozenset({"gnt"})
-#: The period of the 33 MHz PCI clock, ns, and its frequency as reports give it (33.33).
-PCI_PERIOD_NS = 30.0
-PCI_CLOCK_MAX_MHZ = math.floor(100_000 / PCI_PERIOD_NS) / 100
 
 #: ``{device: (LUTs, flip-flops, block RAMs)}`` as nextpnr models each part. nextpnr
 #: models the LFE5U-12F with the 25F's die; Lattice rates the 12F at 12K LUTs and 32 block
@@ -44,7 +55,8 @@ DEVICE_CAPACITY = {
 }
 
 #: The most LUT levels the design puts between a live handshake pin and an AD output
-#: register (the handshake selects among words computed in the clock before).
+#: register (the handshake selects among words computed in the clock before): the
+#: synthesised structure an active build is held to (:mod:`.ecp5.structure`).
 DATA_PATH_MAX_LUTS = 3
 
 
@@ -55,12 +67,35 @@ def fits(report, device):
     return report["luts"] <= luts and report["ffs"] <= ffs and report["brams"] <= brams
 
 
+def speed_class(clock_mhz):
+    """The speed class (33 or 66) a bus clocked at ``clock_mhz`` belongs to: the nominal
+    clock a board reports and whether it is 66 MHz capable."""
+    for speed, (fastest, _) in sorted(SPEED_CLASSES_MHZ.items()):
+        if clock_mhz <= fastest + 0.01:
+            return speed
+    raise ValueError(f"no PCI bus runs at {clock_mhz} MHz (66.66 at most)")
+
+
+def valid_after_ns(pin, clock_mhz=PCI_CLOCK_MHZ):
+    """When input ``pin`` is valid at this board's pin after the clock edge, ns, on a bus
+    clocked at ``clock_mhz`` (its agents' speed class: :data:`SPEED_CLASSES_MHZ`)."""
+    kind = "point_to_point" if pin in POINT_TO_POINT_INPUTS else "bused"
+    return SPEED_CLASSES_MHZ[speed_class(clock_mhz)][1][kind]
+
+
 def setup_budget_ns(pin, clock_mhz=PCI_CLOCK_MHZ):
-    """The setup time PCI allows input ``pin`` (as ``input_paths`` names it: ``gnt``,
-    ``ad[3]``) at ``clock_mhz``: GNT#'s point-to-point budget or the bused one."""
-    budgets = (PCI_SETUP_BUDGET_NS_POINT_TO_POINT if pin in POINT_TO_POINT_INPUTS
-               else PCI_SETUP_BUDGET_NS)
-    return budgets[clock_mhz]
+    """The setup time PCI leaves input ``pin`` (as ``input_paths`` names it: ``gnt``,
+    ``ad[3]``) on a bus clocked at ``clock_mhz``: the period less :func:`valid_after_ns`
+    (7 ns on a bused line and 10 on GNT# at 33 MHz, 3 and 5 at 66)."""
+    return round(bus_period_ns(clock_mhz) - valid_after_ns(pin, clock_mhz), 3)
+
+
+def bus_period_ns(clock_mhz):
+    """The clock period of a bus at ``clock_mhz``; PCI's nominal 33 and 66 MHz are its
+    speed classes' 30 and 15 ns (33.33 and 66.66 MHz)."""
+    if clock_mhz in SPEED_CLASSES_MHZ:
+        clock_mhz = SPEED_CLASSES_MHZ[clock_mhz][0]
+    return 1000 / clock_mhz
 
 
 def setup_slack_ns(path, clock_mhz):
@@ -69,33 +104,42 @@ def setup_slack_ns(path, clock_mhz):
     return setup_budget_ns(path["pin"], clock_mhz) - path["ns"] - path["setup_ns"]
 
 
-def bus_clock_max_mhz(fmax_pci, input_paths):
-    """The fastest PCI clock, up to 33.33 MHz, at which a build keeps its ``pci`` clock
-    (``fmax_pci``) and every one of its ``input_paths``, data paths included, meets setup.
+def bus_clock_max_mhz(fmax_pci, input_paths, speed=PCI_CLOCK_MHZ):
+    """The fastest bus clock of speed class ``speed`` (:data:`SPEED_CLASSES_MHZ`: 33, the
+    buses of 33 MHz parts users have, or 66) at which a build keeps its ``pci`` clock
+    (``fmax_pci``) and every one of its ``input_paths`` meets setup: each path needs a
+    period of :func:`valid_after_ns` plus its own delay and setup; 0 when the class's
+    slowest clock is too fast (a 66 MHz class bus runs at 33.33 MHz at least)."""
+    fastest, valid_after = SPEED_CLASSES_MHZ[speed]
+    slowest = min((top for top, _ in SPEED_CLASSES_MHZ.values() if top < fastest),
+                  default=0.0)
+    kinds = ("point_to_point", "bused")
+    period = max([1000 / fastest] +
+                 [valid_after[kinds[p["pin"] not in POINT_TO_POINT_INPUTS]] + p["ns"] +
+                  p["setup_ns"] for p in input_paths])
+    mhz = math.floor(min(fmax_pci, 1000 / period, fastest) * 100) / 100
+    return mhz if mhz > slowest else 0.0
 
-    Behind agents with PCI's 33 MHz timing an input is valid at a fixed time after the
-    clock edge, whatever the period: the 30 ns period less the pin's setup budget
-    (Tval + Tprop + Tskew: 23 ns on a bused line, 20 ns on GNT#). A path then needs a
-    period of that time plus its own delay and setup. PCI devices work at any clock
-    below their rating, so this is the clock a bus that can be slowed may run the build
-    at with every input sampled in time (hold is not modelled; docs/timing.md).
-    """
-    period = max([PCI_PERIOD_NS] + [PCI_PERIOD_NS - setup_slack_ns(p, 33) for p in input_paths])
-    return math.floor(min(fmax_pci, 1000 / period) * 100) / 100
+
+def hold_problems(report):
+    """The input paths that may change at their flip-flop before the clock edge that
+    samples them reaches it: PCI guarantees an input 0 ns of hold at the pin, so a path's
+    shortest delay (``min_ns``) must reach past the clock's arrival at the flip-flop
+    (``clock_ns``) plus the flip-flop's own hold (``hold_ns``). Paths into the pins' own
+    I/O-cell input registers are not input paths; those registers take the input delay
+    Lattice specifies for zero hold (``SCLK_ZEROHOLD``, pcispy.platform.ecp5.iocell)."""
+    return [p for p in report["input_paths"]
+            if "min_ns" in p and p["min_ns"] < p["clock_ns"] + p["hold_ns"]]
 
 
 def check(report, clock_mhz=PCI_CLOCK_MHZ):
-    """What keeps a full build's report from meeting PCI at ``clock_mhz``: a list of
-    one-line problems (empty when it meets the clock, registers every output, keeps every
-    control input path inside its pin's setup budget, :func:`setup_budget_ns`, and every
-    data path one handshake decision deep).
-
-    Data paths (a live handshake pin to an AD line's output or tristate register: the
-    word advances or is released in the clock the handshake is seen) are held to a logic
-    depth, not to the budget: their delay is mostly wire from the handshake pin to the AD
-    pin, and a connector that spreads AD around the die (the ULX3S header: over 100 tiles
-    between IRDY# and AD[22]) sets it, not the design (docs/timing.md). :func:`notes`
-    states their delay against the budget.
+    """What keeps a full build's report from meeting PCI on a bus clocked at ``clock_mhz``:
+    a list of one-line problems, empty when the pci clock reaches ``clock_mhz``, every
+    PCI output and output enable leaves through its I/O register, every input path (the
+    control paths and the data paths into AD's output and tristate registers alike: a
+    late word is a wrong word, a late release is contention with the next driver) fits
+    its pin's setup budget (:func:`setup_budget_ns`), and none misses hold
+    (:func:`hold_problems`).
 
     A clock domain the board makes itself (``clocks_mhz``: the passive ULX3S's SDRAM
     clock) must reach its own frequency whatever ``clock_mhz`` is. An active 32-bit build
@@ -112,21 +156,25 @@ def check(report, clock_mhz=PCI_CLOCK_MHZ):
     if not report["outputs_registered"]:
         problems.append("some PCI outputs or output enables do not leave through I/O "
                         "registers")
-    control = [p for p in report["input_paths"] if not p["data"]]
+    paths = report["input_paths"]
 
     def slack(path):
         return setup_slack_ns(path, clock_mhz)
-    over = sorted((p for p in control if slack(p) < 0), key=slack)
-    if over:
-        worst = over[0]
-        problems.append(f"{len(over)} of {len(control)} control input paths exceed their "
-                        f"setup budget (worst: {worst['pin']} -> {worst['to']}, "
-                        f"{round(worst['ns'] + worst['setup_ns'], 3)} ns against "
-                        f"{setup_budget_ns(worst['pin'], clock_mhz)} ns)")
-    deep = [p for p in report["input_paths"] if p["data"] and p["luts"] > DATA_PATH_MAX_LUTS]
-    if deep:
-        problems.append(f"{deep[0]['pin']} reaches {deep[0]['to']} through {deep[0]['luts']} "
-                        f"LUTs (a data path may have {DATA_PATH_MAX_LUTS})")
+    for kind, chosen in (("control", [p for p in paths if not p["data"]]),
+                         ("data", [p for p in paths if p["data"]])):
+        over = sorted((p for p in chosen if slack(p) < 0), key=slack)
+        if over:
+            worst = over[0]
+            problems.append(f"{len(over)} of {len(chosen)} {kind} input paths exceed their "
+                            f"setup budget (worst: {worst['pin']} -> {worst['to']}, "
+                            f"{round(worst['ns'] + worst['setup_ns'], 3)} ns against "
+                            f"{setup_budget_ns(worst['pin'], clock_mhz)} ns)")
+    short = hold_problems(report)
+    if short:
+        worst = min(short, key=lambda p: p["min_ns"] - p["clock_ns"] - p["hold_ns"])
+        problems.append(f"{len(short)} input paths miss hold (worst: {worst['pin']} -> "
+                        f"{worst['to']}, {worst['min_ns']} ns against the clock's "
+                        f"{worst['clock_ns']} ns + {worst['hold_ns']} ns hold)")
     problems += report.get("structure_problems", [])
     return problems
 
@@ -135,42 +183,34 @@ def margins(report, clock_mhz=PCI_CLOCK_MHZ):
     """One line for a build that meets PCI at ``clock_mhz`` (:func:`check` finds nothing):
     how close it is, since a pass by picoseconds in nextpnr's model is not a pass by a
     margin on the board (docs/timing.md, "What the delays leave out"): the pci clock's
-    headroom, the control input path with the least slack and the data paths' depth."""
+    headroom and the input path with the least slack, of the control and of the data
+    paths."""
     fmax = report["fmax_mhz"]["pci"]
     parts = [f"pci clock {fmax} MHz ({(fmax / clock_mhz - 1) * 100:+.1f} %)"]
     for domain, mhz in sorted(report.get("clocks_mhz", {}).items()):
         own = report["fmax_mhz"][domain]
         parts.append(f"{domain} clock {own} MHz of {mhz} ({(own / mhz - 1) * 100:+.1f} %)")
-    control = [p for p in report["input_paths"] if not p["data"]]
-    if control:
-        tightest = min(control, key=lambda path: setup_slack_ns(path, clock_mhz))
-        parts.append(f"tightest control input path {tightest['pin']} -> {tightest['to']}, "
-                     f"{round(tightest['ns'] + tightest['setup_ns'], 3)} ns of "
-                     f"{setup_budget_ns(tightest['pin'], clock_mhz)} "
-                     f"({round(setup_slack_ns(tightest, clock_mhz), 3)} ns slack)")
-    data = report["data_paths"]
-    if data["count"]:
-        parts.append(f"data paths at most {data['luts_max']} LUTs deep "
-                     f"(of {DATA_PATH_MAX_LUTS})")
+    for kind, data in (("control", False), ("data", True)):
+        chosen = [p for p in report["input_paths"] if p["data"] == data]
+        if chosen:
+            tightest = min(chosen, key=lambda path: setup_slack_ns(path, clock_mhz))
+            parts.append(f"tightest {kind} input path {tightest['pin']} -> {tightest['to']}, "
+                         f"{round(tightest['ns'] + tightest['setup_ns'], 3)} ns of "
+                         f"{setup_budget_ns(tightest['pin'], clock_mhz)} "
+                         f"({round(setup_slack_ns(tightest, clock_mhz), 3)} ns slack)")
     return f"meets PCI at {clock_mhz} MHz: " + "; ".join(parts)
 
 
 def notes(report, clock_mhz=PCI_CLOCK_MHZ):
-    """Lines about the data paths' delay against the setup budget (see :func:`check`)
-    and, where the build's inputs or clock are too slow for a 33 MHz bus, the bus clock
-    it keeps up with (:func:`bus_clock_max_mhz`)."""
-    budget = PCI_SETUP_BUDGET_NS[clock_mhz]
-    data = report["data_paths"]
-    lines = []
-    if data["count"] and data["setup_ns_max"] > budget:
-        worst = next(p for p in report["input_paths"] if p["data"])
-        lines.append(f"data paths: {data['count']}, at most {data['luts_max']} LUTs deep, "
-                     f"up to {data['setup_ns_max']} ns ({worst['pin']} -> {worst['to']}), "
-                     f"over the {budget} ns budget by the pins' spread on this board "
-                     "(docs/timing.md)")
-    if report["bus_clock_max_mhz"] < PCI_CLOCK_MAX_MHZ:
-        lines.append(f"on a bus clocked at up to {report['bus_clock_max_mhz']} MHz this "
-                     "build samples every input in time and keeps its pci clock")
-    return lines
-
-
+    """Where a build's inputs or clock are too slow for a bus at ``clock_mhz``: the bus
+    clock of the same speed class it does keep up with (:func:`bus_clock_max_mhz`)."""
+    speed = speed_class(clock_mhz)
+    keeps_up = bus_clock_max_mhz(report["fmax_mhz"].get("pci", 0.0), report["input_paths"],
+                                 speed)
+    # keeps_up is rounded down to 0.01 MHz: the nominal 33 is kept up with at 33.33.
+    if keeps_up + 0.01 < 1000 / bus_period_ns(clock_mhz):
+        if not keeps_up:
+            return [f"this build keeps up with no bus of {speed} MHz parts"]
+        return [f"on a bus of {speed} MHz parts clocked at up to {keeps_up} MHz this build "
+                "samples every input in time and keeps its pci clock"]
+    return []

@@ -28,11 +28,18 @@ from pcispy.platform.timing import PCI_CLOCK_MHZ
 from pcispy.platform.boards.ulx3s import (CLOCK_LINE, PCI_EDGE_PINS as PCI_EDGE_PINS_32, RESET_LINE,
                                           pci_subsignal)
 
-__all__ = ["WIDTH", "NEXTPNR_DEFAULTS", "FREE_PINS", "LINE_ORDER", "PCI_PINOUT", "PCI_EDGE_PINS", "BOARDS",
+__all__ = ["WIDTH", "BUS_CLOCK_MHZ", "NEXTPNR_DEFAULTS", "FREE_PINS", "LINE_ORDER", "PCI_PINOUT", "PCI_EDGE_PINS", "BOARDS",
            "platform", "pci_resource", "add_pci", "header_label", "ball"]
 
 #: Bus width of this pin-out.
 WIDTH = 64
+
+#: The bus clock (MHz) this pin-out lets an active build sample every input in time at:
+#: its headers spread the 64-bit slot over the die, and its last routed build took up to
+#: 19.2 ns from a handshake pin to a control register (docs/wiring.md, "64-bit slot"),
+#: which a bus of 23 MHz leaves it (20 MHz keeps a margin for the AD paths, not yet
+#: measured on this board).
+BUS_CLOCK_MHZ = 20
 
 #: nextpnr's placement seed and threads unless told otherwise: the one placement of this
 #: board's active design measured to route. With seed 1 router1 stalls (about 92,000
