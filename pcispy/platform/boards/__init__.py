@@ -2,20 +2,21 @@
 """Board platforms and PCI pin-outs (importable as ``pcispy.platform.boards``).
 
 :mod:`.ulx3s` holds the ULX3S platforms with the 32-bit PCI pin-out on its GPIO header,
-:mod:`.ecp5_evn` the ECP5-5G evaluation board with a 64-bit pin-out; :mod:`.build`
-builds a bitstream and reads its timing report (``make bitstream``), :mod:`.floorplan`
-places the live handshake logic by hand (``--floorplan``), :mod:`.wiring` writes the
-wiring tables of docs/wiring.md.
+:mod:`.ecp5_evn` the ECP5-5G evaluation board with a 64-bit pin-out, :mod:`.pci_card` a
+reference PCI card with the bus on one edge of the die; :mod:`.wiring` writes the wiring
+tables of docs/wiring.md. Each pin-out module declares ``BOARDS``, ``WIDTH``,
+``BUS_CLOCK_MHZ`` (the bus clock its pin-out lets an active build meet),
+``NEXTPNR_DEFAULTS``, ``add_pci``, ``PCI_PINOUT``, ``PCI_EDGE_PINS``, ``header_label`` and
+``ball``.
 """
 
 __all__ = ["BOARDS", "PINOUTS", "board_platform"]
 
-from pcispy.platform.boards import ecp5_evn, ulx3s
+from pcispy.platform.boards import ecp5_evn, pci_card, ulx3s
 from pcispy.platform.timing import PCI_CLOCK_MHZ
 
-#: ``{board name: pin-out module}``: each module has ``BOARDS``, ``WIDTH``,
-#: ``NEXTPNR_DEFAULTS``, ``add_pci``, ``PCI_PINOUT``, ``PCI_EDGE_PINS`` and ``header_label``.
-PINOUTS = {name: module for module in (ulx3s, ecp5_evn) for name in module.BOARDS}
+#: ``{board name: pin-out module}``.
+PINOUTS = {name: module for module in (ulx3s, ecp5_evn, pci_card) for name in module.BOARDS}
 
 #: ``{board name: platform class or factory}`` of every board.
 BOARDS = {name: module.BOARDS[name] for name, module in PINOUTS.items()}

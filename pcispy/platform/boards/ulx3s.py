@@ -19,12 +19,19 @@ from pcispy.core.pads import INPUT_ONLY_LINES
 from pcispy.platform.ecp5.cells import ECP5Cells
 from pcispy.platform.timing import PCI_CLOCK_MHZ
 
-__all__ = ["WIDTH", "NEXTPNR_DEFAULTS", "PCI_PINOUT", "PCI_EDGE_PINS", "CLOCK_LINE", "RESET_LINE", "BOARDS",
+__all__ = ["WIDTH", "BUS_CLOCK_MHZ", "NEXTPNR_DEFAULTS", "PCI_PINOUT", "PCI_EDGE_PINS", "CLOCK_LINE", "RESET_LINE", "BOARDS",
            "TRIGGER_PINS", "trigger_resource",
            "pci_resource", "pci_subsignal", "header_label", "ball", "add_pci"]
 
 #: Bus width of this pin-out.
 WIDTH = 32
+
+#: The bus clock (MHz) this pin-out lets an active build sample every input in time at:
+#: the header spreads the PCI pins over three edges of the die, and a handshake line's
+#: wire to the far AD pins alone takes most of the 7 ns a 33 MHz bus leaves (docs/timing.md).
+#: ``make bitstream`` builds an active board for it, ``make timing`` holds it to it, and
+#: the board reports it (``id.config.bus_clock``, ``pcispy info``).
+BUS_CLOCK_MHZ = 25
 
 #: The SDRAM trace memory's own clock offered by ``--sdram-clock`` (domain ``sdram``, from
 #: the 25 MHz oscillator by a PLL), MHz: 220 MB/s on the x16 data pins, 209 sustained. The
@@ -38,27 +45,28 @@ SDRAM_CLOCK_MHZ = 110
 CLOCK_LINE = "clk"
 RESET_LINE = "rst_domain"
 
-#: ``{subsignal: [gpio connector pins, bit 0 first]}``. AD uses pairs 0..13, 25 and 24
-#: (AD[29:28] and AD[31:30] last), so a ribbon or adapter board keeps the byte lanes
-#: together but for its top four bits. Pairs 14 and 15 are on balls at the far right
-#: edge of the die (tiles X126/Y92 and X126/Y56), pairs 24 and 25 on its top edge next to
-#: AD[15:0]: there the address decode and the AD output enables, which read and drive
-#: every AD pin in one clock, cross less of the die (docs/timing.md); INTA#..INTD#,
-#: registered and read by nothing in the same clock, take the far pairs. The handshake
-#: lines a decision reads in the clock they arrive (FRAME#, IRDY#, TRDY#, STOP#, DEVSEL#,
-#: GNT#) share pairs 18..21 on four neighbouring tiles of the right edge (X126/Y11..Y20),
-#: with REQ#, which the master decides from them in the same clock (a retry takes it
-#: away); IDSEL and LOCK#, only sampled, take pair 23 on the top edge.
+#: ``{subsignal: [gpio connector pins, bit 0 first]}``. The header's pin pairs sit on
+#: three edges of the die (each pair of one I/O tile: pairs 0-7 and 22-27 on the top edge,
+#: 8-13 on the left, 14-21 on the right), so which line takes which pair decides how far
+#: the handshake lines must reach in the clock they arrive. The handshake lines (FRAME#,
+#: IRDY#, TRDY#, STOP#, DEVSEL#, GNT#) and REQ#, which the master decides from them, share
+#: pairs 0-3 in the middle of the top edge (tiles X58-X65), with CLK on pair 0's primary
+#: clock input (ball B11, PCLKT0_0); C/BE#, PAR, PERR# and SERR#, whose paths start at
+#: PAR or end at C/BE#'s registers, the pairs next nearest (25-27 and 4); AD the sixteen
+#: pairs after those, byte lane by byte lane; and the lines only sampled or driven from
+#: registers (INTA#..INTD#, RST#, IDSEL, LOCK#) the four pairs farthest away (14-17, the
+#: right edge's lower half). docs/timing.md has the measured gain. RST# takes two pins: an
+#: FPGA pin feeds one input buffer, and the pads sample ``rst`` while the domain's reset
+#: needs it unregistered; one pin is spare (4-).
 PCI_PINOUT = {
-    "ad": ([f"{pair}{side}" for pair in range(14) for side in "+-"]
-           + ["25+", "25-", "24+", "24-"]),
-    "cbe": ["16+", "16-", "17+", "17-"],
-    "par": ["18+"], "frame": ["18-"], "irdy": ["19+"], "trdy": ["19-"],
-    "stop": ["20+"], "devsel": ["20-"], "req": ["21+"], "gnt": ["21-"],
-    "perr": ["22+"], "serr": ["22-"], "idsel": ["23+"], "lock": ["23-"],
-    "inta": ["15+"], "intb": ["15-"], "intc": ["14+"], "intd": ["14-"],
-    "rst": ["26+"], RESET_LINE: ["26-"],
-    CLOCK_LINE: ["27+"],
+    "ad": [f"{pair}{side}" for pair in (5, 6, 7, 8, 10, 11, 9, 13, 12, 18, 19, 20, 21, 22,
+                                        23, 24) for side in "+-"],
+    "cbe": ["25+", "25-", "26+", "26-"],
+    "par": ["27+"], "perr": ["27-"], "serr": ["4+"],
+    CLOCK_LINE: ["0+"], "frame": ["0-"], "irdy": ["1+"], "trdy": ["1-"],
+    "stop": ["2+"], "devsel": ["2-"], "gnt": ["3+"], "req": ["3-"],
+    "inta": ["14+"], "intb": ["14-"], "intc": ["15+"], "intd": ["15-"],
+    "rst": ["16+"], RESET_LINE: ["16-"], "idsel": ["17+"], "lock": ["17-"],
 }
 
 #: The PCI edge-connector pin of each signal bit (PCI Local Bus spec, 32-bit connector,

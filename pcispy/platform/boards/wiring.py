@@ -19,7 +19,8 @@ __all__ = ["TABLE_BOARDS", "pin_table", "led_table", "render", "main"]
 
 #: Board whose pin-out each table shows (one board per pin-out module), with the header
 #: column's title.
-TABLE_BOARDS = {"ulx3s-85f": "ULX3S header", "ecp5-evn": "EVN connector-pin"}
+TABLE_BOARDS = {"ulx3s-85f": "ULX3S header", "ecp5-evn": "EVN connector-pin",
+                "pci-card-85f": "card net"}
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "wiring.md"
 

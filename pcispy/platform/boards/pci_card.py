@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""A reference PCI card: an ECP5 (CABGA381) whose PCI lines sit on the banks of one edge.
+
+Where the ULX3S header spreads the bus over three edges of the die, a card designed for
+PCI keeps the lines on one: here the right edge of the die, banks 2 and 3 (balls in
+columns 16 to 20 of the package), in the order the card's edge connector routes them
+(GNT#, REQ#, AD[31:24], IDSEL, C/BE#[3], AD[23:16], C/BE#[2], FRAME#, IRDY#, TRDY#,
+DEVSEL#, STOP#, PERR#, SERR#, PAR, C/BE#[1], AD[15:8], C/BE#[0], AD[7:0]), so that
+the traces from the connector do not cross, and the handshake lines land in the middle
+of the AD pins they steer. CLK takes a primary clock input of the same edge (PCLKT2_1),
+amid the lines it clocks. The lines only sampled and never read in the clock they
+arrive (INTA#..INTD#, RST# and LOCK#) take the same edge's lower balls, which leaves the
+upper group within the balls the LFE5U-45F bonds as well. Everything else of the card
+(its 25 MHz oscillator, eight LEDs, a UART to a USB bridge for the side channel, the
+trigger pins) is on the other banks. docs/hardware.md describes what such a card needs.
+
+:data:`PCI_PINOUT` is the one declaration of the wiring: the platform resource, the pin
+table of docs/hardware.md and the tests derive from it.
+"""
+
+from amaranth.build import Attrs, Clock, Pins, Resource, Subsignal
+from amaranth.vendor import LatticeECP5Platform
+from amaranth_boards.resources import LEDResources, UARTResource
+
+from pcispy.pci.bus import bus_lines
+from pcispy.platform.boards.ulx3s import CLOCK_LINE, PCI_EDGE_PINS, RESET_LINE, pci_subsignal
+from pcispy.platform.ecp5.cells import ECP5Cells
+from pcispy.platform.timing import PCI_CLOCK_MHZ
+
+__all__ = ["WIDTH", "BUS_CLOCK_MHZ", "NEXTPNR_DEFAULTS", "PCI_PINOUT", "PCI_EDGE_PINS",
+           "BOARDS", "PCICard85FPlatform", "PCICard45FPlatform", "pci_resource", "add_pci",
+           "header_label", "ball"]
+
+#: Bus width of this pin-out.
+WIDTH = 32
+
+#: The bus clock (MHz) this pin-out lets an active build sample every input in time at:
+#: PCI's own 33 MHz (docs/timing.md has the margins).
+BUS_CLOCK_MHZ = PCI_CLOCK_MHZ
+
+#: nextpnr's placement seed and threads unless told otherwise (as the other boards: one
+#: thread, so that every machine gets the same placement).
+NEXTPNR_DEFAULTS = {"seed": 2, "threads": 1}
+
+#: ``{subsignal: [FPGA ball, bit 0 first]}``. From the top of the die's right edge down
+#: (tiles X126/Y11 to Y56, four balls a tile), in the connector's order; CLK on J19
+#: (PCLKT2_1, tile Y44); the sampled-only lines below (tiles Y83, Y86).
+PCI_PINOUT = {
+    "gnt": ["C18"], "req": ["D17"],
+    "ad": ["R17", "R16", "P16", "N17", "P17", "N18", "M17", "N16",      # AD[7:0]
+           "L18", "L17", "L16", "M19", "L19", "M20", "L20", "K20",      # AD[15:8]
+           "E19", "D20", "D19", "C20", "J16", "J17", "H17", "H18",      # AD[23:16]
+           "G18", "F17", "F18", "E18", "E17", "D18", "F16", "E16"],     # AD[31:24]
+    "idsel": ["G16"],
+    "cbe": ["M18", "J20", "E20", "H16"],
+    "frame": ["F19"], "irdy": ["F20"], "trdy": ["G20"], "devsel": ["G19"], "stop": ["H20"],
+    "perr": ["J18"], "serr": ["K18"], "par": ["K19"],
+    CLOCK_LINE: ["J19"],
+    "inta": ["N19"], "intb": ["N20"], "intc": ["P19"], "intd": ["P18"],
+    "rst": ["P20"], RESET_LINE: ["R20"], "lock": ["T20"],
+}
+
+#: The card's oscillator, LEDs, UART (rx, tx) and trigger pins: banks 0, 6 and 7.
+CLOCK_BALL = "G2"
+LED_BALLS = "A6 A7 A8 A9 B6 B8 B9 C6"
+UART_BALLS = {"rx": "A4", "tx": "A5"}
+TRIGGER_BALLS = {"trigger_out": "C4", "trigger_in": "C5"}
+
+
+def header_label(pin):
+    """The card's name of a PCI line's pin: its ball (no header between)."""
+    return pin
+
+
+def ball(platform, pin):
+    """The FPGA ball of pin ``pin``: the pin is the ball."""
+    return pin
+
+
+def pci_resource(passive=False, clock_mhz=PCI_CLOCK_MHZ):
+    """The ``pci`` resource (as :func:`pcispy.platform.boards.ulx3s.pci_resource`)."""
+    return Resource("pci", 0, *(
+        pci_subsignal(name, " ".join(PCI_PINOUT[name]), passive, clock_mhz)
+        for name in list(bus_lines(WIDTH)) + [RESET_LINE, CLOCK_LINE]))
+
+
+class _PCICardPlatform(LatticeECP5Platform):
+    package = "BG381"
+    speed = "6"
+    default_clk = "clk25"
+    resources = [
+        Resource("clk25", 0, Pins(CLOCK_BALL, dir="i"), Clock(25e6),
+                 Attrs(IO_TYPE="LVCMOS33")),
+        *LEDResources(pins=LED_BALLS, attrs=Attrs(IO_TYPE="LVCMOS33", DRIVE="4")),
+        UARTResource(0, rx=UART_BALLS["rx"], tx=UART_BALLS["tx"],
+                     attrs=Attrs(IO_TYPE="LVCMOS33")),
+        Resource("pci_trigger", 0,
+                 Subsignal("out", Pins(TRIGGER_BALLS["trigger_out"], dir="o"),
+                           Attrs(IO_TYPE="LVCMOS33", DRIVE="8", PULLMODE="NONE")),
+                 Subsignal("input", Pins(TRIGGER_BALLS["trigger_in"], dir="i"),
+                           Attrs(IO_TYPE="LVCMOS33", PULLMODE="DOWN"))),
+    ]
+    connectors = []
+
+
+class PCICard85FPlatform(_PCICardPlatform):
+    """The card with an LFE5U-85F."""
+    device = "LFE5U-85F"
+
+
+class PCICard45FPlatform(_PCICardPlatform):
+    """The card with an LFE5U-45F (the same balls: the pin-out leaves out the two the 45F
+    does not bond on this edge, K16 and K17)."""
+    device = "LFE5U-45F"
+
+
+#: AD pins per I/O tile group the pads copy AD's enable and decision for (pairs, as on
+#: the ULX3S: two of a tile's four balls).
+PCI_PIN_GROUP = 2
+
+
+def add_pci(platform, passive=False, clock_mhz=PCI_CLOCK_MHZ):
+    """Add the ``pci`` resource to ``platform`` and return it, with ``pci_pin_group``,
+    ``pci_trace_memory`` (block RAM: the card has no SDRAM), ``pci_trigger_resource`` and
+    the live paths' cell backend (``get_live_cells``: the ECP5 primitives)."""
+    platform.add_resources([pci_resource(passive, clock_mhz)])
+    platform.pci_pin_group = PCI_PIN_GROUP
+    platform.pci_trace_memory = "bram"
+    platform.pci_trigger_resource = "pci_trigger"
+    platform.get_live_cells = ECP5Cells
+    return platform
+
+
+#: ``{board name: platform class}`` for ``make bitstream BOARD=...``.
+BOARDS = {"pci-card-85f": PCICard85FPlatform, "pci-card-45f": PCICard45FPlatform}
