@@ -212,60 +212,69 @@ def _irq():
     return figures
 
 
-#: Measurement functions; each returns ``{figure name: value}``.
-def _board():
-    """board.ulx3s_85f.*: the default board's full build at 33 MHz (place and route, the
-    build ``make timing`` checks, reused while the design is unchanged): the pci clock it
-    reaches (the goal is 66 MHz), the target's decode speed it was built with, worst
-    input setup (every path, control paths, data paths; the 66 MHz budget is 3 ns), LUTs,
-    flip-flops, block RAMs, outputs in I/O registers, whether the usage fits the 25F, the
-    fastest bus clock at which every input is sampled in time (``bus_clock_max_mhz``),
-    whether it meets PCI at 33 MHz (``make timing``: :func:`~pcispy.platform.timing.check`
-    finds nothing), what synthesis broke of the structure its timing needs
-    (:mod:`pcispy.platform.ecp5.structure`; a design that does not fit its part or breaks
-    that structure fails the bench) and the build's time."""
-    report = build("ulx3s-85f", clock_mhz=33)
-    if not fits(report, "LFE5U-85F") or report.get("structure_problems"):
-        raise RuntimeError(f"the default board does not fit the LFE5U-85F ({report['luts']} "
+def _build_figures(board, *, passive=False, bus_clock_mhz=None):
+    """``{figure: value}`` of a full build of ``board`` (place and route, the build ``make
+    timing`` checks, reused while the design is unchanged) at the bus clock it is for
+    (``bus_clock_mhz``, default the board's: :func:`~pcispy.platform.build.bus_clock_for`):
+    the clock, the pci clock it reaches, the fastest bus clock at which it samples every
+    input in time, the worst input setup (every path, control, data), the worst hold
+    slack, usage and whether it fits the 25F and 45F, outputs in I/O registers, whether
+    it meets PCI at its bus clock (:func:`~pcispy.platform.timing.check` finds nothing),
+    what synthesis broke of the structure its timing needs (:mod:`pcispy.platform.ecp5.
+    structure`), the router's overuse (its congestion: the most wires overused at once
+    and the iterations or arcs it took), and the time of synthesis and of place and
+    route. A design that does not fit its part or breaks that structure fails the bench."""
+    report = build(board, passive=passive, bus_clock_mhz=bus_clock_mhz)
+    if not fits(report, report["device"]) or report.get("structure_problems"):
+        raise RuntimeError(f"{board} does not fit the {report['device']} ({report['luts']} "
                            f"LUTs, {report['brams']} block RAMs) or its synthesis broke: "
                            f"{report.get('structure_problems')}")
-    prefix = "board.ulx3s_85f."
-    return {prefix + "fmax_pci_mhz": report["fmax_mhz"]["pci"],
-            prefix + "fmax_sync_mhz": report["fmax_mhz"].get("sync"),
-            prefix + "bus_clock_max_mhz": report["bus_clock_max_mhz"],
-            prefix + "decode": report["decode"],
-            prefix + "input_setup_ns_max": report["input_setup_ns_max"],
-            prefix + "input_setup_ns_max_control": report["input_setup_ns_max_control"],
-            prefix + "data_paths": report["data_paths"],
-            prefix + "luts": report["luts"], prefix + "ffs": report["ffs"],
-            prefix + "brams": report["brams"],
-            prefix + "outputs_registered": report["outputs_registered"],
-            prefix + "fits_25f": fits(report, "LFE5U-25F"),
-            prefix + "fits_45f": fits(report, "LFE5U-45F"),
-            prefix + "meets_33mhz": not check(report, 33),
-            prefix + "structure_problems": report.get("structure_problems"),
-            prefix + "build_s": sum(report["seconds"].values())}
+    clock = report["bus_clock_mhz"]
+    return {"bus_clock_mhz": clock,
+            "fmax_pci_mhz": report["fmax_mhz"]["pci"],
+            "fmax_sync_mhz": report["fmax_mhz"].get("sync"),
+            "bus_clock_max_mhz": report["bus_clock_max_mhz"],
+            "decode": report["decode"],
+            "input_paths": len(report["input_paths"]),
+            "input_setup_ns_max": report["input_setup_ns_max"],
+            "input_setup_ns_max_control": report["input_setup_ns_max_control"],
+            "data_paths": report["data_paths"],
+            "input_hold_slack_ns_min": report.get("input_hold_slack_ns_min"),
+            "luts": report["luts"], "ffs": report["ffs"], "brams": report["brams"],
+            "outputs_registered": report["outputs_registered"],
+            "fits_25f": fits(report, "LFE5U-25F"), "fits_45f": fits(report, "LFE5U-45F"),
+            "meets_bus_clock": not check(report, clock),
+            "problems": check(report, clock),
+            "structure_problems": report.get("structure_problems"),
+            "routing": report.get("routing"),
+            "synthesis_s": report["seconds"].get("synthesis"),
+            "place_and_route_s": report["seconds"].get("place_and_route")}
+
+
+def _prefixed(prefix, figures):
+    return {prefix + name: value for name, value in figures.items()}
+
+
+#: Measurement functions; each returns ``{figure name: value}``.
+def _board():
+    """board.ulx3s_85f.*: the default board's active build at the bus clock its header
+    pin-out allows (:func:`_build_figures`)."""
+    return _prefixed("board.ulx3s_85f.", _build_figures("ulx3s-85f"))
 
 
 def _board_passive():
     """board.ulx3s_85f_passive.*: the passive build (the spy and the checker, no PCI
-    output driver) at 33 MHz, reused while unchanged: its pci clock, how many input paths
-    it has from a PCI pin to a flip-flop other than the pins' own I/O registers and the
-    worst of them, usage, whether it fits the 25F, and whether it meets PCI at 33 MHz
-    (``make timing ARGS=--passive``: :func:`~pcispy.platform.timing.check` finds
-    nothing)."""
-    report = build("ulx3s-85f", passive=True, clock_mhz=33)
-    prefix = "board.ulx3s_85f_passive."
-    return {prefix + "fmax_pci_mhz": report["fmax_mhz"]["pci"],
-            prefix + "fmax_sync_mhz": report["fmax_mhz"].get("sync"),
-            prefix + "bus_clock_max_mhz": report["bus_clock_max_mhz"],
-            prefix + "input_paths": len(report["input_paths"]),
-            prefix + "input_setup_ns_max": report["input_setup_ns_max"],
-            prefix + "luts": report["luts"], prefix + "ffs": report["ffs"],
-            prefix + "brams": report["brams"],
-            prefix + "fits_25f": fits(report, "LFE5U-25F"),
-            prefix + "meets_33mhz": not check(report, 33),
-            prefix + "build_s": sum(report["seconds"].values())}
+    output driver) at 33 MHz and at 66 (``make timing CLOCK=66 ARGS=--passive``)
+    (:func:`_build_figures`; it has no input path but the pins' own registers)."""
+    return {**_prefixed("board.ulx3s_85f_passive.", _build_figures("ulx3s-85f", passive=True)),
+            **_prefixed("board.ulx3s_85f_passive_66.",
+                        _build_figures("ulx3s-85f", passive=True, bus_clock_mhz=66))}
+
+
+def _board_pci_card():
+    """board.pci_card_85f.*: the reference PCI card's active build at 33 MHz, the bus on
+    one edge of the die (:func:`_build_figures`)."""
+    return _prefixed("board.pci_card_85f.", _build_figures("pci-card-85f"))
 
 
 def _board_64bit_synthesis():
@@ -616,8 +625,8 @@ def _spy_decode_memory():
 
 
 MEASUREMENTS = [_sim_empty, _sim_bfm, _spy_decode, _spy_trace, _dma, _irq, _board,
-                _board_passive, _board_64bit_synthesis, _target_pio, _sim_session, _sim_commands,
-                _demo,
+                _board_passive, _board_pci_card, _board_64bit_synthesis, _target_pio,
+                _sim_session, _sim_commands, _demo,
                 _uart, _fuzz, _formal,
                 _spy_sdram, _spy_readout, _spy_decode_memory]
 
