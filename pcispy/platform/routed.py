@@ -42,9 +42,9 @@ _ROUTER1_ROW = re.compile(r"^Info:\s+(\d+) \|\s+(\d+)\s+(\d+) \|\s+(-?\d+)\s+(-?
 def read_routing(log):
     """How nextpnr's router1 fared, from its log text ``log``: ``{"arcs": arcs to route,
     "complete": whether it finished, "iterations", "ripped_up": arcs routed by ripping
-    others up (the congestion), "seconds", "remaining": arcs left at each progress row
-    (every 1000 iterations)}``; None when the log has no routing (router2, or stopped
-    before it)."""
+    others up (the congestion), "seconds", "remaining": arcs left at the progress rows
+    (every 1000 iterations; at most 25 of them, evenly spaced, the last included)}``;
+    None when the log has no routing (router2, or stopped before it)."""
     arcs = re.search(r"^Info: Routing (\d+) arcs\.", log, re.MULTILINE)
     rows = _ROUTER1_ROW.findall(log)
     if arcs is None or not rows:
@@ -55,7 +55,13 @@ def read_routing(log):
             "complete": re.search(r"^Info: Routing complete\.", log, re.MULTILINE) is not None,
             "iterations": int(last[0]), "ripped_up": int(last[1]),
             "seconds": float(total.group(1) if total else last[7]),
-            "remaining": [int(row[5]) for row in rows]}
+            "remaining": _thinned([int(row[5]) for row in rows])}
+
+
+def _thinned(values, most=25):
+    """At most ``most`` of ``values``, evenly spaced, the last always among them."""
+    step = -(-len(values) // most)
+    return values[:-1][::step] + values[-1:]
 
 
 def read_report(build_dir, name="pcispy"):
