@@ -15,9 +15,19 @@ side can kill a third run).
 Every ``--sim`` command a test runs gets a fresh simulated board (``PCISPY_FRESH_SIM``),
 as a test expects, not a session's that outlives it; the session tests
 (``pcispy/sim/tests/test_session.py``) ask for sessions themselves.
+
+``--cpu-durations=N`` lists the N tests that took the most CPU time and the suite's total
+(``make test ARGS=--cpu-durations=20``): the CPU seconds of the test's process and of the
+child processes it waited for (model builds, simulators, proofs), setup to teardown, on
+whichever worker ran it. On a shared machine these are what a test costs; pytest's
+``--durations`` are wall seconds, which grow with the machine's load. A simulator
+session that outlives its test is not counted.
 """
 
 import os
+import resource
+
+import pytest
 
 __all__ = []
 
@@ -25,6 +35,56 @@ os.environ.setdefault("PCISPY_FRESH_SIM", "1")
 
 #: Fixtures several test folders' files share.
 pytest_plugins = ("pcispy.sim.tests.session_fixtures",)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--cpu-durations", type=int, default=None, metavar="N",
+                     help="show the N tests that took the most CPU time, with their "
+                          "children's (0: every test), and the total")
+
+
+def _cpu_seconds():
+    """User and system CPU seconds of this process and of its waited-for children."""
+    own, children = (resource.getrusage(who) for who in
+                     (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if item.config.getoption("cpu_durations") is not None:
+        item.stash[_CPU_START] = _cpu_seconds()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    if call.when == "teardown" and _CPU_START in item.stash:
+        # On the teardown report, which pytest-xdist hands to the controlling process.
+        outcome.get_result().user_properties.append(
+            ("cpu_seconds", _cpu_seconds() - item.stash[_CPU_START]))
+
+
+def pytest_runtest_logreport(report):
+    for name, seconds in report.user_properties if report.when == "teardown" else ():
+        if name == "cpu_seconds":
+            _CPU_SECONDS[report.nodeid] = seconds
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    count = config.getoption("cpu_durations")
+    if count is None or not _CPU_SECONDS:
+        return
+    ranked = sorted(_CPU_SECONDS.items(), key=lambda entry: -entry[1])
+    terminalreporter.write_sep("=", f"CPU seconds of {len(ranked)} tests, setup to "
+                                    f"teardown: {sum(_CPU_SECONDS.values()):.0f} s")
+    for nodeid, seconds in ranked[:count or None]:
+        terminalreporter.write_line(f"{seconds:8.1f}s  {nodeid}")
+
+
+#: A test's CPU seconds at its setup (--cpu-durations), and every test's CPU seconds.
+_CPU_START = pytest.StashKey[float]()
+_CPU_SECONDS = {}
 
 
 def pytest_configure(config):

@@ -22,8 +22,10 @@ def _run(*argv):
     return main(list(argv), out=out), out.getvalue()
 
 
+@pytest.mark.runs_long
 def test_report_command_on_the_simulated_rtc_machine(tmp_path, monkeypatch):
-    """One simulator run (one test, so that pytest-xdist runs it once)."""
+    """One simulator run (one test, so that pytest-xdist runs it once): every figure of
+    the report, minutes of the simulator, so it starts first (conftest.py)."""
     # --quick on the tiny sizes: the CLI hands the sizes to the simulator as data.
     monkeypatch.setitem(report.SIZES, "quick", report.SIZES["tiny"])
     status, text = _run("--sim=rtc", "--bus-width", "64", "--json", "report", "--quick",
