@@ -131,13 +131,19 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
     nextpnr: left to the placer, it lands mid-die and the control paths miss their
     budget by up to 14 ns (docs/timing.md). ``decode`` is the target's decode
     speed by name (a key of :data:`DECODE_NAMES`). ``sdram_clock_mhz``: the passive ULX3S's
-    SDRAM trace memory on its own clock from a PLL (None: on the PCI clock). ``ids``:
+    SDRAM trace memory on its own clock from a PLL (None: on the PCI clock, but for a
+    66 MHz bus, where it takes the pin-out module's ``SDRAM_CLOCK_MHZ``). ``ids``:
     ``(vendor ID, device ID)`` of the board's configuration space (None: pcispy's,
     :data:`~pcispy.board.registers.DEFAULT_VENDOR_ID`)."""
 
     build_dir = Path(build_dir or _default_build_dir(board, passive, bus_clock_mhz))
     bus_clock_mhz = bus_clock_for(board, passive) if bus_clock_mhz is None else bus_clock_mhz
     clock_mhz = speed_class(bus_clock_mhz)
+    own_sdram_clock = getattr(PINOUTS[board], "SDRAM_CLOCK_MHZ", None)
+    if passive and clock_mhz == 66 and sdram_clock_mhz is None and own_sdram_clock:
+        # On a 66 MHz bus's clock no edge samples the SDRAM's read data (docs/sdram.md):
+        # the trace memory takes the clock of its own that --sdram-clock offers.
+        sdram_clock_mhz = own_sdram_clock
     platform, width = board_platform(board, passive=passive, clock_mhz=bus_clock_mhz,
                                      sdram_clock_mhz=sdram_clock_mhz)
     nextpnr = nextpnr_options(board, seed=seed, threads=threads, placer=placer,
