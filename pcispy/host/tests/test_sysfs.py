@@ -64,8 +64,8 @@ def make_tree(tmp_path, *, vendor=DEFAULT_VENDOR_ID, device=DEFAULT_DEVICE_ID, d
     regs[version:version + 4] = struct.pack("<I", 0x0001_0201)   # format 1, 2.1
     cfg = REGISTER_MAP["id.config"][0]
     # 33 MHz, slow decode, active (a passive build has no configuration space: it is never
-    # in a slot's sysfs), 32-bit
-    regs[cfg:cfg + 4] = struct.pack("<I", 33 << 8 | DevselSpeed.SLOW.value << 4)
+    # in a slot's sysfs), 32-bit, built for a bus clocked at up to 25 MHz
+    regs[cfg:cfg + 4] = struct.pack("<I", 25 << 24 | 33 << 8 | DevselSpeed.SLOW.value << 4)
     (node / "resource0").write_bytes(bytes(regs))
     return root, dev, node
 
@@ -92,10 +92,19 @@ def test_info_runs_on_the_board_through_the_cli(tree, capsys):
     assert (result["revision"], result["class_code"]) == (1, 0x058000)
     assert (result["bus_width"], result["passive"], result["clock_mhz"]) == (32, False, 33)
     assert result["decode"] == "slow"
+    assert result["bus_clock_max_mhz"] == 25
     assert result["gateware_version"] == "2.1"
     assert result["transport"]["bdf"] == BDF
     assert result["transport"]["driver"] == "uio_pci_generic"
-    assert result["transport"]["bars"]["3"] == {"kind": "io", "size": 0x100}
+    assert result["transport"]["bars"]["3"] == {"kind": "io", "address": BARS[3][2],
+                                                "size": 0x100}
+
+
+def test_info_says_the_bus_clock_the_bitstream_was_built_for(tree, capsys):
+    status, out, err = cli(capsys, "--sysfs", "03:00.0", "info")
+    assert status == 0, err
+    assert "samples every input in time on a bus up to 25 MHz\n" in out
+    assert f"  BAR3: io     at {BARS[3][2]:#010x}, 256 bytes\n" in out
 
 
 def test_bar_access_reaches_the_resource_files(tree):
@@ -242,7 +251,9 @@ def test_list_finds_boards_by_id(tmp_path, monkeypatch, capsys):
     assert out == (f"{BDF}  driver: uio_pci_generic  uio: uio0  BAR0 memory 0x1000, "
                    "BAR1 memory 0x10000, BAR2 memory 0x4000, BAR3 io 0x100\n")
     status, out, _ = cli(capsys, "--json", "list")
-    assert json.loads(out)["boards"][0]["bars"]["1"] == {"kind": "memory", "size": 0x10000}
+    assert json.loads(out)["boards"][0]["bars"]["1"] == {"kind": "memory",
+                                                         "address": BARS[1][2],
+                                                         "size": 0x10000}
 
 
 def test_a_board_built_with_ids_of_its_own_is_found_with_them(tmp_path, monkeypatch, capsys):

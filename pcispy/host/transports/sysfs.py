@@ -113,7 +113,7 @@ def _uio_name(device):
 
 
 def _resources(device):
-    """``{bar: (kind, size)}`` from the ``resource`` file (BARs 0..5 only)."""
+    """``{bar: (kind, size, bus address)}`` from the ``resource`` file (BARs 0..5 only)."""
     bars = {}
     try:
         lines = (device / "resource").read_text().splitlines()[:6]
@@ -125,7 +125,7 @@ def _resources(device):
             continue
         kind = "io" if flags & _IORESOURCE_IO else "memory" if flags & _IORESOURCE_MEM else None
         if kind:
-            bars[index] = (kind, end - start + 1)
+            bars[index] = (kind, end - start + 1, start)
     return bars
 
 
@@ -168,7 +168,8 @@ def find_boards(root=None, vendor_id=None, device_id=None):
             continue
         boards.append({
             "bdf": device.name, "driver": _driver(device), "uio": _uio_name(device),
-            "bars": {str(i): {"kind": k, "size": s} for i, (k, s) in _resources(device).items()},
+            "bars": {str(i): {"kind": k, "address": a, "size": s}
+                     for i, (k, s, a) in _resources(device).items()},
         })
     return boards
 
@@ -284,7 +285,7 @@ class SysfsTransport(Transport):
     # -- BARs ---------------------------------------------------------------------------
     async def _bar(self, bar, offset, length):
         try:
-            kind, size = self.bars[bar]
+            kind, size, _ = self.bars[bar]
         except KeyError:
             raise TransportError(f"{self.bdf} has no BAR{bar}") from None
         if offset < 0 or offset % 4 or offset + length > size:
@@ -407,7 +408,8 @@ class SysfsTransport(Transport):
 
     def describe(self):
         return {"transport": "sysfs", "bdf": self.bdf, "driver": self.driver,
-                "bars": {str(i): {"kind": k, "size": s} for i, (k, s) in self.bars.items()},
+                "bars": {str(i): {"kind": k, "address": a, "size": s}
+                         for i, (k, s, a) in self.bars.items()},
                 "dma_buffer": None if self.buffer is None else
                 {"address": self.buffer[0], "size": self.buffer[1]}}
 
