@@ -49,8 +49,9 @@ from pcispy.irq.unit import InterruptUnit
 from pcispy.pci.bus import BusState
 from pcispy.core.pads import (CORE_GATED_LINES, LIVE_LINES, PIN_GROUP, PCIPads,
                               ad_decision_groups, simulation_ports)
-from pcispy.spy.checker import RULES, ProtocolChecker
-from pcispy.spy.spy import Spy, connect_spy_registers
+from pcispy.spy.check_unit import CheckUnit
+from pcispy.spy.checker import RULES
+from pcispy.spy.spy import SpyUnit
 from pcispy.spy.trigger import RecorderState, trigger_pulse_clocks
 from pcispy.spy.tracemem import SRAMPads, sram_simulation_ports
 from pcispy.spy.sdram import SDRAMPads, SDRAMTiming, sdram_simulation_ports
@@ -59,7 +60,6 @@ from pcispy.pci.backend import BackendSignature
 from pcispy.board.registers import (BAR0_SIZE, DEFAULT_DEVICE_ID, DEFAULT_VENDOR_ID,
                                     REGISTER_MAP, TRACE_MEMORY)
 from pcispy.exerciser.registers import decode_resets
-from pcispy.irq.registers import IRQ_MARKERS
 from pcispy.sidechannel.local import LocalAccess, LocalAccessSignature, SharedBackend
 from pcispy.sidechannel.protocol import Space
 
@@ -325,7 +325,7 @@ class PCIBoard(wiring.Component):
         m.submodules.bank = bank = CSRBank(REGISTER_MAP.with_resets(decode_resets(self.decode)))
         # A passive build keeps the interrupt unit's cycle counter alone: the timestamps.
         m.submodules.irq = irq = DomainRenamer("pci")(InterruptUnit(clock_only=passive_build))
-        self._connect_irq_registers(m, bank.irq, irq)
+        wiring.connect(m, bank.irq, irq.regs)
         if passive_build:
             # Nothing on the board can drive the bus: passive mode is always in force. The
             # target's side of the shared backends stays idle.
@@ -352,22 +352,23 @@ class PCIBoard(wiring.Component):
         observed = Signal(BusState(self.width))
         observed_time = Signal.like(irq.timestamp)
         m.d.pci_monitor += [observed.eq(sample), observed_time.eq(irq.timestamp)]
-        m.submodules.checker = checker = DomainRenamer("pci_monitor")(
-            ProtocolChecker(self.width))
+        m.submodules.checker = checker = DomainRenamer("pci_monitor")(CheckUnit(self.width))
+        wiring.connect(m, bank.check, checker.regs)
         m.d.comb += checker.bus.eq(observed)
-        self._connect_check_registers(m, bank.check, checker)
 
         # The spy: capture, summaries, filters, counters; its trace memory answers BAR1.
         if self.external_trace and self.windows[1] is not None:
             shared[Space.BAR1] = self._share(m, "bar1", target and target.bar1,
                                              wiring.flipped(self.trace))
         elif self.windows[1] is not None:
-            spy = Spy(self.width, rules=len(RULES), addr_bits=self.spy_addr_bits,
-                      memory=self.trace_memory, sram_data_bits=self.sram_data_bits,
-                      sdram_timing=self.sdram_timing, sdram_fifo_depth=self.sdram_fifo_depth,
-                      sdram_domain=self.sdram_domain, own=target is not None,
-                      trigger_pulse_clocks=trigger_pulse_clocks(self.clock_mhz))
+            spy = SpyUnit(self.width, rules=len(RULES), addr_bits=self.spy_addr_bits,
+                          memory=self.trace_memory, sram_data_bits=self.sram_data_bits,
+                          sdram_timing=self.sdram_timing,
+                          sdram_fifo_depth=self.sdram_fifo_depth,
+                          sdram_domain=self.sdram_domain, own=target is not None,
+                          trigger_pulse_clocks=trigger_pulse_clocks(self.clock_mhz))
             m.submodules.spy = spy = DomainRenamer("pci")(spy)
+            wiring.connect(m, bank.spy, spy.regs)
             if self.trace_memory == "sdram":
                 m.submodules.sdram_pads = sdram_pads = DomainRenamer(
                     self.sdram_domain or "pci")(
@@ -390,7 +391,6 @@ class PCIBoard(wiring.Component):
                 bank.id.config.trace_memory.eq(TRACE_MEMORY[self.trace_memory]),
                 bank.id.config.trace_depth.eq(self.spy_addr_bits),
             ]
-            connect_spy_registers(m, bank.spy, spy)
             shared[Space.BAR1] = self._share(m, "bar1", target and target.bar1, spy.trace)
             m.d.comb += [
                 self.indicators.armed.eq(spy.status.state == RecorderState.PRE),
@@ -551,56 +551,3 @@ class PCIBoard(wiring.Component):
             wiring.connect(m, requester, shared.target)
         wiring.connect(m, shared.backend, backend)
         return shared
-
-    @staticmethod
-    def _connect_irq_registers(m, regs, irq):
-        """The ``irq`` register block <-> :class:`InterruptUnit` (ports named alike)."""
-        m.d.comb += [
-            irq.mode.eq(regs.ctrl.mode), irq.delay.eq(regs.delay.delay),
-            irq.period.eq(regs.period.period), irq.min_gap.eq(regs.min_gap.min_gap),
-            irq.max_gap.eq(regs.max_gap.max_gap), irq.seed.eq(regs.seed.seed),
-            irq.arm.eq(regs.command.arm), irq.stop.eq(regs.command.stop),
-            irq.clear.eq(regs.command.clear), irq.ack.eq(regs.ack.ack),
-            irq.hist_index.eq(regs.hist_index.index),
-            regs.hist_count.hist_count.eq(irq.hist_count),
-            regs.marker_id.id.eq(irq.marker_id.id), regs.marker_id.valid.eq(irq.marker_id.valid),
-        ]
-        for field in REGISTER_MAP["irq.status"][1].fields:
-            m.d.comb += getattr(regs.status, field.name).eq(getattr(irq.status, field.name))
-        for name in ("now", "raise_ts", "ack_ts", "marker_ts"):
-            lo, hi = getattr(regs, f"{name}_lo"), getattr(regs, f"{name}_hi")
-            m.d.comb += [
-                getattr(lo, f"{name}_lo").eq(getattr(irq, f"{name}_lo")),
-                getattr(hi, f"{name}_hi").eq(getattr(irq, f"{name}_hi")),
-                getattr(irq, f"{name}_lo_read").eq(lo.r_stb),
-            ]
-        for name in ("raised", "acked", "missed", "overruns"):
-            m.d.comb += getattr(getattr(regs, name), name).eq(getattr(irq, name))
-        # A write to marker register k pushes checkpoint k (its address is the marker id).
-        for k in range(IRQ_MARKERS):
-            with m.If(getattr(regs, f"marker_{k}").w_stb):
-                m.d.comb += [irq.marker_write.eq(1), irq.marker_write_id.eq(k)]
-
-    @staticmethod
-    def _connect_check_registers(m, regs, checker):
-        """The ``check`` register block <-> :class:`ProtocolChecker`."""
-        rules = len(checker.rule_enable)
-        m.d.comb += [
-            checker.clear.eq(regs.control.clear),
-            checker.rule_enable.eq(Cat(regs.enable_lo.enable, regs.enable_hi.enable)[:rules]),
-            regs.flags_lo.flags.eq(checker.flags[:32]),
-            regs.flags_hi.flags.eq(checker.flags[32:]),
-            regs.status.any.eq(checker.any),
-            regs.status.index_error.eq(checker.count_index_error),
-            regs.status.first_rule.eq(checker.first_rule),
-            regs.first_cycle.first_cycle.eq(checker.first_cycle),
-            regs.cycle.cycle.eq(checker.cycle),
-            checker.count_index.eq(regs.count_index.index),
-            regs.count.count.eq(checker.count),
-            checker.log_index.eq(regs.log_index.index),
-            regs.log_cycle.log_cycle.eq(checker.log_cycle),
-            regs.log_rules_lo.rules.eq(checker.log_rules[:32]),
-            regs.log_rules_hi.rules.eq(checker.log_rules[32:]),
-            regs.log_info.entries.eq(checker.log_entries),
-            regs.log_info.master.eq(checker.log_master),
-        ]

@@ -27,8 +27,8 @@ transactions):
   ``2**(k-1) .. 2**k - 1``.
 
 A snapshot holds what the histograms show at one clock, copy-on-write, while they count
-on (:class:`Histogram`); the counters' snapshot is the register bank's
-(:func:`~pcispy.spy.spy.connect_spy_registers`).
+on (:class:`Histogram`); the counters' snapshot is their registers'
+(:class:`~pcispy.spy.spy.SpyUnit`).
 
 Clearing takes :data:`HISTOGRAM_BINS` + 1 clocks for the histograms (``clearing`` is high
 meanwhile; samples then are not counted) and one round of :class:`FilterCounters` for the
@@ -95,7 +95,7 @@ class Histogram(wiring.Component):
     marks the bin; ``r_data`` shows the copy of a marked bin and the live bin of any other,
     which no write has touched since. ``release`` (or a new snapshot) unmarks every bin.
     A sample in the snapshot's clock is after it, as for the counters
-    (:func:`~pcispy.spy.spy.connect_spy_registers`).
+    (:class:`~pcispy.spy.spy.SpyUnit`).
 
     Ports:
         sample (In, 1): count one in ``bin``. At most one sample every other clock.

@@ -15,16 +15,17 @@ Raw records come out one clock after their bus clock (so the filter verdict of a
 address cycle covers its first phase): the last clock a capture stores is the one before
 its ``stop``.
 
-Register values come in as plain ports (:class:`SpyConfig`, the comparator array, strobes)
-and status goes out as :class:`SpyStatus` and :class:`~.counters.CounterValues`;
-:func:`connect_spy_registers` wires them to the ``spy`` block of the CSR bank built from
-pcispy/spy/registers.py.
+:class:`Spy` takes its settings as plain ports (:class:`SpyConfig`, the comparator array,
+strobes) and gives its status as :class:`SpyStatus` and :class:`~.counters.CounterValues`;
+:class:`SpyUnit`, what the board wires, puts the spy behind the ``spy`` register block
+(pcispy/spy/registers.py).
 """
 
 from amaranth.hdl import Module, Signal, Mux, Cat
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out, connect
 
+from pcispy.csr.bank import BlockSignature
 from pcispy.pci.bus import BusState
 from pcispy.spy.capture import RawCapture
 from pcispy.spy.counters import (Counters, CounterValues, COUNTER_INIT, FilterCountSelect,
@@ -38,10 +39,10 @@ from pcispy.spy.trigger import (Recorder, RecorderState, RecordPlacement, Segmen
 from pcispy.pci.backend import BackendSignature
 from pcispy.spy.tracemem import (BRAMTraceMemory, SRAMTraceMemory, SRAMSignature, TraceWriter,
                                  TraceBackend)
-from pcispy.spy.registers import SPY_FILTERS, SPY_MASTERS
+from pcispy.spy.registers import SPY, SPY_FILTERS, SPY_MASTERS
 from pcispy.spy.sdram import SDRAMSignature, SDRAMTiming, SDRAMTraceMemory
 
-__all__ = ["SpyConfig", "SpyStatus", "Spy", "connect_spy_registers"]
+__all__ = ["SpyConfig", "SpyStatus", "Spy", "SpyUnit"]
 
 
 class SpyConfig(data.StructLayout):
@@ -100,8 +101,8 @@ class Spy(wiring.Component):
         arm, stop, trigger, clear (In, 1): strobes: arm a capture, stop it, the trigger
             register was written, zero the counters and histograms.
         snapshot, release (In, 1): strobes: ``hist_data`` shows the histograms as they are
-            at this clock until release (the counters' snapshot is
-            :func:`connect_spy_registers`'s), and follows them again.
+            at this clock until release (the counters' snapshot is :class:`SpyUnit`'s),
+            and follows them again.
         own_claim (In, 1): with ``own``: the board's target claimed the transaction whose
             (first) address phase is on ``bus`` now, a BAR0 access: the host's own
             register access. Unless ``config.count_own``, such transactions are left out
@@ -312,92 +313,127 @@ class Spy(wiring.Component):
         return m
 
 
-def connect_spy_registers(m, regs, spy, domain="pci"):
-    """Wire the CSR bank's ``spy`` block (``bank.spy``) to ``spy``, both clocked by
-    ``domain``. Reading a ``_lo`` register of a wide counter (and ``trigger_time_lo``)
-    latches its high bits, so ``_lo`` then ``_hi`` reads one consistent value.
+class SpyUnit(wiring.Component):
+    """The bus spy as the board wires it: a :class:`Spy` (with :data:`~.registers.SPY_FILTERS`
+    comparators) behind the ``spy`` register block (pcispy/spy/registers.py).
 
-    The counter registers and ``hist_data`` show the running counters and histograms, or
-    from ``control.snapshot`` until ``control.release`` their values of the snapshot's
-    clock: a host reads them one register at a time, over a UART many thousand clocks
-    apart, and a latency mean or a throughput computed from two counters, or a histogram
-    set beside the transactions counted, is only right when all are of one clock."""
-    if spy.filters != SPY_FILTERS:
-        raise ValueError(f"the register map has {SPY_FILTERS} filter comparators, the spy "
-                         f"{spy.filters}")
-    control, config, status = regs.control, regs.config, spy.status
-    cfg = spy.config
-    held = Signal(name="spy_counters_held")
-    frozen = Signal(CounterValues(spy.filters), init=COUNTER_INIT,
-                    name="spy_counters_frozen")
-    with m.If(control.snapshot):
-        m.d[domain] += [held.eq(1), frozen.eq(spy.counters)]
-    with m.Elif(control.release):
-        m.d[domain] += held.eq(0)
-    # In the snapshot's clock a read sees the running counters, the values being frozen
-    # (held or not): a read that follows the write at once is of the snapshot's clock.
-    shown = Signal(CounterValues(spy.filters), name="spy_counters_shown")
-    m.d.comb += shown.eq(Mux(held & ~control.snapshot, frozen, spy.counters))
-    m.d.comb += [
-        spy.arm.eq(control.arm), spy.stop.eq(control.stop),
-        spy.trigger.eq(control.trigger), spy.clear.eq(control.clear),
-        spy.snapshot.eq(control.snapshot), spy.release.eq(control.release),
-        cfg.count_own.eq(regs.counting.own),
-        cfg.mode.eq(config.mode), cfg.source.eq(config.source), cfg.ring.eq(config.ring),
-        cfg.idle_compress.eq(config.idle_compress), cfg.raw_select.eq(config.raw_select),
-        cfg.combine.eq(config.combine), cfg.latency_timer.eq(config.latency_timer),
-        cfg.pre.eq(regs.pre.pre), cfg.post.eq(regs.post.post),
-        cfg.violation_mask.eq(Cat(regs.violation_mask_lo.violation_mask_lo,
-                                  regs.violation_mask_hi.violation_mask_hi)),
-        regs.status.state.eq(status.state), regs.status.done.eq(status.done),
-        regs.status.pre_error.eq(status.pre_error), regs.status.clearing.eq(status.clearing),
-        regs.status.held.eq(held), regs.status.segment_error.eq(status.segment_error),
-        cfg.falling.eq(regs.trigger_io.falling), cfg.markers.eq(regs.trigger_io.markers),
-        cfg.out_level.eq(regs.trigger_io.out_level), regs.trigger_io.level.eq(status.trigger_in),
-        cfg.segments_log2.eq(regs.segments.log2), regs.segments.current.eq(status.segment),
-        spy.segment_select.eq(regs.segment_select.segment),
-        spy.hist_select.eq(regs.hist_select.histogram), spy.hist_addr.eq(regs.hist_select.bin),
-        regs.hist_data.hist_data.eq(spy.hist_data),
-        spy.fcount_select.filter.eq(regs.fcount_select.filter),
-        spy.fcount_select.counter.eq(regs.fcount_select.counter),
-    ]
+    Reading a ``_lo`` register of a wide counter (and ``trigger_time_lo``) latches its high
+    bits, so ``_lo`` then ``_hi`` reads one consistent value. The counter registers and
+    ``hist_data`` show the running counters and histograms, or from ``control.snapshot``
+    until ``control.release`` their values of the snapshot's clock: a host reads them one
+    register at a time, over a UART many thousand clocks apart, and a latency mean or a
+    throughput computed from two counters, or a histogram set beside the transactions
+    counted, is only right when all are of one clock.
 
-    def whole(name):   # the field of a one-field register (reg32) of the block
-        return getattr(getattr(regs, name), name)
+    Ports:
+        regs (In, BlockSignature(SPY)): the ``spy`` block of the CSR bank
+            (``wiring.connect(m, bank.spy, unit.regs)``).
+        bus, timestamp, violation, own_claim, status, trace, trigger_in, trigger_out, and
+            ``sram`` or ``sdram`` with such a memory: the :class:`Spy`'s ports of those
+            names.
 
-    for name in ("capacity", "start", "count", "trigger_index", "lost", "overruns"):
-        m.d.comb += whole(name).eq(getattr(status, name))
-    m.d.comb += whole("memory_fills").eq(spy.memory_fills)
-    entry = spy.segment_entry
-    for name in ("start", "count", "trigger_index"):
-        m.d.comb += whole(f"segment_{name}").eq(getattr(entry, name))
+    Parameters:
+        width, and :class:`Spy`'s keyword parameters but ``filters``.
+    """
+    #: The :class:`Spy`'s ports the unit has too; the registers stand for the others.
+    PORTS = ("bus", "timestamp", "violation", "own_claim", "status", "trace", "sram", "sdram",
+             "trigger_in", "trigger_out")
 
-    for i in range(spy.filters):
-        c = spy.comparators[i]
-        ctl = getattr(regs, f"filter{i}_control")
+    def __init__(self, width=32, **params):
+        self.spy = Spy(width, filters=SPY_FILTERS, **params)
+        members = self.spy.signature.members
+        super().__init__({"regs": In(BlockSignature(SPY)),
+                          **{name: members[name] for name in self.PORTS if name in members}})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.spy = self.spy
+        for name, member in self.signature.members.items():
+            if name == "regs":
+                continue
+            outer, inner = getattr(self, name), getattr(self.spy, name)
+            if not member.is_port:
+                connect(m, wiring.flipped(outer), inner)
+            elif member.flow == In:
+                m.d.comb += inner.eq(outer)
+            else:
+                m.d.comb += outer.eq(inner)
+
+        regs, spy = self.regs, self.spy
+        control, config, status = regs.control, regs.config, spy.status
+        cfg = spy.config
+        held = Signal(name="counters_held")
+        frozen = Signal(CounterValues(spy.filters), init=COUNTER_INIT, name="counters_frozen")
+        with m.If(control.snapshot):
+            m.d.sync += [held.eq(1), frozen.eq(spy.counters)]
+        with m.Elif(control.release):
+            m.d.sync += held.eq(0)
+        # In the snapshot's clock a read sees the running counters, the values being frozen
+        # (held or not): a read that follows the write at once is of the snapshot's clock.
+        shown = Signal(CounterValues(spy.filters), name="counters_shown")
+        m.d.comb += shown.eq(Mux(held & ~control.snapshot, frozen, spy.counters))
         m.d.comb += [
-            c.enable.eq(ctl.enable), c.exclude.eq(ctl.exclude), c.commands.eq(ctl.commands),
-            c.address.eq(Cat(whole(f"filter{i}_address_lo"), whole(f"filter{i}_address_hi"))),
-            c.mask.eq(Cat(whole(f"filter{i}_mask_lo"), whole(f"filter{i}_mask_hi"))),
+            spy.arm.eq(control.arm), spy.stop.eq(control.stop),
+            spy.trigger.eq(control.trigger), spy.clear.eq(control.clear),
+            spy.snapshot.eq(control.snapshot), spy.release.eq(control.release),
+            cfg.count_own.eq(regs.counting.own),
+            cfg.mode.eq(config.mode), cfg.source.eq(config.source), cfg.ring.eq(config.ring),
+            cfg.idle_compress.eq(config.idle_compress), cfg.raw_select.eq(config.raw_select),
+            cfg.combine.eq(config.combine), cfg.latency_timer.eq(config.latency_timer),
+            cfg.pre.eq(regs.pre.pre), cfg.post.eq(regs.post.post),
+            cfg.violation_mask.eq(Cat(regs.violation_mask_lo.violation_mask_lo,
+                                      regs.violation_mask_hi.violation_mask_hi)),
+            regs.status.state.eq(status.state), regs.status.done.eq(status.done),
+            regs.status.pre_error.eq(status.pre_error), regs.status.clearing.eq(status.clearing),
+            regs.status.held.eq(held), regs.status.segment_error.eq(status.segment_error),
+            cfg.falling.eq(regs.trigger_io.falling), cfg.markers.eq(regs.trigger_io.markers),
+            cfg.out_level.eq(regs.trigger_io.out_level),
+            regs.trigger_io.level.eq(status.trigger_in),
+            cfg.segments_log2.eq(regs.segments.log2), regs.segments.current.eq(status.segment),
+            spy.segment_select.eq(regs.segment_select.segment),
+            spy.hist_select.eq(regs.hist_select.histogram), spy.hist_addr.eq(regs.hist_select.bin),
+            regs.hist_data.hist_data.eq(spy.hist_data),
+            spy.fcount_select.filter.eq(regs.fcount_select.filter),
+            spy.fcount_select.counter.eq(regs.fcount_select.counter),
         ]
 
-    def wide(name, hi_field, value):
-        lo, hi = getattr(regs, f"{name}_lo"), getattr(regs, f"{name}_hi")
-        latched = Signal(len(value) - 32, name=f"spy_{name}_hi_latch")
-        with m.If(lo.r_stb):
-            m.d[domain] += latched.eq(value[32:])
-        m.d.comb += [getattr(lo, f"{name}_lo").eq(value[:32]),
-                     getattr(hi, hi_field).eq(latched)]
+        def whole(name):   # the field of a one-field register (reg32) of the block
+            return getattr(getattr(regs, name), name)
 
-    wide("trigger_time", "trigger_time", status.trigger_timestamp)
-    wide("segment_trigger_time", "segment_trigger_time", entry.trigger_timestamp)
-    wide("fcount", "fcount", spy.fcount_value)
-    for name, field in shown.shape():
-        value = getattr(shown, name)
-        if name == "hits":
-            for i in range(spy.filters):
-                m.d.comb += whole(f"hits{i}").eq(value[i])
-        elif field.width > 32:
-            wide(name, name, value)
-        else:
-            m.d.comb += whole(name).eq(value)
+        for name in ("capacity", "start", "count", "trigger_index", "lost", "overruns"):
+            m.d.comb += whole(name).eq(getattr(status, name))
+        m.d.comb += whole("memory_fills").eq(spy.memory_fills)
+        entry = spy.segment_entry
+        for name in ("start", "count", "trigger_index"):
+            m.d.comb += whole(f"segment_{name}").eq(getattr(entry, name))
+
+        for i in range(spy.filters):
+            c = spy.comparators[i]
+            ctl = getattr(regs, f"filter{i}_control")
+            m.d.comb += [
+                c.enable.eq(ctl.enable), c.exclude.eq(ctl.exclude), c.commands.eq(ctl.commands),
+                c.address.eq(Cat(whole(f"filter{i}_address_lo"), whole(f"filter{i}_address_hi"))),
+                c.mask.eq(Cat(whole(f"filter{i}_mask_lo"), whole(f"filter{i}_mask_hi"))),
+            ]
+
+        def wide(name, hi_field, value):
+            lo, hi = getattr(regs, f"{name}_lo"), getattr(regs, f"{name}_hi")
+            latched = Signal(len(value) - 32, name=f"{name}_hi_latch")
+            with m.If(lo.r_stb):
+                m.d.sync += latched.eq(value[32:])
+            m.d.comb += [getattr(lo, f"{name}_lo").eq(value[:32]),
+                         getattr(hi, hi_field).eq(latched)]
+
+        wide("trigger_time", "trigger_time", status.trigger_timestamp)
+        wide("segment_trigger_time", "segment_trigger_time", entry.trigger_timestamp)
+        wide("fcount", "fcount", spy.fcount_value)
+        for name, field in shown.shape():
+            value = getattr(shown, name)
+            if name == "hits":
+                for i in range(spy.filters):
+                    m.d.comb += whole(f"hits{i}").eq(value[i])
+            elif field.width > 32:
+                wide(name, name, value)
+            else:
+                m.d.comb += whole(name).eq(value)
+        return m

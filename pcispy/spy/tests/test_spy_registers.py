@@ -7,6 +7,7 @@ backend."""
 import pytest
 
 from amaranth.hdl import Module, DomainRenamer
+from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from pcispy.csr.bank import READ_LATENCY, CSRBank
@@ -17,7 +18,7 @@ from pcispy.spy.counters import (FILTER_COUNTER_INIT, HISTOGRAM_BINS, FilterCoun
                                  gap_bin, latency_bin)
 from pcispy.spy.filters import IO_COMMANDS, command_set
 from pcispy.spy.format import CaptureMode, RecordKind, TriggerSource
-from pcispy.spy.spy import Spy, connect_spy_registers
+from pcispy.spy.spy import SpyUnit
 from pcispy.spy.trigger import RecorderState
 
 from pcispy.spy.tests.test_spy_waves import idle, transaction, finish
@@ -44,12 +45,13 @@ class BankAccess:
 
 
 def spy_behind_a_bank():
-    """``(top, bank, spy)``: a 32-bit spy (32 trace slots) wired to a CSR bank."""
+    """``(top, bank, spy)``: a 32-bit spy (32 trace slots) wired to a CSR bank, as the board
+    wires it (:class:`~pcispy.spy.spy.SpyUnit`)."""
     top = Module()
     top.submodules.bank = bank = CSRBank(REGISTER_MAP)
-    spy = Spy(32, addr_bits=5)
+    spy = SpyUnit(32, addr_bits=5)
     top.submodules.spy = DomainRenamer("pci")(spy)
-    connect_spy_registers(top, bank.spy, spy)
+    wiring.connect(top, bank.spy, spy.regs)
     return top, bank, spy
 
 
