@@ -51,7 +51,8 @@ from pcispy.dma.engine import DMAEngine
 from pcispy.dma.patterns import Pattern
 from pcispy.pci.lfsr import lfsr_step
 from pcispy.pci.bus import ACTIVE_LOW, Command, Termination, bus_lines
-from pcispy.core.initiator import Descriptor, _Phase
+from pcispy.core.initiator import Descriptor
+from pcispy.core.initiator.interface import _Phase
 from pcispy.core.pads import LIVE_LINES, PCIPads, simulation_ports
 from pcispy.board.registers import BAR0_SIZE
 from pcispy.csr.map import RegisterMap
