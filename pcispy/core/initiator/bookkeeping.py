@@ -412,9 +412,9 @@ def decided_state(ini, edge, held, txn, cmp, wide_bus):
     next state and the outputs for given values of the live lines; it is built once per
     combination of them (:class:`~.choice.Cofactors`; constants, folded by synthesis),
     and the live lines choose among the outputs just in front of the pads' flip-flops
-    (:func:`~.outputs.outputs`) and among the registered next states in the clock after
-    (:meth:`~.choice.Cofactors.register_state`). Two families keep the copies few: while
-    idle only "GNT# with the bus idle" counts (two copies); in a transaction TRDY#,
+    (:func:`~.outputs.drive_outputs`) and among the registered next states in the clock
+    after (:meth:`~.choice.Cofactors.register_state`). Two families keep the copies few:
+    while idle only "GNT# with the bus idle" counts (two copies); in a transaction TRDY#,
     STOP#, DEVSEL#, GNT# (and ACK64#) do (16 or 32 copies)."""
     received_master_abort = Signal()   # the Status register's pulses, registered
     received_target_abort = Signal()

@@ -66,8 +66,9 @@ class AddressPhase(NamedTuple):
     ``now``: it is the address phase (from the registered lines, or with fast decode the
     live FRAME#); ``with_frame(frame_now)``: the same with FRAME# on the pins now
     ``frame_now``; ``source``: the lines decoded (:class:`DecodeLines`, or with fast
-    decode the pads' ``decode`` port); ``cmd_read``: its command reads; ``hits``: one :class:`WindowHit` per window, configuration space first;
-    ``any_hit``: one of them hit."""
+    decode the pads' ``decode`` port); ``cmd_read``: its command reads; ``hits``: one
+    :class:`WindowHit` per window, configuration space first; ``any_hit``: one of them
+    hit."""
     now: Value
     with_frame: Callable
     source: object
