@@ -35,7 +35,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import NamedTuple
 
-__all__ = ["Room", "ROOMS", "SLICES", "RUNNERS", "MAX_LINES", "Import", "Graph", "read",
+__all__ = ["Room", "ROOMS", "SLICES", "RUNNERS", "MAX_LINES", "LONG_MODULES", "Import", "Graph", "read",
            "room_of", "problems", "import_problems", "size_problems", "name_problems",
            "figures", "is_test"]
 
@@ -92,6 +92,16 @@ RUNNERS = frozenset({"import_module", "find_spec", "run", "run_bench"})
 
 #: The longest a production module may be, in lines.
 MAX_LINES = 800
+
+#: The production modules still over :data:`MAX_LINES`, each with its length today as a
+#: ceiling: such a module may shrink but not grow, and its entry goes when it is split
+#: (an entry for a module within :data:`MAX_LINES`, or gone, is itself a problem, so the
+#: list only shrinks). The bus-to-bus bridge model holds its gateware, its Python driver
+#: and its profiles together; the trace file holds the reader and the writer of one format.
+LONG_MODULES = {
+    "pcispy.sim.bfm.bridge": 1096,
+    "pcispy.trace.file": 876,
+}
 
 
 class Import(NamedTuple):
@@ -301,13 +311,25 @@ def import_problems(graph, rooms=ROOMS):
     return found
 
 
-def size_problems(graph, max_lines=MAX_LINES):
-    """Every production module over ``max_lines`` lines, one line each."""
+def size_problems(graph, max_lines=MAX_LINES, allowed=None):
+    """Every production module over ``max_lines`` lines, one line each, with its length;
+    ``allowed`` (``{module: ceiling}``, none by default) lets a module named there reach
+    its ceiling, and an entry whose module is within ``max_lines`` (or gone) is a problem
+    too."""
+    allowed = allowed or {}
     found = []
     for module, path in graph.modules.items():
+        if is_test(module):
+            continue
         lines = len(path.read_text().splitlines())
-        if not is_test(module) and lines > max_lines:
-            found.append(f"{path}: {lines} lines, over {max_lines}")
+        ceiling = allowed.get(module, max_lines)
+        if lines > ceiling:
+            found.append(f"{path}: {lines} lines, over {ceiling}")
+        elif module in allowed and lines <= max_lines:
+            found.append(f"{module}: {lines} lines, within {max_lines}: its allowance "
+                         "goes")
+    found += [f"{module}: allowed {ceiling} lines, but there is no such module"
+              for module, ceiling in allowed.items() if module not in graph.modules]
     return found
 
 
@@ -322,9 +344,10 @@ def name_problems(graph):
             for name, modules in sorted(owners.items()) if len(modules) > 1]
 
 
-def problems(graph, rooms=ROOMS, max_lines=MAX_LINES):
-    """Every breach of the rules in ``graph``, one line each (empty: none)."""
-    return import_problems(graph, rooms) + size_problems(graph, max_lines) + \
+def problems(graph, rooms=ROOMS, max_lines=MAX_LINES, allowed=None):
+    """Every breach of the rules in ``graph``, one line each (empty: none); ``allowed``:
+    the long modules' ceilings (:func:`size_problems`)."""
+    return import_problems(graph, rooms) + size_problems(graph, max_lines, allowed) + \
         name_problems(graph)
 
 
@@ -349,7 +372,7 @@ def figures(graph):
 
 def main():
     graph = read()
-    found = problems(graph)
+    found = problems(graph, allowed=LONG_MODULES)
     for line in found:
         print(line)
     for key, value in figures(graph).items():

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The package keeps its rooms (pcispy/rooms.py): no import against the declared order, no
 cycle, no production code importing tests, every deferred import explained, one class per
-public name; and the host's board driver loads without Amaranth.
+public name, no production module over 800 lines but the listed ones, none of those
+growing; and the host's board driver loads without Amaranth.
 
 The reader itself is tested on small packages written here, each breaking one rule."""
 
@@ -9,7 +10,8 @@ import subprocess
 import sys
 import textwrap
 
-from pcispy.rooms import ROOMS, Room, import_problems, name_problems, problems, read, room_of
+from pcispy.rooms import (LONG_MODULES, MAX_LINES, ROOMS, Room, import_problems,
+                          name_problems, problems, read, room_of, size_problems)
 
 __all__ = []
 
@@ -21,6 +23,12 @@ def test_every_import_keeps_the_rooms():
 
 def test_one_public_class_per_name():
     found = name_problems(read())
+    assert not found, "\n".join(found)
+
+
+def test_no_production_module_is_too_long():
+    assert MAX_LINES == 800
+    found = size_problems(read(), allowed=LONG_MODULES)
     assert not found, "\n".join(found)
 
 
@@ -136,3 +144,19 @@ def test_a_room_stands_only_on_rooms_beneath_it(tmp_path):
     assert problems(read(tmp_path, "toy"), upside_down) == [
         "room low stands on high, which is not beneath it"]
 
+
+
+def test_a_long_module_may_shrink_but_not_grow(tmp_path):
+    def sizes(allowed, **files):
+        (tmp_path / "toy").mkdir(exist_ok=True)
+        for name, lines in {"__init__": 0, **files}.items():
+            (tmp_path / "toy" / f"{name}.py").write_text("x = 1\n" * lines)
+        return size_problems(read(tmp_path, "toy"), 20, allowed)
+    assert sizes({"toy.long": 30}, long=30, short=20) == []
+    assert sizes({"toy.long": 30}, long=29) == []
+    assert sizes({"toy.long": 30}, long=31) == [f"{tmp_path}/toy/long.py: 31 lines, over 30"]
+    assert sizes({"toy.long": 30}, long=20) == [
+        "toy.long: 20 lines, within 20: its allowance goes"]
+    assert sizes({"toy.long": 30, "toy.gone": 25}, long=21) == [
+        "toy.gone: allowed 25 lines, but there is no such module"]
+    assert sizes(None, long=21) == [f"{tmp_path}/toy/long.py: 21 lines, over 20"]
