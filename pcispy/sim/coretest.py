@@ -80,7 +80,7 @@ from pcispy.pci.rules import RULES_BY_NAME
 from pcispy.sim.api import SimSystem
 from pcispy.sim.bfm.initiator_control import Outcome
 from pcispy.sim.bfm.resolver import LOG_DEPTH as RESOLVER_LOG_DEPTH
-from pcispy.sim.core import CoreDescription
+from pcispy.sim.core_description import CoreDescription
 from pcispy.sim.launcher import bench_env
 from pcispy.sim.scenarios import RTC_REGISTERS
 from pcispy.sim.model import build_system
@@ -647,15 +647,16 @@ def waves_target(waves, path=None, label="core"):
 
 def run_core_checks(core, *, profile="ideal", seed=1, width=32, writes=True, log_file=None,
                     waves=None, waves_file=None, log=None):
-    """Build (or reuse) the model with ``core`` (a :class:`~pcispy.sim.core.CoreDescription`
-    or a path to one) in slot 0 and run :data:`CHECKS`; return the rows
-    (``{"check", "result": one of RESULTS, "detail", "rules": {rule: count}, "expected":
+    """Build (or reuse) the model with ``core`` (a
+    :class:`~pcispy.sim.core_description.CoreDescription` or a path to one) in slot 0 and
+    run :data:`CHECKS`; return the rows (``{"check", "result": one of RESULTS, "detail",
+    "rules": {rule: count}, "expected":
     [rules pcispy broke on purpose], "log"}``, and ``"master"`` for the master check).
     The simulator's output goes to ``log_file`` (default: ``sim-test.log`` in the model's
     folder); ``log``, a list, receives that file's path. ``waves`` ("fst" or "vcd")
     records the run into ``waves_file`` (a model of its own; :func:`waves_target` says
     where and falls back to VCD when FST cannot be built). A description that cannot sit
-    on a ``width``-bit bus raises :class:`~pcispy.sim.core.DescriptionError` before any
+    on a ``width``-bit bus raises :class:`~pcispy.sim.core_description.DescriptionError` before any
     build."""
     if not isinstance(core, CoreDescription):
         core = CoreDescription.load(core)

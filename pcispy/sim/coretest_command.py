@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """``pcispy sim-test CORE``: the standard checks (:mod:`pcispy.sim.coretest`) on a core
-described by a JSON or TOML file (:class:`pcispy.sim.core.CoreDescription`) in slot 0 of
+described by a JSON or TOML file
+(:class:`pcispy.sim.core_description.CoreDescription`) in slot 0 of
 the simulated system, one table row per check."""
 
 import argparse
@@ -8,7 +9,7 @@ import sys
 
 from pcispy.host.command import CliCommand, output_path
 from pcispy.host.errors import PcispyError, UsageError
-from pcispy.sim.core import CoreDescription, DescriptionError
+from pcispy.sim.core_description import CoreDescription, DescriptionError
 from pcispy.sim.session_command import known_profile
 from pcispy.sim.verilate import SimulationFailed
 from pcispy.spy.check_feature import EXIT_VIOLATIONS

@@ -24,7 +24,7 @@ from pcispy.sim.bfm.sram import AsyncSRAM, UNSTABLE
 from pcispy.sim.bfm.target import BehaviouralTarget
 from pcispy.sim.control import (CONTROL_ADDR_BITS, ControlSignature, register_reads,
                                 register_writes, written)
-from pcispy.sim.core import core_component
+from pcispy.sim.core_description import core_component
 from pcispy.sim.system import (BOARD_SLOT, IDSEL_AD_BIT, MASTERS, REGISTERS, SECONDARY_MASTERS,
                                TEST_DEVICE_SLOT, Agent, SystemConfig, SystemReg, driver_names,
                                slot0_is_master, slot0_name)
@@ -355,7 +355,7 @@ def _pin_signature(m, pins):
 
 def slot0_component(config):
     """The component in slot 0 of ``config``'s system: pcispy's board, or the core
-    ``config.core`` names (pcispy/sim/core.py states the contract both keep)."""
+    ``config.core`` names (pcispy/sim/core_description.py states the contract both keep)."""
     if config.core is not None:
         return core_component(config.core, config.width)
     # The exerciser window is backed by the hand-written scratch RAM (a large Amaranth

@@ -51,7 +51,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pcispy.host.errors import PcispyError
-from pcispy.sim.core import CoreDescription
+from pcispy.sim.core_description import CoreDescription
 from pcispy.sim.launcher import bench_env, feature_path, machine_config
 from pcispy.sim import build_progress, model as system_model, verilate
 from pcispy.sim.verilate import Model, SimulationFailed
@@ -166,7 +166,7 @@ class SessionSpec:
         session_name(self.name)
 
     def description(self):
-        """The :class:`~pcispy.sim.core.CoreDescription` of ``core`` (None for pcispy's
+        """The :class:`~pcispy.sim.core_description.CoreDescription` of ``core`` (None for pcispy's
         board); a file that cannot be read or parsed is a :class:`PcispyError`."""
         if not self.core:
             return None

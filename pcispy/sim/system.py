@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pcispy.pci.bus import DevselSpeed
 from pcispy.pci.rules import DRIVER_RULES
 from pcispy.sim.control import ControlField, ControlRegister, ControlRegisters
-from pcispy.sim.core import CoreDescription
+from pcispy.sim.core_description import CoreDescription
 
 __all__ = ["Agent", "SystemConfig", "SystemReg", "REGISTERS", "BOARD_SLOT", "TEST_DEVICE_SLOT",
            "IDSEL_AD_BIT", "MASTERS", "driver_names", "slot0_is_master", "slot0_name",
@@ -155,10 +155,10 @@ class SystemConfig:
     #: The saboteur (master 3 and two line channels, pcispy/sim/bfm/saboteur.py).
     saboteur: bool = True
     #: The core in slot 0: None for pcispy's board (PCIBoard), a
-    #: :class:`~pcispy.sim.core.CoreDescription` of a Verilog core (a dict of one is
+    #: :class:`~pcispy.sim.core_description.CoreDescription` of a Verilog core (a dict of one is
     #: converted, as a bench's JSON brings it), or ``"module:function"`` naming a function
     #: of the bus width that returns an Amaranth component keeping the slot-0 contract
-    #: (pcispy/sim/core.py). The board's options (trace memory, decode, exerciser size)
+    #: (pcispy/sim/core_description.py). The board's options (trace memory, decode, exerciser size)
     #: apply to the board only.
     core: object = None
     #: Slot 0 behind a PCI-to-PCI bridge, on a secondary bus of its own (32-bit only).

@@ -6,7 +6,7 @@ model)."""
 from dataclasses import replace
 from pathlib import Path
 
-from pcispy.sim.core import CoreDescription
+from pcispy.sim.core_description import CoreDescription
 
 __all__ = ["EXAMPLE", "faulty_example"]
 

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """A master hook routine for the DMA example core (examples/verilog_dma/), as a user
 would write one: named in a core description as ``"dma_hooks.py:there_and_back"`` (or
-given as a :class:`~pcispy.sim.core.MasterHook` from Python), run by ``pcispy sim-test``'s
-``master`` check with a :class:`~pcispy.sim.coretest.MasterRun`."""
+given as a :class:`~pcispy.sim.core_description.MasterHook` from Python), run by
+``pcispy sim-test``'s ``master`` check with a :class:`~pcispy.sim.coretest.MasterRun`."""
 
 __all__ = ["there_and_back", "DMA_ADDR", "DMA_LEN", "DMA_RAM", "DMA_CTRL", "DMA_STATUS"]
 

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Core descriptions (pcispy/sim/core.py): loading from JSON and TOML, identity, checks,
+"""Core descriptions (pcispy/sim/core_description.py): loading from JSON and TOML,
+identity, checks,
 the wrapper's pin contract, slot 0's default (pcispy's board), and every kind of mistake
 in a description reported by ``pcispy sim-test`` in one line naming the field, exit 2,
 before any build."""
@@ -16,7 +17,8 @@ from amaranth import ClockDomain, Module
 from amaranth.back import verilog
 
 from pcispy.app.tests._cli import run_cli
-from pcispy.sim.core import CoreDescription, DescriptionError, MasterHook, PinMap, VerilogCore
+from pcispy.sim.core_description import (CoreDescription, DescriptionError, MasterHook, PinMap,
+                                         VerilogCore)
 from pcispy.sim.pcisystem import slot0_component
 from pcispy.sim.system import SystemConfig
 from pcispy.sim.tests.core_examples import EXAMPLE

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from pcispy.sim.core import CoreDescription, MasterHook
+from pcispy.sim.core_description import CoreDescription, MasterHook
 from pcispy.sim.coretest import CHECKS, assert_core_passes, format_table, run_core_checks
 
 pytestmark = pytest.mark.core

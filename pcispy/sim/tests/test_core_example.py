@@ -7,7 +7,7 @@ profiles; every bench ends with both monitors clean."""
 import pytest
 
 from pcispy.sim.launcher import run_bench
-from pcispy.sim.core import CoreDescription
+from pcispy.sim.core_description import CoreDescription
 from pcispy.sim.system import SystemConfig
 from pcispy.sim.tests.core_examples import EXAMPLE
 

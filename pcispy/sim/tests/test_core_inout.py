@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Cores with inout pins (pcispy/sim/core.py): pin maps that name an inout port and the
+"""Cores with inout pins (pcispy/sim/core_description.py): pin maps that name an inout port and the
 signal enabling its driver, the generated wrapper, and the example target behind inout
 pins (examples/verilog_target_inout/) passing every standard check with both monitors
 clean, which needs the resolver to see exactly when it drives each line."""
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pcispy.sim.core import CoreDescription, PinMap, inout_wrapper
+from pcispy.sim.core_description import CoreDescription, PinMap, inout_wrapper
 from pcispy.sim.coretest import CHECKS, assert_core_passes
 
 pytestmark = pytest.mark.core
