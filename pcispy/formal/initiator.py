@@ -272,15 +272,17 @@ class InitiatorHarness(Harness):
     def _run(self, m, p, t, regs):
         """What the run should move, as programmed, and what moved on the pins."""
         run = SimpleNamespace(regs=regs)
-        control = self.register_map["dma.control"][0] // 4
-        write_to = self.reg_valid & self.reg_write & (self.reg_addr == control)
+        # A write to dma.control as the engine sees it: the bank applies it a clock after
+        # taking the host's request.
+        write_to = regs.control.w_stb
+        written = regs.control.w_data
         run.busy = regs.status.busy
         run.small = ((regs.length.length <= MAX_LENGTH) &
                      (regs.burst.unlimited | (regs.burst.phases <= MAX_BURST)) &
                      (regs.passes.count <= MAX_PASSES) & (regs.idle.clocks <= MAX_IDLE))
-        self.assume(~(write_to & self.reg_wdata[0] & ~run.busy) | run.small)
+        self.assume(~(write_to & written[0] & ~run.busy) | run.small)
         run.launched = run.busy & ~self.past(run.busy)        # the first clock of a run
-        run.stop_asked = self.sticky(write_to & self.reg_wdata[1] & run.busy, run.launched)
+        run.stop_asked = self.sticky(write_to & written[1] & run.busy, run.launched)
         run.start = Cat(regs.addr_lo.addr_lo, regs.addr_hi.addr_hi)
         run.length = regs.length.length
         run.pattern = regs.mode.pattern

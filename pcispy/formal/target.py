@@ -218,14 +218,19 @@ class TargetHarness(Harness):
         self.assume(~(pi & ~p_ended & ~p_ma_ok) | (i_irdy & (i_frame == pf)))
         self.assume(~(pi & ~pf & (p_ended | p_ma_ok)) | ~i_irdy)   # last phase done
         self.assume(~(ps & pf) | (~i_frame & i_irdy))       # FRAME# off as STOP# is seen
-        # Register writes while the bus and the target are idle.
-        write = self.reg_we & ~frame & ~irdy & ~pf & ~pi & ~target.busy
+        # Register writes while the bus and the target are idle, at most one every other
+        # clock (a BAR0 write is a transaction of its own); the bank applies one a clock
+        # after taking it, and no transaction starts in that clock.
+        reg_write_q = Signal()
+        write = self.reg_we & ~frame & ~irdy & ~pf & ~pi & ~target.busy & ~reg_write_q
+        m.d.pci += reg_write_q.eq(write)
+        self.assume(~reg_write_q | ~self.i_frame)
         # Finding (reported): the response accepts clearing allow_noncompliant while a
         # wait-state setting only it allows is in force, and the target then keeps that
         # setting. The latency proofs take the host's side of the bargain as given: it
         # restores compliant waits before clearing the bit.
-        response_addr = RegisterMap([TARGET], BAR0_SIZE)["target.response"][0] // 4
-        self.assume(~(write & (self.reg_addr == response_addr) & ~self.reg_wdata[31] &
+        response_port = bank.target.response
+        self.assume(~(response_port.w_stb & ~response_port.w_data[31] &
                       (bank.target.wait.clocks + 1 > TARGET_MAX_SUBSEQUENT_LATENCY)))
         m.d.comb += [bank.access.valid.eq(write), bank.access.write.eq(1),
                      bank.access.addr.eq(self.reg_addr), bank.access.w_data.eq(self.reg_wdata),
