@@ -9,7 +9,10 @@ interrupt-clear register). Then it optionally makes up to four *checkpoint* writ
 programmable number of clocks after the acknowledge completed (the handler's later
 steps). Each interrupt leaves one log entry (drawn delay and timestamps) readable through
 the control port. INTA# is a level: the responder takes the next interrupt once INTA# has
-been deasserted at least once since it took the last one.
+been deasserted at least once since it took the last one, or when INTA# is still asserted
+:data:`END_OF_INTERRUPT_CLOCKS` after the handler's last write completed (as a
+level-sensitive interrupt controller delivers a line still asserted at the end of the
+interrupt: the device raised a new interrupt before the acknowledge took effect).
 
 The writes go through the initiator's priority command port
 (:attr:`BehaviouralInitiator.prio`), so they never wait behind queued Python commands.
@@ -27,10 +30,15 @@ from pcispy.sim.control import (ControlRegisters, ControlSignature, ControlField
                                 register_reads, register_writes)
 
 __all__ = ["InterruptResponder", "IrqReg", "REGISTERS", "IRQ_CONTROL", "LOG_ENTRY", "CHECKPOINTS",
+           "END_OF_INTERRUPT_CLOCKS",
            "UniformDraw", "uniform_draws", "InterruptResponderDriver"]
 
 #: Most checkpoint writes per interrupt.
 CHECKPOINTS = 4
+
+#: Clocks after the handler's last write at which a still-asserted INTA# is a new
+#: interrupt: longer than a device takes to act on a posted acknowledge write.
+END_OF_INTERRUPT_CLOCKS = 32
 
 _LOG_DEPTH = 16
 
@@ -378,7 +386,8 @@ class InterruptResponder(wiring.Component):
                 m.d.comb += [log_w.addr.eq(logged[:4]), log_w.data.eq(entry), log_w.en.eq(1)]
                 m.d.sync += [logged.eq(logged + 1), state.eq(_State.REARM)]
             with m.Case(_State.REARM):
-                with m.If(dropped | ~self.inta):
+                still_asserted = (now - entry.t_ckpt)[:32] >= END_OF_INTERRUPT_CLOCKS
+                with m.If(dropped | ~self.inta | still_asserted):
                     m.d.sync += state.eq(_State.ARMED)
 
         # Asleep (armed, nothing to take), every register holds: ``dropped`` is set once

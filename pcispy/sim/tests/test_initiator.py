@@ -11,7 +11,8 @@ from pcispy.pci.bus import Command, parity
 from pcispy.sim.bfm.firmware import COMMAND_ENABLES, enumerate_bus
 from pcispy.sim.bfm.initiator_control import (CONFIG, INJECT, STATUS_BUF_REFUSED,
                                               STATUS_CONFIG_REFUSED, Outcome, Reg, unpack)
-from pcispy.sim.bfm.irq_responder import InterruptResponderDriver, IrqReg
+from pcispy.sim.bfm.irq_responder import (END_OF_INTERRUPT_CLOCKS, InterruptResponderDriver,
+                                          IrqReg)
 from pcispy.sim.control import PysimControl
 from pcispy.sim.tests._initiator_bench import (ConfigFunction, TargetScript, driver_problems,
                                                enables, run_bench, waves)
@@ -1011,6 +1012,30 @@ def test_interrupt_responder_uniform_delays(seed):
     assert len(set(delays)) > 1, f"seed {seed:#x}: {delays}"
     assert all(e["t_ack"] - e["t_irq"] == e["delay"] + 7 for e in entries), f"seed {seed:#x}"
     assert [e["delay"] for e in run()] == delays, f"seed {seed:#x}: not reproducible"
+
+
+def test_interrupt_responder_takes_a_level_that_stays_asserted_again():
+    # INTA# never deasserts (the device raised a new interrupt in the clock the acknowledge
+    # took effect): a level-sensitive host delivers it again at the end of the interrupt,
+    # END_OF_INTERRUPT_CLOCKS after the handler's last write; it is not lost.
+    box = {}
+
+    async def bench(ctx, drv, target, h):
+        irq = InterruptResponderDriver(PysimControl(ctx, h.responder.ctl))
+        await irq.configure(ack_addr=0x500, ack_value=0x1, delay=10)
+        ctx.set(h.inta, 1)
+        while sum(1 for w in target.writes if w[0] == 0x500 >> 2) < 2:
+            await ctx.tick()
+        ctx.set(h.inta, 0)
+        await ctx.tick().repeat(5)
+        box["entries"] = await irq.entries()
+
+    target = run_bench(bench, TargetScript(), responder=True)
+    _clean(target)
+    first, second = box["entries"]
+    assert first["t_ack"] - first["t_irq"] == second["t_ack"] - second["t_irq"] == 17
+    # The last write done in clock t_ckpt; LOG, REARM until the end of interrupt, ARMED.
+    assert second["t_irq"] - first["t_ckpt"] == END_OF_INTERRUPT_CLOCKS + 1
 
 
 def test_interrupt_responder_refuses_bad_settings():
