@@ -12,7 +12,7 @@ rules and what its description says:
   assigned address aligned to it;
 - ``config_readback``: the Command register keeps Memory Space Enable (when the core has
   a memory BAR) as enumeration wrote it, and the header type is 0;
-- ``devsel_timing``: the Outcome register's DEVSEL timing is fast, medium or slow (not 11);
+- ``devsel_timing``: the Status register's DEVSEL timing is fast, medium or slow (not 11);
 - ``absent_functions``: with Header Type bit 7 clear (single function), functions 1..7
   either do not answer or answer as copies of function 0 (a warning: a single-function
   device may ignore the function number, AD[10:8]); a function that answers with another
@@ -32,7 +32,7 @@ rules and what its description says:
   it data with bad parity (a configuration write of its Interrupt Line and a write into
   a RAM BAR) and an address with bad parity; the core must report them as its Command
   register asks (the checker's ``perr_not_reported``/``serr_not_reported``) and set
-  Detected Parity Error (and Signaled System Error with SERR# Enable) in its Outcome;
+  Detected Parity Error (and Signaled System Error with SERR# Enable) in its Status;
 - ``master``: with the description's master hook, the core masters (its routine or its
   register sequence starts it) against a seeded pattern in a host-memory buffer; the row
   says what its transactions did there: bytes written inside and outside the buffer, how
@@ -108,13 +108,13 @@ LOG_DEPTH = RESOLVER_LOG_DEPTH
 #: clocks after the start, then one every ~32000); it ends after the first tick it sees.
 LOAD_CLOCKS = 40_000
 
-# Command and Outcome bits (PCI LB 3.0 §6.2.2, §6.2.3).
+# Command and Status bits (PCI LB 3.0 §6.2.2, §6.2.3).
 _MEMORY_SPACE = 1 << 1
 _PARITY_RESPONSE = 1 << 6
 _SERR_ENABLE = 1 << 8
 _SIGNALED_SERR = 1 << 14
 _DETECTED_PARITY = 1 << 15
-_STATUS_ERRORS = 0xF900        # Outcome bits 15..11 and 8: write 1 to clear
+_STATUS_ERRORS = 0xF900        # Status bits 15..11 and 8: write 1 to clear
 _HEADER_WORDS = 16             # DWORDs of the type 0 header
 _PROBE_PATTERN = 0xA55A_5AA5   # XORed into a probed word (every bit changes)
 
@@ -170,7 +170,7 @@ async def _config_readback(system, state):
 async def _devsel_timing(system, state):
     status = (await _config(system, 0x04) or 0) >> 16
     timing = status >> 9 & 3
-    assert timing != 3, f"Outcome {status:#06x}: DEVSEL timing 11 is reserved"
+    assert timing != 3, f"Status {status:#06x}: DEVSEL timing 11 is reserved"
     return ("fast", "medium", "slow")[timing]
 
 
@@ -363,13 +363,13 @@ async def _parity_reporting(system, state):
     status = (await _config(system, 0x04) or 0) >> 16
     await host.config_write(slot, 0x04, command | _STATUS_ERRORS << 16)
     assert status & _DETECTED_PARITY, \
-        f"Outcome {status:#06x}: Detected Parity Error not set after parity errors"
+        f"Status {status:#06x}: Detected Parity Error not set after parity errors"
     if command & _SERR_ENABLE:
-        assert status & _SIGNALED_SERR, (f"Outcome {status:#06x}: Signaled System Error not "
+        assert status & _SIGNALED_SERR, (f"Status {status:#06x}: Signaled System Error not "
                                          "set after an address parity error (SERR# Enable on)")
     targets = "its Interrupt Line" + (f" and BAR{ram[0].index}" if ram else "")
     return f"data parity errors into {targets} and an address parity error reported " \
-           f"(Outcome {status:#06x})"
+           f"(Status {status:#06x})"
 
 
 @contextlib.asynccontextmanager

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """cocotb benches of the board as a PCI target in the simulated system.
 
-The host bridge enumerates the board, sizes its BARs, exercises Command/Outcome and partial
+The host bridge enumerates the board, sizes its BARs, exercises Command/Status and partial
 writes, then drives the exerciser window under every programmed response and checks each
 knob against what the host bridge saw on the bus (its result counters: clocks, first-data
 latency, transactions, retries, disconnects) and against the protocol checker. Expected
@@ -103,7 +103,7 @@ def _words(data):
 # ---------------------------------------------------------------------------------------
 @cocotb.test()
 async def enumeration_and_config(dut):
-    """Every BAR sized as the board declares it; Command bits; Outcome write-1-to-clear;
+    """Every BAR sized as the board declares it; Command bits; Status write-1-to-clear;
     byte-enable-correct partial writes to config space and to the exerciser window."""
     bench = await Bench.start(dut)
     host, width = bench.host, bench.width
@@ -143,14 +143,14 @@ async def enumeration_and_config(dut):
     await host.config_write(BOARD_SLOT, _CFG_COMMAND, saved, be=0b1100)
     assert (await host.config_read(BOARD_SLOT, _CFG_COMMAND)).value & 0xFFFF == saved
 
-    # Outcome: signal a target abort (set by the board), then clear it with a 1; writing 0s
+    # Status: signal a target abort (set by the board), then clear it with a 1; writing 0s
     # or to the read-only bits changes nothing.
     await bench.program(abort=(0, 3))
     result = await bench.write(0, [1])
     assert result.status == Outcome.TARGET_ABORT, result
     status = await bench.config_status()
     assert status >> STATUS_BITS["signaled_target_abort"] & 1, hex(status)
-    await host.config_write(BOARD_SLOT, _CFG_COMMAND, saved)          # Outcome bits 0: kept
+    await host.config_write(BOARD_SLOT, _CFG_COMMAND, saved)          # Status bits 0: kept
     assert await bench.config_status() == status
     devsel_bits = status & (3 << 9)
     assert devsel_bits == DevselSpeed.MEDIUM.value << 9, hex(status)
@@ -315,7 +315,7 @@ async def noncompliant_response(dut):
 @cocotb.test()
 async def aborts_and_parity(dut):
     """Target abort on a range and parity errors both ways: the status bits on the board
-    (configuration Outcome, target.status, counters) and on the host bridge (its result)."""
+    (configuration Status, target.status, counters) and on the host bridge (its result)."""
     bench = await Bench.start(dut)
     host = bench.host
     await host.configure(perr_enable=True)
@@ -440,7 +440,7 @@ async def _pio_integrity(bench):
 @cocotb.test()
 async def slow_decode(dut):
     """The board built with slow decode (the bitstreams' default), in a system built so:
-    Outcome and id.config say slow, the target feature's reset restores slow and medium is
+    Status and id.config say slow, the target feature's reset restores slow and medium is
     refused; every first TRDY# at slow speed comes a clock after medium decode's, at
     subtractive speed on the same clock; PIO integrity on every host profile; the bus
     stays clean."""

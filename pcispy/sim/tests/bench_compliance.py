@@ -86,7 +86,7 @@ DMA_COMMANDS = ("MW", "MWI", "MR", "MRL", "MRM")
 #: Clocks one replay's traffic may take before the seed fails as hung (a seed needs a few
 #: tens of thousands).
 TRAFFIC_TIMEOUT_CLOCKS = 400_000
-#: Configuration DWORDs: Command/Outcome, and Cache Line Size/Latency Timer.
+#: Configuration DWORDs: Command/Status, and Cache Line Size/Latency Timer.
 CFG_COMMAND, CFG_LINE = 0x04, 0x0C
 #: Bus time a DMA run may take before it is stopped (far above what a seed needs).
 DMA_TIMEOUT_S = 0.004
@@ -242,7 +242,7 @@ class Run:
         # Command, Cache Line Size and Latency Timer as firmware left them (the DMA
         # feature sets bus master, MWI enable and a Latency Timer when they are off: both
         # replays must make the same configuration writes and read the same values).
-        # Writing ones to Outcome clears its error bits (a previous replay's target abort).
+        # Writing ones to Status clears its error bits (a previous replay's target abort).
         await self.transport.config_write(CFG_COMMAND, self.firmware_command | 0xFFFF_0000)
         await self.transport.config_write(CFG_LINE, 0)
         if first:
@@ -478,7 +478,7 @@ async def set_up(system):
                                          io=(TEST_IO, TEST_IO_SIZE))
     system.host = SharedInitiator(system.host)
     backdoor = ScratchBackdoor(system.dut, system.config.width)
-    # The Command register as enumeration left it (Outcome bits are write-1-to-clear: 0).
+    # The Command register as enumeration left it (Status bits are write-1-to-clear: 0).
     firmware_command = (await system.board_config().config_read(BOARD_SLOT, CFG_COMMAND)
                         ).value & 0xFFFF
     return bars, backdoor, firmware_command

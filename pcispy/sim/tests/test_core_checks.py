@@ -16,7 +16,7 @@ from pcispy.sim.bfm.initiator_control import Outcome
 
 pytestmark = pytest.mark.core
 
-#: Function 0's header as a core would hold it: IDs, Command/Outcome, class, header type.
+#: Function 0's header as a core would hold it: IDs, Command/Status, class, header type.
 HEADER = {0x00: 0x0003_5C15, 0x04: 0x0200_0146, 0x08: 0x0680_0001, 0x0C: 0x0000_4008}
 
 
