@@ -592,7 +592,8 @@ def test_profiles_apply():
         expected |= {"target_initial_latency_bridge"} if worst > 32 else set()
         assert set(p.breaks_rules) == expected, p.name
         assert set(p.breaks_rules) <= set(RULES_BY_NAME), p.name
-    assert [n for n, p in PROFILES.items() if not p.deterministic] == ["pentiumpro200", "rtc"]
+    assert [n for n, p in PROFILES.items() if not p.deterministic] == ["pentiumpro200", "rtc",
+                                                                     "dellpro200"]
     assert not PROFILES["ideal"].but(retry=RetryMode.RANDOM, retry_probability=10).deterministic
     assert PROFILES["ideal"].but(retry=RetryMode.EVERY, retry_count=3).deterministic
     with pytest.raises(TargetConfigError, match="read latency min > max"):
