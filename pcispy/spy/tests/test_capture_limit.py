@@ -185,7 +185,8 @@ def test_an_interrupted_capture_is_written_and_says_so(tmp_path, fabricated):
                                "-o", str(path))
     assert (status, err) == (0, "")
     assert out == (f"{path}: 1 summary records (interrupted; not triggered, 0 lost in 0 "
-                   "overruns)\n")
+                   "overruns); left out: the tool's own register accesses (--own keeps "
+                   "them)\n")
     assert len(read_trace(path).summaries) == 1
 
 
