@@ -62,7 +62,7 @@ def test_mutated_initiator_fails_with_trace(tmp_path):
     data phase: one of the rules fails (which one the solver reaches first depends on the
     netlist: the data stream, the engine's counts, FRAME# after STOP# ...), never a
     timeout, and the trace starts at reset."""
-    job = replace(job_by_name("initiator_prove"), kind="bmc", depth=8, lemmas=())
+    job = replace(job_by_name("initiator_prove"), kind="bmc", depth=10, lemmas=())
     result = run_job(job, mutation="live_trdy_registered", directory=tmp_path / "mutated")
     assert not result.passed
     assert result.failed and set(result.failed) <= set(job.names), result.line()
