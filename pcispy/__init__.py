@@ -12,7 +12,8 @@ pcispy/tests/test_rooms.py holds every import to; docs/architecture.md draws the
   gateware, so the host's board driver loads without Amaranth;
 - :mod:`pcispy.core`: pads, configuration space, target, master;
 - the capability slices' gateware, each on the core only: :mod:`pcispy.exerciser`,
-  :mod:`pcispy.dma`, :mod:`pcispy.spy`, :mod:`pcispy.irq`, :mod:`pcispy.sidechannel`;
+  :mod:`pcispy.dma`, :mod:`pcispy.spy`, :mod:`pcispy.check` (the protocol checker),
+  :mod:`pcispy.irq`, :mod:`pcispy.sidechannel`;
 - :mod:`pcispy.board`: the slices wired into one board; :mod:`pcispy.platform` on it: the
   board on an FPGA, ECP5 cells, the boards' pin-outs, the bitstream build;
 - :mod:`pcispy.host`, on the data only: board driver, transports, errors, the command

@@ -40,6 +40,7 @@ import traceback
 from pcispy.app.report_feature import ReportCommand
 from pcispy.board.identity_feature import (ConfigCommand, InfoCommand, ListCommand,
                                            PassiveCommand, RegsCommand)
+from pcispy.check.check_feature import CheckCommand
 from pcispy.dma.dma_feature import DmaCommand
 from pcispy.dma.sweep_feature import SweepCommand
 from pcispy.exerciser.pio_feature import PioCommand
@@ -53,7 +54,6 @@ from pcispy.sim.coretest_command import SimTestCommand
 from pcispy.sim.session import session_name
 from pcispy.sim.session_command import SimCommand, known_profile, session_spec
 from pcispy.spy.capture_feature import CaptureCommand
-from pcispy.spy.check_feature import CheckCommand
 from pcispy.spy.readout_feature import ReadoutCommand
 from pcispy.spy.stats_feature import StatsCommand
 from pcispy.trace.command import DecodeCommand

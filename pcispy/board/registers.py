@@ -5,15 +5,17 @@ board's own block (``id``: who the board is), with the constants its gateware re
 
 The idiom is :mod:`pcispy.csr.map`; each block lives beside its gateware: ``target``
 (:mod:`pcispy.exerciser.registers`), ``dma`` (:mod:`pcispy.dma.registers`), ``irq``
-(:mod:`pcispy.irq.registers`), ``check`` and ``spy`` (:mod:`pcispy.spy.registers`).
+(:mod:`pcispy.irq.registers`), ``check`` (:mod:`pcispy.check.registers`) and ``spy``
+(:mod:`pcispy.spy.registers`).
 """
 
+from pcispy.check.registers import CHECK
 from pcispy.csr.map import Access, Block, Field, Register, RegisterMap, reg32
 from pcispy.dma.registers import DMA
 from pcispy.exerciser.registers import TARGET
 from pcispy.irq.registers import IRQ
 from pcispy.pci.codes import DECODE_SPEEDS, DevselSpeed as _DevselSpeed
-from pcispy.spy.registers import CHECK, FORMAT_VERSION as _TRACE_FORMAT_VERSION, SPY
+from pcispy.spy.registers import FORMAT_VERSION as _TRACE_FORMAT_VERSION, SPY
 
 __all__ = ["REGISTER_MAP", "IDENTITY", "IDENTITY_MAGIC", "BAR0_SIZE", "TRACE_MEMORY",
            "CLOCK_COUNT_BITS", "DEFAULT_GATE_LOG2", "DEFAULT_VENDOR_ID", "DEFAULT_DEVICE_ID",

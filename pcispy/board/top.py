@@ -49,8 +49,8 @@ from pcispy.irq.unit import InterruptUnit
 from pcispy.pci.bus import BusState
 from pcispy.core.pads import (CORE_GATED_LINES, LIVE_LINES, PIN_GROUP, PCIPads,
                               ad_decision_groups, simulation_ports)
-from pcispy.spy.check_unit import CheckUnit
-from pcispy.spy.checker import RULES
+from pcispy.check.unit import CheckUnit
+from pcispy.check.checker import RULES
 from pcispy.spy.spy import SpyUnit
 from pcispy.spy.trigger import RecorderState, trigger_pulse_clocks
 from pcispy.spy.tracemem import SRAMPads, sram_simulation_ports

@@ -3,7 +3,7 @@
 
 Two monitors check them, and each rule says which (:attr:`Rule.seen_by`):
 
-- ``"pins"``: the protocol checker (:mod:`pcispy.spy.checker`) sees only line
+- ``"pins"``: the protocol checker (:mod:`pcispy.check.checker`) sees only line
   levels, as any bus analyzer on the connector does. It runs on the board (live, beside
   the spy) and in the simulated system. :data:`RULES` are its rules; a rule's ``id`` is its
   bit in the checker's violation vector and its counter index.

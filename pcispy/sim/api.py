@@ -43,7 +43,7 @@ from pcispy.sim.scenarios import SCENARIOS, start_scenario
 from pcispy.sim.system import (BOARD_SLOT, MASTERS, REGISTERS, SECONDARY_BUS, SECONDARY_MASTERS,
                                TEST_DEVICE_SLOT, Agent, SystemConfig, SystemReg, driver_names,
                                secondary_driver_names, slot0_is_master, slot0_name)
-from pcispy.spy.registers import LOG_DEPTH
+from pcispy.check.registers import LOG_DEPTH
 
 __all__ = ["BusClock", "CocotbControl", "SimSystem", "CLOCK_PERIOD_NS"]
 

@@ -12,7 +12,7 @@ from pcispy.host.errors import PcispyError, UsageError
 from pcispy.sim.core_description import CoreDescription, DescriptionError
 from pcispy.sim.session_command import known_profile
 from pcispy.sim.verilate import SimulationFailed
-from pcispy.spy.check_feature import EXIT_VIOLATIONS
+from pcispy.check.check_feature import EXIT_VIOLATIONS
 
 __all__ = ["SimTestCommand"]
 

@@ -28,7 +28,7 @@ from pcispy.sim.core_description import core_component
 from pcispy.sim.system import (BOARD_SLOT, IDSEL_AD_BIT, MASTERS, REGISTERS, SECONDARY_MASTERS,
                                TEST_DEVICE_SLOT, Agent, SystemConfig, SystemReg, driver_names,
                                slot0_is_master, slot0_name)
-from pcispy.spy.checker import NO_TARGET, ProtocolChecker
+from pcispy.check.checker import NO_TARGET, ProtocolChecker
 
 __all__ = ["PCISystem", "slot0_component", "RESET_FOLLOW_SOURCE"]
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from pcispy.pci.bus import Termination
 from pcispy.spy.registers import SPY_FILTERS
-from pcispy.spy.checker import RULES
+from pcispy.check.check_feature import read_checker
 from pcispy.spy.counters import (FILTER_COUNTER_WIDTHS, HISTOGRAM_BINS, CounterValues,
                                  FilterCounter)
 from pcispy.host.board import Board
@@ -38,7 +38,7 @@ from pcispy.host.errors import PcispyError, UsageError
 
 __all__ = ["stats", "since_previous", "INTERVAL_COUNTERS", "read_snapshot", "read_counters",
            "read_filter_counter", "read_filter_counters",
-           "read_histograms", "read_checker", "histogram_edges", "comparator_hits",
+           "read_histograms", "histogram_edges", "comparator_hits",
            "filter_counters_from_summaries", "format_stats",
            "StatsCommand", "HISTOGRAMS", "FILTER_COUNTERS"]
 
@@ -197,21 +197,6 @@ async def read_histograms(board):
             bins.append(await board.read("spy.hist_data"))
         histograms[name] = bins
     return histograms
-
-
-async def read_checker(board):
-    """``{"any", "first_rule", "first_cycle", "violations": {rule name: count}}``."""
-    status = await board.fields("check.status")
-    flags = await board.read("check.flags_lo") | await board.read("check.flags_hi") << 32
-    violations = {}
-    for rule in RULES:
-        if flags >> rule.id & 1:
-            await board.write("check.count_index", index=rule.id)
-            violations[rule.name] = await board.read("check.count")
-    first = RULES[status["first_rule"]].name if status["any"] else None
-    return {"any": bool(status["any"]), "first_rule": first,
-            "first_cycle": await board.read("check.first_cycle") if status["any"] else None,
-            "violations": violations}
 
 
 async def stats(transport, *, clear=False, samples=1, interval=0.001, histograms=True,

@@ -79,7 +79,7 @@ class Profile:
         bad_par_phase: read data phase (0-based) given a wrong PAR, or None.
         irq_ack_delay: (min, max) clocks, uniform: the interrupt responder's delay from
             INTA# to its acknowledging write.
-        breaks_rules: protocol-checker rules (names in ``pcispy/spy/checker.py``) this
+        breaks_rules: protocol-checker rules (names in ``pcispy/check/checker.py``) this
             machine breaks on purpose, as the real one did; benches expect exactly these.
         park: where the machine's arbiter parks the bus when nobody requests
             (:data:`PARK_TARGETS`): ``"last"``, the last owner, or a master's name.

@@ -19,7 +19,7 @@ from amaranth.lib import wiring
 from amaranth.sim import Simulator
 
 from pcispy.pci.bus import ACTIVE_LOW, bus_lines, parity
-from pcispy.spy.checker import RULES, ProtocolChecker
+from pcispy.check.checker import RULES, ProtocolChecker
 from pcispy.sim.bfm.initiator import BehaviouralInitiator
 from pcispy.sim.bfm.initiator_driver import InitiatorDriver
 from pcispy.sim.bfm.irq_responder import InterruptResponder

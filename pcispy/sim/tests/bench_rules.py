@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """cocotb benches that break every protocol-checker rule on purpose, one rule per bench.
 
-:data:`PROVOKE` maps each rule name of :data:`pcispy.spy.checker.RULES` to an
+:data:`PROVOKE` maps each rule name of :data:`pcispy.check.checker.RULES` to an
 ``async provoke(system)`` that breaks exactly that rule through the bus models: one
 error-injection knob of the test device (its initiator or its target) or of the arbiter,
 or a raw command that is itself the violation (a reserved command code, REQ64# on an I/O
@@ -24,7 +24,7 @@ import cocotb
 from cocotb.triggers import ClockCycles, FallingEdge, SimTimeoutError, with_timeout
 
 from pcispy.pci.bus import Command
-from pcispy.spy.checker import RULES
+from pcispy.check.checker import RULES
 from pcispy.sim.api import SimSystem
 from pcispy.sim.bfm.profiles import DisconnectMode, RetryMode
 from pcispy.sim.bfm.target_control import Knob

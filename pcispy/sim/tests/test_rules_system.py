@@ -20,7 +20,7 @@ import os
 import pytest
 
 from pcispy.pci.rules import DRIVER_RULES
-from pcispy.spy.checker import RULES
+from pcispy.check.checker import RULES
 from pcispy.sim.launcher import run_bench
 from pcispy.sim.system import SystemConfig
 from pcispy.sim.verilate import SimulationFailed

@@ -18,7 +18,7 @@ from amaranth.sim import Simulator
 from pcispy.pci.bus import Command, DevselSpeed, parity
 from amaranth import Module
 
-from pcispy.spy.checker import ProtocolChecker, RULES, RULES_BY_NAME
+from pcispy.check.checker import ProtocolChecker, RULES, RULES_BY_NAME
 from pcispy.sim.control import PysimControl
 from pcispy.sim.bfm.profiles import DisconnectMode, RetryMode, PROFILES, RTC
 from pcispy.sim.bfm.target import BehaviouralTarget
@@ -602,7 +602,7 @@ def test_profiles_apply():
 
 # --- error-injection knobs: each one's waveform ---------------------------------------------
 
-#: The checker rule each knob breaks (pcispy/spy/checker.py), and nothing else.
+#: The checker rule each knob breaks (pcispy/check/checker.py), and nothing else.
 KNOB_RULES = {
     Knob.TRDY_WITHOUT_DEVSEL: "trdy_without_devsel",
     Knob.STOP_WITHOUT_CLAIM: "stop_without_claim",

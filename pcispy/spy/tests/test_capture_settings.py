@@ -5,7 +5,7 @@ any board is touched."""
 
 import pytest
 
-from pcispy.spy.checker import RULES
+from pcispy.check.checker import RULES
 from pcispy.spy.filters import IO_COMMANDS
 from pcispy.spy.format import TriggerSource
 from pcispy.host.errors import UsageError

@@ -227,7 +227,7 @@ def test_lost_records_and_events_are_json_fields(tmp_path):
 
 
 def test_trigger_and_violations_of_a_summary_trace():
-    from pcispy.spy.checker import RULES
+    from pcispy.check.checker import RULES
     summary = pack_records(SummaryRecord(), {"timestamp": [100, 140], "command": IOW,
                                              "address": 0x70})
     trigger = pack_records(TriggerEvent(), {"timestamp": 100, "source": 1}, size_bits=256)
@@ -254,7 +254,7 @@ def test_trigger_and_violations_of_a_summary_trace():
 
 
 def test_raw_trigger_and_violation_marks_are_events():
-    from pcispy.spy.checker import RULES
+    from pcispy.check.checker import RULES
     clocks = [dict(c) for c in RTC_CLOCKS]
     clocks[0]["trigger"] = 1
     clocks[4].update(violation=1, rule=RULES[5].id, many_rules=1)

@@ -35,7 +35,7 @@ from pcispy.core.live import cells_for
 from pcispy.core.logic import bottom_bit
 from pcispy.pci.bus import BusState, Command
 from pcispy.pci.rules import LATENCY_RULES, RULES, RULES_BY_NAME, Rule
-from pcispy.spy.registers import COUNT_WIDTH, LOG_DEPTH, NO_MASTER
+from pcispy.check.registers import COUNT_WIDTH, LOG_DEPTH, NO_MASTER
 
 __all__ = ["Rule", "RULES", "RULES_BY_NAME", "LATENCY_RULES", "COUNT_WIDTH", "LOG_DEPTH",
            "NO_MASTER", "NO_TARGET", "IDSEL_BITS", "ProtocolChecker"]

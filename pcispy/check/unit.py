@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The protocol checker as the board wires it: :class:`~.checker.ProtocolChecker` behind its
-``check`` register block (pcispy/spy/registers.py).
+``check`` register block (pcispy/check/registers.py).
 
 The checker itself takes plain ports, so that the simulated system can run it with its own
 controls; :class:`CheckUnit` is the board's: the checker's settings, flags, counters and log
@@ -11,11 +11,11 @@ from amaranth.hdl import Cat, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from pcispy.check.checker import ProtocolChecker
+from pcispy.check.registers import CHECK
 from pcispy.csr.bank import BlockSignature
 from pcispy.pci.bus import BusState
 from pcispy.pci.rules import RULES
-from pcispy.spy.checker import ProtocolChecker
-from pcispy.spy.registers import CHECK
 
 __all__ = ["CheckUnit"]
 

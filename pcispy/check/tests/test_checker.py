@@ -33,8 +33,8 @@ from amaranth.sim import Simulator
 
 from pcispy.pci.bus import Command, parity
 from pcispy.board.registers import REGISTER_MAP
-from pcispy.spy.checker import (COUNT_WIDTH, LATENCY_RULES, LOG_DEPTH, NO_MASTER, NO_TARGET,
-                                RULES, RULES_BY_NAME, ProtocolChecker)
+from pcispy.check.checker import (COUNT_WIDTH, LATENCY_RULES, LOG_DEPTH, NO_MASTER, NO_TARGET,
+                                  RULES, RULES_BY_NAME, ProtocolChecker)
 
 pytestmark = pytest.mark.bfm
 

@@ -12,9 +12,9 @@ import pytest
 
 from pcispy.pci.rules import ALL_RULES, DRIVER_RULES
 from pcispy.board.registers import REGISTER_MAP
-from pcispy.spy.checker import LOG_DEPTH, NO_MASTER, RULES
-from pcispy.spy import check_feature as check_feature
-from pcispy.spy.check_feature import EXIT_VIOLATIONS, check, format_check
+from pcispy.check.checker import LOG_DEPTH, NO_MASTER, RULES
+from pcispy.check import check_feature as check_feature
+from pcispy.check.check_feature import EXIT_VIOLATIONS, check, format_check
 from pcispy.sim.bfm.profiles import RTC
 
 from pcispy.app.tests._cli import run_cli

@@ -1,13 +1,14 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The board's protocol checker, and the ``pcispy check`` command.
 
-The checker (pcispy/spy/checker.py) watches every clock of the bus from power-on: one
+The checker (pcispy/check/checker.py) watches every clock of the bus from power-on: one
 sticky flag and one saturating counter per rule, the rule and cycle of the first violation
 since the last clear, a log of the first clocks with a violation, and an enable mask (the
-``check`` block of pcispy/spy/registers.py). :func:`check` reads all of it: which rules
-fired and how often, the first violation, the log, which rules are disabled. ``clear`` clears the
-flags, counters and log after reading;
-``duration`` clears them first and lets that much bus time pass before reading, to watch
+``check`` block of pcispy/check/registers.py). :func:`check` reads all of it: which rules
+fired and how often, the first violation, the log, which rules are disabled
+(:func:`read_checker` the flags, counts and first violation alone, as ``pcispy stats``
+shows them). ``clear`` clears the flags, counters and log after reading; ``duration``
+clears them first and lets that much bus time pass before reading, to watch
 the bus for a while (in simulation the only way to see traffic: each run is a new system).
 
 ``pcispy check`` prints the report (``--json``: the dict) and says with its exit status
@@ -18,16 +19,15 @@ pins (on the board and in the simulated system), and those only the simulated sy
 bus resolver sees, because they need to know who drives a line.
 """
 
-from pcispy.pci.rules import ALL_RULES, CULPRITS
+from pcispy.pci.rules import ALL_RULES, CULPRITS, RULES
 from pcispy.board.registers import REGISTER_MAP
-from pcispy.spy.checker import LOG_DEPTH, NO_MASTER, RULES
+from pcispy.check.registers import LOG_DEPTH, NO_MASTER
 from pcispy.host.board import Board
 from pcispy.host.command import CliCommand, positive_seconds, run_feature
 from pcispy.host.errors import TransportError, UsageError
-from pcispy.spy.stats_feature import read_checker
 
-__all__ = ["check", "read_log", "format_check", "format_rules", "list_rules", "CheckCommand",
-           "EXIT_VIOLATIONS"]
+__all__ = ["check", "read_checker", "read_log", "format_check", "format_rules", "list_rules",
+           "CheckCommand", "EXIT_VIOLATIONS"]
 
 #: ``pcispy check``'s exit status when some enabled rule was broken (0: clean; 1 and 2 are
 #: a bug and an error, as for every command).
@@ -40,6 +40,21 @@ async def _enable_mask(board):
     low = (await board.fields("check.enable_lo"))["enable"]
     high = (await board.fields("check.enable_hi"))["enable"]
     return high << 32 | low
+
+
+async def read_checker(board):
+    """``{"any", "first_rule", "first_cycle", "violations": {rule name: count}}``."""
+    status = await board.fields("check.status")
+    flags = await board.read("check.flags_lo") | await board.read("check.flags_hi") << 32
+    violations = {}
+    for rule in RULES:
+        if flags >> rule.id & 1:
+            await board.write("check.count_index", index=rule.id)
+            violations[rule.name] = await board.read("check.count")
+    first = RULES[status["first_rule"]].name if status["any"] else None
+    return {"any": bool(status["any"]), "first_rule": first,
+            "first_cycle": await board.read("check.first_cycle") if status["any"] else None,
+            "violations": violations}
 
 
 async def read_log(board):
