@@ -97,10 +97,9 @@ MAX_LINES = 800
 #: ceiling: such a module may shrink but not grow, and its entry goes when it is split
 #: (an entry for a module within :data:`MAX_LINES`, or gone, is itself a problem, so the
 #: list only shrinks). The bus-to-bus bridge model holds its gateware, its Python driver
-#: and its profiles together; the trace file holds the reader and the writer of one format.
+#: and its profiles together.
 LONG_MODULES = {
     "pcispy.sim.bfm.bridge": 1095,
-    "pcispy.trace.file": 876,
 }
 
 

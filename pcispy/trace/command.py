@@ -74,7 +74,7 @@ class DecodeCommand(CliCommand):
 
 
 def _left_out(trace):
-    """What reading a damaged trace left out (:attr:`~pcispy.trace.file.Trace.skipped`),
+    """What reading a damaged trace left out (:attr:`~pcispy.trace.records.Trace.skipped`),
     in one sentence."""
     skipped = trace.skipped
     parts = []

@@ -52,8 +52,8 @@ from pcispy.pci.bus import Command, DevselSpeed, Termination, bus_lines
 from pcispy.spy.format import (
     RawRecord, RecordKind, SummaryRecord, CaptureMode,
 )
-from pcispy.trace.file import (pack_records, parse_trace, record_dtype,
-                                  trace_bytes, write_trace)
+from pcispy.trace.file import parse_trace, trace_bytes, write_trace
+from pcispy.trace.records import pack_records, record_dtype
 
 __all__ = ["SUMMARY_DTYPE", "summarise", "iter_summaries", "summarise_raw", "is_select_capture",
            "after_lost_records", "lost_marks", "segment_marks", "raw_records", "synthetic_trace",
@@ -282,7 +282,7 @@ def _master(gnt, lead, known, masters):
 
 
 def summarise(trace, latency_timer=None, chunk_records=None):
-    """The transaction summaries of ``trace`` (:class:`~pcispy.trace.file.Trace`): a summary
+    """The transaction summaries of ``trace`` (:class:`~pcispy.trace.records.Trace`): a summary
     capture's own records, or the software decode of a raw capture. ``latency_timer``
     defaults to the trace metadata's; ``chunk_records`` as for :func:`iter_summaries`."""
     parts = list(iter_summaries(trace, latency_timer, chunk_records))
@@ -291,8 +291,8 @@ def summarise(trace, latency_timer=None, chunk_records=None):
 
 def iter_summaries(trace, latency_timer=None, chunk_records=None):
     """:func:`summarise` a run of ``chunk_records`` records of ``trace`` at a time
-    (:meth:`~pcispy.trace.file.Trace.chunks`; default
-    :data:`~pcispy.trace.file.CHUNK_RECORDS`): yields :data:`SUMMARY_DTYPE` arrays
+    (:meth:`~pcispy.trace.records.Trace.chunks`; default
+    :data:`~pcispy.trace.records.CHUNK_RECORDS`): yields :data:`SUMMARY_DTYPE` arrays
     whose concatenation is the summaries of the whole trace, whatever ``chunk_records``.
 
     A raw trace is decoded across the runs: the records of a transaction still going at the
@@ -381,7 +381,7 @@ def lost_marks(trace, before, kind=RecordKind.RAW):
 
 def segment_marks(trace, before, kind=RecordKind.RAW):
     """``(n,) bool`` over the records of ``kind`` of ``trace`` (a run of
-    :meth:`~pcispy.trace.file.Trace.chunks`, or a whole trace): the record is the first
+    :meth:`~pcispy.trace.records.Trace.chunks`, or a whole trace): the record is the first
     of its kind in its segment (metadata ``segments``), so the clocks before it are not in
     the trace. ``before``: the segment of the last record of ``kind`` of the runs before
     (None: none). Returns the marks and the segment of the run's last record of ``kind``
@@ -510,7 +510,7 @@ def _synthetic_clocks(rng, width=32, masters=1):
 
 
 def synthetic_trace(cycles, seed=1, width=32, distinct=64):
-    """A raw :class:`~pcispy.trace.file.Trace` of at least ``cycles`` clocks: ``distinct``
+    """A raw :class:`~pcispy.trace.records.Trace` of at least ``cycles`` clocks: ``distinct``
     random transactions (each with idle clocks after it) repeated as a whole; returns
     ``(trace, number of transactions)``."""
     rng = np.random.default_rng(seed)
@@ -544,7 +544,7 @@ def measure_decode_speed(cycles=2_000_000, seed=1, runs=3):
 
 
 def synthetic_summary_trace(count, seed=1, distinct=4096):
-    """A summary :class:`~pcispy.trace.file.Trace` of ``count`` summaries: the software
+    """A summary :class:`~pcispy.trace.records.Trace` of ``count`` summaries: the software
     decode of :func:`synthetic_trace`'s transactions, repeated, timestamps running on."""
     trace, _ = synthetic_trace(distinct * 8, seed)
     one = summarise(trace)[:distinct]

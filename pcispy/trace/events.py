@@ -9,7 +9,7 @@ import numpy as np
 from pcispy.pci.bus import Termination
 from pcispy.pci.rules import RULES
 from pcispy.spy.format import RecordKind, TriggerSource
-from pcispy.trace.file import Trace
+from pcispy.trace.records import Trace
 
 __all__ = ["trace_events", "losses", "loss_line", "note_lines", "segment_starts",
            "segment_numbers", "segment_lines", "without_devsel"]

@@ -398,7 +398,7 @@ def _warn_on_stderr(line):
 
 
 def export(trace, fmt, out, latency_timer=None, warn=_warn_on_stderr):
-    """Write ``trace`` (:class:`~pcispy.trace.file.Trace`) to the text stream ``out`` in
+    """Write ``trace`` (:class:`~pcispy.trace.records.Trace`) to the text stream ``out`` in
     ``fmt`` (one of :data:`FORMATS`): its summaries (a raw trace is decoded in software), or
     for ``vcd`` its raw bus cycles. A format of :data:`BINARY_FORMATS` takes a binary stream
     or a text stream's byte buffer (see :func:`_byte_stream`). Records lost go under the

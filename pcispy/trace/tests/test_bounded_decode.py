@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import pcispy.trace.file as tracefile
+import pcispy.trace.records as tracerecords
 from pcispy.trace.decode import _synthetic_clocks, iter_summaries, raw_records, summarise
 from pcispy.trace.export import FORMATS, export
 from pcispy.spy.format import OverrunEvent, RecordKind, SummaryRecord, WrapEvent
@@ -67,7 +68,7 @@ def _summary_trace(seed):
 
 def _exports(trace, chunk, monkeypatch):
     """Every export of ``trace`` (bytes) with runs of ``chunk`` records."""
-    monkeypatch.setattr(tracefile, "CHUNK_RECORDS", chunk)
+    monkeypatch.setattr(tracerecords, "CHUNK_RECORDS", chunk)
     outputs = {}
     for fmt in FORMATS:
         if fmt == "vcd" and trace.mode.name == "SUMMARY":
@@ -127,7 +128,7 @@ def test_damage_past_the_first_run_names_its_record(tmp_path, monkeypatch):
     data[index] = pack_records(SummaryRecord(), {"timestamp": 5, "termination": 7})[0]
     path = tmp_path / "bad.pcitrace"
     write_trace(path, data, trace.metadata)
-    monkeypatch.setattr(tracefile, "CHUNK_RECORDS", 64)
+    monkeypatch.setattr(tracerecords, "CHUNK_RECORDS", 64)
     with pytest.raises(tracefile.TraceFormatError,
                        match=f"record {index} \\(SUMMARY\\) has termination 7, which is no "
                              f"Termination at byte offset {trace.offset + 32 * index}"):
