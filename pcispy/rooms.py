@@ -96,11 +96,8 @@ MAX_LINES = 800
 #: The production modules still over :data:`MAX_LINES`, each with its length today as a
 #: ceiling: such a module may shrink but not grow, and its entry goes when it is split
 #: (an entry for a module within :data:`MAX_LINES`, or gone, is itself a problem, so the
-#: list only shrinks). The bus-to-bus bridge model holds its gateware, its Python driver
-#: and its profiles together.
-LONG_MODULES = {
-    "pcispy.sim.bfm.bridge": 1095,
-}
+#: list only shrinks).
+LONG_MODULES = {}
 
 
 class Import(NamedTuple):

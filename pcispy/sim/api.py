@@ -29,7 +29,7 @@ from cocotb.utils import get_sim_steps
 from pcispy.host.errors import PcispyError, TransportError
 from pcispy.pci.rules import ALL_RULES, DRIVER_RULES, DRIVERS, RULES
 from pcispy.sim.bfm.arbiter import ArbiterDriver
-from pcispy.sim.bfm.bridge import BridgeDriver, Type1Config
+from pcispy.sim.bfm.bridge_driver import BridgeDriver, Type1Config
 from pcispy.sim.bfm.firmware import enumerate_bridge, enumerate_bus
 from pcispy.sim.bfm.initiator_driver import InitiatorDriver
 from pcispy.sim.bfm.legacy import LegacyDriver

@@ -11,7 +11,7 @@ from rich.console import Console
 from pcispy.app import demo
 from pcispy.app.papers import dart, enblom, nikhef
 from pcispy.app.report import SIZES, paper
-from pcispy.sim.bfm.bridge import BRIDGE_PROFILES
+from pcispy.sim.bfm.bridge_control import BRIDGE_PROFILES
 from pcispy.sim.launcher import machine_config, run_feature
 
 pytestmark = pytest.mark.host

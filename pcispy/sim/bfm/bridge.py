@@ -44,179 +44,30 @@ The INTx lines are not bridged by the protocol: the bridge passes INTA# from the
 secondary to the primary bus as the backplane routes it. PERR#, SERR# and LOCK# are not
 modelled (the bridge checks no parity and never locks).
 
-What the bridge does is set through its control port (:data:`REGISTERS`), by profile
-(:class:`BridgeProfile`, :data:`BRIDGE_PROFILES`): decode speeds, the posting threshold
-and burst limit, the clocks a request, a posted word and a completion take to cross
-(the 21554's sides run on their own clocks and cross through synchronisers), the retry
-back-off, the prefetch length and the discard timer. :class:`BridgeDriver` is the
-Python side.
+What the bridge does is set through its control port
+(:data:`~pcispy.sim.bfm.bridge_control.REGISTERS`), by profile
+(:class:`~pcispy.sim.bfm.bridge_control.BridgeProfile`, ``BRIDGE_PROFILES``): decode
+speeds, the posting threshold and burst limit, the clocks a request, a posted word and a
+completion take to cross (the 21554's sides run on their own clocks and cross through
+synchronisers), the retry back-off, the prefetch length and the discard timer.
+pcispy/sim/bfm/bridge_control.py declares them, pcispy/sim/bfm/bridge_config.py holds the
+Type 1 header, and :class:`~pcispy.sim.bfm.bridge_driver.BridgeDriver` is the Python side.
 """
-
-from dataclasses import dataclass, replace
 
 from amaranth import Cat, Const, Module, Mux, Signal
 from amaranth.lib import enum, wiring
 from amaranth.lib.wiring import Out
 
-from pcispy.board.registers import DEFAULT_VENDOR_ID
 from pcispy.pci.bus import Command, DevselSpeed, PCIBusSignature
+from pcispy.sim.bfm.bridge_config import BridgeConfigSpace
+from pcispy.sim.bfm.bridge_control import (DIRECTIONS, ID_VALUE, REGISTERS, STATS, TRANSPARENT,
+                                           TUNING, BridgeReg)
 from pcispy.sim.bfm.bridge_queues import (COUNT_BITS, READ_WORDS, DelayedState, DelayedStatus,
                                           DelayedTransaction, PostedWriteBuffer)
 from pcispy.sim.bfm.nets import net
-from pcispy.sim.bfm.profiles import named
-from pcispy.sim.control import (ControlRegisters, ControlSignature, ControlField, ControlRegister,
-                                register_reads, written)
+from pcispy.sim.control import ControlSignature, register_reads, written
 
-__all__ = ["PCIBridge", "BridgeProfile", "BRIDGE_PROFILES", "bridge_profile_by_name",
-           "BridgeDriver", "REGISTERS", "BridgeReg", "STATS", "DIRECTIONS", "ID_VALUE",
-           "BRIDGE_VENDOR_ID", "BRIDGE_DEVICE_ID", "BRIDGE_CLASS", "type1_address",
-           "Type1Config"]
-
-#: ``BridgeReg.ID``: "PCIB".
-ID_VALUE = 0x5043_4942
-#: Configuration identity of the model: pcispy's vendor ID (assigned to no company), a
-#: device ID of its own.
-BRIDGE_VENDOR_ID = DEFAULT_VENDOR_ID
-BRIDGE_DEVICE_ID = 0x0B01
-#: Class code: bridge, PCI-to-PCI, programming interface 0.
-BRIDGE_CLASS = 0x060400
-
-#: The two directions, in the order of the statistics registers.
-DIRECTIONS = ("downstream", "upstream")
-#: Statistics kept per direction, in register order.
-STATS = ("posted_words", "flushes", "requests", "completions", "retries", "discards",
-         "master_aborts", "target_aborts")
-_STATS_BASE = 0x10
-
-
-def _stat_registers():
-    registers = []
-    for d, direction in enumerate(DIRECTIONS):
-        for k, name in enumerate(STATS):
-            registers.append(ControlRegister(f"{direction.upper()}_{name.upper()}",
-                                      _STATS_BASE + len(STATS) * d + k))
-    return registers
-
-
-#: The control-port registers. Statistics count from reset (write any value to clear
-#: one); a direction's statistics: ``downstream`` (primary to secondary) and
-#: ``upstream``.
-REGISTERS = ControlRegisters("BridgeReg", [
-    ControlRegister("ID", 0x00, doc='read: ID_VALUE ("PCIB")'),
-    ControlRegister("DECODE", 0x01, (
-        ControlField("primary_devsel", 0, 2, "DEVSEL# speed on the primary bus (DevselSpeed)",
-              reset=DevselSpeed.MEDIUM.value),
-        ControlField("secondary_devsel", 2, 2, "DEVSEL# speed on the secondary bus",
-              reset=DevselSpeed.MEDIUM.value),
-    )),
-    ControlRegister("POSTING", 0x02, (
-        ControlField("post_threshold", 0, 7, "words of a posted transaction in the buffer before "
-                     "its flush starts (all of them once it has ended)", reset=1),
-        ControlField("post_max_burst", 8, 7, "most words per flush (0: no limit)"),
-        ControlField("post_delay", 16, 8, "clocks a posted word takes to reach the other side"),
-        ControlField("post_latency", 24, 5, "clocks from the address phase to the first TRDY# "
-                     "of a posted write, minus one (at least the DEVSEL# clock)"),
-    )),
-    ControlRegister("DELAYS", 0x03, (
-        ControlField("request_delay", 0, 8, "clocks a delayed request takes to reach the other "
-                     "side's master"),
-        ControlField("completion_delay", 8, 8, "clocks its completion takes to come back"),
-        ControlField("retry_backoff", 16, 8, "clocks the master half waits after being retried",
-              reset=2),
-    )),
-    ControlRegister("PREFETCH", 0x04, (
-        ControlField("prefetch_words", 0, 7, "DWORDs a Memory Read Multiple fetches (1..64)",
-              reset=8),
-    )),
-    ControlRegister("DISCARD", 0x05, (
-        ControlField("discard_clocks", 0, 16, "clocks an uncollected completion is kept",
-              reset=0x8000),
-    )),
-    ControlRegister("STATE", 0x06, (
-        ControlField("down_state", 0, 2, "DelayedState of the downstream delayed transaction"),
-        ControlField("up_state", 2, 2, "... of the upstream one"),
-        ControlField("down_posted", 8, 7, "words in the downstream posted-write buffer"),
-        ControlField("up_posted", 16, 7, "words in the upstream posted-write buffer"),
-    ), doc="read-only"),
-    ControlRegister("SECONDARY_BUS", 0x07, doc="read-only: the secondary bus number programmed"),
-] + _stat_registers())
-
-#: Control-port register indices.
-BridgeReg = REGISTERS.enum()
-
-_TUNING = ("DECODE", "POSTING", "DELAYS", "PREFETCH", "DISCARD")
-
-
-@dataclass(frozen=True)
-class BridgeProfile:
-    """What a bridge does, in the units of :data:`REGISTERS`' fields (clocks, words).
-
-    Attributes:
-        name: the profile's name.
-        primary_devsel, secondary_devsel: DEVSEL# speed on each bus.
-        post_threshold: words of a posted transaction held before its flush starts.
-        post_max_burst: most words per flush (0: no limit).
-        post_delay: clocks a posted word takes to cross.
-        post_latency: initial latency of a posted write on the bus it comes from.
-        request_delay, completion_delay: clocks a delayed request and its completion
-            take to cross.
-        retry_backoff: clocks the master half waits after a retry.
-        prefetch_words: DWORDs a Memory Read Multiple fetches.
-        discard_clocks: clocks an uncollected completion is kept.
-        doc: what the profile is shaped after.
-    """
-    name: str
-    primary_devsel: DevselSpeed = DevselSpeed.MEDIUM
-    secondary_devsel: DevselSpeed = DevselSpeed.MEDIUM
-    post_threshold: int = 1
-    post_max_burst: int = 0
-    post_delay: int = 0
-    post_latency: int = 0
-    request_delay: int = 0
-    completion_delay: int = 0
-    retry_backoff: int = 2
-    prefetch_words: int = 8
-    discard_clocks: int = 1 << 15
-    doc: str = ""
-
-    def fields(self):
-        """``{field name: value}`` of the tuning registers."""
-        return {"primary_devsel": DevselSpeed(self.primary_devsel).value,
-                "secondary_devsel": DevselSpeed(self.secondary_devsel).value,
-                "post_threshold": self.post_threshold, "post_max_burst": self.post_max_burst,
-                "post_delay": self.post_delay, "post_latency": self.post_latency,
-                "request_delay": self.request_delay,
-                "completion_delay": self.completion_delay,
-                "retry_backoff": self.retry_backoff, "prefetch_words": self.prefetch_words,
-                "discard_clocks": min(self.discard_clocks, 0xFFFF)}
-
-    def but(self, **changes):
-        return replace(self, **changes)
-
-
-#: A bridge that adds nothing but the protocol (the reset values).
-TRANSPARENT = BridgeProfile(name="transparent", doc="no crossing delay: the protocol's "
-                            "own cost of a bridge")
-
-#: The Intel 21554 of Enblom's CompactPCI pair ("Performance of a Communication Mechanism
-#: over the PCI-bus", Figures 8 and 9), with the system board's path to its memory on
-#: the far side. Figure 8: a read crossing the bridge hierarchy is retried every 5
-#: clocks (address, medium DEVSEL#, STOP#, the idle clock, the retry's back-off) for 26
-#: clocks before its data comes; the crossing delays here put the data there. Figure 9:
-#: writes are posted and flushed as soon as one word is in (threshold 1), so a burst
-#: whose flush starts while it is still arriving is split in two.
-BRIDGE_21554 = BridgeProfile(
-    name="21554", request_delay=6, completion_delay=6, post_delay=0,
-    doc="Intel 21554 non-transparent bridge on a CompactPCI backplane (Enblom)")
-
-#: Bridge profiles by name.
-BRIDGE_PROFILES = {p.name: p for p in (TRANSPARENT, BRIDGE_21554)}
-
-
-def bridge_profile_by_name(name):
-    """The bridge profile called ``name``; a ``ValueError`` naming the known ones
-    otherwise."""
-    return named(BRIDGE_PROFILES, name, "bridge profile")
+__all__ = ["PCIBridge"]
 
 
 class _TargetKind(enum.Enum, shape=3):
@@ -244,16 +95,6 @@ class _MasterState(enum.Enum, shape=3):
     DROP = 6
 
 
-#: Configuration header registers (DWORD index).
-_CFG_ID, _CFG_COMMAND, _CFG_CLASS, _CFG_LINE = 0, 1, 2, 3
-_CFG_BUSES, _CFG_IO, _CFG_MEM, _CFG_PREF, _CFG_INTERRUPT = 6, 7, 8, 9, 15
-#: Command register bits the bridge keeps: I/O, memory, bus master, parity response,
-#: SERR# enable.
-_COMMAND_BITS = 0x0147
-#: Status bits (write 1 to clear): signaled target abort, received target abort,
-#: received master abort.
-_STATUS_TA_SIGNALED, _STATUS_TA_RECEIVED, _STATUS_MA_RECEIVED = 11, 12, 13
-
 _READ_COMMANDS = ("0010", "0110", "1010", "1100", "1110")
 _ABORT_CLOCK = 5        # no DEVSEL# by clock 5: master abort
 
@@ -266,121 +107,6 @@ def _devsel_clock(m, speed, name):
             with m.Case(value.value):
                 m.d.comb += clock.eq(number)
     return clock
-
-
-class _ConfigSpace:
-    """The Type 1 header's registers and the windows they open (primary side)."""
-
-    def __init__(self, m):
-        self.m = m
-        self.command = Signal(16, name="cfg_command")
-        self.status = Signal(16, name="cfg_status")
-        self.cache_line = Signal(8, name="cfg_cache_line")
-        self.latency = Signal(8, name="cfg_latency")
-        self.primary_bus = Signal(8, name="cfg_primary_bus")
-        self.secondary_bus = Signal(8, name="cfg_secondary_bus")
-        self.subordinate_bus = Signal(8, name="cfg_subordinate_bus")
-        self.secondary_latency = Signal(8, name="cfg_secondary_latency")
-        self.io_base = Signal(4, name="cfg_io_base")            # AD[15:12]
-        self.io_limit = Signal(4, name="cfg_io_limit")
-        self.mem_base = Signal(12, name="cfg_mem_base")         # AD[31:20]
-        self.mem_limit = Signal(12, name="cfg_mem_limit")
-        self.pref_base = Signal(12, name="cfg_pref_base")
-        self.pref_limit = Signal(12, name="cfg_pref_limit")
-        self.interrupt_line = Signal(8, name="cfg_interrupt_line")
-        self.bridge_control = Signal(16, name="cfg_bridge_control")
-        # Status bits set by the halves (one clock pulses).
-        self.set_ta_signaled = Signal()
-        self.set_ta_received = Signal()
-        self.set_ma_received = Signal()
-
-    def in_mem(self, address):
-        """``address`` is inside the memory or the prefetchable window."""
-        top = address[20:32]
-        return net(self.m, ((self.mem_base <= top) & (top <= self.mem_limit))
-                   | ((self.pref_base <= top) & (top <= self.pref_limit)), "in_mem_window")
-
-    def in_io(self, address):
-        top = address[12:16]
-        return net(self.m, (address[16:32] == 0) & (self.io_base <= top)
-                   & (top <= self.io_limit), "in_io_window")
-
-    def read(self, index):
-        """The DWORD at ``index`` (combinational)."""
-        value = Signal(32, name="cfg_rdata")
-        words = {
-            _CFG_ID: Const(BRIDGE_VENDOR_ID | BRIDGE_DEVICE_ID << 16, 32),
-            _CFG_COMMAND: Cat(self.command, self.status | (DevselSpeed.MEDIUM.value << 9)),
-            _CFG_CLASS: Const(BRIDGE_CLASS << 8, 32),
-            _CFG_LINE: Cat(self.cache_line, self.latency, Const(0x01, 8), Const(0, 8)),
-            _CFG_BUSES: Cat(self.primary_bus, self.secondary_bus, self.subordinate_bus,
-                            self.secondary_latency),
-            _CFG_IO: Cat(Const(0, 4), self.io_base, Const(0, 4), self.io_limit, Const(0, 16)),
-            _CFG_MEM: Cat(Const(0, 4), self.mem_base, Const(0, 4), self.mem_limit),
-            _CFG_PREF: Cat(Const(0, 4), self.pref_base, Const(0, 4), self.pref_limit),
-            _CFG_INTERRUPT: Cat(self.interrupt_line, Const(0, 8), self.bridge_control),
-        }
-        with self.m.Switch(index):
-            for number, word in words.items():
-                with self.m.Case(number):
-                    self.m.d.comb += value.eq(word)
-        return value
-
-    def write(self, index, data, be):
-        """Logic: write ``data`` to DWORD ``index`` with C/BE# ``be`` (pin level) in this
-        clock."""
-        m = self.m
-        lane = [~be[k] for k in range(4)]
-
-        def byte(k):
-            return data[8 * k:8 * k + 8]
-
-        def update(signal, value, enable):
-            with m.If(enable):
-                m.d.sync += signal.eq(value)
-
-        with m.Switch(index):
-            with m.Case(_CFG_COMMAND):
-                command = Cat(byte(0), byte(1)) & _COMMAND_BITS
-                with m.If(lane[0] | lane[1]):
-                    m.d.sync += self.command.eq(
-                        Cat(Mux(lane[0], command[:8], self.command[:8]),
-                            Mux(lane[1], command[8:], self.command[8:])))
-                clear = Cat(byte(2), byte(3)) & Cat(Mux(lane[2], 0xFF, 0), Mux(lane[3], 0xFF, 0))
-                m.d.sync += self.status.eq(self.status & ~clear)
-            with m.Case(_CFG_LINE):
-                update(self.cache_line, byte(0), lane[0])
-                update(self.latency, byte(1), lane[1])
-            with m.Case(_CFG_BUSES):
-                update(self.primary_bus, byte(0), lane[0])
-                update(self.secondary_bus, byte(1), lane[1])
-                update(self.subordinate_bus, byte(2), lane[2])
-                update(self.secondary_latency, byte(3), lane[3])
-            with m.Case(_CFG_IO):
-                update(self.io_base, byte(0)[4:], lane[0])
-                update(self.io_limit, byte(1)[4:], lane[1])
-            with m.Case(_CFG_MEM):
-                update(self.mem_base[:4], byte(0)[4:], lane[0])
-                update(self.mem_base[4:], byte(1), lane[1])
-                update(self.mem_limit[:4], byte(2)[4:], lane[2])
-                update(self.mem_limit[4:], byte(3), lane[3])
-            with m.Case(_CFG_PREF):
-                update(self.pref_base[:4], byte(0)[4:], lane[0])
-                update(self.pref_base[4:], byte(1), lane[1])
-                update(self.pref_limit[:4], byte(2)[4:], lane[2])
-                update(self.pref_limit[4:], byte(3), lane[3])
-            with m.Case(_CFG_INTERRUPT):
-                update(self.interrupt_line, byte(0), lane[0])
-                update(self.bridge_control[:8], byte(2), lane[2])
-                update(self.bridge_control[8:], byte(3), lane[3])
-
-    def status_updates(self):
-        """The status bits the halves set (after any write, so a set wins a clear)."""
-        for bit, pulse in ((_STATUS_TA_SIGNALED, self.set_ta_signaled),
-                           (_STATUS_TA_RECEIVED, self.set_ta_received),
-                           (_STATUS_MA_RECEIVED, self.set_ma_received)):
-            with self.m.If(pulse):
-                self.m.d.sync += self.status[bit].eq(1)
 
 
 class _Outputs:
@@ -918,18 +644,18 @@ class PCIBridge(wiring.Component):
         # The tuning registers, reset to the profile.
         values = self.profile.fields()
         bank = {}
-        for name in _TUNING:
+        for name in TUNING:
             register = REGISTERS[name]
             reset = sum(values.get(f.name, f.reset) << f.lsb for f in register.fields)
             bank[name] = Signal(32, name=f"reg_{name.lower()}", init=reset)
-        knobs = {f.name: f.get(bank[name]) for name in _TUNING for f in REGISTERS[name].fields}
+        knobs = {f.name: f.get(bank[name]) for name in TUNING for f in REGISTERS[name].fields}
         with m.If(ctl.w_en):
             with m.Switch(ctl.addr):
-                for name in _TUNING:
+                for name in TUNING:
                     with m.Case(BridgeReg[name]):
                         m.d.sync += bank[name].eq(ctl.w_data)
 
-        cfg = _ConfigSpace(m)
+        cfg = BridgeConfigSpace(m)
         m.submodules.down_posted = down_posted = PostedWriteBuffer()
         m.submodules.up_posted = up_posted = PostedWriteBuffer()
         m.submodules.down_delayed = down_delayed = DelayedTransaction()
@@ -1009,87 +735,8 @@ class PCIBridge(wiring.Component):
                      state.down_posted.eq(64 - down_posted.space),
                      state.up_posted.eq(64 - up_posted.space)]
         register_reads(m, ctl, {
-            BridgeReg.ID: ID_VALUE, **{BridgeReg[name]: bank[name] for name in _TUNING},
+            BridgeReg.ID: ID_VALUE, **{BridgeReg[name]: bank[name] for name in TUNING},
             BridgeReg.STATE: state.as_value(), BridgeReg.SECONDARY_BUS: cfg.secondary_bus,
             **counters})
         m.d.comb += ctl.event.eq(0)
         return m
-
-
-def type1_address(bus, device, register, function=0):
-    """The Type 1 configuration address of ``register`` (a byte offset) of ``device``,
-    ``function`` on bus ``bus``: AD[23:16] bus, AD[15:11] device, AD[10:8] function,
-    AD[7:2] the DWORD, AD[1:0] = 01."""
-    if not (0 <= bus < 256 and 0 <= device < 32 and 0 <= function < 8
-            and 0 <= register < 256):
-        raise ValueError(f"no Type 1 address for bus {bus}, device {device}, function "
-                         f"{function}, register {register:#x}")
-    return bus << 16 | device << 11 | function << 8 | (register & 0xFC) | 1
-
-
-class Type1Config:
-    """Configuration access to the devices of one bus behind a bridge, with the methods
-    of :class:`~pcispy.sim.bfm.initiator_driver.InitiatorDriver` that enumeration uses
-    (``config_read``, ``config_write``; ``slot`` is the device number there), over the
-    host bridge's initiator driver ``driver``."""
-
-    def __init__(self, driver, bus):
-        self.driver = driver
-        self.bus = bus
-
-    async def config_read(self, slot, register, *, function=0, **fields):
-        return await self.driver.run(Command.CONFIG_READ,
-                                     type1_address(self.bus, slot, register, function), 1,
-                                     value_shift=0, value_size=4, **fields)
-
-    async def config_write(self, slot, register, value, *, function=0, be=0, **fields):
-        return await self.driver.run(Command.CONFIG_WRITE,
-                                     type1_address(self.bus, slot, register, function), 1,
-                                     imm=1, imm_data=value, be_first=be, **fields)
-
-
-class BridgeDriver:
-    """Python side of :class:`PCIBridge` over a control accessor (``read``/``write``)."""
-
-    def __init__(self, ctl):
-        self.ctl = ctl
-
-    async def apply_profile(self, profile):
-        """Set every tuning register from ``profile`` (a :class:`BridgeProfile` or a
-        name of :data:`BRIDGE_PROFILES`)."""
-        if isinstance(profile, str):
-            profile = bridge_profile_by_name(profile)
-        values = profile.fields()
-        for name in _TUNING:
-            register = REGISTERS[name]
-            await self.ctl.write(BridgeReg[name], register.pack(
-                **{f.name: values[f.name] for f in register.fields}))
-        self.profile = profile
-
-    async def set_fields(self, **values):
-        """Change some tuning fields by name, the others kept."""
-        for name in _TUNING:
-            register = REGISTERS[name]
-            mine = {k: v for k, v in values.items() if k in {f.name for f in register.fields}}
-            if mine:
-                word = await self.ctl.read(BridgeReg[name])
-                for key, value in mine.items():
-                    word = register.field(key).insert(word, value)
-                await self.ctl.write(BridgeReg[name], word)
-        unknown = set(values) - {f.name for name in _TUNING for f in REGISTERS[name].fields}
-        if unknown:
-            raise ValueError(f"no bridge fields {sorted(unknown)}")
-
-    async def stats(self):
-        """``{direction: {statistic: count}}`` since reset or the last :meth:`clear`."""
-        return {direction: {name: await self.ctl.read(
-                    BridgeReg[f"{direction.upper()}_{name.upper()}"]) for name in STATS}
-                for direction in DIRECTIONS}
-
-    async def clear(self):
-        for direction in DIRECTIONS:
-            for name in STATS:
-                await self.ctl.write(BridgeReg[f"{direction.upper()}_{name.upper()}"], 0)
-
-    async def state(self):
-        return REGISTERS["STATE"].unpack(await self.ctl.read(BridgeReg.STATE))

@@ -21,7 +21,7 @@ Timer) reads back what it keeps: :class:`Function` holds the values read back.
 
 from dataclasses import dataclass, field
 
-from pcispy.sim.bfm.bridge import Type1Config
+from pcispy.sim.bfm.bridge_driver import Type1Config
 from pcispy.sim.bfm.initiator_control import Outcome
 
 __all__ = ["Bar", "Function", "enumerate_bus", "enumerate_bridge", "MEM_BASE", "IO_BASE", "COMMAND_ENABLES",

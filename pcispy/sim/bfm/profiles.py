@@ -83,7 +83,7 @@ class Profile:
             machine breaks on purpose, as the real one did; benches expect exactly these.
         park: where the machine's arbiter parks the bus when nobody requests
             (:data:`PARK_TARGETS`): ``"last"``, the last owner, or a master's name.
-        bridge: the name of a bridge profile (pcispy/sim/bfm/bridge.py
+        bridge: the name of a bridge profile (pcispy/sim/bfm/bridge_control.py
             ``BRIDGE_PROFILES``): the machine has the board behind a PCI-to-PCI bridge of
             that kind (its simulated system is built with ``SystemConfig(bridge=True)``),
             or None.
@@ -179,7 +179,7 @@ RTC = Profile(
 
 #: Enblom's CompactPCI pair ("Performance of a Communication Mechanism over the PCI-bus",
 #: SBS CT7 boards): the board is the non-system board, behind the 21554 bridge
-#: (pcispy/sim/bfm/bridge.py ``BRIDGE_PROFILES["21554"]``); the host is the system board,
+#: (pcispy/sim/bfm/bridge_control.py ``BRIDGE_PROFILES["21554"]``); the host is the system board,
 #: whose memory answers the bridge's reads after 8 clocks (with the bridge's crossings, a
 #: read is retried 26 clocks as in Figure 8). A 32-bit bus with medium decode.
 CPCI_21554 = Profile(

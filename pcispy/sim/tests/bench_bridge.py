@@ -15,8 +15,8 @@ from pcispy.dma.patterns import Pattern, pattern_dwords
 from pcispy.host.board import Board
 from pcispy.pci.bus import Command
 from pcispy.sim.api import SimSystem
-from pcispy.sim.bfm.bridge import (BRIDGE_CLASS, BRIDGE_DEVICE_ID, BRIDGE_VENDOR_ID,
-                                   Type1Config)
+from pcispy.sim.bfm.bridge_control import BRIDGE_CLASS, BRIDGE_DEVICE_ID, BRIDGE_VENDOR_ID
+from pcispy.sim.bfm.bridge_driver import Type1Config
 from pcispy.sim.bfm.bridge_queues import POSTED_WORDS
 from pcispy.sim.bfm.initiator_control import Outcome
 from pcispy.sim.compliance import ScratchBackdoor
