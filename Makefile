@@ -16,7 +16,7 @@ export PATH := $(VERILATOR_ROOT)/bin:$(abspath $(VENV))/bin:$(PATH)
 BOARD ?= ulx3s-85f
 ARGS ?=
 
-.PHONY: venv test test-long demo bench lint bitstream timing program formal clean
+.PHONY: venv test test-heavy test-long demo bench lint bitstream timing program formal clean
 
 venv: $(STAMP)
 
@@ -31,8 +31,15 @@ $(STAMP): requirements.txt pyproject.toml
 # Two workers: the machine CI runs on has two cores.
 JOBS ?= 2
 
+# Every test but the heavy ones (marker heavy: minutes of CPU each for a configuration
+# of its own: the variant systems' Verilator models and boards' elaborations, the
+# expansion proof and the covers, the simulated report), which make test-heavy runs.
+# CI (.ci/run) runs both.
 test: venv
-	$(VPY) -m pytest -n $(JOBS) --dist worksteal $(ARGS)
+	$(VPY) -m pytest -n $(JOBS) --dist worksteal -m "not heavy" $(ARGS)
+
+test-heavy: venv
+	$(VPY) -m pytest -n $(JOBS) --dist worksteal -m heavy $(ARGS)
 
 # The randomised regressions whole (marker fuzz), where make test runs a fixed subset of
 # each: the compliance regression's forty fixed seeds a system (make test: ten), the bus

@@ -22,6 +22,7 @@ def _run(key, profile, sizes="tiny"):
                        machine_config(profile), profile=profile)
 
 
+@pytest.mark.heavy
 def test_enblom_reads_retried_writes_broken_reads_slower():
     """The board behind the 21554-shaped bridge: every single-word read is retried until
     the word comes and then moves it (Figure 8); each 16-byte write reaches the board as a

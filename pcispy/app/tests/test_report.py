@@ -22,6 +22,7 @@ def _run(*argv):
     return main(list(argv), out=out), out.getvalue()
 
 
+@pytest.mark.heavy
 @pytest.mark.runs_long
 def test_report_command_on_the_simulated_rtc_machine(tmp_path, monkeypatch):
     """One simulator run (one test, so that pytest-xdist runs it once): every figure of

@@ -20,7 +20,7 @@ def board_ports(board):
     return ports
 
 
-@pytest.mark.parametrize("width", [32, 64])
+@pytest.mark.parametrize("width", [32, pytest.param(64, marks=pytest.mark.heavy)])
 def test_board_converts_with_pin_ports(width):
     board = PCIBoard(width, scratch_verilog=True)
     text = verilog.convert(board, ports=board_ports(board), name="pcispy_board")

@@ -26,6 +26,7 @@ def test_target_in_system(width):
     run_bench(BENCH, BENCHES, SystemConfig(width=width))
 
 
+@pytest.mark.heavy
 @pytest.mark.runs_long
 def test_slow_decode_board_in_system():
     run_bench(BENCH, "slow_decode", SystemConfig(width=32, decode="slow"))

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""The formal jobs that fit make test (``ci``), and proof that a proof can fail.
+"""The formal jobs CI runs (``ci``), and proof that a proof can fail.
 
-CI runs the ``ci`` jobs of :data:`~pcispy.formal.JOBS` (today all of them):
-``target_prove``, ``target_slow_prove``, ``initiator_prove`` and ``expansion_prove``
-(k-induction), ``target_cover``, ``target_slow_cover``, ``initiator_cover`` and
-``expansion_cover``: about three minutes of CPU together on an idle machine, the
-expansion proof two of them; about one more with the three mutations.
+CI runs the ``ci`` jobs of :data:`~pcispy.formal.JOBS` (today all of them): make test
+the k-induction proofs of the target (medium and slow decode) and of the initiator, with
+a mutation each that must fail; make test-heavy the expansion proof (four minutes of one
+core), the covers (``target_cover``, ``target_slow_cover``, ``initiator_cover``,
+``expansion_cover``) and the mutation that must break the expansion proof.
 """
 
 from dataclasses import replace
@@ -18,10 +18,16 @@ from pcispy.formal.run import run_job
 pytestmark = pytest.mark.formal
 
 
-#: The CI jobs; the expansion proof (two minutes of one core) starts first (conftest.py).
-CI_JOBS = [pytest.param(job, id=job.name, marks=[pytest.mark.runs_long]
-                        if job.name == "expansion_prove" else [])
-           for job in JOBS if job.ci]
+def _marks(job):
+    """The expansion proof (minutes of one core) starts first (conftest.py); it and the
+    covers, which show the properties are not vacuous, run in make test-heavy."""
+    if job.name == "expansion_prove":
+        return [pytest.mark.runs_long, pytest.mark.heavy]
+    return [pytest.mark.heavy] if job.kind == "cover" else []
+
+
+#: The CI jobs.
+CI_JOBS = [pytest.param(job, id=job.name, marks=_marks(job)) for job in JOBS if job.ci]
 
 
 @pytest.mark.parametrize("job", CI_JOBS)
@@ -72,6 +78,7 @@ def test_mutated_initiator_fails_with_trace(tmp_path):
 
 
 @pytest.mark.runs_long
+@pytest.mark.heavy
 def test_swapped_cofactors_break_the_expansion_proof(tmp_path):
     """The expanded initiator with its STOP# cofactors swapped differs from the folded one:
     the equivalence proof fails, in its outputs or its state (the base case reaches a

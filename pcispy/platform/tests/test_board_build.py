@@ -91,6 +91,7 @@ def test_board_platform_names_its_width(board, width):
     assert len(platform.lookup("pci", 0).ios) == len(bus_lines(width)) + 2
 
 
+@pytest.mark.heavy
 @pytest.mark.runs_long
 def test_64bit_board_elaborates_with_io_cell_output_registers():
     from pcispy.platform.boards import ecp5_evn
@@ -126,7 +127,7 @@ def _lpf(passive):
 
 
 @pytest.mark.runs_long
-@pytest.mark.parametrize("passive", [False, True])
+@pytest.mark.parametrize("passive", [False, pytest.param(True, marks=pytest.mark.heavy)])
 def test_board_top_elaborates_with_the_pinout(passive):
     lpf, il = _lpf(passive)
     located = dict(re.findall(r'LOCATE COMP "(\S+)" SITE "(\w+)";', lpf))

@@ -14,7 +14,7 @@ from pcispy.platform.build import _tool
 from pcispy.platform.ecp5.floorplan import pin_tiles
 from pcispy.platform.top import BoardTop
 
-pytestmark = pytest.mark.board
+pytestmark = [pytest.mark.board, pytest.mark.heavy]
 
 #: The lines read or driven in the clock they arrive, or whose paths start or end at
 #: them (the handshake, REQ#, PAR and its error lines, C/BE#, AD); the rest are sampled

@@ -89,6 +89,7 @@ def test_frequencies_out_of_range_are_refused(args, message):
         pll_dividers(*args)
 
 
+@pytest.mark.heavy
 def test_passive_ulx3s_keeps_its_trace_in_the_sdram_on_the_pci_clock_by_default():
     """The passive build (the active one keeps block RAM) puts the spy's trace in the
     board's SDRAM, on amaranth-boards' ``sdram`` pins; no PLL unless asked: the SDRAM's
@@ -115,6 +116,7 @@ def test_sdram_clock_is_for_the_passive_ulx3s_only():
         board_platform("ecp5-evn", passive=True, sdram_clock_mhz=110)
 
 
+@pytest.mark.heavy
 def test_passive_ulx3s_with_an_sdram_clock_has_the_sdram_on_its_pll_clock():
     platform = add_pci(BOARDS["ulx3s-85f"](), passive=True, sdram_clock_mhz=SDRAM_CLOCK_MHZ)
     assert platform.pci_sdram_clock_mhz == SDRAM_CLOCK_MHZ == 110

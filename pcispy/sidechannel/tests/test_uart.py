@@ -285,6 +285,7 @@ def test_a_url_that_cannot_be_opened_is_named_once():
     assert str(error.value) == f"cannot open {url}: Connection refused"
 
 
+@pytest.mark.heavy
 def test_whole_board():
     """The real PCIBoard behind the side channel on a 5 MHz PCI clock (about 20 s in
     Amaranth's simulator): registers, configuration space, the trace window, and passive
@@ -319,6 +320,7 @@ def test_whole_board():
     assert identity["config.clock_mhz"] == 33
 
 
+@pytest.mark.heavy
 def test_passive_build_over_the_side_channel():
     """The passive build's board behind the side channel: it identifies as passive (no
     IDs: no configuration space), its trace window and spy registers answer, and every

@@ -9,7 +9,7 @@ import pytest
 from pcispy.sim.launcher import run_bench
 from pcispy.sim.system import SystemConfig
 
-pytestmark = pytest.mark.bfm
+pytestmark = [pytest.mark.bfm, pytest.mark.heavy]
 
 BENCH = "pcispy.sim.tests.bench_bridge"
 #: The two-bus system: the board behind the bridge.

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """The randomised compliance regression (benches in bench_compliance.py): every agent at
 once over fixed seeds, one simulator process per system (bus width and the board's
-decode speed). make test runs the first :data:`TEST_SEEDS` of each system's fixed seeds;
+decode speed). make test runs the first :data:`TEST_SEEDS` of each medium-decode system's
+fixed seeds, make test-heavy those of the slow-decode systems and the bridge's;
 ``PCISPY_SEEDS=N`` runs N of them instead: ``make test-long`` and make bench (its fuzz
 figures, pcispy/app/bench.py) run forty a system: every fixed seed of the four, and
 twenty more than the bridge's fixed twenty."""
@@ -38,8 +39,15 @@ def seeds(fixed):
     return [fixed[0] + i for i in range(count)]
 
 
+#: The systems whose models only make test-heavy builds: the slow decode of the
+#: bitstreams (the 32-bit one also runs bench_target's slow_decode there).
+HEAVY_SYSTEMS = {(32, "slow"), (64, "slow")}
+
+
 @pytest.mark.runs_long
-@pytest.mark.parametrize("system", list(FIXED_SEEDS), ids=lambda system: "%d-%s" % system)
+@pytest.mark.parametrize("system", [
+    pytest.param(system, marks=[pytest.mark.heavy] if system in HEAVY_SYSTEMS else [])
+    for system in FIXED_SEEDS], ids=lambda system: "%d-%s" % system)
 def test_compliance(system):
     width, decode = system
     # make bench's fuzz figures: the counts of each system, into the folder it names.
@@ -55,6 +63,7 @@ BRIDGE_SEEDS = list(range(4001, 4021))
 
 
 @pytest.mark.runs_long
+@pytest.mark.heavy
 def test_compliance_behind_the_bridge():
     run_bench(BENCH, "compliance_seeds", SystemConfig(bridge=True),
               seed_list=seeds(BRIDGE_SEEDS))

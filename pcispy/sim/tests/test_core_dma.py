@@ -25,7 +25,7 @@ import pytest
 from pcispy.sim.core_description import CoreDescription, MasterHook
 from pcispy.sim.coretest import CHECKS, assert_core_passes, format_table, run_core_checks
 
-pytestmark = pytest.mark.core
+pytestmark = [pytest.mark.core, pytest.mark.heavy]
 
 #: The DMA example core's description.
 DMA = Path(__file__).resolve().parents[3] / "examples" / "verilog_dma" / "core.json"

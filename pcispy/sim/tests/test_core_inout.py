@@ -63,6 +63,7 @@ def test_wrapper_feeds_the_bus_weakly_and_reads_the_enable_inside():
     assert "    assign PAR__oe = ~&core.par_oe_n;\n" in inout_wrapper(low)
 
 
+@pytest.mark.heavy
 @pytest.mark.runs_long
 def test_inout_example_passes_every_check():
     rows = assert_core_passes(INOUT, profile="alphastation200", seed=2)

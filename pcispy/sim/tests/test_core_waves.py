@@ -31,6 +31,7 @@ def _variables(vcd):
     return found
 
 
+@pytest.mark.heavy
 @pytest.mark.runs_long
 def test_waves_hold_the_bus_and_each_agents_enables(tmp_path):
     # The faulty example, whose waves a user would open: the model its fault test

@@ -22,7 +22,7 @@ import pytest
 from pcispy.sim.launcher import run_bench
 from pcispy.sim.system import SystemConfig
 
-pytestmark = [pytest.mark.bfm, pytest.mark.runs_long]
+pytestmark = [pytest.mark.bfm, pytest.mark.runs_long, pytest.mark.heavy]
 
 RESULT_ENV = "PCISPY_PIN_TRACE_RESULT"
 #: The compliance seeds of the workload (bench_compliance.make_plan).

@@ -12,7 +12,7 @@ import pytest
 from pcispy.sim.launcher import run_bench
 from pcispy.sim.system import SystemConfig
 
-pytestmark = pytest.mark.spy
+pytestmark = [pytest.mark.spy, pytest.mark.heavy]
 
 BENCH = "pcispy.spy.tests.bench_sdram"
 CAPTURES = "pcispy.spy.tests.bench_trigger_segments"

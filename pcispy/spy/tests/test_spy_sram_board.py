@@ -56,6 +56,7 @@ def test_sram_pads_check_their_ports():
     gc.collect()
 
 
+@pytest.mark.heavy
 def test_sram_board_converts_with_sram_pins():
     board = PCIBoard(32, trace_memory="sram", sram_addr_bits=14, scratch_verilog=True)
     ports = []

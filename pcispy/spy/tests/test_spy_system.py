@@ -28,6 +28,7 @@ def test_filter_counters_equal_summaries(seed):
     run_bench(BENCH, "filter_counters_equal_summaries", SystemConfig(width=32), seed=seed)
 
 
+@pytest.mark.heavy
 @pytest.mark.runs_long
 def test_sram_trace_memory_captures_what_block_ram_does(tmp_path):
     # The same seeded capture on the board with block RAM and on the board with a 1 MiB
