@@ -234,10 +234,11 @@ class Run:
 #: How the tests of this module build the initiator (``Initiator(expand_live=...)``): the
 #: ``expand_live`` fixture builds it with the live lines as inputs of one decision
 #: (folded, eight times faster to simulate), and tests marked :data:`BOTH_BUILDS` run
-#: again with the decision built per value of them, as the FPGA build has it. The
-#: expansion proof (pcispy/formal, ``expansion_prove`` in make test) shows the two builds
-#: are the same machine, 32- and 64-bit, whatever the inputs, so every test holds for
-#: both; the few run on both keep the proof's harness honest about the instance.
+#: again with the decision built per value of them, as the FPGA build has it (in make
+#: test-heavy, as is the proof). The expansion proof (pcispy/formal, ``expansion_prove``)
+#: shows the two builds are the same machine, 32- and 64-bit, whatever the inputs, so
+#: every test holds for both; the few run on both keep the proof's harness honest about
+#: the instance.
 _build = {"expand_live": None}
 
 
@@ -249,8 +250,9 @@ def expand_live(request):
 
 
 #: Run a test on the folded and on the expanded build.
-BOTH_BUILDS = pytest.mark.parametrize("expand_live", [False, True], ids=["folded", "expanded"],
-                                      indirect=True)
+BOTH_BUILDS = pytest.mark.parametrize(
+    "expand_live", [pytest.param(False, id="folded"),
+                    pytest.param(True, id="expanded", marks=pytest.mark.heavy)], indirect=True)
 
 
 def run(descs, target, *, width=32, gnt=lambda t: 1, clocks=200, latency_timer=255,

@@ -68,7 +68,7 @@ def test_memory_burst_write_then_read_exact_clocks():
 
 
 @pytest.mark.runs_long
-@pytest.mark.parametrize("width", [32, 64])
+@pytest.mark.parametrize("width", [32, pytest.param(64, marks=pytest.mark.heavy)])
 def test_pio_data_integrity_random_bursts(width):
     """Random bursts (1..64 phases; on the 64-bit board each burst 64- or 32-bit at random),
     written then read back in another random width: the scratch RAM is the scoreboard."""

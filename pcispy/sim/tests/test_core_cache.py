@@ -93,6 +93,7 @@ def test_build_system_finds_its_model_without_elaborating(tiny, monkeypatch):
         build_system(config)
 
 
+@pytest.mark.heavy
 def test_waves_are_a_model_of_their_own(tiny):
     # VCD: Verilator's FST writer needs the lz4 headers, which a machine may not have.
     model = tiny(waves="vcd")

@@ -51,6 +51,7 @@ def test_command_prints_a_row_per_check():
     assert command.exit_status(result) == 0
 
 
+@pytest.mark.heavy
 def test_a_fault_fails_its_checks(tmp_path):
     # The example with its deliberate fault defined: TRDY#/STOP#/DEVSEL# released while
     # asserted after every last data phase. The checks that move data say so. Recorded
