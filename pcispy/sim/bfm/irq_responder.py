@@ -386,8 +386,9 @@ class InterruptResponder(wiring.Component):
                 m.d.comb += [log_w.addr.eq(logged[:4]), log_w.data.eq(entry), log_w.en.eq(1)]
                 m.d.sync += [logged.eq(logged + 1), state.eq(_State.REARM)]
             with m.Case(_State.REARM):
-                still_asserted = (now - entry.t_ckpt)[:32] >= END_OF_INTERRUPT_CLOCKS
-                with m.If(dropped | ~self.inta | still_asserted):
+                # INTA# still asserted at the end of the interrupt is a new one.
+                end_of_interrupt = (now - entry.t_ckpt)[:32] >= END_OF_INTERRUPT_CLOCKS
+                with m.If(dropped | ~self.inta | end_of_interrupt):
                     m.d.sync += state.eq(_State.ARMED)
 
         # Asleep (armed, nothing to take), every register holds: ``dropped`` is set once
