@@ -35,6 +35,7 @@ from pcispy.pci.bus import Command, parity
 from pcispy.board.registers import REGISTER_MAP
 from pcispy.check.checker import (COUNT_WIDTH, LATENCY_RULES, LOG_DEPTH, NO_MASTER, NO_TARGET,
                                   RULES, RULES_BY_NAME, ProtocolChecker)
+from pcispy.tests import reusable_sim
 
 pytestmark = pytest.mark.bfm
 
@@ -110,7 +111,8 @@ class Case:
 
 def simulate(case, *, width=None, masters=None, arbiter_visible=None, count_width=16,
              clear_at=None, read_log=False):
-    """Run ``case`` through a fresh checker; return what it reported.
+    """Run ``case`` through a checker of its configuration, from reset; return what it
+    reported. (The cases of one configuration share one simulator, reset between them.)
 
     Returns a dict: ``pulses`` (violation vector per clock), ``flags``, ``any``,
     ``first_rule``, ``first_cycle``, ``counts`` (per rule id); with ``read_log`` also
@@ -120,10 +122,19 @@ def simulate(case, *, width=None, masters=None, arbiter_visible=None, count_widt
     width = case.width if width is None else width
     masters = case.masters if masters is None else masters
     arbiter_visible = case.arbiter_visible if arbiter_visible is None else arbiter_visible
-    dut = ProtocolChecker(width, masters, arbiter_visible=arbiter_visible,
-                          count_width=count_width, devices=case.devices,
-                          master_devices=case.master_devices,
-                          target_visible=case.target_visible)
+    master_devices = case.master_devices
+    key = ("checker", width, masters, arbiter_visible, count_width, tuple(case.devices),
+           None if master_devices is None else tuple(sorted(master_devices.items())),
+           case.target_visible)
+
+    def build():
+        dut = ProtocolChecker(width, masters, arbiter_visible=arbiter_visible,
+                              count_width=count_width, devices=case.devices,
+                              master_devices=master_devices,
+                              target_visible=case.target_visible)
+        return dut, dut
+    simulation = reusable_sim.shared(key, build, {"sync": 1e-6})
+    dut = simulation.handles
     clocks = case.bus_values(width)
     enable = (1 << len(RULES)) - 1
     for name in case.disable:
@@ -168,10 +179,7 @@ def simulate(case, *, width=None, masters=None, arbiter_visible=None, count_widt
             out["log"] = log
         assert ctx.get(dut.violation) == 0, "the idle bus at the end must be clean"
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    sim.run()
+    simulation.run(bench)
     return out
 
 

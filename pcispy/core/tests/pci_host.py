@@ -17,9 +17,13 @@ from amaranth.lib import io
 from pcispy.pci.bus import (ACTIVE_LOW, OPEN_DRAIN, Command, Termination, bus_lines,
                             parity)
 from pcispy.core.pads import INPUT_ONLY_LINES
+from pcispy.tests import reusable_sim
 
 __all__ = ["PinBus", "ScriptedInitiator", "Result", "build_bench", "enumerate_board",
-           "simulate", "BAR_ADDRESSES", "BackendDriver"]
+           "simulate", "simulate_shared", "BAR_ADDRESSES", "BackendDriver"]
+
+#: The bus clock of the Python simulator's benches (33 MHz).
+PCI_CLOCK_PERIOD = 30e-9
 
 
 class PinBus:
@@ -312,6 +316,18 @@ async def enumerate_board(host, *, command=0x0043):
     await host.config_write(1, command)
 
 
+def _bench_on_pins(pins, bench):
+    """The testbench that runs ``await bench(host, pins, ctx)`` from an idle bus and then
+    checks the bus's wiring flags."""
+    async def testbench(ctx):
+        host = ScriptedInitiator(ctx, pins)
+        await host.idle(2)
+        await bench(host, pins, ctx)
+        assert not ctx.get(pins.contention), "two drivers on one bus line"
+        assert not ctx.get(pins.input_only_driven), "the board drove an input-only line"
+    return testbench
+
+
 def simulate(board, bench, *, processes=(), vcd=None):
     """Run ``await bench(host, pins, ctx)`` against ``board`` in the Python simulator.
 
@@ -320,20 +336,21 @@ def simulate(board, bench, *, processes=(), vcd=None):
     from amaranth.sim import Simulator
     m, pins = build_bench(board)
     sim = Simulator(m)
-    sim.add_clock(30e-9, domain="pci")
+    sim.add_clock(PCI_CLOCK_PERIOD, domain="pci")
     for process in processes:
         sim.add_process(process)
-
-    async def testbench(ctx):
-        host = ScriptedInitiator(ctx, pins)
-        await host.idle(2)
-        await bench(host, pins, ctx)
-        assert not ctx.get(pins.contention), "two drivers on one bus line"
-        assert not ctx.get(pins.input_only_driven), "the board drove an input-only line"
-
-    sim.add_testbench(testbench)
+    sim.add_testbench(_bench_on_pins(pins, bench))
     if vcd:
         with sim.write_vcd(vcd):
             sim.run()
     else:
         sim.run()
+
+
+def simulate_shared(key, make_board, bench):
+    """Run ``bench`` as :func:`simulate` does, on a simulator of ``make_board()`` kept
+    for every bench with the same ``key`` (the board's configuration) and reset between
+    them: building the whole board's simulator takes seconds, a bench far less."""
+    simulation = reusable_sim.shared(("pci_host", *key), lambda: build_bench(make_board()),
+                                     {"pci": PCI_CLOCK_PERIOD})
+    simulation.run(_bench_on_pins(simulation.handles, bench))

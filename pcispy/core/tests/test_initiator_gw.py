@@ -18,6 +18,7 @@ from amaranth.sim import Simulator
 from pcispy.pci.bus import Command, Termination, SUSTAINED_TRISTATE, bus_lines, parity
 from pcispy.core.initiator import Initiator, DescriptorResult
 from pcispy.dma.patterns import Pattern, PatternGenerator
+from pcispy.tests import reusable_sim
 
 __all__ = ["Harness", "ScriptedTarget", "run", "simulate"]
 
@@ -263,20 +264,17 @@ def run(descs, target, *, width=32, gnt=lambda t: 1, clocks=200, latency_timer=2
     ``gnt(t)`` is GNT# on the pin in clock ``t``; ``gnt_allowed(t)`` the initiator's
     permission to see it; ``drive_allowed(t)`` its permission to drive C/BE#.
     ``res.cbe_oe`` records the C/BE# enable it presents in each clock."""
-    dut = Initiator(width, expand_live=_build["expand_live"])
-    h = Harness(dut.bus, dut.now, width)
-    m = h.m
-    m.submodules.dut = dut
-    m.d.comb += [dut.par_error.eq(h.par_error), dut.par64_error.eq(h.par64_error)]
-    m.submodules.gen = gen = PatternGenerator()
-    ts = Signal(32)
-    m.d.pci += ts.eq(ts + 1)
-    m.d.comb += [gen.pattern.eq(pattern), gen.seed.eq(seed), gen.take.eq(dut.wdata_take),
-                 gen.timestamp.eq(ts), dut.wdata.eq(gen.window)]
+    expand_live = _build["expand_live"]
+    simulation = reusable_sim.shared(("initiator_gw", width, expand_live),
+                                     lambda: _initiator_bench(width, expand_live),
+                                     {"pci": 30e-9})
+    dut, h, gen = simulation.handles
     res = Run()
     lines = list(bus_lines(width))
 
     async def bench(ctx):
+        ctx.set(gen.pattern, pattern)
+        ctx.set(gen.seed, seed)
         ctx.set(gen.restart, 1)
         ctx.set(dut.latency_timer, latency_timer)
         ctx.set(dut.cache_line, cache_line)
@@ -325,7 +323,7 @@ def run(descs, target, *, width=32, gnt=lambda t: 1, clocks=200, latency_timer=2
             h.drive_target(ctx, target.step(s))
         res.clash = ctx.get(h.clash)
 
-    simulate(m, bench)
+    simulation.run(bench)
     return res
 
 
@@ -335,6 +333,22 @@ def simulate(m, bench):
     sim.add_clock(30e-9, domain="pci")
     sim.add_testbench(bench)
     sim.run()
+
+
+def _initiator_bench(width, expand_live):
+    """The initiator of ``width`` on a harness's bus, its write data from a pattern
+    generator whose pattern and seed the bench sets: ``(design, (initiator, harness,
+    generator))``. The tests of one build share its simulator (reset between them)."""
+    dut = Initiator(width, expand_live=expand_live)
+    h = Harness(dut.bus, dut.now, width)
+    m = h.m
+    m.submodules.dut = dut
+    m.d.comb += [dut.par_error.eq(h.par_error), dut.par64_error.eq(h.par64_error)]
+    m.submodules.gen = gen = PatternGenerator()
+    ts = Signal(32)
+    m.d.pci += ts.eq(ts + 1)
+    m.d.comb += [gen.take.eq(dut.wdata_take), gen.timestamp.eq(ts), dut.wdata.eq(gen.window)]
+    return m, (dut, h, gen)
 
 
 def addr_phases(res):

@@ -16,7 +16,8 @@ from pcispy.pci.bus import Command, DevselSpeed, Termination
 from pcispy.board.registers import REGISTER_MAP
 from pcispy.board.top import PCIBoard
 
-from pcispy.core.tests.pci_host import BAR_ADDRESSES, enumerate_board, simulate
+from pcispy.core.tests.pci_host import (BAR_ADDRESSES, enumerate_board, simulate,
+                                       simulate_shared)
 
 pytestmark = pytest.mark.target
 
@@ -42,10 +43,15 @@ def board_of(width=32):
 
 
 def run(bench, width=32, board=None):
+    """Enumerate, then run ``bench``: on ``board``, or on the default board of ``width``
+    whose simulator the tests share."""
     async def wrapped(host, pins, ctx):
         await enumerate_board(host)
         await bench(host, ctx)
-    simulate(board or board_of(width), wrapped)
+    if board is None:
+        simulate_shared(("board", width, EXERCISER_SIZE), lambda: board_of(width), wrapped)
+    else:
+        simulate(board, wrapped)
 
 
 def test_memory_burst_write_then_read_exact_clocks():

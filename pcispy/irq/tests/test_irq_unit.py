@@ -7,12 +7,12 @@ import collections
 import random
 
 import pytest
-from amaranth.sim import Simulator
 
 from pcispy.irq.registers import IRQ_MARKERS
 from pcispy.irq.generator import MODES, random_gaps
 from pcispy.irq.histogram import bin_of
 from pcispy.irq.unit import InterruptUnit
+from pcispy.tests import reusable_sim
 
 __all__ = []
 
@@ -117,15 +117,19 @@ class Driver:
 
 
 def simulate(bench, **params):
-    dut = InterruptUnit(**params)
+    """Run ``await bench(driver)`` on an interrupt unit of ``params``, from reset (the
+    tests of one configuration share its simulator); returns the unit."""
+    def build():
+        dut = InterruptUnit(**params)
+        return dut, dut
+    simulation = reusable_sim.shared(("irq_unit", *sorted(params.items())), build,
+                                     {"sync": 1e-6})
+    dut = simulation.handles
 
     async def testbench(ctx):
         await bench(Driver(ctx, dut))
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-6)
-    sim.add_testbench(testbench)
-    sim.run()
+    simulation.run(testbench)
     return dut
 
 

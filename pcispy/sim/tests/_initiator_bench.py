@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 from amaranth import Cat, Elaboratable, Module, Mux, Signal
 from amaranth.lib import wiring
-from amaranth.sim import Simulator
 
 from pcispy.pci.bus import ACTIVE_LOW, bus_lines, parity
 from pcispy.check.checker import RULES, ProtocolChecker
@@ -24,6 +23,7 @@ from pcispy.sim.bfm.initiator import BehaviouralInitiator
 from pcispy.sim.bfm.initiator_driver import InitiatorDriver
 from pcispy.sim.bfm.irq_responder import InterruptResponder
 from pcispy.sim.control import PysimControl
+from pcispy.tests import reusable_sim
 
 __all__ = ["Harness", "TargetScript", "ConfigFunction", "ScriptedTarget", "run_bench", "waves",
            "enables", "driver_problems"]
@@ -374,15 +374,19 @@ def run_bench(bench, script=None, *, width=32, gnt=None, responder=False, checke
     ``checked=True`` adds the protocol checker; ``target.rules`` then names the rules it
     saw broken by the end of ``bench``.
     """
-    harness = Harness(width, responder=responder, checked=checked)
+    def build():
+        harness = Harness(width, responder=responder, checked=checked)
+        return harness, harness
+    # The benches of one harness configuration share its simulator, reset between them.
+    simulation = reusable_sim.shared(("initiator_bfm", width, responder, checked), build,
+                                     {"sync": _PERIOD}, background_slots=2)
+    harness = simulation.handles
     target = ScriptedTarget(harness, script or TargetScript())
-    sim = Simulator(harness)
-    sim.add_clock(_PERIOD)
-    sim.add_testbench(target.process, background=True)
+    background = [target.process]
     if gnt is not None:
         async def arbiter(ctx):
             await gnt(ctx, harness)
-        sim.add_testbench(arbiter, background=True)
+        background.append(arbiter)
 
     async def main(ctx):
         driver = InitiatorDriver(PysimControl(ctx, harness.dut.ctl), width=width)
@@ -391,8 +395,7 @@ def run_bench(bench, script=None, *, width=32, gnt=None, responder=False, checke
             flags = ctx.get(harness.checker.flags)
             target.rules = {rule.name for rule in RULES if flags >> rule.id & 1}
 
-    sim.add_testbench(main)
-    sim.run()
+    simulation.run(main, background)
     return target
 
 
