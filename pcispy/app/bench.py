@@ -355,6 +355,15 @@ SIM_COMMANDS = {
 }
 
 
+def sim_command(name, folder, run):
+    """The command line of :data:`SIM_COMMANDS` ``name`` for its ``run``-th run: its files
+    go to a folder of their own under ``folder`` (made here), as a capture never
+    overwrites one."""
+    out = os.path.join(folder, f"{name}-{run}")
+    os.makedirs(out, exist_ok=True)
+    return [arg.format(tmp=out) for arg in SIM_COMMANDS[name]]
+
+
 def _sim_commands():
     """sim.first_build_32_s: the 32-bit system model built from an empty model cache
     (elaboration, Verilator, the C++ compile: what a newcomer's first ``--sim`` command
@@ -373,9 +382,9 @@ def _sim_commands():
         env = dict(os.environ, **{SESSIONS_ENV: tmp})
         env.pop(FRESH_ENV, None)
         try:
-            for name, argv in SIM_COMMANDS.items():
-                argv = [arg.format(tmp=tmp) for arg in argv]
-                for _ in range(2):
+            for name in SIM_COMMANDS:
+                for run in range(2):
+                    argv = sim_command(name, tmp, run)
                     start = time.perf_counter()
                     done = subprocess.run([sys.executable, "-m", "pcispy.app.cli", *argv],
                                           env=env, capture_output=True, text=True)
