@@ -70,8 +70,8 @@ class ReusableSimulation:
             self._benches[:] = [None] * len(self._benches)
 
 
-#: How many simulations a process keeps: the tests of one file use one to four
-#: configurations, and the whole board's costs about 100 MB.
+#: How many simulations a process keeps, the least recently used going first: the tests
+#: of one file use one to four configurations, one after the other.
 CACHE_SIZE = 4
 
 _cache = OrderedDict()
