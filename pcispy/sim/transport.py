@@ -10,7 +10,7 @@ the board driver (pcispy.host.board) and the features run unchanged on top of it
 import asyncio
 
 import cocotb
-from cocotb.triggers import ClockCycles, First
+from cocotb.triggers import First, select
 
 from pcispy.pci.bus import Command
 from pcispy.host.errors import TransportError
@@ -240,8 +240,16 @@ class SimTransport(Transport):
         return SimDmaBuffer(self.system.host_memory, address, size, live=self._live)
 
     async def sleep(self, seconds):
-        await self._until(ClockCycles(self.system.dut.pci_clk,
-                                      max(1, round(seconds * self.system.clock_mhz * 1e6))))
+        # The system's bus clock lets the clocks pass on one timer and one edge: a capture's
+        # or an interrupt run's waits are thousands of clocks, and ClockCycles would wake
+        # Python at every one of them.
+        passing = self.system.clocks(max(1, round(seconds * self.system.clock_mhz * 1e6)))
+        self._live()
+        if self.hangup is None:
+            await passing
+        else:
+            await select(passing, self.hangup.wait())
+            self._live()
 
     async def io_dma_buffer(self, size):
         # The host memory also answers I/O commands in one window, mapped onto a buffer
