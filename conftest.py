@@ -6,7 +6,9 @@ worker starts with a contiguous share of the collected tests and an idle worker 
 queued tests from the end of a busy one's share. Tests marked ``runs_long`` (a minute or
 more of one core: the first test on each distinct Verilator model, which builds it, the
 longest proofs and elaborations) go to the front of the shares, dealt out in
-turn, so both workers start on them together and none of them starts last.
+turn, so both workers start on them together and none of them starts last. Long tests
+marked with the same ``runs_long(shares=...)`` (one costly step a process caches, such
+as a board's elaboration) are dealt out as one, so the step is paid once.
 
 With two workers or more, the session first fills a cold cache of the WebAssembly tools'
 compiled code (yosys, nextpnr: pcispy/app/toolcache.py says why two first uses side by
@@ -98,16 +100,25 @@ def pytest_configure(config):
     warm(exact=False, echo=lambda line: print(f"conftest: {line}"))
 
 
+# Last: after -m and -k have deselected, so the shares are those of the tests that run.
+@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session, config, items):
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     long = [item for item in items if item.get_closest_marker("runs_long")]
     rest = [item for item in items if not item.get_closest_marker("runs_long")]
     # xdist gives worker k the k-th of `workers` contiguous shares (the last one takes
     # the remainder): put every workers-th long test at the front of each share.
+    # Long tests that name the same costly step (``runs_long(shares="...")``, e.g. one
+    # board's elaboration, which a process caches) go to one share together, in turn.
+    units = {}
+    for item in long:
+        units.setdefault(item.get_closest_marker("runs_long").kwargs.get("shares", item.nodeid),
+                         []).append(item)
+    units = list(units.values())
     size = len(items) // workers
     order = []
     for share in range(workers):
-        front = long[share::workers]
+        front = [item for unit in units[share::workers] for item in unit]
         take = (size if share < workers - 1 else len(items)) - len(order) - len(front)
         order += front + rest[:max(0, take)]
         rest = rest[max(0, take):]

@@ -126,8 +126,14 @@ def _lpf(passive):
     return plan.files["top.lpf"], plan.files["top.il"]
 
 
-@pytest.mark.runs_long
-@pytest.mark.parametrize("passive", [False, pytest.param(True, marks=pytest.mark.heavy)])
+#: The tests that read the active ULX3S design's elaboration (_lpf(False): a minute of
+#: CPU, cached per process) run on one worker, one after the other.
+ACTIVE_ELABORATION = pytest.mark.runs_long(shares="ulx3s-active-elaboration")
+
+
+@pytest.mark.parametrize("passive", [
+    pytest.param(False, marks=ACTIVE_ELABORATION),
+    pytest.param(True, marks=[pytest.mark.runs_long, pytest.mark.heavy])])
 def test_board_top_elaborates_with_the_pinout(passive):
     lpf, il = _lpf(passive)
     located = dict(re.findall(r'LOCATE COMP "(\S+)" SITE "(\w+)";', lpf))
@@ -167,7 +173,7 @@ def test_board_top_elaborates_with_the_pinout(passive):
 ROUTED_FLIP_FLOP_BITS = 14_890
 
 
-@pytest.mark.runs_long
+@ACTIVE_ELABORATION
 def test_the_active_design_stays_as_large_as_it_was_measured_to_route():
     """Place and route takes most of an hour, beyond make test, and a design that grew
     stopped routing once without any test noticing: the active design's flip-flops (the
