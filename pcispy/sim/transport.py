@@ -241,10 +241,10 @@ class SimTransport(Transport):
 
     async def sleep(self, seconds):
         # The system's bus clock lets the clocks pass on one timer and one edge: a capture's
-        # or an interrupt run's waits are thousands of clocks, and ClockCycles would wake
-        # Python at every one of them.
-        passing = self.system.clocks(max(1, round(seconds * self.system.clock_mhz * 1e6)))
+        # status polls, a stats interval or a check's duration are thousands of clocks,
+        # and ClockCycles would wake Python at every one of them.
         self._live()
+        passing = self.system.clocks(max(1, round(seconds * self.system.clock_mhz * 1e6)))
         if self.hangup is None:
             await passing
         else:
