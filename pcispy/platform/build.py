@@ -161,7 +161,9 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
                              floorplan=floorplan)
     digest = hashlib.sha256(design_text(plan.files[f"{name}.il"]).encode() +
                             plan.files[f"{name}.lpf"].encode() +
-                            (b"floorplan" if floorplan else b"")).hexdigest()[:16]
+                            (b"floorplan" if floorplan else b"") +
+                            (b"+data" if floorplan and PINOUTS[board].FLOORPLAN_DATA_PATHS
+                             else b"")).hexdigest()[:16]
     previous = build_dir / "report.json"
     if reuse and previous.exists() and (build_dir / f"{name}.bit").exists():
         old = json.loads(previous.read_text())
@@ -196,7 +198,8 @@ def build(board, *, passive=False, synth_only=False, build_dir=None, seed=None,
         if floorplan:
             placed_input = f"{name}_floorplan.json"
             report["floorplan"] = _floorplan(build_dir, name, placed_input, width,
-                                             platform.device, device, package)
+                                             platform.device, device, package,
+                                             data_paths=PINOUTS[board].FLOORPLAN_DATA_PATHS)
         _run([_tool("nextpnr"), "--log", f"{name}.tim", *device,
               "--package", package, "--speed", platform.speed,
               "--json", placed_input, "--lpf", f"{name}.lpf", "--textcfg", f"{name}.config",
@@ -271,16 +274,18 @@ def _default_build_dir(board, passive, bus_clock_mhz=None):
     return Path("build") / name
 
 
-def _floorplan(build_dir, name, out, width, device, device_args, package):
+def _floorplan(build_dir, name, out, width, device, device_args, package, data_paths=False):
     """Place the live handshake logic of the synthesised netlist by hand
-    (:mod:`.floorplan`); the summary for the report."""
+    (:mod:`.floorplan`; with ``data_paths`` the logic before AD's registers too, the
+    board's ``FLOORPLAN_DATA_PATHS``); the summary for the report."""
     lines = [line for line in bus_lines(width) if line not in NOT_BUS_INPUTS]
     ports = {pci_port(line): bits for line, bits in bus_lines(width).items()}
     tiles = pin_tiles(_tool("nextpnr"), device_args, package, build_dir / f"{name}.lpf",
                       ports, build_dir)
     start = time.monotonic()
     summary = place_live_logic(build_dir / f"{name}.json", build_dir / out,
-                               device=device, lines=lines, pin_tile=tiles)
+                               device=device, lines=lines, pin_tile=tiles,
+                               data_paths=data_paths)
     summary["seconds"] = round(time.monotonic() - start, 1)
     return summary
 

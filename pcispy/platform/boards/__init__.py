@@ -6,6 +6,7 @@
 reference PCI card with the bus on one edge of the die; :mod:`.wiring` writes the wiring
 tables of docs/wiring.md. Each pin-out module declares ``BOARDS``, ``WIDTH``,
 ``BUS_CLOCK_MHZ`` (the bus clock its pin-out lets an active build meet),
+``FLOORPLAN_DATA_PATHS`` (whether the floorplan places the logic before AD's registers),
 ``NEXTPNR_DEFAULTS``, ``add_pci``, ``PCI_PINOUT``, ``PCI_EDGE_PINS``, ``header_label`` and
 ``ball``.
 """

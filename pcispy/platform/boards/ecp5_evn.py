@@ -28,7 +28,7 @@ from pcispy.platform.timing import PCI_CLOCK_MHZ
 from pcispy.platform.boards.ulx3s import (CLOCK_LINE, PCI_EDGE_PINS as PCI_EDGE_PINS_32, RESET_LINE,
                                           pci_subsignal)
 
-__all__ = ["WIDTH", "BUS_CLOCK_MHZ", "NEXTPNR_DEFAULTS", "FREE_PINS", "LINE_ORDER", "PCI_PINOUT", "PCI_EDGE_PINS", "BOARDS",
+__all__ = ["WIDTH", "BUS_CLOCK_MHZ", "FLOORPLAN_DATA_PATHS", "NEXTPNR_DEFAULTS", "FREE_PINS", "LINE_ORDER", "PCI_PINOUT", "PCI_EDGE_PINS", "BOARDS",
            "platform", "pci_resource", "add_pci", "header_label", "ball"]
 
 #: Bus width of this pin-out.
@@ -40,6 +40,10 @@ WIDTH = 64
 #: which a bus of 23 MHz leaves it (20 MHz keeps a margin for the AD paths, not yet
 #: measured on this board).
 BUS_CLOCK_MHZ = 20
+
+#: Whether the floorplan places the logic before AD's registers too: not with the slot
+#: spread over the board's headers (as the ULX3S's).
+FLOORPLAN_DATA_PATHS = False
 
 #: nextpnr's placement seed and threads unless told otherwise: the one placement of this
 #: board's active design measured to route. With seed 1 router1 stalls (about 92,000

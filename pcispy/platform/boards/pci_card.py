@@ -12,7 +12,9 @@ amid the lines it clocks. The lines only sampled and never read in the clock the
 arrive (INTA#..INTD#, RST# and LOCK#) take the same edge's lower balls, which leaves the
 upper group within the balls the LFE5U-45F bonds as well. Everything else of the card
 (its 25 MHz oscillator, eight LEDs, a UART to a USB bridge for the side channel, the
-trigger pins) is on the other banks. docs/hardware.md describes what such a card needs.
+trigger pins) is on bank 1, the right half of the top edge: the side channel and the
+register bank it reaches the PCI core through then sit between the UART and the PCI
+edge, not across the die from it. docs/hardware.md describes what such a card needs.
 
 :data:`PCI_PINOUT` is the one declaration of the wiring: the platform resource, the pin
 table of docs/hardware.md and the tests derive from it.
@@ -27,7 +29,7 @@ from pcispy.platform.boards.ulx3s import CLOCK_LINE, PCI_EDGE_PINS, RESET_LINE, 
 from pcispy.platform.ecp5.cells import ECP5Cells
 from pcispy.platform.timing import PCI_CLOCK_MHZ
 
-__all__ = ["WIDTH", "BUS_CLOCK_MHZ", "NEXTPNR_DEFAULTS", "PCI_PINOUT", "PCI_EDGE_PINS",
+__all__ = ["WIDTH", "BUS_CLOCK_MHZ", "FLOORPLAN_DATA_PATHS", "NEXTPNR_DEFAULTS", "PCI_PINOUT", "PCI_EDGE_PINS",
            "BOARDS", "PCICard85FPlatform", "PCICard45FPlatform", "pci_resource", "add_pci",
            "header_label", "ball"]
 
@@ -40,6 +42,12 @@ WIDTH = 32
 #: decision crosses to mid-die and back) and DEVSEL# reaches REQ#'s register in 7.25 ns
 #: (docs/timing.md, "What is not met"). Declared below that, with a margin.
 BUS_CLOCK_MHZ = 30
+
+#: Whether the floorplan places the logic between the live handshake pins and AD's
+#: registers too (:func:`~pcispy.platform.ecp5.floorplan.floorplan`): every AD pin is on
+#: the handshake pins' edge, so each of those cells goes beside the pins it joins; left to
+#: the placer they sat up to 35 rows from their AD pin (docs/timing.md).
+FLOORPLAN_DATA_PATHS = True
 
 #: nextpnr's placement seed and threads unless told otherwise (as the other boards: one
 #: thread, so that every machine gets the same placement).
@@ -63,11 +71,15 @@ PCI_PINOUT = {
     "rst": ["P20"], RESET_LINE: ["R20"], "lock": ["T20"],
 }
 
-#: The card's oscillator, LEDs, UART (rx, tx) and trigger pins: banks 0, 6 and 7.
-CLOCK_BALL = "G2"
-LED_BALLS = "A6 A7 A8 A9 B6 B8 B9 C6"
-UART_BALLS = {"rx": "A4", "tx": "A5"}
-TRIGGER_BALLS = {"trigger_out": "C4", "trigger_in": "C5"}
+#: The card's oscillator (on the bank's primary clock input PCLKT1_0), LEDs, UART (rx,
+#: tx) and trigger pins: bank 1, tiles X71-X116 of the top edge on the 85F. With them on
+#: banks 0, 6 and 7 (the top-left corner) the same design's pci clock reached 37.97 MHz
+#: and its worst control path took 6.99 ns; here 39.78 MHz and 6.55 ns (seed 2,
+#: docs/timing.md).
+CLOCK_BALL = "B12"
+LED_BALLS = "A15 B15 C15 D15 E15 B16 C16 D16"
+UART_BALLS = {"rx": "A16", "tx": "A17"}
+TRIGGER_BALLS = {"trigger_out": "B17", "trigger_in": "C17"}
 
 
 def header_label(pin):

@@ -19,7 +19,7 @@ from pcispy.core.pads import INPUT_ONLY_LINES
 from pcispy.platform.ecp5.cells import ECP5Cells
 from pcispy.platform.timing import PCI_CLOCK_MHZ
 
-__all__ = ["WIDTH", "BUS_CLOCK_MHZ", "NEXTPNR_DEFAULTS", "PCI_PINOUT", "PCI_EDGE_PINS", "CLOCK_LINE", "RESET_LINE", "BOARDS",
+__all__ = ["WIDTH", "BUS_CLOCK_MHZ", "FLOORPLAN_DATA_PATHS", "NEXTPNR_DEFAULTS", "PCI_PINOUT", "PCI_EDGE_PINS", "CLOCK_LINE", "RESET_LINE", "BOARDS",
            "TRIGGER_PINS", "trigger_resource",
            "pci_resource", "pci_subsignal", "header_label", "ball", "add_pci"]
 
@@ -34,6 +34,11 @@ WIDTH = 32
 #: builds an active board for it, ``make timing`` holds it to it, and the board reports
 #: it (``id.config.bus_clock``, ``pcispy info``).
 BUS_CLOCK_MHZ = 25
+
+#: Whether the floorplan places the logic before AD's registers too: not on this header,
+#: whose AD pins sit on three edges of the die; a cell feeding several of them belongs
+#: where the placer puts it, between them.
+FLOORPLAN_DATA_PATHS = False
 
 #: The SDRAM trace memory's own clock offered by ``--sdram-clock`` (domain ``sdram``, from
 #: the 25 MHz oscillator by a PLL), MHz: 220 MB/s on the x16 data pins, 209 sustained. The

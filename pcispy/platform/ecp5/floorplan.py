@@ -10,8 +10,11 @@ the synthesised netlist, finds every cell between a live pin and the first regis
 end) and gives each a ``BEL`` attribute on the slices nearest the pins; nextpnr keeps
 them there and places everything else around them.
 
-Cells that reach only the AD output and tristate registers are left to the placer: the
-AD pins are spread over the die (the data paths of :func:`.timing.check`).
+Cells that reach only the AD output and tristate registers are left to the placer where
+the AD pins are spread over the die (the ULX3S header: a cell feeding pins on three edges
+belongs between them), and placed like the rest, each pulled toward the AD pins it
+feeds, where the board's pin-out puts AD on the handshake pins' edge (``data_paths``, the
+reference card; the data paths of :func:`.timing.check`).
 
 The netlist is yosys' JSON for ECP5 (``synth_ecp5``). The slice rules followed, as
 nextpnr packs and checks them:
@@ -23,11 +26,11 @@ nextpnr packs and checks them:
 - the two flip-flops of a slice share clock, set/reset, clock enable and their modes;
   every flip-flop of a tile shares the clock, the set/reset and their modes;
 - nextpnr packs a flip-flop with the one LUT or multiplexer that drives its D input
-  (and no other flip-flop's), whose output then reaches it inside the slice, and routes
-  nothing else to it: such a flip-flop goes with that cell, into the FF of the LUT's
-  own half, FF1 of a PFUMX's slice, FF1 of an L6MUX21 pair's second slice (found by
-  experiment: the other places fail to route or are refused), and is left to nextpnr
-  when nextpnr places the cell;
+  (and no other fabric flip-flop's: an output pin's register goes into its I/O cell),
+  whose output then reaches it inside the slice, and routes nothing else to it: such a
+  flip-flop goes with that cell, into the FF of the LUT's own half, FF1 of a PFUMX's
+  slice, FF1 of an L6MUX21 pair's second slice (found by experiment: the other places
+  fail to route or are refused), and is left to nextpnr when nextpnr places the cell;
 - a multiplexer's select takes its slice's ``M`` input, the way into a flip-flop from
   outside the slice: the other flip-flops go into slices without one.
 
@@ -41,8 +44,8 @@ import subprocess
 from collections import defaultdict
 from pathlib import Path
 
-__all__ = ["DATA_LINES", "FABRIC", "PCI_PORT", "pci_port", "top_module", "live_logic", "live_depths",
-           "assign_bels", "pin_tiles", "floorplan"]
+__all__ = ["DATA_LINES", "FABRIC", "PCI_PORT", "SAMPLE_TILES_FROM_PIN", "pci_port", "top_module",
+           "live_logic", "live_depths", "assign_bels", "pin_tiles", "floorplan"]
 
 #: ``{device: (columns, rows)}``: the logic tiles (PLC: four slices) the floorplan may
 #: use. Measured from placed builds of this design (every tile nextpnr put a slice in);
@@ -62,10 +65,19 @@ def pci_port(line):
     return f"pci_0__{line}__io"
 
 
+#: How far (tiles, along either axis) a flip-flop that samples a live pin with no logic
+#: between is placed from the pin's tile. PCI gives an input 0 ns of hold, and the
+#: flip-flop's clock comes through the global network while the pin's wire is direct:
+#: on the nearest logic tile (2 from the pin) the routed wire took 0.40-0.77 ns, and a
+#: clock arrival of 0.25 ns plus the flip-flop's hold time of 0.30 ns needs 0.55 (the
+#: reference card, seed 2). Further in, the wire is longer at every placement, and a
+#: sample's setup path stays short.
+SAMPLE_TILES_FROM_PIN = 4
+
 #: Bus lines whose output registers hold a data word (the AD lines): the handshake
 #: decides in the same clock whether the word advances or is released, and the pins are
 #: wherever the board's connector put them (:func:`.timing.check`). Their paths are left
-#: to the placer here.
+#: to the placer here unless :func:`floorplan` is told otherwise (``data_paths``).
 DATA_LINES = ("ad", "ad_hi")
 
 _COMB = {"LUT4", "PFUMX", "L6MUX21"}
@@ -385,10 +397,14 @@ class _Tiles:
                 return bels, (x, y)
         raise RuntimeError("floorplan: no free slice left in the region")
 
-    def place_flop(self, flop, keys, target):
+    def place_flop(self, flop, keys, target, away_from=None, tiles_away=0):
+        """Place a flip-flop on the free slot nearest ``target``, at least ``tiles_away``
+        tiles (along either axis) from ``away_from``."""
         tile_key, slice_key = keys
         for x, y in self.nearest(target):
             if self.tile_key.get((x, y), tile_key) != tile_key:
+                continue
+            if away_from and max(abs(x - away_from[0]), abs(y - away_from[1])) < tiles_away:
                 continue
             for s in self.SLICES:
                 if (x, y, s) in self.muxed or \
@@ -445,7 +461,8 @@ def assign_bels(netlist, comb, flops, anchors, fabric, registers=None):
         """The flip-flop nextpnr packs with ``cell`` (the one flip-flop whose D input its
         output drives), or None."""
         ffs = [user for user, port in netlist.users[netlist.net(cell, "Z")]
-               if port == "DI" and netlist.cells[user]["type"] == "TRELLIS_FF"]
+               if port == "DI" and netlist.cells[user]["type"] == "TRELLIS_FF"
+               and not netlist.cells[user]["attributes"].get("syn_useioff")]
         return ffs[0] if len(ffs) == 1 else None
 
     def paired_flops(shape, members):
@@ -530,8 +547,11 @@ def assign_bels(netlist, comb, flops, anchors, fabric, registers=None):
             # driver left to nextpnr, so is the flip-flop.
             continue
         fed_from = [position[b] for b in inputs(flop) if b in position]
+        # A flip-flop sampling a pin straight: kept a few tiles from it for hold.
+        pin = anchors.get(netlist.net(flop, "DI"))
         bel, _ = tiles.place_flop(flop, _flop_keys(netlist, flop),
-                                  _mean(fed_from) if fed_from else anchor_mean)
+                                  _mean(fed_from) if fed_from else anchor_mean,
+                                  away_from=pin, tiles_away=SAMPLE_TILES_FROM_PIN)
         bels[flop] = bel
     return bels, skipped
 
@@ -585,30 +605,37 @@ def pin_tiles(nextpnr, device_args, package, lpf, ports, work_dir):
     return tiles
 
 
-def floorplan(netlist_path, out_path, *, device, lines, pin_tile):
+def floorplan(netlist_path, out_path, *, device, lines, pin_tile, data_paths=False):
     """Write ``out_path``: the netlist at ``netlist_path`` with a ``BEL`` attribute on
     every cell :func:`live_logic` finds (see the module's description). ``pin_tile``:
-    ``{port name: (x, y)}`` of the live lines' pins (:func:`pin_tiles`). Returns a
-    summary: LUT4s and flip-flops placed, combinational cells in the cone, and what is
-    left to the placer (cells reaching only data registers, and the multiplexer
+    ``{port name: (x, y)}`` of the live lines' pins (:func:`pin_tiles`). With
+    ``data_paths`` the cells that reach only AD's registers are placed too, each pulled
+    toward the AD pins it leads to: for a pin-out whose AD pins share the handshake
+    pins' edge (a board's ``FLOORPLAN_DATA_PATHS``), where the placer would otherwise
+    leave them wherever the rest of the decision is. Returns a summary: LUT4s and
+    flip-flops placed, combinational cells in the cone, and what is left to the placer
+    (cells reaching only data registers unless ``data_paths``, and the multiplexer
     structures the slice rules here do not cover)."""
     data = json.loads(Path(netlist_path).read_text())
     netlist = _Netlist(data)
     comb, flops, data_cells = live_logic(netlist, lines)
+    if data_paths:
+        comb, data_cells = comb | data_cells, set()
     ports = _ports(netlist)
     anchors = {}
     for name, cell in netlist.cells.items():
         port = ports.get(netlist.net(name, "B")) if cell["type"] == "TRELLIS_IO" else None
         if port in pin_tile and netlist.net(name, "O") is not None:
             anchors[netlist.net(name, "O")] = pin_tile[port]
-    # The I/O-cell registers of the control output pins, at their pins' tiles (not AD's:
-    # spread over the die, they would pull a cell that also reaches a control pin away
-    # from both ends of its control path).
+    # The I/O-cell registers of the control output pins, at their pins' tiles (AD's only
+    # with ``data_paths``: spread over the die, they would pull a cell that also reaches
+    # a control pin away from both ends of its control path).
     registers = {}
     for name, cell in netlist.cells.items():
         port = ports.get(netlist.net(name, "B")) if cell["type"] == "TRELLIS_IO" else None
         match = PCI_PORT.match(port or "")
-        if port not in pin_tile or not match or match.group(1) in DATA_LINES:
+        if port not in pin_tile or not match or (match.group(1) in DATA_LINES
+                                                 and not data_paths):
             continue
         for io_port in ("I", "T"):
             source = netlist.driver.get(netlist.net(name, io_port), (None,))[0]

@@ -13,8 +13,9 @@ import pytest
 
 from pcispy.platform.build import _floorplan, _tool
 from pcispy.platform.routed import analyse_io, parse_sdf
-from pcispy.platform.ecp5.floorplan import (FABRIC, _Netlist, assign_bels, floorplan,
-                                            live_depths, live_logic, pin_tiles)
+from pcispy.platform.ecp5.floorplan import (FABRIC, SAMPLE_TILES_FROM_PIN, _Netlist,
+                                            assign_bels, floorplan, live_depths, live_logic,
+                                            pin_tiles)
 
 pytestmark = pytest.mark.board
 
@@ -173,6 +174,34 @@ def _control_paths(placed, tag=""):
     return {(p["pin"], p["to"]): p["ns"] + p["setup_ns"] for p in paths if not p["data"]}
 
 
+def test_with_data_paths_the_ad_logic_goes_between_its_pins(placed, tmp_path):
+    """A pin-out with AD on the handshake pins' edge (``data_paths``, the reference
+    card): the LUT that feeds only AD[0]'s output register and its copies is placed too,
+    between TRDY#'s pin and AD[0]'s, not wherever the placer would put it; the control
+    logic is placed as without."""
+    (tmp_path / "top.json").write_text(json.dumps(placed["synthesised"]))
+    (tmp_path / "top.lpf").write_text(LPF)
+    tiles = pin_tiles(_tool("nextpnr"), DEVICE, PACKAGE, tmp_path / "top.lpf",
+                      {"pci_0__trdy__io": 1, "pci_0__stop__io": 1, "pci_0__frame__io": 1,
+                       "pci_0__ad__io": 1}, tmp_path)
+    summary = floorplan(tmp_path / "top.json", tmp_path / "planned.json",
+                        device="LFE5U-85F", lines=["trdy", "stop", "frame", "ad"],
+                        pin_tile=tiles, data_paths=True)
+    assert summary == {"cells": 6, "flops": 2, "cone_cells": 9, "left_to_placer": 0}
+    cells = _cells(json.loads((tmp_path / "planned.json").read_text()))
+    bel = cells["word"]["attributes"]["BEL"]
+    x, y = (int(v) for v in re.match(r"X(\d+)/Y(\d+)/", bel).groups())
+    (trdy_x, trdy_y), (ad_x, ad_y) = tiles["pci_0__trdy__io"], tiles["pci_0__ad__io"]
+    assert (ad_x, ad_y) == (65, 0)
+    # Half way, within the few tiles the block-RAM rows and the free slots move it.
+    assert abs(x - (trdy_x + ad_x) / 2) <= 3 and abs(y - (trdy_y + ad_y) / 2) <= 3, (x, y)
+    # AD[0]'s output register is its I/O cell's, not the LUT's slice's.
+    assert not any("BEL" in c["attributes"] for n, c in cells.items() if n.startswith("ad_ff"))
+    assert {n: c["attributes"].get("BEL") for n, c in cells.items() if n != "word"} == \
+        {n: c["attributes"].get("BEL") for n, c in _cells(placed["planned"]).items()
+         if n != "word"}
+
+
 def test_a_copy_of_the_ad_register_ends_a_data_path(placed):
     """The pads keep the driven AD word in fabric flip-flops for the next clock's parity.
     Their D input is AD[0]'s (routed through M: nextpnr packs neither with the LUT), so
@@ -256,3 +285,18 @@ def test_a_cell_goes_between_its_live_pin_and_the_output_pin_it_feeds():
     assert tile(alone["gate"]) == (124, 17)     # the nearest logic tile to the live pin
     x, y = tile(pulled["gate"])
     assert x == 124 and abs(y - 39) <= 2, pulled
+    # The output register goes into its pin's I/O cell, not into the LUT's slice.
+    assert set(pulled) == set(alone) == {"gate"}
+
+
+def test_a_flip_flop_sampling_a_pin_keeps_its_distance_for_hold():
+    """A fabric flip-flop fed straight from a live pin goes SAMPLE_TILES_FROM_PIN tiles in
+    from the pin (the wire PCI's 0 ns hold needs), not on the nearest tile."""
+    cells = {"sample": {"type": "TRELLIS_FF", "parameters": {}, "attributes": {},
+                        "port_directions": {"CLK": "input", "DI": "input", "Q": "output"},
+                        "connections": {"CLK": [2], "DI": [100], "Q": [101]}}}
+    netlist = _Netlist({"modules": {"top": {"attributes": {"top": 1}, "ports": {},
+                                            "cells": cells, "netnames": {}}}})
+    bels, _ = assign_bels(netlist, set(), {"sample"}, {100: (126, 17)}, FABRIC["LFE5U-85F"])
+    x, y = (int(v) for v in re.match(r"X(\d+)/Y(\d+)/", bels["sample"]).groups())
+    assert (x, y) == (126 - SAMPLE_TILES_FROM_PIN, 17)
