@@ -570,7 +570,7 @@ def test_timing_says_how_close_a_pass_is_and_what_a_failure_misses(capsys, monke
     import pcispy.platform.build as board_build
     control = {"pin": "devsel", "to": "pads.cbe_buffer.buf2$IOL", "ns": 6.875,
                "setup_ns": 0.1, "luts": 4, "data": False}
-    report = {"fmax_mhz": {"pci": 34.54}, "outputs_registered": True, "bus_clock_mhz": 33,
+    report = {"fmax_mhz": {"pci": 35.12}, "outputs_registered": True, "bus_clock_mhz": 33,
               "bus_clock_max_mhz": 33.33, "input_setup_ns_max": 6.975,
               "input_setup_ns_max_control": 6.975,
               "data_paths": {"count": 0, "setup_ns_max": 0.0, "luts_max": 0},
@@ -579,7 +579,7 @@ def test_timing_says_how_close_a_pass_is_and_what_a_failure_misses(capsys, monke
     code = board_build.main(["ulx3s-85f", "--check"])
     err = capsys.readouterr().err.splitlines()
     assert (code, err) == (0, [
-        "bitstream: meets PCI at 33 MHz: pci clock 34.54 MHz (+4.7 %); tightest control "
+        "bitstream: meets PCI at 33 MHz: pci clock 35.12 MHz (+6.4 %); tightest control "
         "input path devsel -> pads.cbe_buffer.buf2$IOL, 6.975 ns of 7.0 (0.025 ns slack)"])
     control["ns"] = 7.002
     code = board_build.main(["ulx3s-85f", "--check"])
@@ -589,6 +589,13 @@ def test_timing_says_how_close_a_pass_is_and_what_a_failure_misses(capsys, monke
         "setup budget (worst: devsel -> pads.cbe_buffer.buf2$IOL, 7.102 ns against 7.0 ns)",
         "bitstream: note: on a bus of 33 MHz parts clocked at up to 33.22 MHz this build "
         "samples every input in time and keeps its pci clock"])
+    # The pci clock needs CLOCK_MARGIN (5 %) over the bus clock: 34.65 MHz at 33.
+    control["ns"] = 6.875
+    report["fmax_mhz"]["pci"] = 34.64
+    code = board_build.main(["ulx3s-85f", "--check"])
+    err = capsys.readouterr().err.splitlines()
+    assert (code, err[0]) == (1, "bitstream: does not meet PCI at 33 MHz: pci clock reaches "
+                                 "34.64 MHz, not 34.65 MHz (33 MHz + 5 %)")
 
 
 def test_bus_clock_is_a_clock_a_pci_bus_can_run_at(capsys):
@@ -646,7 +653,7 @@ def test_check_holds_every_input_path_to_its_budget():
     assert "tightest control input path gnt -> initiator.req, 9.7 ns of 10.0 (0.3 ns " \
         "slack)" in margins(report, 33)
     report["input_paths"].remove(gnt)
-    assert check(report, 66)[0] == "pci clock reaches 50.0 MHz, not 66 MHz"
+    assert check(report, 66)[0] == "pci clock reaches 50.0 MHz, not 69.3 MHz (66 MHz + 5 %)"
     report["outputs_registered"] = False
     control["ns"] = 7.4
     assert check(report, 33) == [
