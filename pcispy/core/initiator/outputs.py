@@ -125,6 +125,12 @@ def drive_outputs(m, ini, cells, machine, cofactors, expand):
             if (name, port) in late_ad:
                 m.d.comb += getattr(line, port).eq(late_ad[name, port])
                 continue
+            if (name, port) == ("req", "oe"):
+                # REQ# is driven in every clock (every cofactor enables it): a choice
+                # among ones in kept cells, which synthesis cannot fold, would still put
+                # DEVSEL#, STOP# and GNT# in front of REQ#'s tristate register.
+                m.d.comb += line.oe.eq(1)
+                continue
             # C/BE#'s enable carries passive mode's gate (``drive_allowed``).
             gate = ini.drive_allowed if name in CORE_GATED_LINES and port == "oe" else None
             m.d.comb += getattr(line, port).eq(cofactors.choose(
