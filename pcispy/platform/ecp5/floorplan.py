@@ -44,6 +44,8 @@ import subprocess
 from collections import defaultdict
 from pathlib import Path
 
+from pcispy.platform.timing import POINT_TO_POINT_INPUTS
+
 __all__ = ["DATA_LINES", "FABRIC", "PCI_PORT", "SAMPLE_TILES_FROM_PIN", "pci_port", "top_module",
            "live_logic", "live_depths", "assign_bels", "pin_tiles", "floorplan"]
 
@@ -419,7 +421,7 @@ class _Tiles:
         raise RuntimeError("floorplan: no free flip-flop left in the region")
 
 
-def assign_bels(netlist, comb, flops, anchors, fabric, registers=None):
+def assign_bels(netlist, comb, flops, anchors, fabric, registers=None, slack_pins=frozenset()):
     """``({cell: BEL}, skipped cells)``: each cluster of ``comb`` and each flip-flop of
     ``flops`` on the free slots nearest the middle of the cells that feed it and of the
     output pins it leads to, beginning at the pins.
@@ -428,7 +430,10 @@ def assign_bels(netlist, comb, flops, anchors, fabric, registers=None):
     ``{I/O-cell register: (x, y) of its pin's tile}`` of the control lines (AD's are
     spread over the die and left out): the output pins a cell leads to
     (through combinational cells) pull it toward them, so that the last cell before an
-    output register does not sit on the far side of the die from its pin. Cells are
+    output register does not sit on the far side of the die from its pin. ``slack_pins``:
+    the anchors' net bits of pins with a longer setup budget (GNT#'s 10 ns at 33 MHz
+    against a bused line's 7), which do not pull a cell that another live pin feeds
+    directly: the longer wire goes to the pin that can afford it. Cells are
     taken in order of their depth from the pins, so a path runs outward from its pin;
     where the order is circular (a multiplexer structure fed from both sides), the
     cluster with the fewest inputs still unplaced goes first.
@@ -527,7 +532,10 @@ def assign_bels(netlist, comb, flops, anchors, fabric, registers=None):
             ready = [min(pending, key=unplaced_inputs)]
         for i in ready:
             shape, members = clusters[i]
-            fed_from = [position[b] for b in cluster_inputs(members) if b in position]
+            inputs_in = cluster_inputs(members)
+            tight = [b for b in inputs_in if b in anchors and b not in slack_pins]
+            fed_from = [position[b] for b in inputs_in
+                        if b in position and not (tight and b in slack_pins)]
             placed, where = tiles.place_cluster(shape, members, target(members, fed_from),
                                                 paired_flops(shape, members))
             bels.update(placed)
@@ -622,11 +630,14 @@ def floorplan(netlist_path, out_path, *, device, lines, pin_tile, data_paths=Fal
     if data_paths:
         comb, data_cells = comb | data_cells, set()
     ports = _ports(netlist)
-    anchors = {}
+    anchors, slack_pins = {}, set()
     for name, cell in netlist.cells.items():
         port = ports.get(netlist.net(name, "B")) if cell["type"] == "TRELLIS_IO" else None
         if port in pin_tile and netlist.net(name, "O") is not None:
             anchors[netlist.net(name, "O")] = pin_tile[port]
+            match = PCI_PORT.match(port)
+            if match and match.group(1) in POINT_TO_POINT_INPUTS:
+                slack_pins.add(netlist.net(name, "O"))
     # The I/O-cell registers of the control output pins, at their pins' tiles (AD's only
     # with ``data_paths``: spread over the die, they would pull a cell that also reaches
     # a control pin away from both ends of its control path).
@@ -641,7 +652,8 @@ def floorplan(netlist_path, out_path, *, device, lines, pin_tile, data_paths=Fal
             source = netlist.driver.get(netlist.net(name, io_port), (None,))[0]
             if source and netlist.cells[source]["type"] == "TRELLIS_FF":
                 registers[source] = pin_tile[port]
-    bels, skipped = assign_bels(netlist, comb, flops, anchors, FABRIC[device], registers)
+    bels, skipped = assign_bels(netlist, comb, flops, anchors, FABRIC[device], registers,
+                                frozenset(slack_pins))
     for cell, bel in bels.items():
         netlist.cells[cell]["attributes"]["BEL"] = bel
     Path(out_path).write_text(json.dumps(data))

@@ -300,3 +300,24 @@ def test_a_flip_flop_sampling_a_pin_keeps_its_distance_for_hold():
     bels, _ = assign_bels(netlist, set(), {"sample"}, {100: (126, 17)}, FABRIC["LFE5U-85F"])
     x, y = (int(v) for v in re.match(r"X(\d+)/Y(\d+)/", bels["sample"]).groups())
     assert (x, y) == (126 - SAMPLE_TILES_FROM_PIN, 17)
+
+
+def test_a_pin_with_a_longer_budget_does_not_pull_the_cell():
+    """A LUT of GNT# (10 ns at 33 MHz) and FRAME# (7 ns), pins 27 rows apart (as on the
+    reference card): counted alike it sits half way and FRAME# pays half the distance;
+    with GNT# among the slack pins it sits at FRAME#'s pin and GNT# pays it all."""
+    lut_ports = {"A": "input", "B": "input", "C": "input", "D": "input", "Z": "output"}
+    cells = {"choice": {"type": "LUT4", "parameters": {}, "attributes": {},
+                        "port_directions": lut_ports,
+                        "connections": {"A": [100], "B": [200], "C": ["0"], "D": ["0"],
+                                        "Z": [101]}}}
+    netlist = _Netlist({"modules": {"top": {"attributes": {"top": 1}, "ports": {},
+                                            "cells": cells, "netnames": {}}}})
+    anchors = {100: (126, 11), 200: (126, 38)}
+
+    def row(slack_pins):
+        bels, _ = assign_bels(netlist, {"choice"}, set(), anchors, FABRIC["LFE5U-85F"],
+                              slack_pins=slack_pins)
+        return int(re.match(r"X\d+/Y(\d+)/", bels["choice"]).group(1))
+    assert abs(row(frozenset()) - 24) <= 1
+    assert row(frozenset({100})) == 38
