@@ -4,8 +4,10 @@
 A live handshake line (read in the clock it arrives) may cross only a few cells to a
 flip-flop, so the cores write those paths as cells: look-up tables of up to four inputs
 (:meth:`CellModel.lut4`), a choice among registered words by one to three lines
-(:meth:`CellModel.live_choice`, one slice pair per bit on an FPGA), nets synthesis must
-keep (:meth:`CellModel.kept`), and the pins' I/O-cell flip-flops (:meth:`CellModel.io_flops`).
+(:meth:`CellModel.live_choice`, one slice pair per bit on an FPGA), a choice among
+look-up tables by one or two lines (:meth:`CellModel.table_choice`: a 6-input function in
+one slice pair), nets synthesis must keep (:meth:`CellModel.kept`), and the pins' I/O-cell
+flip-flops (:meth:`CellModel.io_flops`).
 The cores know this interface only; the platform hands in the backend
 (:func:`pcispy.core.live.cells_for`): an FPGA's primitives (pcispy.platform.ecp5.cells on
 an ECP5), or :class:`CellModel`, the same functions as Amaranth logic, for simulation and
@@ -18,7 +20,7 @@ targets: bit D*8 + C*4 + B*2 + A is the output for inputs A, B, C, D.
 from amaranth import Array, Cat, Const, Signal, Value
 
 __all__ = ["lut4_init", "two_way", "gated_two_way", "lut4_pins", "inputs_inverted",
-           "check_live_choice", "CellModel"]
+           "check_live_choice", "check_table_choice", "CellModel"]
 
 
 def lut4_init(function):
@@ -60,6 +62,16 @@ def check_live_choice(selects, leaves, name):
     if any(len(leaf) != len(leaves[0]) for leaf in leaves):
         raise ValueError(f"{name}: the leaves differ in width")
     return leaves
+
+
+def check_table_choice(selects, tables, name):
+    """ValueError where one slice pair cannot make a :meth:`CellModel.table_choice`."""
+    if not 1 <= len(selects) <= 2:
+        raise ValueError(f"{name}: a slice pair chooses among tables by one or two lines, "
+                         f"not {len(selects)}")
+    if len(tables) != 1 << len(selects):
+        raise ValueError(f"{name}: {len(selects)} lines choose among {1 << len(selects)} "
+                         f"tables, not {len(tables)}")
 
 
 class CellModel:
@@ -117,6 +129,31 @@ class CellModel:
         if gate is not None:
             choice = choice & Value.cast(gate).replicate(width)
         m.d.comb += output.eq(choice)
+        return output
+
+    def table_choice(self, m, selects, tables, name, *, inverted=()):
+        """The output of the table that ``selects`` (one or two 1-bit values) choose: each
+        table a :meth:`lut4` of its own inputs, on an FPGA the table's ``LUT4`` chosen by
+        the slice's multiplexers (``PFUMX`` by ``selects[0]``, ``L6MUX21`` by
+        ``selects[1]``): a function of up to six inputs in one slice pair, whose tables'
+        inputs and selects each cross one cell reached by general routing; the tables'
+        outputs reach the multiplexers on the slices' own wires.
+
+        ``tables``: ``(function, inputs, inverted)`` per index below ``2 **
+        len(selects)``, bit k of the index being the value of ``selects[k]``;
+        ``inverted`` of a table as :meth:`lut4`'s. ``inverted`` (here): the indices of
+        the selects that are active-low pins read inside-level. Returns a 1-bit signal
+        named ``name``; its tables are the cells ``NAME_lutK``.
+        """
+        check_table_choice(selects, tables, name)
+        leaves = [self.lut4(m, function, inputs, f"{name}_lut{index}", inverted=pins)
+                  for index, (function, inputs, pins) in enumerate(tables)]
+        return self._choose_table(m, selects, leaves, name, inverted)
+
+    def _choose_table(self, m, selects, leaves, name, inverted):
+        """The leaf ``selects`` index, as logic (the selects' level is their value)."""
+        output = Signal(name=name)
+        m.d.comb += output.eq(Array(leaves)[Cat(*selects)])
         return output
 
     def kept(self, m, value, name):

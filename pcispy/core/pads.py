@@ -47,7 +47,7 @@ from pcispy.pci.bus import (ACTIVE_LOW, OPEN_DRAIN, PRESENTED_GATED, SUSTAINED_T
 
 __all__ = ["LIVE_LINES", "live_lines", "INPUT_ONLY_LINES", "DECODE_LINES", "JOINED_LINES",
            "PIN_GROUP", "ad_decision_groups", "CORE_GATED_LINES",
-           "decode_signature", "simulation_ports", "decision_cell", "decided_word", "decided_floats",
+           "decode_signature", "simulation_ports", "decided_word", "decided_floats",
            "PCIPads"]
 
 #: Handshake lines offered unregistered (``pads.live.NAME``) for the same-clock paths.
@@ -128,13 +128,6 @@ def _registered(cells, direction, port):
                        o_domain=None if direction == "i" else "pci")
 
 
-def decision_cell(m, cells, decision, group, name):
-    """One hand-placed ``LUT4`` of ``cells`` (named ``name``) ORing the terms of copy
-    ``group`` of a master's :class:`~.bus.ADDecision`: the decision, formed next to the
-    pins it serves (FPGA only)."""
-    return cells.lut4(m, lambda *terms: any(terms), list(decision.terms(group)), name)
-
-
 def decided_word(m, cells, take_high, high, low, others, name):
     """The word AD pins take from a master's decision (``take_high``, one bit, between
     the words ``high`` and ``low``) and the other cores' word ``others`` (ORed, each 0
@@ -187,10 +180,9 @@ class PCIPads(wiring.Component):
         master_ad (In, ADDecision(ad_decision_groups(pin_group))): with ``master_ad``
             only (32-bit, one ``ad_drivers``): the master's AD[31:0] as a decision between two
             registered words, apart from ``bus.ad`` (the other cores', ORed) and
-            ``ad_oe_by`` (the target's enable). The pads form the decision (the OR of
-            its terms) in one cell per pin pair, from that pair's copy of the terms, next
-            to the pins, and make the choice in the cells that join the others: per bit
-            one cell for the word, and each pin pair's enable copy. Its enables are
+            ``ad_oe_by`` (the target's enable). The pads make the choice by each pin
+            pair's copy of the decision in the cells that join the others, next to the
+            pins: per bit one cell for the word, and each pin pair's enable copy. Its enables are
             gated by ``drive_allowed`` before the copy (from registers); the copy's four
             inputs are then the decision and the target's enable, so ``ad_oe_by`` is
             **not** gated by it: the core presenting it gates it itself (the target's
@@ -348,8 +340,8 @@ class PCIPads(wiring.Component):
         own in front of them all."""
         decided = name == "ad" and self.master_ad_decided
         if decided:
-            # The master's decision is formed next to each pin pair and made in the cells
-            # themselves: per bit the word's choice with the other cores' word, per pair
+            # The master's decision (its copy for each pin pair, formed beside the pins)
+            # is made in the cells themselves: per bit the word's choice with the other cores' word, per pair
             # the enable's with the target's. Its enables, from registers, with the other
             # lines' (``bus.ad.oe``) and the permission: the copy's inputs then are the
             # decision and the target's enable.
@@ -372,8 +364,7 @@ class PCIPads(wiring.Component):
             m.submodules[f"{name}_buffer_{low}"] = buf = _registered(cells, "io",
                                                                     port[low:high])
             if decided:
-                take_high = decision_cell(m, cells, decision, low // self.pin_group,
-                                          f"{name}_take_high_{low}")
+                take_high = decision.take_high_of(low // self.pin_group)
                 words.append(decided_word(m, cells, take_high, decision.high[low:high],
                                           decision.low[low:high], line.o[low:high],
                                           f"{name}_word_{low}"))

@@ -106,7 +106,7 @@ class DMAEngine(wiring.Component):
 
     Parameters:
         width: bus width, 32 or 64.
-        ad_groups: the copies of ``ad_decision``'s terms (the initiator's).
+        ad_groups: the copies of ``ad_decision``'s ``take_high`` (the initiator's).
     """
     def __init__(self, width=32, *, ad_groups=1):
         self.width = width

@@ -205,27 +205,22 @@ class BusState(data.StructLayout):
 class ADDecision(data.StructLayout):
     """A master's AD[31:0] for the next clock as one decision between two words.
 
-    ``high`` with its enable ``high_oe`` where any term of the decision is set (each term
-    from the live handshake lines), else ``low`` with ``low_oe``; each word 0 where its
-    enable is (the rule of :data:`PRESENTED_GATED`). The words and enables come from
-    registers; the terms are the only values the live lines decide in the clock. The
-    terms come in ``groups`` identical copies (``take_high``: :data:`TERMS` bits a group),
-    one for each group of AD pins the pads serve, so that every copy can sit next to its
-    pins. The pads form the decision from their group's terms next to the pins and make
-    the choice in the cell that joins the other cores' AD (:class:`~.pads.PCIPads`,
-    ``master_ad``): a live line crosses a term's cell, the decision's and that one cell,
-    three cells deep on the ULX3S (docs/timing.md, the data paths' depth), with one long
-    wire (from the pin, or from the registered half of a term, to a group's cells)
-    rather than several. A master that decides AD some other way hands over its word as
-    ``high`` with a term of every group set. Its value: :meth:`word` and :meth:`enable`
-    of a view; a group's terms: :meth:`terms`.
+    ``high`` with its enable ``high_oe`` where ``take_high`` is set (decided from the
+    live handshake lines), else ``low`` with ``low_oe``; each word 0 where its enable is
+    (the rule of :data:`PRESENTED_GATED`). The words and enables come from registers;
+    ``take_high`` is the only value the live lines decide in the clock. It comes in
+    ``groups`` identical copies, one for each group of AD pins the pads serve, so that
+    every copy can sit next to its pins; the pads make the choice in the cell that joins
+    the other cores' AD (:class:`~.pads.PCIPads`, ``master_ad``): a live line crosses the
+    decision's slice pair and that one cell (docs/timing.md, the data paths' depth), with
+    one long wire (from the pin to a group's decision) rather than several. A master
+    that decides AD some other way hands over its word as ``high`` with every copy of
+    ``take_high`` set. Its value: :meth:`word` and :meth:`enable` of a view; a group's
+    copy: :meth:`take_high_of`.
     """
-    #: The terms of the decision: any of them set takes ``high``.
-    TERMS = 3
-
     def __init__(self, groups=1):
         self.groups = groups
-        super().__init__({"take_high": self.TERMS * groups, "high": 32, "low": 32,
+        super().__init__({"take_high": groups, "high": 32, "low": 32,
                           "high_oe": 1, "low_oe": 1})
 
     def __call__(self, target):
@@ -233,19 +228,18 @@ class ADDecision(data.StructLayout):
 
 
 class _ADDecisionView(data.View):
-    def terms(self, group):
-        """The terms of copy ``group`` of the decision."""
-        terms = ADDecision.TERMS
-        return self.take_high[group * terms:(group + 1) * terms]
+    def take_high_of(self, group):
+        """Copy ``group`` of the decision."""
+        return self.take_high[group]
 
     def word(self):
-        """The word presented: ``high`` or ``low``, as the terms choose (the first
-        group's: every group holds the same)."""
-        return Mux(self.terms(0).any(), self.high, self.low)
+        """The word presented: ``high`` or ``low``, as the decision chooses (the first
+        group's copy: every copy holds the same)."""
+        return Mux(self.take_high[0], self.high, self.low)
 
     def enable(self):
-        """Whether AD is driven: ``high_oe`` or ``low_oe``, as the terms choose."""
-        return Mux(self.terms(0).any(), self.high_oe, self.low_oe)
+        """Whether AD is driven: ``high_oe`` or ``low_oe``, as the decision chooses."""
+        return Mux(self.take_high[0], self.high_oe, self.low_oe)
 
 
 def parity(*values):

@@ -59,10 +59,12 @@ DEVICE_CAPACITY = {
 #: out the input buffer and the clock network's insertion delay (docs/timing.md).
 CLOCK_MARGIN = 0.05
 
-#: The most LUT levels the design puts between a live handshake pin and an AD output
-#: register (the handshake selects among words computed in the clock before): the
-#: synthesised structure an active build is held to (:mod:`.ecp5.structure`).
-DATA_PATH_MAX_LUTS = 3
+#: The most logic levels (cells entered from general routing,
+#: :func:`~.ecp5.floorplan.live_depths`) the design puts between a live handshake pin and
+#: an AD output register (the handshake selects among words computed in the clock
+#: before): the master's decision's slice pair, then the cell joining the target's AD.
+#: The synthesised structure an active build is held to (:mod:`.ecp5.structure`).
+DATA_PATH_MAX_LUTS = 2
 
 
 def fits(report, device):

@@ -66,8 +66,8 @@ class Initiator(wiring.Component):
         busy (Out, 1): a descriptor is held or a transaction is on the bus.
         ad_decision (Out, ADDecision): 32-bit only: ``bus.ad``'s word and enable as one
             decision between two registered words (``bus.ad`` is its value), for pads
-            that make the choice in the cell joining the target's AD. Expanded, only the
-            terms are live; folded, the word is ``high``, always taken.
+            that make the choice in the cell joining the target's AD. Expanded, only
+            ``take_high`` is live; folded, the word is ``high``, always taken.
 
     Parameters:
         width: bus width, 32 or 64.
@@ -75,8 +75,8 @@ class Initiator(wiring.Component):
             select (the timing structure, see :mod:`.choice` and :mod:`pcispy.core.live`), or
             once with the live lines as inputs (the same function, an eighth of the logic:
             faster to simulate). ``None``: expand when elaborated for a platform.
-        ad_groups: the copies of ``ad_decision``'s terms (32-bit): one per group of AD
-            pins the pads serve.
+        ad_groups: the copies of ``ad_decision``'s ``take_high`` (32-bit): one per group
+            of AD pins the pads serve.
     """
     def __init__(self, width=32, *, expand_live=None, ad_groups=1):
         if width not in (32, 64):

@@ -32,13 +32,14 @@ def ad_decision(m, ini, cells, machine, cofactors):
     ends with this phase (``kill``: STOP# or a master abort ends the final phase).
     ``high`` is the address while idle and the next word after a data phase that is
     not the final one, so it is 0 in the final phase and ``kill`` can take it
-    rather than gate ``low``: the terms of ``take_high`` are ``go``, ``xfer`` and
-    ``kill``, each a hand-placed LUT4 of the lines and registered halves
-    (:mod:`~pcispy.core.cells`). The pads OR them in a cell next to each pair of AD pins: a
-    line crosses that and the pads' join, three cells to AD's registers. (Chosen
-    among the sixteen cofactors' words, the lines would cross five or six; as
-    ``sel ? high : keep & low`` with the join with the target's word a cell of its
-    own, four.) The same values clock for clock:
+    rather than gate ``low``: ``take_high = go | xfer | kill``. ``go`` holds only
+    while idle and ``xfer`` and ``kill`` only in a data phase, so the phase chooses
+    which to read, and STOP# which form of ``kill``: ``take_high`` is one slice pair
+    per copy (:meth:`~pcispy.core.cells.CellModel.table_choice`, by "idle" and STOP#,
+    among four tables of the other lines and registered halves). A line crosses that
+    and the pads' join, two cells reached by routing to AD's registers. (With the three
+    terms each a cell, ORed in a cell of the pads, three; chosen among the sixteen
+    cofactors' words, five or six.) The same values clock for clock:
     ``expansion_prove`` checks them against the folded build.
     """
     txn, edge, now, word = machine.txn, machine.edge, ini.now, machine.word
@@ -55,23 +56,22 @@ def ad_decision(m, ini, cells, machine, cofactors):
     abort_due = net(~txn.devsel_seen & machine.cmp.devsel_overdue, "ad_abort_due")
     # GNT# counts while idle only with the bus idle: ``gnt_counts`` written out,
     # since ``go_ok`` already holds "idle" and GNT# then meets one LUT of four
-    # inputs (``gnt_counts & go_ok`` would read the phase again: five).
-    # One copy of the terms per group of AD pins (``ad_groups``), each placed next
-    # to its pins.
-    terms = []
-    for group in range(ini.ad_groups):
-        terms += [
-            cells.lut4(m, lambda gnt, frame, irdy, ok: gnt and not frame and not irdy
-                       and ok, [now.gnt, now.frame, now.irdy, go_ok], f"ad_go_{group}",
-                       inverted=(0, 1, 2)),
-            cells.lut4(m, lambda trdy, devsel, ok, _: trdy and devsel and ok,
-                       [now.trdy, now.devsel, xfer_ok], f"ad_xfer_{group}",
-                       inverted=(0, 1)),
-            cells.lut4(m, lambda stop, devsel, open_, due:
-                       open_ and (stop or (not devsel and due)),
-                       [now.stop, now.devsel, final_open, abort_due], f"ad_kill_{group}",
-                       inverted=(0, 1)),
-        ]
+    # inputs (``gnt_counts & go_ok`` would read the phase again: five). In a data
+    # phase ``kill`` with STOP# asserted is ``final_open``; with STOP# deasserted a
+    # master abort, ``final_open & abort_due`` (one registered half: the table then
+    # has room for ``xfer``).
+    abort_open = net(final_open & abort_due, "ad_abort_open")
+    go = (lambda gnt, frame, irdy, ok: gnt and not frame and not irdy and ok,
+          [now.gnt, now.frame, now.irdy, go_ok], (0, 1, 2))
+    busy = (lambda trdy, devsel, ok, abort: (trdy and devsel and ok) or (not devsel and abort),
+            [now.trdy, now.devsel, xfer_ok, abort_open], (0, 1))
+    stopped = (lambda trdy, devsel, ok, open_: (trdy and devsel and ok) or open_,
+               [now.trdy, now.devsel, xfer_ok, final_open], (0, 1))
+    # One copy of the decision per group of AD pins (``ad_groups``), each placed next
+    # to its pins; table index: bit 0 "idle", bit 1 STOP#.
+    take_high = [cells.table_choice(m, [is_idle, now.stop], [busy, go, stopped, go],
+                                    f"ad_take_high_{group}", inverted=(1,))
+                 for group in range(ini.ad_groups)]
     # high: idle, the address; moving now, the next word unless this phase is the
     # final one. low: the DAC phase's upper address; a write's word on the pins
     # through a wait state (or the first), unless the final phase is ending.
@@ -80,7 +80,7 @@ def ad_decision(m, ini, cells, machine, cofactors):
     writing = ~is_idle & txn_write & ~(final_phase & ending)
     held_word = Mux(pin_irdy, edge.pin_ad, word[0])
     return {
-        "take_high": Cat(*terms),
+        "take_high": Cat(*take_high),
         "high": net(Mux(is_idle, machine.held.e_addr[:32], moving_on.replicate(32) & word[1]),
                     "ad_high"),
         "high_oe": net(is_idle | moving_on, "ad_high_oe"),
@@ -115,8 +115,7 @@ def drive_outputs(m, ini, cells, machine, cofactors, expand):
                    ("ad", "oe"): ini.ad_decision.enable()}
     elif not wide_bus:
         # Decided among the cofactors (or folded): the word is the decision's high half.
-        m.d.comb += [ini.ad_decision.terms(group)[0].eq(1)
-                     for group in range(ini.ad_groups)]
+        m.d.comb += ini.ad_decision.take_high.eq((1 << ini.ad_groups) - 1)
         m.d.comb += [ini.ad_decision.high.eq(bus.ad.o),
                      ini.ad_decision.high_oe.eq(bus.ad.oe)]
     for name in machine.decided.driven:

@@ -177,9 +177,9 @@ def test_ad_is_driven_while_any_joined_enable_is_set(width):
 
 def test_a_masters_ad_decision_joins_the_other_cores_word_and_enable():
     """With ``master_ad`` the pads take the master's AD as a decision between two words:
-    the pins show the word ``take_high`` (any of its terms) chooses ORed with the target's (``bus.ad.o``),
-    driven while the chosen enable or the target's (``ad_oe_by``) is set, and PAR covers
-    what was driven. Passive mode's ``drive_allowed`` withholds the master's enables; the
+    the pins show the word ``take_high`` (every pin group's copy alike) chooses ORed with
+    the target's (``bus.ad.o``), driven while the chosen enable or the target's
+    (``ad_oe_by``) is set, and PAR covers what was driven. Passive mode's ``drive_allowed`` withholds the master's enables; the
     target's comes gated by the target itself, so the pads pass it as it is."""
     async def bench(ctx, dut, ports):
         decision = dut.master_ad
@@ -187,15 +187,16 @@ def test_a_masters_ad_decision_joins_the_other_cores_word_and_enable():
         ctx.set(decision.low, 0x0000_2222)
         ctx.set(dut.bus.ad.o, 0x0300_0000)
         ctx.set(ports["cbe"].i, 0b1111)
-        cases = [  # take_high's terms, high_oe, low_oe, target's enable -> word, driven
-            (0b001, 1, 0, 0, 0x1311_0000, 1),
-            (0b000, 1, 0, 0, 0x0300_2222, 0),
-            (0b000, 0, 1, 0, 0x0300_2222, 1),
-            (0b010, 0, 1, 1, 0x1311_0000, 1),
-            (0b100, 0, 1, 0, 0x1311_0000, 0),
+        copies = len(decision.take_high)
+        cases = [  # take_high, high_oe, low_oe, target's enable -> word, driven
+            (1, 1, 0, 0, 0x1311_0000, 1),
+            (0, 1, 0, 0, 0x0300_2222, 0),
+            (0, 0, 1, 0, 0x0300_2222, 1),
+            (1, 0, 1, 1, 0x1311_0000, 1),
+            (1, 0, 1, 0, 0x1311_0000, 0),
         ]
         for take_high, high_oe, low_oe, target_oe, word, driven in cases:
-            ctx.set(decision.take_high, take_high)
+            ctx.set(decision.take_high, -take_high & ((1 << copies) - 1))
             ctx.set(decision.high_oe, high_oe)
             ctx.set(decision.low_oe, low_oe)
             ctx.set(dut.ad_oe_by, target_oe)
@@ -211,7 +212,7 @@ def test_a_masters_ad_decision_joins_the_other_cores_word_and_enable():
             if driven:
                 assert ctx.get(ports["par"].o) == parity(word, 0b1111), case
         ctx.set(dut.drive_allowed, 0)
-        ctx.set(decision.take_high, 0b111)
+        ctx.set(decision.take_high, (1 << copies) - 1)
         ctx.set(decision.high_oe, 1)
         ctx.set(decision.low_oe, 1)
         await ctx.tick("pci")

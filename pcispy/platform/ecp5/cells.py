@@ -80,6 +80,23 @@ class ECP5Cells(CellModel):
             m.d.comb += output[bit].eq(level[0])
         return output
 
+    def _choose_table(self, m, selects, level, name, inverted):
+        """The tables' ``LUT4``s in pairs into a ``PFUMX`` by ``selects[0]``, the two
+        ``PFUMX`` into an ``L6MUX21`` by ``selects[1]`` (the last multiplexer the cell
+        ``name``): the shape nextpnr packs into one slice (pair)."""
+        kinds = ("PFUMX", "L6MUX21")[:len(selects)]
+        for depth, kind in enumerate(kinds):
+            select, flip = selects[depth], depth in inverted
+            if flip:
+                # The cell reads the pin itself: its operands swap instead.
+                select = ~Value.cast(select)
+            level = [_mux(m, kind, name if depth == len(kinds) - 1
+                          else f"{name}_{kind.lower()}{index // 2}", select,
+                          *((level[index], level[index + 1]) if flip
+                            else (level[index + 1], level[index])))
+                     for index in range(0, len(level), 2)]
+        return level[0]
+
     def kept(self, m, value, name):
         net = Signal(Value.cast(value).shape(), name=name, attrs={"keep": 1})
         m.d.comb += net.eq(value)

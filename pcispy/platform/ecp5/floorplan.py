@@ -235,12 +235,14 @@ def live_logic(netlist, lines, data_lines=DATA_LINES):
 
 
 def live_depths(netlist, lines, data_lines=DATA_LINES):
-    """``{line: {"data": cells, "control": cells}}``: the most combinational cells (LUT4,
-    PFUMX, L6MUX21: what the routed design packs into ``TRELLIS_COMB`` one each) on any
+    """``{line: {"data": levels, "control": levels}}``: the most logic levels on any
     path from each live pin to a data end and to a control end (:class:`_LiveCone`), in
-    a synthesised netlist; 0 where a pin reaches no such end. The depth
-    :func:`.timing.check` holds data paths to, known after synthesis, before place and
-    route (which counts the cells of each pin's slowest path, not of its deepest).
+    a synthesised netlist; 0 where a pin reaches no such end. A level is a
+    combinational cell the path enters from general routing: a LUT4, or a PFUMX or
+    L6MUX21 by its select; a multiplexer's data inputs come from its own slice (pair)'s
+    cells on dedicated wires, and add no level. The depth :func:`.timing.check` holds
+    data paths to, known after synthesis, before place and route (which counts the
+    cells of each pin's slowest path, not of its deepest).
     """
     cone = _LiveCone(netlist, lines, data_lines)
     depths = {line: {"data": 0, "control": 0} for line in lines}
@@ -253,9 +255,11 @@ def live_depths(netlist, lines, data_lines=DATA_LINES):
                 if user in cone.ends and port in ("DI", "M", "CE"):
                     kind = "control" if user in cone.control_ends else "data"
                     depths[line][kind] = max(depths[line][kind], cells)
-                elif user in cone.comb and depth.get(user, -1) < cells + 1:
-                    depth[user] = cells + 1
-                    reach(netlist.net(user, "Z"), cells + 1)
+                elif user in cone.comb:
+                    level = cells + (port not in _MUX_DATA.get(netlist.cells[user]["type"], ()))
+                    if depth.get(user, -1) < level:
+                        depth[user] = level
+                        reach(netlist.net(user, "Z"), level)
         reach(start, 0)
     return depths
 

@@ -24,6 +24,15 @@ HANDSHAKE_FLOATS = ("frame", "irdy", "trdy", "stop", "devsel")
 #: (control) in the clock they arrive.
 _LIVE = ("frame", "irdy", "trdy", "stop", "devsel", "gnt")
 _REGISTER_INPUT = ("TRELLIS_FF", "DI")
+#: AD's output enable copies (kept LUT4s), one per pin pair.
+_AD_COPIES = r"board\.pads\.ad_oe_copy_\d+"
+#: ``{what: (kept LUT4's name pattern, tristate registers it feeds)}``: the floats cells.
+_FLOATS_CELLS = {
+    **{f"{line}'s floats cell": (rf"board\.pads\.{line}_floats(\$\d+)?", 1)
+       for line in HANDSHAKE_FLOATS},
+    "C/BE#'s floats cell": (r"board\.dma\.initiator\.cbe_oe_floats_b0(\$\d+)?", 4),
+    "SERR#'s floats cell": (r"board\.target\.serr_floats(\$\d+)?", 1),
+}
 
 
 def structure_problems(netlist, live_depth, max_data_luts):
@@ -47,25 +56,65 @@ def structure_problems(netlist, live_depth, max_data_luts):
         return [name for name, cell in cells.items()
                 if cell["type"] == "LUT4" and re.fullmatch(pattern, name)]
 
-    # Each live line reaches AD's registers through at most max_data_luts cells and
+    # Each live line reaches AD's registers through at most max_data_luts levels and
     # other logic too; AD's own pins reach no logic before their registers.
     for line in _LIVE:
         depth = live_depth.get(line)
         if depth is None or not (0 < depth["data"] <= max_data_luts and depth["control"] > 0):
-            problems.append(f"{line}: data path depth {depth} (1..{max_data_luts} LUTs "
+            problems.append(f"{line}: data path depth {depth} (1..{max_data_luts} levels "
                             "and control logic expected)")
     if any(line.startswith("ad") for line in live_depth):
         problems.append("an AD pin reaches logic before its register")
 
     problems += _ad_enable_copies(cells, drivers, loads, kept)
-    for line in HANDSHAKE_FLOATS:
-        problems += _floats_cell(kept(rf"board\.pads\.{line}_floats(\$\d+)?"), loads,
-                                 f"{line}'s floats cell", 1)
-    problems += _floats_cell(kept(r"board\.dma\.initiator\.cbe_oe_floats_b0(\$\d+)?"),
-                             loads, "C/BE#'s floats cell", 4)
-    problems += _floats_cell(kept(r"board\.target\.serr_floats(\$\d+)?"), loads,
-                             "SERR#'s floats cell", 1)
+    for what, (pattern, registers) in _FLOATS_CELLS.items():
+        problems += _floats_cell(kept(pattern), loads, what, registers)
     return problems
+
+
+def structure_cut(netlist):
+    """The part of a synthesised ``netlist`` :func:`structure_problems` reads (a yosys
+    JSON netlist of one top module): the kept cells it checks, every load of theirs, the
+    cells driving them and, through multiplexers, the cells driving those (the master's
+    decision). The default board's cut is the test data of its structure check."""
+    cells = top_module(netlist)["cells"]
+    drivers = {bit: name for name, cell in cells.items()
+               for port, bits in cell["connections"].items()
+               if cell["port_directions"].get(port) == "output" for bit in bits}
+    patterns = [_AD_COPIES, *(pattern for pattern, _ in _FLOATS_CELLS.values())]
+    seeds = {name for name, cell in cells.items() if cell["type"] == "LUT4"
+             and any(re.fullmatch(pattern, name) for pattern in patterns)}
+    outputs = {bit for name in seeds for bit in cells[name]["connections"]["Z"]}
+    cut = set(seeds)
+    cut |= {name for name, cell in cells.items()
+            if any(bit in outputs for port, bits in cell["connections"].items()
+                   if cell["port_directions"].get(port) == "input" for bit in bits)}
+    todo = list(seeds)
+    while todo:
+        cell = cells[todo.pop()]
+        for port, bits in cell["connections"].items():
+            if cell["port_directions"].get(port) != "input":
+                continue
+            for driver in filter(None, map(drivers.get, bits)):
+                if driver not in cut:
+                    cut.add(driver)
+                    if cells[driver]["type"] in ("PFUMX", "L6MUX21"):
+                        todo.append(driver)
+    return {"modules": {"top": {"attributes": {"top": "1".zfill(32)}, "ports": {}, "cells": {
+        name: {key: cells[name][key] for key in ("connections", "port_directions", "type")}
+        for name in sorted(cut)}}}}
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+    if len(sys.argv) != 3:
+        sys.exit("usage: python -m pcispy.platform.ecp5.structure SYNTHESISED.json CUT.json")
+    with open(sys.argv[1]) as source:
+        cut = structure_cut(json.load(source))
+    with open(sys.argv[2], "w") as out:
+        json.dump(cut, out, indent=0, sort_keys=True)
+        out.write("\n")
 
 
 def _floats_cell(found, loads, what, registers):
@@ -81,9 +130,9 @@ def _ad_enable_copies(cells, drivers, loads, kept):
     """AD's output enable: one kept copy per pin pair straight into the pair's tristate
     registers (the first pair's also into the pads' "AD driven" flip-flop), each reading
     the three shared terms (the master decision's two permitted enables, the target's
-    enable) and its own pair's decision cell, which ORs that pair's copy of the master's
-    go, xfer and kill terms."""
-    copies = kept(r"board\.pads\.ad_oe_copy_\d+")
+    enable) and its own pair's copy of the master's decision: one slice pair, the
+    ``L6MUX21`` of the group's two ``PFUMX``, each of two of the group's tables."""
+    copies = kept(_AD_COPIES)
     if len(copies) != 16:
         return [f"AD output enable: {len(copies)} kept copies, 16 (one per pin pair) "
                 "expected"]
@@ -103,14 +152,28 @@ def _ad_enable_copies(cells, drivers, loads, kept):
     for copy, bits in inputs.items():
         pair = copy.rsplit("_", 1)[1]
         (own,) = bits - shared
-        if not re.fullmatch(rf"board\.pads\.ad_take_high_{pair}(\$\d+)?", drivers[own]):
-            problems.append(f"{copy} reads {drivers[own]}, not its pair's decision cell")
-            continue
-        group = int(pair) // 2
-        terms = {re.sub(r"\$\d+$", "", drivers[bit]) for port in "ABCD"
-                 for bit in cells[drivers[own]]["connections"][port]
-                 if bit not in ("0", "1")}
-        expected = {f"board.dma.initiator.ad_{term}_{group}" for term in ("go", "xfer", "kill")}
-        if terms != expected:
-            problems.append(f"{drivers[own]} ORs {sorted(terms)}, not {sorted(expected)}")
+        decision = f"board.dma.initiator.ad_take_high_{int(pair) // 2}"
+        problem = _decision_problem(cells, drivers, own, decision)
+        if problem:
+            problems.append(f"{copy} reads {drivers[own]}: {problem}")
     return problems
+
+
+def _decision_problem(cells, drivers, net, name):
+    """What is wrong with the cells driving ``net`` as the master's decision ``name`` (an
+    ``L6MUX21`` of two ``PFUMX`` of two ``LUT4`` each, the tables ``NAME_lutK``), or
+    None."""
+    root = drivers[net]
+    if re.sub(r"\$\d+$", "", root) != name or cells[root]["type"] != "L6MUX21":
+        return f"not the L6MUX21 {name}"
+    tables = set()
+    for port in ("D0", "D1"):
+        mux = drivers[cells[root]["connections"][port][0]]
+        if cells[mux]["type"] != "PFUMX":
+            return f"its {port} is {mux}, not a PFUMX"
+        tables |= {re.sub(r"\$\d+$", "", drivers[cells[mux]["connections"][lut][0]])
+                   for lut in ("ALUT", "BLUT")}
+    expected = {f"{name}_lut{k}" for k in range(4)}
+    if tables != expected:
+        return f"its tables are {sorted(tables)}, not {sorted(expected)}"
+    return None

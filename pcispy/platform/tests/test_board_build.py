@@ -818,16 +818,13 @@ def test_each_broken_structure_is_named():
         # Synthesis put a cell between AD[8]'s enable copy and its registers.
         cells["inserted"] = _lut(cells["board.pads.ad_oe_copy_4"]["connections"]["Z"], 1)
 
-    def swapped_term(cells, depth):
-        # Pair 4's decision ORs another group's "go" term.
-        decision = cells["board.pads.ad_take_high_4$280"]["connections"]
-        go = cells["board.dma.initiator.ad_go_2$1867"]["connections"]["Z"][0]
-        other = cells["board.dma.initiator.ad_go_0$1861"]["connections"]["Z"][0]
-        for port, bits in decision.items():
-            decision[port] = [other if bit == go else bit for bit in bits]
+    def swapped_table(cells, depth):
+        # Pair 4's decision (group 2) chooses another group's table.
+        mux = cells["board.dma.initiator.ad_take_high_2_pfumx0$1911"]["connections"]
+        mux["ALUT"] = cells["board.dma.initiator.ad_take_high_0_lut1$1894"]["connections"]["Z"]
 
     def merged_floats(cells, depth):
-        del cells["board.pads.trdy_floats$356"]
+        del cells["board.pads.trdy_floats$324"]
 
     def deep_path(cells, depth):
         depth["irdy"]["data"] = 4
@@ -836,15 +833,15 @@ def test_each_broken_structure_is_named():
     assert _structure_problems(extra_load) == [
         "board.pads.ad_oe_copy_4 feeds [('TRELLIS_FF', 'DI'), ('TRELLIS_FF', 'DI'), "
         "('LUT4', 'A')], not its pair's 2 registers only"]
-    assert _structure_problems(swapped_term) == [
-        "board.pads.ad_take_high_4$280 ORs ['board.dma.initiator.ad_go_0', "
-        "'board.dma.initiator.ad_kill_2', 'board.dma.initiator.ad_xfer_2'], not "
-        "['board.dma.initiator.ad_go_2', 'board.dma.initiator.ad_kill_2', "
-        "'board.dma.initiator.ad_xfer_2']"]
+    group_2 = [f"board.dma.initiator.ad_take_high_2_lut{k}" for k in range(4)]
+    swapped = ["board.dma.initiator.ad_take_high_0_lut1", *group_2[:1], *group_2[2:]]
+    assert _structure_problems(swapped_table) == [
+        "board.pads.ad_oe_copy_4 reads board.dma.initiator.ad_take_high_2$1913: its tables "
+        f"are {swapped}, not {group_2}"]
     assert _structure_problems(merged_floats) == [
         "trdy's floats cell: 0 kept LUT4 cells, 1 expected"]
     assert _structure_problems(deep_path) == [
-        "irdy: data path depth {'data': 4, 'control': 3} (1..3 LUTs and control logic "
+        "irdy: data path depth {'data': 4, 'control': 3} (1..2 levels and control logic "
         "expected)", "an AD pin reaches logic before its register"]
 
 

@@ -126,13 +126,14 @@ def test_the_live_logic_and_only_it_is_found(placed):
                                  "left_to_placer": 1}
 
 
-def test_live_depths_count_the_cells_to_each_kind_of_end(placed):
-    """STOP# -> LUT4 -> PFUMX -> L6MUX21 -> a flip-flop is three cells deep, TRDY# meets
-    the same chain at the PFUMX (two) and AD[0]'s word LUT (one, a data path), FRAME#
-    only the L6MUX21; the output-only AD pin starts nothing."""
+def test_live_depths_count_the_levels_to_each_kind_of_end(placed):
+    """STOP# -> LUT4 -> PFUMX -> L6MUX21 -> a flip-flop is one level (the multiplexers
+    take the LUT's output on their slices' own wires), TRDY# meets the same chain at the
+    PFUMX's select (one) and AD[0]'s word LUT (one, a data path), FRAME# the L6MUX21's
+    select; the output-only AD pin starts nothing."""
     netlist = _Netlist(placed["synthesised"])
     assert live_depths(netlist, ["trdy", "stop", "frame", "ad"]) == {
-        "trdy": {"data": 1, "control": 2}, "stop": {"data": 0, "control": 3},
+        "trdy": {"data": 1, "control": 1}, "stop": {"data": 0, "control": 1},
         "frame": {"data": 0, "control": 1}, "ad": {"data": 0, "control": 0}}
 
 

@@ -16,7 +16,7 @@ from amaranth.sim import Simulator
 from pcispy.pci.bus import ADDecision
 from pcispy.core.cells import CellModel
 from pcispy.platform.ecp5.cells import ECP5Cells, kept_lut4
-from pcispy.core.pads import decided_floats, decided_word, decision_cell
+from pcispy.core.pads import decided_floats, decided_word
 
 pytestmark = pytest.mark.target
 
@@ -176,7 +176,7 @@ def _decided_module(*, fpga):
     word, floats = Signal(3, name="word"), Signal(name="floats")
     if fpga:
         cells = ECP5Cells()
-        take_high = decision_cell(m, cells, decision, 0, "take_high")
+        take_high = decision.take_high_of(0)
         m.d.comb += word.eq(decided_word(m, cells, take_high, decision.high[:3],
                                          decision.low[:3], others, "word"))
         m.d.comb += floats.eq(cells.lut4(m, decided_floats, [take_high, decision.high_oe,
@@ -192,3 +192,76 @@ def test_the_pads_decide_a_masters_ad_in_the_join_as_the_plain_choice(tmp_path):
     models, equal the decision's word ORed with the other core's and the float of
     neither enable: the cells the simulations do not run."""
     _prove_same_function(tmp_path, _decided_module(fpga=True), _decided_module(fpga=False))
+
+
+#: Four tables of four inputs for :meth:`~pcispy.core.cells.CellModel.table_choice`, each
+#: a different function (index k's: the inputs' sum is k modulo 4, or its first input).
+_TABLES = [lambda a, b, c, d, k=k: (a + b + c + d) % 4 == k or (k == 3 and a)
+           for k in range(4)]
+
+
+def _table_choice_module(lines, *, fpga, inverted=(), inverted_inputs=(1,)):
+    """A module whose output is the table ``lines`` selects choose (its ports: the
+    selects, six inputs the tables share in rotation, the output)."""
+    m = Module()
+    selects = [Signal(name=f"sel{k}") for k in range(lines)]
+    inputs = [Signal(name=f"in{k}") for k in range(6)]
+    tables = [(_TABLES[index], [inputs[(index + k) % 6] for k in range(4)], inverted_inputs)
+              for index in range(1 << lines)]
+    cells = ECP5Cells() if fpga else CellModel()
+    out = Signal(name="out")
+    m.d.comb += out.eq(cells.table_choice(m, selects, tables, "chosen", inverted=inverted))
+    return m, [*selects, *inputs, out], selects, inputs
+
+
+@pytest.mark.parametrize("lines, inverted", [(1, ()), (1, (0,)), (2, ()), (2, (0,)), (2, (1,)),
+                                             (2, (0, 1))])
+def test_table_choice_on_an_fpga_is_the_models_function(tmp_path, lines, inverted):
+    """yosys proves the LUT4s, PFUMX and L6MUX21 of a choice among tables, read with its
+    ECP5 models, equal to the model's choice, with the selects taken as the lines or as
+    pins read inside-level (a swapped multiplexer input cannot hide)."""
+    fpga, fpga_ports, *_ = _table_choice_module(lines, fpga=True, inverted=inverted)
+    model, model_ports, *_ = _table_choice_module(lines, fpga=False, inverted=inverted)
+    _prove_same_function(tmp_path, (fpga, fpga_ports), (model, model_ports))
+
+
+def test_table_choice_picks_the_table_its_lines_index():
+    """In simulation the output is the table the selects index (bit k: select k), each
+    table a function of its own inputs (an input marked inverted is read at its inside
+    level all the same: only the cells' wiring differs)."""
+    m, ports, selects, inputs = _table_choice_module(2, fpga=False)
+    out = ports[-1]
+    sim = Simulator(m)
+
+    async def testbench(ctx):
+        for value in range(1 << 8):
+            bits = [(value >> k) & 1 for k in range(8)]
+            for signal, bit in zip([*selects, *inputs], bits):
+                ctx.set(signal, bit)
+            index = bits[0] | bits[1] << 1
+            table_inputs = [bits[2 + (index + k) % 6] for k in range(4)]
+            assert ctx.get(out) == bool(_TABLES[index](*table_inputs)), value
+    sim.add_testbench(testbench)
+    sim.run()
+
+
+def test_table_choice_on_an_fpga_is_one_slice_pair():
+    """Two lines: four LUT4, two PFUMX (line 0 on C0) and one L6MUX21 (line 1 on SD),
+    every one kept; one line: two LUT4 and a PFUMX. Three lines or a table too few are
+    refused."""
+    for lines, kinds in ((2, ["L6MUX21", "LUT4", "LUT4", "LUT4", "LUT4", "PFUMX", "PFUMX"]),
+                         (1, ["LUT4", "LUT4", "PFUMX"])):
+        m, _, selects, _ = _table_choice_module(lines, fpga=True)
+        cells = [cell for cell, *_ in Fragment.get(m, None).subfragments]
+        assert sorted(cell.type for cell in cells) == kinds
+        assert all(cell.attrs["keep"] == 1 for cell in cells)
+        for cell in cells:
+            if cell.type == "PFUMX":
+                assert cell.ports["C0"][0] is selects[0]
+            elif cell.type == "L6MUX21":
+                assert cell.ports["SD"][0] is selects[1]
+    for cells in (CellModel(), ECP5Cells()):
+        with pytest.raises(ValueError, match="one or two lines"):
+            cells.table_choice(None, [Signal()] * 3, [None] * 8, "x")
+        with pytest.raises(ValueError, match="among 4 tables, not 3"):
+            cells.table_choice(None, [Signal()] * 2, [None] * 3, "y")
