@@ -182,11 +182,11 @@ class PCIPads(wiring.Component):
             registered words, apart from ``bus.ad`` (the other cores', ORed) and
             ``ad_oe_by`` (the target's enable). The pads make the choice by each pin
             pair's copy of the decision in the cells that join the others, next to the
-            pins: per bit one cell for the word, and each pin pair's enable copy. Its enables are
-            gated by ``drive_allowed`` before the copy (from registers); the copy's four
-            inputs are then the decision and the target's enable, so ``ad_oe_by`` is
-            **not** gated by it: the core presenting it gates it itself (the target's
-            ``drive_allowed``).
+            pins: per bit one cell for the word, and each pin pair's enable copy. Its
+            enables are gated by ``drive_allowed`` before the copy (from registers); the
+            copy's four inputs are then the decision and the target's enable, so
+            ``ad_oe_by`` is **not** gated by it: the core presenting it gates it itself
+            (the target's ``drive_allowed``).
         ad_driven, ad_hi_driven (Out, 1): with ``ad_drivers`` only: the pads drive
             AD[31:0] (AD[63:32]) during this clock (registered; PAR's enable follows it).
             On an FPGA a fabric copy of the first pin pair's tristate register, placed
