@@ -36,12 +36,11 @@ __all__ = ["WIDTH", "BUS_CLOCK_MHZ", "FLOORPLAN_DATA_PATHS", "NEXTPNR_DEFAULTS",
 #: Bus width of this pin-out.
 WIDTH = 32
 
-#: The bus clock (MHz) this pin-out lets an active build sample every input in time at.
-#: Built for 33 MHz the card's pci clock reaches 39.75-41.5 MHz and its live paths land
-#: between 6.4 and 8.0 ns against 7 by the placement: seed 2 passes at 33 MHz, others
-#: miss by tenths of a nanosecond (docs/timing.md, "What is not met"). Every placement
-#: measured passes at 30 MHz, declared until 33 holds on every one.
-BUS_CLOCK_MHZ = 30
+#: The bus clock (MHz) this pin-out lets an active build sample every input in time at:
+#: PCI's 33 MHz. Built for it, the pci clock reaches 38.3-42.4 MHz and every live path
+#: fits its 7 ns (6.83 ns at worst) on each of seeds 1-5 (docs/timing.md, "Current
+#: figures").
+BUS_CLOCK_MHZ = 33
 
 #: Whether the floorplan places the logic between the live handshake pins and AD's
 #: registers too (:func:`~pcispy.platform.ecp5.floorplan.floorplan`): every AD pin is on
