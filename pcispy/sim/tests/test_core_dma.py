@@ -16,12 +16,12 @@ for every test here.
 
 import json
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from pcispy.app.tests._cli import pcispy_script, script_env
 from pcispy.sim.core_description import CoreDescription, MasterHook
 from pcispy.sim.coretest import CHECKS, assert_core_passes, format_table, run_core_checks
 
@@ -74,9 +74,8 @@ def test_writing_bar0_as_ram_breaks_the_core_and_json_is_all_stdout(tmp_path):
                        include_dirs=[str(DMA.parent)])
     path = tmp_path / "core.json"
     path.write_text(json.dumps(description))
-    pcispy = Path(sys.executable).with_name("pcispy")
-    done = subprocess.run([str(pcispy), "--json", "sim-test", str(path)],
-                          capture_output=True, text=True, timeout=1800)
+    done = subprocess.run([pcispy_script(), "--json", "sim-test", str(path)],
+                          env=script_env(), capture_output=True, text=True, timeout=1800)
     assert done.returncode == 3, (done.stdout[-2000:], done.stderr[-2000:])
     result = json.loads(done.stdout)
     rows = _rows(result["checks"])

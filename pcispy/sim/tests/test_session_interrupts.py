@@ -11,12 +11,11 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-from pcispy.app.tests._cli import run_cli
+from pcispy.app.tests._cli import pcispy_script, run_cli, script_env
 from pcispy.sim import session
 
 pytestmark = [pytest.mark.bfm, pytest.mark.runs_long]
@@ -37,8 +36,9 @@ SEED = 46
 
 
 def _pcispy(*argv):
-    """The ``pcispy`` command as a user runs it (the venv's script)."""
-    return [os.path.join(os.path.dirname(sys.executable), "pcispy"), "--sim=rtc", *argv]
+    """The ``pcispy`` command as a user runs it (the venv's script, with this checkout's
+    code: :func:`~pcispy.app.tests._cli.script_env`)."""
+    return [pcispy_script(), "--sim=rtc", *argv]
 
 
 def _answer_latency(started):
@@ -64,8 +64,9 @@ def test_ctrl_c_stops_the_command_and_the_session_answers_at_once(sessions, tmp_
             work = tmp_path / f"{name}{point}"
             work.mkdir()
             command = [a.replace("{tmp}", str(work)) for a in argv]
-            process = subprocess.Popen(_pcispy(*command), stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.PIPE, text=True)
+            process = subprocess.Popen(_pcispy(*command), env=script_env(),
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                       text=True)
             time.sleep(delay)
             process.send_signal(signal.SIGINT)
             interrupted = time.monotonic()

@@ -10,12 +10,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 
-from pcispy.app.tests._cli import run_cli
+from pcispy.app.tests._cli import pcispy_script, run_cli, script_env
 from pcispy.sim import session
 
 pytestmark = [pytest.mark.bfm, pytest.mark.runs_long]
@@ -104,10 +103,10 @@ def test_two_checkouts_sessions_side_by_side(sessions, monkeypatch):
 def test_a_fresh_command_killed_leaves_no_simulator(monkeypatch, tmp_path):
     """``kill -9`` of a ``--fresh`` command while its simulator runs: the simulator ends
     too (it would otherwise run its command to the end, unseen)."""
-    command = subprocess.Popen([os.path.join(os.path.dirname(sys.executable), "pcispy"), "--fresh",
-                                "--sim=rtc", "capture", "--sim-limit", "1", "-o",
-                                str(tmp_path / "never.pcitrace")],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    command = subprocess.Popen([pcispy_script(), "--fresh", "--sim=rtc", "capture",
+                                "--sim-limit", "1", "-o", str(tmp_path / "never.pcitrace")],
+                               env=script_env(), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     simulator = None
     while simulator is None and time.monotonic() < deadline:
