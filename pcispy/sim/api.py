@@ -45,7 +45,7 @@ from pcispy.sim.system import (BOARD_SLOT, MASTERS, REGISTERS, SECONDARY_BUS, SE
                                secondary_driver_names, slot0_is_master, slot0_name)
 from pcispy.check.registers import LOG_DEPTH
 
-__all__ = ["BusClock", "CocotbControl", "SimSystem", "CLOCK_PERIOD_NS"]
+__all__ = ["BusClock", "ControlPins", "CocotbControl", "SimSystem", "CLOCK_PERIOD_NS"]
 
 #: Bus clock period in ns for each supported frequency.
 CLOCK_PERIOD_NS = {33: 30, 66: 15}
@@ -92,6 +92,43 @@ class BusClock:
         await RisingEdge(self.clk)
 
 
+class ControlPins:
+    """The system top's control-port pins (``ctl_*``), the bus clock's falling edge and
+    ``cpu_held``, each looked up once. Every control access passes here, a Python wake-up
+    at each of its two clocks; a handle looked up by name or a pin written again with its
+    own value costs Python time at each (time the simulator waits; no bus clock passes).
+
+    ``ctl_sel``, ``ctl_addr`` and ``ctl_wdata`` keep what was last driven on them (only
+    this object drives them), so :meth:`present` writes only what changes: the pins carry
+    the same values clock for clock as if every access wrote all of them.
+    """
+
+    def __init__(self, dut):
+        self.falling = FallingEdge(dut.pci_clk)
+        self.sel, self.addr, self.wdata = dut.ctl_sel, dut.ctl_addr, dut.ctl_wdata
+        self.we, self.re, self.rdata = dut.ctl_we, dut.ctl_re, dut.ctl_rdata
+        self.cpu_held = dut.cpu_held
+        self._sel = self._addr = self._wdata = None
+
+    def reset(self):
+        """Drive every control input low (no access)."""
+        for pin in (self.we, self.re, self.sel, self.addr, self.wdata):
+            pin.value = 0
+        self._sel = self._addr = self._wdata = 0
+
+    def present(self, sel, addr):
+        """Drive ``sel`` and ``addr`` for this clock's access."""
+        if sel != self._sel:
+            self.sel.value = self._sel = sel
+        if addr != self._addr:
+            self.addr.value = self._addr = addr
+
+    def data(self, value):
+        """Drive ``wdata`` for this clock's write."""
+        if value != self._wdata:
+            self.wdata.value = self._wdata = value
+
+
 class CocotbControl:
     """A control accessor for one agent of the system, from cocotb.
 
@@ -108,30 +145,28 @@ class CocotbControl:
         self.cpu = agent == Agent.HOST_INITIATOR
 
     async def write(self, addr, value):
-        dut = self.system.dut
+        pins = self.system.pins
         if self.cpu:
             await self.system.cpu_free()
         async with self.system.ctl_lock:
-            await FallingEdge(dut.pci_clk)
-            dut.ctl_sel.value = self.agent
-            dut.ctl_addr.value = addr
-            dut.ctl_wdata.value = value & 0xFFFF_FFFF
-            dut.ctl_we.value = 1
-            await FallingEdge(dut.pci_clk)
-            dut.ctl_we.value = 0
+            await pins.falling
+            pins.present(self.agent, addr)
+            pins.data(value & 0xFFFF_FFFF)
+            pins.we.value = 1
+            await pins.falling
+            pins.we.value = 0
 
     async def read(self, addr):
-        dut = self.system.dut
+        pins = self.system.pins
         if self.cpu:
             await self.system.cpu_free()
         async with self.system.ctl_lock:
-            await FallingEdge(dut.pci_clk)
-            dut.ctl_sel.value = self.agent
-            dut.ctl_addr.value = addr
-            dut.ctl_re.value = 1
-            await FallingEdge(dut.pci_clk)
-            dut.ctl_re.value = 0
-            return int(dut.ctl_rdata.value)
+            await pins.falling
+            pins.present(self.agent, addr)
+            pins.re.value = 1
+            await pins.falling
+            pins.re.value = 0
+            return int(pins.rdata.value)
 
     async def wait_event(self, timeout=10_000_000):
         """Sleep until the agent's ``event`` is high (``timeout`` in clocks)."""
@@ -157,6 +192,7 @@ class SimSystem:
         self.period_ns = CLOCK_PERIOD_NS[clock_mhz]
         self.clock_mhz = clock_mhz
         self.ctl_lock = Lock()
+        self.pins = ControlPins(dut)
         self.ctl = {agent: CocotbControl(self, agent) for agent in Agent}
         self.bus_clock = BusClock(dut.pci_clk, self.period_ns)
         self._build_drivers()
@@ -183,11 +219,7 @@ class SimSystem:
     async def start(self):
         """Start the bus clock, hold RST# for 8 clocks, apply the profile."""
         dut = self.dut
-        dut.ctl_we.value = 0
-        dut.ctl_re.value = 0
-        dut.ctl_sel.value = 0
-        dut.ctl_addr.value = 0
-        dut.ctl_wdata.value = 0
+        self.pins.reset()
         dut.trigger_in.value = 0
         cocotb.start_soon(Clock(dut.pci_clk, self.period_ns, unit="ns").start())
         dut.pci_rst.value = 1
@@ -299,8 +331,9 @@ class SimSystem:
     async def cpu_free(self):
         """Wait while the host's CPU runs an interrupt handler (the interrupt responder
         with ``hold_cpu``: :class:`~pcispy.sim.bfm.irq_responder.InterruptResponder`)."""
-        while int(self.dut.cpu_held.value):
-            await FallingEdge(self.dut.pci_clk)
+        pins = self.pins
+        while int(pins.cpu_held.value):
+            await pins.falling
 
     async def wait_interrupt(self, timeout_s):
         """Wait until INTA# is asserted on the bus (``timeout_s`` of simulated time);
