@@ -16,6 +16,7 @@ from dataclasses import asdict
 
 from pcispy.host.command import CliCommand, run_feature
 from pcispy.host.errors import PcispyError, UsageError
+from pcispy.host.plots import preload
 from pcispy.app.papers import PAPERS
 from pcispy.app.report import (FIGURES, SIZES, suite, figure2_rows, irq_rows, rtc_summary,
                                settings_rows, write_report)
@@ -70,6 +71,7 @@ class ReportCommand(CliCommand):
         except OSError as error:
             raise UsageError(f"-o {args.output!r}: {error.strerror}") from None
         sizes = SIZES["quick" if args.quick else "full"]
+        preload()                 # the plots' library loads while the experiments run
         try:
             report = run_feature(args, suite, sizes=asdict(sizes), seed=args.seed)
         except BaseException:

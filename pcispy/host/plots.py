@@ -2,9 +2,10 @@
 """PNG plots of measurements (matplotlib, Agg backend: no display needed)."""
 
 import json
+import threading
 
 __all__ = ["plot_throughput_vs_burst", "plot_throughput_by_command", "plot_latency_histograms",
-           "save_figure", "pyplot", "decade_ticks", "AXES_METADATA"]
+           "save_figure", "pyplot", "preload", "decade_ticks", "AXES_METADATA"]
 
 #: PNG text key under which :func:`save_figure` stores each plot's title and axis labels
 #: (JSON ``[[title, xlabel, ylabel], ...]``), so a reader can tell what a PNG shows.
@@ -22,10 +23,34 @@ def save_figure(figure, path, dpi=100):
         pyplot().close(figure)
 
 
+#: The thread :func:`preload` started (None: none).
+_preloading = None
+
+
+def preload():
+    """Start loading matplotlib in a thread of its own, for a command that plots once a
+    long wait is over (a simulated run: the process waits on its session's socket): the
+    second or so it takes to load then passes while the simulator works, not after it."""
+    global _preloading
+    if _preloading is None:
+        _preloading = threading.Thread(target=_load, daemon=True)
+        _preloading.start()
+
+
+def _load():
+    try:
+        pyplot()
+    except Exception:
+        pass                            # the plot itself will say what is wrong
+
+
 def pyplot():
     """matplotlib's ``pyplot`` on the Agg backend (no display needed)."""
+    if _preloading is not None and _preloading is not threading.current_thread():
+        _preloading.join()
     # matplotlib takes a good part of a second to load, and only a plot needs it: it loads
-    # at the first plot, not with the commands that can make one.
+    # at the first plot (or in the background: preload), not with the commands that can
+    # make one.
     import matplotlib
     matplotlib.use("Agg")
     # (the backend is chosen before pyplot loads; pyplot waits for the same reason)

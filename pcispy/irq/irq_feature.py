@@ -34,7 +34,7 @@ from pcispy.irq.registers import IRQ_MIN_GAP
 from pcispy.host.board import Board
 from pcispy.host.command import CliCommand, output_path, run_feature
 from pcispy.host.errors import PcispyError, RefusedSetting
-from pcispy.host.plots import decade_ticks, pyplot, save_figure
+from pcispy.host.plots import decade_ticks, preload, pyplot, save_figure
 
 __all__ = ["irq_latency", "distribution", "histogram", "attribute_raises",
            "plot_histograms", "IrqCommand", "USER_MARKER", "DEFAULT_MIN_GAP",
@@ -332,6 +332,8 @@ class IrqCommand(CliCommand):
                             help="write a log-log histogram plot of both latencies")
 
     def run(self, args, out):
+        if args.hist:
+            preload()             # the plot's library loads while the interrupts run
         result = run_feature(args, irq_latency, count=args.count,
                              min_gap=args.min_gap, max_gap=args.max_gap, seed=args.seed)
         if args.hist:
