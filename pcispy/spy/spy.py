@@ -6,7 +6,7 @@ Data flow, per clock::
 
     bus -> Summariser -> address/command -> FilterSet -> match (latched per transaction)
         |            \\-> summary (+ filter hits) -> Counters, Recorder (summary mode)
-        \\-> RawCapture -> Recorder (raw mode) -> TraceWriter (FIFO) -> trace memory
+        \\-> RawCapture -> Recorder (raw mode) -> PushStage -> TraceWriter (FIFO) -> trace memory
     violation (from the protocol checker) & violation_mask -> RawCapture, Recorder
     trigger_in pin -> TriggerInput (synchroniser, edge) -> Recorder (trigger, markers)
     Recorder -> TriggerOutput -> trigger_out pin; Recorder -> SegmentTable (segment ends)
@@ -33,7 +33,7 @@ from pcispy.spy.counters import (Counters, CounterValues, COUNTER_INIT, FilterCo
 from pcispy.spy.filters import FilterSet, FilterCombine, Comparator
 from pcispy.spy.format import CaptureMode, TriggerSource, TIMESTAMP_BITS, MAX_RULES
 from pcispy.spy.summary import Summariser
-from pcispy.spy.trigger import (Recorder, RecorderState, RecordPlacement, SegmentEntry,
+from pcispy.spy.trigger import (Recorder, RecorderState, PushStage, RecordPlacement, SegmentEntry,
                                 SegmentTable, TriggerInput, TriggerOutput, MAX_SEGMENTS,
                                 SEGMENTS_LOG2_BITS, trigger_pulse_clocks)
 from pcispy.pci.backend import BackendSignature
@@ -198,6 +198,7 @@ class Spy(wiring.Component):
         m.submodules.counters = cnt = Counters(self.filters, own=self.own)
         m.submodules.recorder = rec = Recorder(self.width, self.masters, self.addr_bits,
                                                self.fifo_depth)
+        m.submodules.stage = stage = PushStage(self.addr_bits, self.fifo_depth)
         m.submodules.writer = wr = TraceWriter(self.addr_bits, self.fifo_depth)
         m.submodules.trace = trace = self._trace
         m.submodules.backend = backend = TraceBackend(self.addr_bits, self.width)
@@ -278,14 +279,22 @@ class Spy(wiring.Component):
             rec.summary_valid.eq(summ.summary_valid), rec.summary_record.eq(summary),
             rec.summary_match.eq(match),
 
-            wr.restart.eq(rec.restart), wr.wide.eq(rec.wide),
-            wr.push.eq(rec.push), wr.push_data.eq(rec.push_data),
-            rec.can_push.eq(wr.can_push), rec.level.eq(wr.level),
+            stage.request.restart.eq(rec.restart), stage.request.wide.eq(rec.wide),
+            stage.request.push.eq(rec.push), stage.request.data.eq(rec.push_data),
+            stage.request.index.eq(rec.push_index),
+            rec.can_push.eq(stage.can_push), rec.level.eq(stage.level),
+            stage.fifo_level.eq(wr.level), stage.fifo_pop.eq(wr.pop),
+        ]
+        staged = stage.staged
+        m.d.comb += [
+            wr.restart.eq(staged.restart), wr.wide.eq(staged.wide),
+            wr.push.eq(staged.push), wr.push_data.eq(staged.data),
         ]
         mem = trace.mem
         m.d.comb += [
-            place.restart.eq(rec.restart), place.wide.eq(rec.wide), place.push.eq(rec.push),
-            place.index.eq(rec.push_index), place.pointer.eq(wr.mem.w_addr),
+            place.restart.eq(staged.restart), place.wide.eq(staged.wide),
+            place.push.eq(staged.push), place.index.eq(staged.index),
+            place.pointer.eq(wr.mem.w_addr),
             place.w_en.eq(wr.mem.w_en), place.w_ready.eq(mem.w_ready),
             mem.w_addr.eq(place.w_addr), mem.w_data.eq(wr.mem.w_data),
             mem.w_en.eq(wr.mem.w_en), wr.mem.w_ready.eq(mem.w_ready),
@@ -301,7 +310,7 @@ class Spy(wiring.Component):
         st = self.status
         m.d.comb += [
             st.state.eq(rec.state),
-            st.done.eq((rec.state == RecorderState.DONE) & wr.idle),
+            st.done.eq((rec.state == RecorderState.DONE) & stage.empty & wr.idle),
             st.pre_error.eq(rec.pre_error), st.clearing.eq(cnt.clearing),
             st.capacity.eq(rec.capacity), st.start.eq(rec.start), st.count.eq(rec.count),
             st.trigger_index.eq(rec.trigger_index),

@@ -260,6 +260,7 @@ class TraceWriter(wiring.Component):
         wide (In, 1): records are two slots (summary mode).
         push (In, 1), push_data (In, 256): a record into the FIFO (ignored when full).
         can_push (Out, 1): the FIFO has room. level (Out): records in the FIFO.
+        pop (Out, 1): a record leaves the FIFO this clock (its last slot is written).
         idle (Out, 1): everything pushed has been written.
         mem (Out, TraceMemorySignature(addr_bits)): to the memory's write side (its read
             side is left to the owner).
@@ -274,7 +275,8 @@ class TraceWriter(wiring.Component):
         super().__init__({
             "restart": In(1), "wide": In(1),
             "push": In(1), "push_data": In(SUMMARY_RECORD_BITS),
-            "can_push": Out(1), "level": Out(range(fifo_depth + 1)), "idle": Out(1),
+            "can_push": Out(1), "level": Out(range(fifo_depth + 1)), "pop": Out(1),
+            "idle": Out(1),
             "mem": Out(TraceMemorySignature(addr_bits)),
         })
 
@@ -288,7 +290,7 @@ class TraceWriter(wiring.Component):
         m.d.comb += [
             queue.w_en.eq(self.push), queue.w_data.eq(self.push_data),
             self.can_push.eq(queue.w_rdy), self.level.eq(queue.level),
-            self.idle.eq(~queue.r_rdy),
+            self.idle.eq(~queue.r_rdy), self.pop.eq(queue.r_en),
             p.w_en.eq(queue.r_rdy),
             p.w_addr.eq(pointer),
             p.w_data.eq(Mux(second, queue.r_data[SLOT_BITS:], queue.r_data[:SLOT_BITS])),

@@ -63,8 +63,8 @@ from pcispy.spy.registers import (MAX_SEGMENTS, MAX_SEGMENTS_LOG2, SEGMENTS_LOG2
 from pcispy.spy.summary import saturating_increment
 
 __all__ = ["RecorderState", "Recorder", "TriggerInput", "TriggerOutput", "SegmentEntry",
-           "SegmentTable", "RecordPlacement", "MAX_SEGMENTS_LOG2", "MAX_SEGMENTS",
-           "SEGMENTS_LOG2_BITS", "TRIGGER_PULSE_NS", "trigger_pulse_clocks"]
+           "SegmentTable", "PushRequest", "PushStage", "RecordPlacement", "MAX_SEGMENTS_LOG2",
+           "MAX_SEGMENTS", "SEGMENTS_LOG2_BITS", "TRIGGER_PULSE_NS", "trigger_pulse_clocks"]
 
 def trigger_pulse_clocks(clock_mhz):
     """Clocks of the trigger output's pulse at ``clock_mhz`` (at least
@@ -160,6 +160,61 @@ class SegmentTable(wiring.Component):
         r = memory.read_port()
         m.d.comb += [w.en.eq(self.write), w.addr.eq(self.index), w.data.eq(self.entry),
                      r.addr.eq(self.select), self.shown.eq(r.data)]
+        return m
+
+
+class PushRequest(data.StructLayout):
+    """What the recorder gives the trace writer (and :class:`RecordPlacement`) in a clock:
+    ``push`` a record (``data``, at record index ``index``), ``restart`` the writer (empty
+    its FIFO, write from slot 0 again), records are ``wide`` (two slots, summary mode)."""
+    def __init__(self, addr_bits):
+        super().__init__({"restart": 1, "wide": 1, "push": 1, "data": SUMMARY_RECORD_BITS,
+                          "index": addr_bits})
+
+
+class PushStage(wiring.Component):
+    """A register between the recorder's choice of a record and the writer's FIFO.
+
+    The choice (which record, if any, this clock) follows the bus sample, the FIFO's level
+    and the capture's counts; the FIFO's write of a 256-bit record and its pointers follow
+    the choice. In one clock they are too much logic and wire for a 66 MHz bus, so the
+    writer and :class:`RecordPlacement` take every request one clock late, all of it
+    (``restart`` and ``wide`` too), and see the same sequence as without the stage.
+
+    The recorder still sees the FIFO as it would be without the stage: ``level`` counts
+    the record held here and leaves out the one the writer takes from the FIFO this clock,
+    and is 0 while a held ``restart`` empties it; ``can_push`` is ``level`` below the
+    depth. A record the recorder pushes therefore always finds room a clock later.
+
+    Ports:
+        request (In, PushRequest(addr_bits)): from the recorder.
+        staged (Out, PushRequest(addr_bits)): ``request`` of the previous clock, to the
+            writer and the placement.
+        fifo_level (In, range(fifo_depth + 1)), fifo_pop (In, 1): the writer's FIFO level
+            and its read of a record this clock.
+        level (Out, range(fifo_depth + 1)), can_push (Out, 1): to the recorder.
+        empty (Out, 1): no record is held here.
+
+    Parameters:
+        addr_bits: log2 of the memory depth in slots. fifo_depth: the writer's FIFO depth.
+    """
+    def __init__(self, addr_bits=10, fifo_depth=16):
+        self.fifo_depth = fifo_depth
+        super().__init__({"request": In(PushRequest(addr_bits)),
+                          "staged": Out(PushRequest(addr_bits)),
+                          "fifo_level": In(range(fifo_depth + 1)), "fifo_pop": In(1),
+                          "level": Out(range(fifo_depth + 1)), "can_push": Out(1),
+                          "empty": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.sync += self.staged.eq(self.request)
+        m.d.comb += [
+            self.level.eq(Mux(self.staged.restart, 0,
+                              self.fifo_level + self.staged.push - self.fifo_pop)),
+            self.can_push.eq(self.level < self.fifo_depth),
+            self.empty.eq(~self.staged.push),
+        ]
         return m
 
 
