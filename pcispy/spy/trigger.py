@@ -421,10 +421,29 @@ class Recorder(wiring.Component):
             self.count.eq(retained),
             self.start.eq(seg_base | ((head - retained) & seg_mask)),
         ]
+        # Whether the segment is filled (kept_pre + pushed_post >= seg_capacity) and whether
+        # post is reached (pushed_post >= post), kept in flip-flops: the comparisons are
+        # long carry chains, and the choice of this clock's record depends on them. Each
+        # flag is set up in the clock before, for the counts after that clock's push (a
+        # pre-trigger push adds to kept_pre until it reaches pre). The flags are wrong
+        # only in the clock after an arm or a segment's re-arm, which is in PRE, where
+        # neither is used.
+        kept_total = Signal(33)
+        m.d.comb += kept_total.eq(kept_pre + pushed_post)
+        post_push = Signal()        # the push of this clock counts as post-trigger
+        bump = Signal()             # and adds one to kept_total
+        segment_filled = Signal()
+        post_reached = Signal()
+        m.d.comb += bump.eq(self.push & (post_push | (pushed_pre < pre)))
+        m.d.sync += [
+            segment_filled.eq(Mux(bump, kept_total + 1 >= seg_capacity,
+                                  kept_total >= seg_capacity)),
+            post_reached.eq(Mux(self.push & post_push, pushed_post + 1 >= post,
+                                pushed_post >= post)),
+        ]
         full = Signal()
         m.d.comb += full.eq((state == RecorderState.POST) & (
-            (~ring & (kept_pre + pushed_post >= seg_capacity)) |
-            ((post != 0) & (pushed_post >= post))))
+            (~ring & segment_filled) | ((post != 0) & post_reached)))
 
         # --- the records that may be pushed this clock
         since = Signal(TIMESTAMP_BITS)
@@ -502,7 +521,7 @@ class Recorder(wiring.Component):
         # memory has room for the event.
         with m.If((state == RecorderState.DONE) & dropping & (lost_run != 0) &
                   (self.level <= self.fifo_depth // 2) &
-                  (ring | (kept_pre + pushed_post < seg_capacity))):
+                  (ring | ~segment_filled)):
             m.d.comb += [push.eq(1), data.eq(overrun.as_value())]
             m.d.sync += [dropping.eq(0), lost_run.eq(0), saturating_increment(self.overruns)]
 
@@ -512,12 +531,11 @@ class Recorder(wiring.Component):
                 m.d.sync += saturating_increment(lost_run)
 
         # --- bookkeeping of pushes and the trigger
-        post_now = Signal()
-        m.d.comb += post_now.eq((state == RecorderState.POST) | raw_trigger |
-                                is_trigger_push | ((state == RecorderState.DONE) & triggered))
+        m.d.comb += post_push.eq((state == RecorderState.POST) | raw_trigger |
+                                 is_trigger_push | ((state == RecorderState.DONE) & triggered))
         with m.If(push):
             m.d.sync += [head.eq(seg_base | ((head + 1) & seg_mask)), last_ts.eq(now)]
-            with m.If(post_now):
+            with m.If(post_push):
                 m.d.sync += saturating_increment(pushed_post)
             with m.Else():
                 m.d.sync += saturating_increment(pushed_pre)
