@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from pcispy.platform.ecp5.floorplan import DATA_LINES, PCI_PORT, top_module
-from pcispy.platform.timing import bus_clock_max_mhz
+from pcispy.platform.timing import bus_clock_max_mhz, PCI_CLOCK_MHZ
 
 __all__ = ["read_report", "read_routing", "parse_sdf", "analyse_io", "explain_input_path",
            "ExplainError", "netlist_usage", "NOT_BUS_INPUTS"]
@@ -64,8 +64,9 @@ def _thinned(values, most=25):
     return values[:-1][::step] + values[-1:]
 
 
-def read_report(build_dir, name="pcispy"):
-    """The report fields read from nextpnr's report, routed netlist and SDF."""
+def read_report(build_dir, name="pcispy", speed=PCI_CLOCK_MHZ):
+    """The report fields read from nextpnr's report, routed netlist and SDF, the fastest
+    bus clock among those of speed class ``speed`` (33 or 66: the build's bus)."""
     build_dir = Path(build_dir)
     nextpnr = json.loads((build_dir / "nextpnr_report.json").read_text())
     fmax = {}
@@ -89,7 +90,7 @@ def read_report(build_dir, name="pcispy"):
     hold = [p["min_ns"] - p["clock_ns"] - p["hold_ns"] for p in paths if "min_ns" in p]
     return {
         "fmax_mhz": fmax,
-        "bus_clock_max_mhz": bus_clock_max_mhz(fmax.get("pci", 0.0), paths),
+        "bus_clock_max_mhz": bus_clock_max_mhz(fmax.get("pci", 0.0), paths, speed),
         "luts": usage["TRELLIS_COMB"]["used"] if "TRELLIS_COMB" in usage else None,
         "ffs": usage.get("TRELLIS_FF", {}).get("used"),
         "brams": usage.get("DP16KD", {}).get("used", 0),

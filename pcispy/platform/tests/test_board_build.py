@@ -411,6 +411,9 @@ def test_build_report_is_json_of_the_promised_shape(tmp_path):
     # 23 ns + 2.1 ns is inside the 30 ns period: the 33.33 MHz bus clock, not the 71.25.
     assert report["bus_clock_max_mhz"] == 33.33
     assert report["data_paths"] == {"count": 0, "setup_ns_max": 0.0, "luts_max": 0}
+    # Read for a 66 MHz build: the bus of 66 MHz parts at its 66.66 MHz, the pci clock
+    # (71.25) and the path (valid 6 ns after the clock, then 2.1 ns) within it.
+    assert read_report(tmp_path, speed=66)["bus_clock_max_mhz"] == 66.66
 
 
 ROUTER1_LOG = """Info: Routing 2500 arcs.
