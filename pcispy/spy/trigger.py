@@ -467,7 +467,7 @@ class Recorder(wiring.Component):
 
         overrun = Signal(OverrunEvent())
         m.d.comb += [overrun.kind.eq(RecordKind.OVERRUN), overrun.timestamp.eq(now),
-                     overrun.lost.eq(lost_run + main_valid)]
+                     overrun.lost.eq(Mux(main_valid, lost_run + 1, lost_run))]
         trigger_event = Signal(TriggerEvent())
         m.d.comb += [trigger_event.kind.eq(RecordKind.TRIGGER),
                      trigger_event.timestamp.eq(trig_ts), trigger_event.source.eq(trig_source)]
@@ -483,8 +483,22 @@ class Recorder(wiring.Component):
         wrap = Signal(WrapEvent())
         m.d.comb += [wrap.kind.eq(RecordKind.WRAP), wrap.timestamp.eq(now)]
 
+        # The record pushed, if any: the bus's own (main_data) or, in the order of the
+        # choice below, an event. Which event depends on registers alone, so of the whole
+        # choice only its last step, bus record or event, waits for the bus sample.
         push = self.push
-        data = self.push_data
+        event = Signal(SUMMARY_RECORD_BITS)
+        with m.If(dropping):
+            m.d.comb += event.eq(overrun.as_value())
+        with m.Elif(trig_pending & wide):
+            m.d.comb += event.eq(trigger_event.as_value())
+        with m.Elif(mark_pending):
+            m.d.comb += event.eq(marker_event.as_value())
+        with m.Elif(viol_pending):
+            m.d.comb += event.eq(violation_event.as_value())
+        with m.Else():
+            m.d.comb += event.eq(wrap.as_value())
+        m.d.comb += self.push_data.eq(Mux(~dropping & main_valid, main_data, event))
         is_trigger_push = Signal()
         pushing_violation = Signal()
         pushing_marker = Signal()
@@ -495,34 +509,31 @@ class Recorder(wiring.Component):
         with m.If(active):
             with m.If(dropping):
                 with m.If(self.level <= self.fifo_depth // 2):
-                    m.d.comb += [push.eq(1), data.eq(overrun.as_value())]
+                    m.d.comb += push.eq(1)
                     m.d.sync += [dropping.eq(0), lost_run.eq(0)]
                     m.d.sync += saturating_increment(self.overruns)
                 m.d.comb += count_lost.eq(main_valid)
             with m.Elif(main_valid):
                 with m.If(can):
-                    m.d.comb += [push.eq(1), data.eq(main_data)]
+                    m.d.comb += push.eq(1)
                 with m.Else():
                     m.d.comb += count_lost.eq(1)
                     m.d.sync += dropping.eq(1)
             with m.Elif(trig_pending & wide):
-                m.d.comb += [push.eq(can), data.eq(trigger_event.as_value()),
-                             is_trigger_push.eq(can)]
+                m.d.comb += [push.eq(can), is_trigger_push.eq(can)]
             with m.Elif(mark_pending):
-                m.d.comb += [push.eq(can), data.eq(marker_event.as_value()),
-                             pushing_marker.eq(can)]
+                m.d.comb += [push.eq(can), pushing_marker.eq(can)]
             with m.Elif(viol_pending):
-                m.d.comb += [push.eq(can), data.eq(violation_event.as_value()),
-                             pushing_violation.eq(can)]
+                m.d.comb += [push.eq(can), pushing_violation.eq(can)]
             with m.Elif(~wide & (since >= MAX_DELTA)):
-                m.d.comb += [push.eq(can), data.eq(wrap.as_value())]
+                m.d.comb += push.eq(can)
 
         # A capture that stopped while dropping still reports its last loss in-band, if the
         # memory has room for the event.
         with m.If((state == RecorderState.DONE) & dropping & (lost_run != 0) &
                   (self.level <= self.fifo_depth // 2) &
                   (ring | ~segment_filled)):
-            m.d.comb += [push.eq(1), data.eq(overrun.as_value())]
+            m.d.comb += push.eq(1)
             m.d.sync += [dropping.eq(0), lost_run.eq(0), saturating_increment(self.overruns)]
 
         with m.If(count_lost):
