@@ -140,6 +140,11 @@ class Spy(wiring.Component):
         without a target, whose own counters read 0). trigger_pulse_clocks: the trigger
         output's pulse width (default: :data:`~.trigger.TRIGGER_PULSE_NS` at 33 MHz).
     """
+    #: Clocks from an input (the bus sample, a strobe, the trigger input's edge) to the
+    #: spy's reaction to it in its status, counters and trigger output: the summariser's
+    #: and the filters' results are registered before the rest takes them.
+    LAG = 1
+
     def __init__(self, width=32, *, masters=SPY_MASTERS, rules=1, filters=4, memory="bram",
                  addr_bits=10, sram_data_bits=32, sdram_timing=None, sdram_fifo_depth=256,
                  sdram_domain=None,
@@ -208,24 +213,52 @@ class Spy(wiring.Component):
         m.submodules.placement = place = RecordPlacement(self.addr_bits, self.fifo_depth)
         wiring.connect(m, wiring.flipped(self.trace), backend.bus)
 
-        raw_timestamp = Signal(TIMESTAMP_BITS)   # raw records come one clock late
-        m.d.sync += raw_timestamp.eq(self.timestamp)
-        violation = Signal(MAX_RULES)
-        m.d.comb += violation.eq(self.violation & cfg.violation_mask)
-
         m.d.comb += [
             summ.bus.eq(self.bus), summ.timestamp.eq(self.timestamp),
             summ.latency_timer.eq(cfg.latency_timer),
             filt.address.eq(summ.address), filt.command.eq(summ.command),
             filt.comparators.eq(self.comparators), filt.combine.eq(cfg.combine),
         ]
+
+        # The summariser and the filters take the bus sample as it comes; everything else
+        # takes their results, and every other input timed to the bus, a clock later, all
+        # of one bus clock together. So the summary and the filters' verdict, and then
+        # the counters and the recorder's choice of a record, each have a clock of their
+        # own (a 66 MHz bus leaves 15 ns). Records and counts are the same; the status
+        # follows the bus and the strobes a clock later.
+        def later(value, name):
+            delayed = Signal(value.shape(), name=name)
+            m.d.sync += delayed.eq(value)
+            return delayed
+
+        bus = later(self.bus, "bus_later")
+        timestamp = later(self.timestamp, "timestamp_later")
+        violation = later(self.violation & cfg.violation_mask, "violation_later")
+        own_claim = later(self.own_claim, "own_claim_later")
+        arm, stop, trigger, clear, snapshot, release = (
+            later(getattr(self, name), f"{name}_later")
+            for name in ("arm", "stop", "trigger", "clear", "snapshot", "release"))
+        external = later(trig_in.edge, "external_later")
+        summary_valid, address_valid, address_pending, in_transaction, transfer, busy = (
+            later(getattr(summ, name), f"{name}_later")
+            for name in ("summary_valid", "address_valid", "address_pending",
+                         "in_transaction", "transfer", "busy"))
+        transfer_bytes = later(summ.transfer_bytes, "transfer_bytes_later")
+        filter_match = later(filt.match, "filter_match_later")
+        filter_hits = later(filt.hits, "filter_hits_later")
+
+        raw_timestamp = Signal(TIMESTAMP_BITS)   # raw records come one clock late
+        m.d.sync += raw_timestamp.eq(timestamp)
+
         # The filter verdict is known at the (last) address phase; keep it for the summary.
         match = Signal()
         hits = Signal(self.filters)
-        with m.If(summ.address_valid):
-            m.d.sync += [match.eq(filt.match), hits.eq(filt.hits)]
+        with m.If(address_valid):
+            m.d.sync += [match.eq(filter_match), hits.eq(filter_hits)]
         summary = Signal.like(summ.summary)
-        m.d.comb += [summary.eq(summ.summary), summary.filters.eq(hits)]
+        m.d.sync += summary.eq(summ.summary)
+        summary_shown = Signal.like(summ.summary)
+        m.d.comb += [summary_shown.eq(summary), summary_shown.filters.eq(hits)]
 
         # The board's own register accesses: own_claim comes in the clock of the address
         # phase; the verdict is kept for the transaction's clocks and its summary, which
@@ -233,28 +266,27 @@ class Spy(wiring.Component):
         address_phase = Signal()
         skip_now = Signal()         # this clock's transaction is left out of the counters
         skipped = Signal()          # the verdict of the transaction in flight
-        m.d.comb += [address_phase.eq(summ.address_valid | summ.address_pending),
-                     skip_now.eq(Mux(address_phase, self.own_claim & ~cfg.count_own,
-                                     skipped))]
+        m.d.comb += [address_phase.eq(address_valid | address_pending),
+                     skip_now.eq(Mux(address_phase, own_claim & ~cfg.count_own, skipped))]
         with m.If(address_phase):
             m.d.sync += skipped.eq(skip_now)
 
         m.d.comb += [
-            cap.bus.eq(self.bus), cap.idle_compress.eq(cfg.idle_compress),
+            cap.bus.eq(bus), cap.idle_compress.eq(cfg.idle_compress),
             cap.violation.eq(violation), cap.trigger.eq(rec.fire),
             cap.select.eq(cfg.raw_select),
-            cap.in_transaction.eq(summ.in_transaction),
-            cap.address_pending.eq(summ.address_pending),
-            cap.verdict.eq(Mux(summ.address_valid, filt.match, match)),
+            cap.in_transaction.eq(in_transaction),
+            cap.address_pending.eq(address_pending),
+            cap.verdict.eq(Mux(address_valid, filter_match, match)),
 
-            cnt.summary_valid.eq(summ.summary_valid), cnt.summary.eq(summary),
+            cnt.summary_valid.eq(summary_valid), cnt.summary.eq(summary_shown),
             cnt.match.eq(match), cnt.hits.eq(hits), cnt.skip.eq(skipped),
-            cnt.address_valid.eq(summ.address_valid), cnt.address_match.eq(filt.match),
-            cnt.transfer.eq(summ.transfer), cnt.transfer_bytes.eq(summ.transfer_bytes),
-            cnt.busy.eq(summ.busy), cnt.skip_clock.eq(summ.in_transaction & skip_now),
-            cnt.clear.eq(self.clear),
+            cnt.address_valid.eq(address_valid), cnt.address_match.eq(filter_match),
+            cnt.transfer.eq(transfer), cnt.transfer_bytes.eq(transfer_bytes),
+            cnt.busy.eq(busy), cnt.skip_clock.eq(in_transaction & skip_now),
+            cnt.clear.eq(clear),
             cnt.hist_select.eq(self.hist_select), cnt.hist_addr.eq(self.hist_addr),
-            cnt.hist_snapshot.eq(self.snapshot), cnt.hist_release.eq(self.release),
+            cnt.hist_snapshot.eq(snapshot), cnt.hist_release.eq(release),
             self.hist_data.eq(cnt.hist_data), self.counters.eq(cnt.values),
             cnt.fcount_select.eq(self.fcount_select), self.fcount_value.eq(cnt.fcount_value),
 
@@ -263,7 +295,7 @@ class Spy(wiring.Component):
             rec.markers.eq(cfg.markers), rec.falling.eq(cfg.falling),
             rec.segments_log2.eq(cfg.segments_log2),
             trig_in.pin.eq(self.trigger_in), trig_in.falling.eq(cfg.falling),
-            rec.external.eq(trig_in.edge),
+            rec.external.eq(external),
             trig_out.fire.eq(rec.fired), trig_out.hold.eq(rec.recording),
             trig_out.level.eq(cfg.out_level), self.trigger_out.eq(trig_out.pin),
             segments.write.eq(rec.segment_end), segments.index.eq(rec.segment),
@@ -271,12 +303,12 @@ class Spy(wiring.Component):
             segments.entry.trigger_index.eq(rec.trigger_index),
             segments.entry.trigger_timestamp.eq(rec.trigger_timestamp),
             segments.select.eq(self.segment_select), self.segment_entry.eq(segments.shown),
-            rec.arm.eq(self.arm), rec.stop.eq(self.stop), rec.trigger.eq(self.trigger),
-            rec.timestamp.eq(self.timestamp), rec.raw_timestamp.eq(raw_timestamp),
-            rec.filter_trigger.eq(summ.address_valid & filt.match),
+            rec.arm.eq(arm), rec.stop.eq(stop), rec.trigger.eq(trigger),
+            rec.timestamp.eq(timestamp), rec.raw_timestamp.eq(raw_timestamp),
+            rec.filter_trigger.eq(address_valid & filter_match),
             rec.violation.eq(violation),
             rec.raw_valid.eq(cap.valid), rec.raw_record.eq(cap.record),
-            rec.summary_valid.eq(summ.summary_valid), rec.summary_record.eq(summary),
+            rec.summary_valid.eq(summary_valid), rec.summary_record.eq(summary_shown),
             rec.summary_match.eq(match),
 
             stage.request.restart.eq(rec.restart), stage.request.wide.eq(rec.wide),
@@ -373,14 +405,18 @@ class SpyUnit(wiring.Component):
         cfg = spy.config
         held = Signal(name="counters_held")
         frozen = Signal(CounterValues(spy.filters), init=COUNTER_INIT, name="counters_frozen")
-        with m.If(control.snapshot):
+        # The spy takes the strobes a clock late (with the bus: Spy), so its counters of
+        # the snapshot's clock are there a clock after the write: they are frozen then.
+        snapshot, release = Signal(name="snapshot_later"), Signal(name="release_later")
+        m.d.sync += [snapshot.eq(control.snapshot), release.eq(control.release)]
+        with m.If(snapshot):
             m.d.sync += [held.eq(1), frozen.eq(spy.counters)]
-        with m.Elif(control.release):
+        with m.Elif(release):
             m.d.sync += held.eq(0)
-        # In the snapshot's clock a read sees the running counters, the values being frozen
-        # (held or not): a read that follows the write at once is of the snapshot's clock.
+        # In that clock a read sees the running counters, the values being frozen (held or
+        # not): a read that follows the write at once is of the snapshot's clock.
         shown = Signal(CounterValues(spy.filters), name="counters_shown")
-        m.d.comb += shown.eq(Mux(held & ~control.snapshot, frozen, spy.counters))
+        m.d.comb += shown.eq(Mux(held & ~snapshot, frozen, spy.counters))
         m.d.comb += [
             spy.arm.eq(control.arm), spy.stop.eq(control.stop),
             spy.trigger.eq(control.trigger), spy.clear.eq(control.clear),

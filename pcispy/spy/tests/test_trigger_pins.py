@@ -10,6 +10,7 @@ from amaranth.sim import Simulator
 
 from pcispy.pci.bus import Command
 from pcispy.spy.format import RecordKind, TriggerSource, CaptureMode
+from pcispy.spy.spy import Spy
 from pcispy.spy.trigger import (MAX_SEGMENTS, RecorderState, TriggerInput, TriggerOutput,
                                 trigger_pulse_clocks)
 from pcispy.spy.tests.test_spy_capture import Bench
@@ -122,9 +123,10 @@ def test_external_trigger_marks_the_raw_record_and_pulses_the_output(falling):
     # The trigger record is the bus clock the edge was seen in.
     assert [clock_of(r) for r in records] == list(range(fire - 3, fire + 6))
     assert all(r["delta"] == 1 for r in records) and all(not r["marker"] for r in records)
-    # The output: high PULSE clocks from the clock after the trigger, and never before.
+    # The output: high PULSE clocks from the clock after the trigger (seen Spy.LAG clocks
+    # after its bus clock), and never before.
     assert [i for i, value in enumerate(res["out"]) if value] == \
-        list(range(fire + 1, fire + 1 + PULSE))
+        list(range(fire + 1 + Spy.LAG, fire + 1 + Spy.LAG + PULSE))
 
 
 def test_external_trigger_waits_for_the_chosen_edge():
@@ -132,7 +134,8 @@ def test_external_trigger_waits_for_the_chosen_edge():
     res = pin_bench().run(idle(20), pin={5: 1},
                          config={"source": TriggerSource.EXTERNAL, "falling": 1})
     assert res["status"]["trigger_timestamp"] == 0 and not any(res["out"])
-    assert all(state == RecorderState.PRE for state in res["state"])
+    # Armed from the first wave clock the arm reaches the recorder in on.
+    assert all(state == RecorderState.PRE for state in res["state"][Spy.LAG:])
 
 
 def test_summary_markers_carry_the_edge_clock():
