@@ -760,7 +760,9 @@ class ProtocolChecker(wiring.Component):
             log_w.data.master.eq(master_now),
             # clear wins: an entry written in its clock lies beyond the emptied log
             log_w.en.eq(self.violation.any() & (entries < LOG_DEPTH)),
-            entries_next.eq(Mux(clear, 0, entries + log_w.en)),
+            # The count's and the comparison's carry chains work on registers; the
+            # violation (the bus sample's rules) only chooses between their results.
+            entries_next.eq(Mux(clear, 0, Mux(log_w.en, entries + 1, entries))),
             log_r.addr.eq(self.log_index),
             self.log_entries.eq(entries),
             self.log_cycle.eq(Mux(log_valid, log_r.data.cycle, 0)),
@@ -770,7 +772,9 @@ class ProtocolChecker(wiring.Component):
         if self.target_visible:
             m.d.comb += [log_w.data.target.eq(target_now),
                          self.log_target.eq(Mux(log_valid, log_r.data.target, NO_TARGET))]
-        m.d.sync += [entries.eq(entries_next), log_valid.eq(self.log_index < entries_next)]
+        m.d.sync += [entries.eq(entries_next),
+                     log_valid.eq(~clear & Mux(log_w.en, self.log_index <= entries,
+                                               self.log_index < entries))]
 
 
 def _master_index(gnt, masters):
