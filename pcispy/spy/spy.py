@@ -225,7 +225,8 @@ class Spy(wiring.Component):
         # of one bus clock together. So the summary and the filters' verdict, and then
         # the counters and the recorder's choice of a record, each have a clock of their
         # own (a 66 MHz bus leaves 15 ns). Records and counts are the same; the status
-        # follows the bus and the strobes a clock later.
+        # follows the bus and the strobes a clock later. The snapshot and its release are
+        # not delayed: the counters (SpyUnit) and the histograms are frozen in one clock.
         def later(value, name):
             delayed = Signal(value.shape(), name=name)
             m.d.sync += delayed.eq(value)
@@ -235,9 +236,8 @@ class Spy(wiring.Component):
         timestamp = later(self.timestamp, "timestamp_later")
         violation = later(self.violation & cfg.violation_mask, "violation_later")
         own_claim = later(self.own_claim, "own_claim_later")
-        arm, stop, trigger, clear, snapshot, release = (
-            later(getattr(self, name), f"{name}_later")
-            for name in ("arm", "stop", "trigger", "clear", "snapshot", "release"))
+        arm, stop, trigger, clear = (later(getattr(self, name), f"{name}_later")
+                                     for name in ("arm", "stop", "trigger", "clear"))
         external = later(trig_in.edge, "external_later")
         summary_valid, address_valid, address_pending, in_transaction, transfer, busy = (
             later(getattr(summ, name), f"{name}_later")
@@ -286,7 +286,7 @@ class Spy(wiring.Component):
             cnt.busy.eq(busy), cnt.skip_clock.eq(in_transaction & skip_now),
             cnt.clear.eq(clear),
             cnt.hist_select.eq(self.hist_select), cnt.hist_addr.eq(self.hist_addr),
-            cnt.hist_snapshot.eq(snapshot), cnt.hist_release.eq(release),
+            cnt.hist_snapshot.eq(self.snapshot), cnt.hist_release.eq(self.release),
             self.hist_data.eq(cnt.hist_data), self.counters.eq(cnt.values),
             cnt.fcount_select.eq(self.fcount_select), self.fcount_value.eq(cnt.fcount_value),
 
@@ -405,18 +405,14 @@ class SpyUnit(wiring.Component):
         cfg = spy.config
         held = Signal(name="counters_held")
         frozen = Signal(CounterValues(spy.filters), init=COUNTER_INIT, name="counters_frozen")
-        # The spy takes the strobes a clock late (with the bus: Spy), so its counters of
-        # the snapshot's clock are there a clock after the write: they are frozen then.
-        snapshot, release = Signal(name="snapshot_later"), Signal(name="release_later")
-        m.d.sync += [snapshot.eq(control.snapshot), release.eq(control.release)]
-        with m.If(snapshot):
+        with m.If(control.snapshot):
             m.d.sync += [held.eq(1), frozen.eq(spy.counters)]
-        with m.Elif(release):
+        with m.Elif(control.release):
             m.d.sync += held.eq(0)
-        # In that clock a read sees the running counters, the values being frozen (held or
-        # not): a read that follows the write at once is of the snapshot's clock.
+        # In the snapshot's clock a read sees the running counters, the values being frozen
+        # (held or not): a read that follows the write at once is of the snapshot's clock.
         shown = Signal(CounterValues(spy.filters), name="counters_shown")
-        m.d.comb += shown.eq(Mux(held & ~snapshot, frozen, spy.counters))
+        m.d.comb += shown.eq(Mux(held & ~control.snapshot, frozen, spy.counters))
         m.d.comb += [
             spy.arm.eq(control.arm), spy.stop.eq(control.stop),
             spy.trigger.eq(control.trigger), spy.clear.eq(control.clear),
