@@ -175,7 +175,7 @@ class PushRequest(data.StructLayout):
 class PushStage(wiring.Component):
     """A register between the recorder's choice of a record and the writer's FIFO.
 
-    The choice (which record, if any, this clock) follows the bus sample, the FIFO's level
+    The choice (which record, if any, this clock) follows the summary, the FIFO's level
     and the capture's counts; the FIFO's write of a 256-bit record and its pointers follow
     the choice. In one clock they are too much logic and wire for a 66 MHz bus, so the
     writer and :class:`RecordPlacement` take every request one clock late, all of it
