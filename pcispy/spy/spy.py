@@ -247,16 +247,14 @@ class Spy(wiring.Component):
         filter_match = later(filt.match, "filter_match_later")
         filter_hits = later(filt.hits, "filter_hits_later")
 
-        raw_timestamp = Signal(TIMESTAMP_BITS)   # raw records come one clock late
-        m.d.sync += raw_timestamp.eq(timestamp)
+        raw_timestamp = later(timestamp, "raw_timestamp")   # raw records come one clock late
 
         # The filter verdict is known at the (last) address phase; keep it for the summary.
         match = Signal()
         hits = Signal(self.filters)
         with m.If(address_valid):
             m.d.sync += [match.eq(filter_match), hits.eq(filter_hits)]
-        summary = Signal.like(summ.summary)
-        m.d.sync += summary.eq(summ.summary)
+        summary = later(summ.summary, "summary")
         summary_shown = Signal.like(summ.summary)
         m.d.comb += [summary_shown.eq(summary), summary_shown.filters.eq(hits)]
 
