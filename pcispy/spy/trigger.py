@@ -409,38 +409,40 @@ class Recorder(wiring.Component):
         m.d.sync += raw_trigger.eq(fire & ~wide)
 
         # --- how many records are kept
-        kept_pre = Signal(32)
-        m.d.comb += kept_pre.eq(Mux(pushed_pre < pre, pushed_pre, pre))
+        # Before the trigger every record pushed is kept, up to the segment's capacity
+        # (``ring_kept``); after it, the first ``pre`` of them and every later one, up to
+        # the capacity too (``kept``). Both are counters that stop at the capacity, moved
+        # by the pushes, rather than sums and minimums of the push counts: those were three
+        # carry chains in series between the counts and the segment table, too long for a
+        # 66 MHz bus. ``pre_room`` says a pre-trigger push is still among the first ``pre``.
+        ring_kept = Signal(33)
         kept = Signal(33)
-        m.d.comb += kept.eq(Mux(triggered, kept_pre, pushed_pre) + pushed_post)
-        retained = Signal(32)
-        m.d.comb += retained.eq(Mux(kept > seg_capacity, seg_capacity, kept))
+        pre_room = Signal()
+        pre_last = Signal(32)               # pre - 1, set at arm
+        segment_filled = Signal()           # kept == seg_capacity
+        post_push = Signal()                # the push of this clock counts as post-trigger
+        bump = Signal()                     # and adds one to kept
+        m.d.comb += bump.eq(self.push & (post_push | pre_room) & ~segment_filled)
+        with m.If(self.push & ~post_push):
+            m.d.sync += pre_room.eq(pre_room & (pushed_pre != pre_last))
+            with m.If(ring_kept != seg_capacity):
+                m.d.sync += ring_kept.eq(ring_kept + 1)
+        with m.If(bump):
+            m.d.sync += [kept.eq(kept + 1), segment_filled.eq(kept == seg_mask)]
+        retained = Signal(33)
+        m.d.comb += retained.eq(Mux(triggered, kept, ring_kept))
         seg_base = Signal(self.addr_bits)
         m.d.comb += seg_base.eq(head & ~seg_mask & index_mask)
         m.d.comb += [
             self.count.eq(retained),
             self.start.eq(seg_base | ((head - retained) & seg_mask)),
         ]
-        # Whether the segment is filled (kept_pre + pushed_post >= seg_capacity) and whether
-        # post is reached (pushed_post >= post), kept in flip-flops: the comparisons are
-        # long carry chains, and the choice of this clock's record depends on them. Each
-        # flag is set up in the clock before, for the counts after that clock's push (a
-        # pre-trigger push adds to kept_pre until it reaches pre). The flags are wrong
-        # only in the clock after an arm or a segment's re-arm, which is in PRE, where
-        # neither is used.
-        kept_total = Signal(33)
-        m.d.comb += kept_total.eq(kept_pre + pushed_post)
-        post_push = Signal()        # the push of this clock counts as post-trigger
-        bump = Signal()             # and adds one to kept_total
-        segment_filled = Signal()
+        # Whether post is reached (pushed_post >= post), kept in a flip-flop set up in the
+        # clock before (the choice of this clock's record depends on it); it is wrong only
+        # in the clock after an arm or a segment's re-arm, which is in PRE, where unused.
         post_reached = Signal()
-        m.d.comb += bump.eq(self.push & (post_push | (pushed_pre < pre)))
-        m.d.sync += [
-            segment_filled.eq(Mux(bump, kept_total + 1 >= seg_capacity,
-                                  kept_total >= seg_capacity)),
-            post_reached.eq(Mux(self.push & post_push, pushed_post + 1 >= post,
-                                pushed_post >= post)),
-        ]
+        m.d.sync += post_reached.eq(Mux(self.push & post_push, pushed_post + 1 >= post,
+                                        pushed_post >= post))
         full = Signal()
         m.d.comb += full.eq((state == RecorderState.POST) & (
             (~ring & segment_filled) | ((post != 0) & post_reached)))
@@ -596,6 +598,7 @@ class Recorder(wiring.Component):
                     state.eq(RecorderState.PRE), self.segment.eq(self.segment + 1),
                     head.eq((seg_base + seg_capacity) & index_mask),
                     pushed_pre.eq(0), pushed_post.eq(0), triggered.eq(0),
+                    ring_kept.eq(0), kept.eq(0), segment_filled.eq(0), pre_room.eq(pre != 0),
                     self.trigger_index.eq(0), self.trigger_timestamp.eq(0),
                 ]
 
@@ -615,6 +618,8 @@ class Recorder(wiring.Component):
                     self.pre_error.eq(0), self.segment_error.eq(0),
                     mode.eq(self.mode), source.eq(self.source), ring.eq(self.ring),
                     pre.eq(self.pre), post.eq(self.post), markers.eq(self.markers),
+                    pre_last.eq(self.pre - 1), pre_room.eq(self.pre != 0),
+                    ring_kept.eq(0), kept.eq(0), segment_filled.eq(0),
                     falling.eq(self.falling), segments_log2.eq(self.segments_log2),
                     seg_capacity.eq(arm_segment), seg_mask.eq(arm_segment - 1),
                     self.segment.eq(0), mark_pending.eq(0), raw_mark.eq(0),
