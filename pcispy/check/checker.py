@@ -125,8 +125,9 @@ class ProtocolChecker(wiring.Component):
         count_index_error (Out, 1): ``count_index`` names no rule (the read is refused).
         log_index (In, range(LOG_DEPTH)): which violation-log entry to read.
         log_entries (Out, range(LOG_DEPTH + 1)): entries stored since the last ``clear``.
-            One entry is stored per clock in which an enabled rule broke, while fewer than
-            :data:`LOG_DEPTH` are stored; later violations are only flagged and counted.
+            One entry is stored per clock in which an enabled rule broke (in the clock after
+            it), while fewer than :data:`LOG_DEPTH` are stored; later violations are only
+            flagged and counted.
             ``clear`` empties the log (and wins over a violation in the same clock).
         log_cycle (Out, 32): ``cycle`` of entry ``log_index``.
         log_rules (Out, n_rules): the violation vector of that clock (every enabled rule
@@ -138,7 +139,7 @@ class ProtocolChecker(wiring.Component):
             :data:`NO_MASTER` when there was none, or no single GNT#, or without
             ``arbiter_visible``.
             The three are registered: valid the clock after ``log_index``, as of the end
-            of the clock ``log_index`` was presented in (a violation logged in that clock
+            of the clock ``log_index`` was presented in (an entry stored in that clock
             included). An index at or beyond ``log_entries`` reads cycle 0, rules 0 and
             :data:`NO_MASTER`.
         claim (In, len(devices); with ``devices``): bit k is set in a clock in which
@@ -753,15 +754,22 @@ class ProtocolChecker(wiring.Component):
         entries = Signal(range(LOG_DEPTH + 1))
         entries_next = Signal.like(entries)
         log_valid = Signal()    # log_r holds an entry stored since the last clear
+        # An entry is written in the clock after its violation, from registers: the rules
+        # of the bus sample and their OR are too long a path, with the write enable's
+        # fanout to every memory cell, for one clock of a 66 MHz bus. A violation in the
+        # clock of a clear is not stored.
+        store = Signal()
+        stored = Signal(entry)
+        m.d.sync += [store.eq(self.violation.any() & ~clear),
+                     stored.cycle.eq(self.cycle), stored.rules.eq(self.violation),
+                     stored.master.eq(master_now)]
+        if self.target_visible:
+            m.d.sync += stored.target.eq(target_now)
         m.d.comb += [
             log_w.addr.eq(entries),
-            log_w.data.cycle.eq(self.cycle),
-            log_w.data.rules.eq(self.violation),
-            log_w.data.master.eq(master_now),
+            log_w.data.eq(stored),
             # clear wins: an entry written in its clock lies beyond the emptied log
-            log_w.en.eq(self.violation.any() & (entries < LOG_DEPTH)),
-            # The count's and the comparison's carry chains work on registers; the
-            # violation (the bus sample's rules) only chooses between their results.
+            log_w.en.eq(store & (entries < LOG_DEPTH)),
             entries_next.eq(Mux(clear, 0, Mux(log_w.en, entries + 1, entries))),
             log_r.addr.eq(self.log_index),
             self.log_entries.eq(entries),
@@ -770,8 +778,7 @@ class ProtocolChecker(wiring.Component):
             self.log_master.eq(Mux(log_valid, log_r.data.master, NO_MASTER)),
         ]
         if self.target_visible:
-            m.d.comb += [log_w.data.target.eq(target_now),
-                         self.log_target.eq(Mux(log_valid, log_r.data.target, NO_TARGET))]
+            m.d.comb += self.log_target.eq(Mux(log_valid, log_r.data.target, NO_TARGET))
         m.d.sync += [entries.eq(entries_next),
                      log_valid.eq(~clear & Mux(log_w.en, self.log_index <= entries,
                                                self.log_index < entries))]
