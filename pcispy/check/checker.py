@@ -112,7 +112,8 @@ class ProtocolChecker(wiring.Component):
             violation log. It takes precedence over violations in the same clock.
         violation (Out, n_rules): rules broken by this clock's bus sample (combinational
             from ``bus``; the clock the spy should trigger on).
-        flags (Out, n_rules): sticky per-rule flags.
+        flags (Out, n_rules): sticky per-rule flags. The flags, ``any``, the first
+            violation, the counters and the log take a violation in the clock after it.
         any (Out, 1): sticky, some rule was broken since the last ``clear``.
         first_rule (Out, range(n_rules)): id of the first broken rule (the lowest id when
             several broke in that clock); valid while ``any``.
@@ -244,8 +245,9 @@ class ProtocolChecker(wiring.Component):
         # The clear zeroes every counter, flag and the log in one clock: hundreds of
         # set/reset inputs, so on an FPGA it travels on a global line.
         clear = cells_for(platform).global_buffer(m, self.clear, "clear_buffer")
-        self._flags_and_counts(m, clear)
-        self._violation_log(m, txn.master_now, txn.target_now, clear)
+        noted = self._note(m, txn, clear)
+        self._flags_and_counts(m, noted, clear)
+        self._violation_log(m, noted, clear)
         return m
 
     def _track(self, m, prev):
@@ -708,13 +710,30 @@ class ProtocolChecker(wiring.Component):
                 broken = live & conditions[rule.name]
             m.d.comb += self.violation[rule.id].eq(broken & self.rule_enable[rule.id])
 
-    def _flags_and_counts(self, m, clear):
+    def _note(self, m, txn, clear):
+        """What the flags, the counters and the log keep of a clock with a violation, in
+        registers, for the clock after it: the rules broken (none in a clear's clock), the
+        cycle, ``txn.master_now`` and ``txn.target_now``. The rules of the bus sample and
+        their OR, with the fanout to every flag, counter and log cell, are too long a path
+        for one clock of a 66 MHz bus; ``violation`` itself stays in the sample's clock."""
+        fields = {"cycle": 32, "rules": len(RULES), "master": 3}
+        if self.target_visible:
+            fields["target"] = 4
+        noted = Signal(data.StructLayout(fields))
+        m.d.sync += [noted.rules.eq(Mux(clear, 0, self.violation)),
+                     noted.cycle.eq(self.cycle), noted.master.eq(txn.master_now)]
+        if self.target_visible:
+            m.d.sync += noted.target.eq(txn.target_now)
+        return noted
+
+    def _flags_and_counts(self, m, noted, clear):
         """The sticky flags, ``any``, the first violation and the per-rule saturating
-        counters (read one at a time through ``count_index``); ``clear`` zeroes them."""
+        counters (read one at a time through ``count_index``) of the ``noted`` violations;
+        ``clear`` zeroes them."""
         counts = [Signal(self.count_width, name=f"count_{rule.name}") for rule in RULES]
         first_now = Signal(range(len(RULES)))
         # The lowest id wins (rule ids are bit positions), in log2(rules) mux levels.
-        m.d.comb += first_now.eq(bottom_bit(self.violation)[1])
+        m.d.comb += first_now.eq(bottom_bit(noted.rules)[1])
 
         if not self.shared_cycle:
             m.d.sync += self.cycle.eq(self.cycle + 1)
@@ -723,12 +742,12 @@ class ProtocolChecker(wiring.Component):
                          self.first_cycle.eq(0)]
             m.d.sync += [count.eq(0) for count in counts]
         with m.Else():
-            m.d.sync += self.flags.eq(self.flags | self.violation)
-            with m.If(self.violation.any() & ~self.any):
+            m.d.sync += self.flags.eq(self.flags | noted.rules)
+            with m.If(noted.rules.any() & ~self.any):
                 m.d.sync += [self.any.eq(1), self.first_rule.eq(first_now),
-                             self.first_cycle.eq(self.cycle)]
+                             self.first_cycle.eq(noted.cycle)]
             for rule, count in zip(RULES, counts):
-                with m.If(self.violation[rule.id]):
+                with m.If(noted.rules[rule.id]):
                     m.d.sync += count.eq(_saturating_increment(count))
 
         m.d.comb += self.count_index_error.eq(self.count_index >= len(RULES))
@@ -739,37 +758,22 @@ class ProtocolChecker(wiring.Component):
             with m.Default():
                 m.d.sync += self.count.eq(0)
 
-    def _violation_log(self, m, master_now, target_now, clear):
-        """The violation log: the first :data:`LOG_DEPTH` clocks with a violation (cycle,
-        rules, ``master_now``, with ``target_visible`` ``target_now``), read through
-        ``log_index``; ``clear`` empties it."""
-        fields = {"cycle": 32, "rules": len(RULES), "master": 3}
-        if self.target_visible:
-            fields["target"] = 4
-        entry = data.StructLayout(fields)
-        m.submodules.log = log = Memory(shape=entry, depth=LOG_DEPTH, init=[])
+    def _violation_log(self, m, noted, clear):
+        """The violation log: the first :data:`LOG_DEPTH` clocks with a violation (the
+        ``noted`` cycle, rules, master and target), read through ``log_index``; ``clear``
+        empties it."""
+        m.submodules.log = log = Memory(shape=noted.shape(), depth=LOG_DEPTH, init=[])
         log_w = log.write_port()
         # Transparent: an entry written in the clock its index is presented reads new.
         log_r = log.read_port(transparent_for=(log_w,))
         entries = Signal(range(LOG_DEPTH + 1))
         entries_next = Signal.like(entries)
         log_valid = Signal()    # log_r holds an entry stored since the last clear
-        # An entry is written in the clock after its violation, from registers: the rules
-        # of the bus sample and their OR are too long a path, with the write enable's
-        # fanout to every memory cell, for one clock of a 66 MHz bus. A violation in the
-        # clock of a clear is not stored.
-        store = Signal()
-        stored = Signal(entry)
-        m.d.sync += [store.eq(self.violation.any() & ~clear),
-                     stored.cycle.eq(self.cycle), stored.rules.eq(self.violation),
-                     stored.master.eq(master_now)]
-        if self.target_visible:
-            m.d.sync += stored.target.eq(target_now)
         m.d.comb += [
             log_w.addr.eq(entries),
-            log_w.data.eq(stored),
+            log_w.data.eq(noted),
             # clear wins: an entry written in its clock lies beyond the emptied log
-            log_w.en.eq(store & (entries < LOG_DEPTH)),
+            log_w.en.eq(noted.rules.any() & (entries < LOG_DEPTH)),
             entries_next.eq(Mux(clear, 0, Mux(log_w.en, entries + 1, entries))),
             log_r.addr.eq(self.log_index),
             self.log_entries.eq(entries),
