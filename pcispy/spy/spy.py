@@ -110,7 +110,7 @@ class Spy(wiring.Component):
             ``own_clocks`` (:class:`~.counters.Counters`). Captures keep them.
         status (Out, SpyStatus), counters (Out, CounterValues(filters)).
         hist_select (In, 1), hist_addr (In, 6), hist_data (Out, 32): histogram bins (0:
-            first-data latency, 1: gap), data one clock after the address.
+            first-data latency, 1: gap), data two clocks after the address.
         fcount_select (In, FilterCountSelect(filters)), fcount_value (Out, 48): the
             per-filter counters (:class:`~.counters.FilterCounters`), the value two clocks
             after the select.
@@ -201,8 +201,7 @@ class Spy(wiring.Component):
         m.submodules.filters = filt = FilterSet(self.filters)
         m.submodules.capture = cap = RawCapture(self.width, self.masters, self.rules)
         m.submodules.counters = cnt = Counters(self.filters, own=self.own)
-        m.submodules.recorder = rec = Recorder(self.width, self.masters, self.addr_bits,
-                                               self.fifo_depth)
+        m.submodules.recorder = rec = Recorder(self.width, self.masters, self.addr_bits)
         m.submodules.stage = stage = PushStage(self.addr_bits, self.fifo_depth)
         m.submodules.writer = wr = TraceWriter(self.addr_bits, self.fifo_depth)
         m.submodules.trace = trace = self._trace
@@ -312,7 +311,7 @@ class Spy(wiring.Component):
             stage.request.restart.eq(rec.restart), stage.request.wide.eq(rec.wide),
             stage.request.push.eq(rec.push), stage.request.data.eq(rec.push_data),
             stage.request.index.eq(rec.push_index),
-            rec.can_push.eq(stage.can_push), rec.level.eq(stage.level),
+            rec.can_push.eq(stage.can_push), rec.drained.eq(stage.drained),
             stage.fifo_level.eq(wr.level), stage.fifo_pop.eq(wr.pop),
         ]
         staged = stage.staged

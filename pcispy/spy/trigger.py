@@ -100,17 +100,25 @@ class TriggerInput(wiring.Component):
 class TriggerOutput(wiring.Component):
     """The trigger output pin, from a register (no glitch between clocks).
 
+    ``fire`` and ``hold`` wait a clock in registers of their own before the pin's logic:
+    the recorder's trigger decision and the pin's flip-flop (at the pin, anywhere on the
+    die) are too far apart for one clock of a 66 MHz bus. The pin rises :attr:`DELAY`
+    clocks after ``fire``.
+
     Ports:
         fire (In, 1): the trigger fires this clock.
-        level (In, 1): 0: a pulse of ``pulse_clocks`` clocks from the clock after ``fire``
-            (a trigger during a pulse restarts it); 1: high from the clock after ``fire``
-            for as long as ``hold``.
+        level (In, 1): 0: a pulse of ``pulse_clocks`` clocks from :attr:`DELAY` clocks
+            after ``fire`` (a trigger during a pulse restarts it); 1: high from then for as
+            long as ``hold`` (seen as late as ``fire``).
         hold (In, 1): a trigger is being recorded (until its segment or the capture ends).
         pin (Out, 1).
 
     Parameters:
         pulse_clocks: the pulse width in clocks (:func:`trigger_pulse_clocks`).
     """
+    #: Clocks from ``fire`` to the pin's rise.
+    DELAY = 2
+
     def __init__(self, pulse_clocks):
         if pulse_clocks < 1:
             raise ValueError(f"the trigger pulse needs at least one clock, not {pulse_clocks}")
@@ -119,12 +127,14 @@ class TriggerOutput(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        fire, hold = Signal(), Signal()
+        m.d.sync += [fire.eq(self.fire), hold.eq(self.hold)]
         left = Signal(range(self.pulse_clocks))     # pulse clocks left after the next
-        with m.If(self.fire):
+        with m.If(fire):
             m.d.sync += left.eq(self.pulse_clocks - 1)
         with m.Elif(left != 0):
             m.d.sync += left.eq(left - 1)
-        m.d.sync += self.pin.eq(self.fire | Mux(self.level, self.hold, left != 0))
+        m.d.sync += self.pin.eq(fire | Mux(self.level, hold, left != 0))
         return m
 
 
@@ -181,10 +191,11 @@ class PushStage(wiring.Component):
     writer and :class:`RecordPlacement` take every request one clock late, all of it
     (``restart`` and ``wide`` too), and see the same sequence as without the stage.
 
-    The recorder still sees the FIFO as it would be without the stage: ``level`` counts
+    The recorder still sees the FIFO as it would be without the stage: its level counts
     the record held here and leaves out the one the writer takes from the FIFO this clock,
-    and is 0 while a held ``restart`` empties it; ``can_push`` is ``level`` below the
-    depth. A record the recorder pushes therefore always finds room a clock later.
+    and is 0 while a held ``restart`` empties it; ``can_push`` is that level below the
+    depth, ``drained`` at most half the depth. A record the recorder pushes therefore
+    always finds room a clock later.
 
     Ports:
         request (In, PushRequest(addr_bits)): from the recorder.
@@ -192,7 +203,7 @@ class PushStage(wiring.Component):
             writer and the placement.
         fifo_level (In, range(fifo_depth + 1)), fifo_pop (In, 1): the writer's FIFO level
             and its read of a record this clock.
-        level (Out, range(fifo_depth + 1)), can_push (Out, 1): to the recorder.
+        can_push (Out, 1), drained (Out, 1): to the recorder.
         empty (Out, 1): no record is held here.
 
     Parameters:
@@ -203,16 +214,28 @@ class PushStage(wiring.Component):
         super().__init__({"request": In(PushRequest(addr_bits)),
                           "staged": Out(PushRequest(addr_bits)),
                           "fifo_level": In(range(fifo_depth + 1)), "fifo_pop": In(1),
-                          "level": Out(range(fifo_depth + 1)), "can_push": Out(1),
+                          "can_push": Out(1), "drained": Out(1),
                           "empty": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
         m.d.sync += self.staged.eq(self.request)
+        # The level changes by at most one either way, so each test compares the FIFO's
+        # level with a constant and looks at the two strobes: no adder and no carry chain
+        # between the FIFO's pointers and the recorder's decision.
+        grows = Signal()            # one more record in the FIFO after this clock
+        shrinks = Signal()          # one fewer
+        m.d.comb += [grows.eq(self.staged.push & ~self.fifo_pop),
+                     shrinks.eq(self.fifo_pop & ~self.staged.push)]
+
+        def level_at_most(limit):
+            return self.staged.restart | (self.fifo_level < limit) | (
+                (self.fifo_level == limit) & ~grows) | (
+                (self.fifo_level == limit + 1) & shrinks)
+
         m.d.comb += [
-            self.level.eq(Mux(self.staged.restart, 0,
-                              self.fifo_level + self.staged.push - self.fifo_pop)),
-            self.can_push.eq(self.level < self.fifo_depth),
+            self.can_push.eq(level_at_most(self.fifo_depth - 1)),
+            self.drained.eq(level_at_most(self.fifo_depth // 2)),
             self.empty.eq(~self.staged.push),
         ]
         return m
@@ -287,7 +310,8 @@ class Recorder(wiring.Component):
         push (Out, 1), push_data (Out, 256), restart (Out, 1), wide (Out, 1): to the writer.
         push_index (Out, addr_bits): the index of the record pushed (to
             :class:`RecordPlacement`).
-        can_push (In, 1), level (In, range(fifo_depth + 1)): from the writer.
+        can_push (In, 1), drained (In, 1): from the writer (:class:`PushStage`): room for a
+            record, and at most half the FIFO is full.
         state (Out, RecorderState), pre_error (Out, 1): last arm refused (``pre`` not less
             than a segment's records).
         segment_error (Out, 1): last arm refused for its segments (``segments_log2`` over
@@ -305,13 +329,11 @@ class Recorder(wiring.Component):
 
     Parameters:
         width, masters: the bus. addr_bits: log2 of the trace memory depth in slots.
-        fifo_depth: the writer FIFO's depth.
     """
-    def __init__(self, width=32, masters=1, addr_bits=10, fifo_depth=16):
+    def __init__(self, width=32, masters=1, addr_bits=10):
         self.width = width
         self.masters = masters
         self.addr_bits = addr_bits
-        self.fifo_depth = fifo_depth
         super().__init__({
             "mode": In(CaptureMode), "source": In(TriggerSource), "ring": In(1),
             "pre": In(32), "post": In(32), "markers": In(1), "falling": In(1),
@@ -326,7 +348,7 @@ class Recorder(wiring.Component):
             "push": Out(1), "push_data": Out(SUMMARY_RECORD_BITS), "restart": Out(1),
             "push_index": Out(addr_bits),
             "wide": Out(1),
-            "can_push": In(1), "level": In(range(fifo_depth + 1)),
+            "can_push": In(1), "drained": In(1),
             "state": Out(RecorderState), "pre_error": Out(1), "segment_error": Out(1),
             "capacity": Out(32), "start": Out(32), "count": Out(32),
             "trigger_index": Out(32), "trigger_timestamp": Out(TIMESTAMP_BITS),
@@ -510,7 +532,7 @@ class Recorder(wiring.Component):
         m.d.comb += active.eq(capturing & ~full & ~self.arm)
         with m.If(active):
             with m.If(dropping):
-                with m.If(self.level <= self.fifo_depth // 2):
+                with m.If(self.drained):
                     m.d.comb += push.eq(1)
                     m.d.sync += [dropping.eq(0), lost_run.eq(0)]
                     m.d.sync += saturating_increment(self.overruns)
@@ -533,14 +555,13 @@ class Recorder(wiring.Component):
         # A capture that stopped while dropping still reports its last loss in-band, if the
         # memory has room for the event.
         with m.If((state == RecorderState.DONE) & dropping & (lost_run != 0) &
-                  (self.level <= self.fifo_depth // 2) &
-                  (ring | ~segment_filled)):
+                  self.drained & (ring | ~segment_filled)):
             m.d.comb += push.eq(1)
             m.d.sync += [dropping.eq(0), lost_run.eq(0), saturating_increment(self.overruns)]
 
         with m.If(count_lost):
             m.d.sync += saturating_increment(self.lost)
-            with m.If(~(dropping & (self.level <= self.fifo_depth // 2))):
+            with m.If(~(dropping & self.drained)):
                 m.d.sync += saturating_increment(lost_run)
 
         # --- bookkeeping of pushes and the trigger

@@ -11,7 +11,7 @@ from pcispy.pci.bus import Command
 from pcispy.spy.capture_settings_feature import check_settings, parse_segments
 from pcispy.spy.format import RecordKind, TriggerSource, CaptureMode
 from pcispy.spy.spy import Spy
-from pcispy.spy.trigger import MAX_SEGMENTS, RecorderState
+from pcispy.spy.trigger import MAX_SEGMENTS, RecorderState, TriggerOutput
 from pcispy.spy.tests.test_spy_waves import idle, transaction
 from pcispy.spy.tests.test_trigger_pins import (FIRST, PULSE, SYNC_CLOCKS, clock_of,
                                                 numbered, pin_bench)
@@ -40,7 +40,7 @@ def test_raw_segments_triggered_now_rearm_until_all_are_full():
     # output pulsed once per segment (each seen Spy.LAG clocks after its bus clock).
     assert res["state"].index(RecorderState.DONE) == 18 * 3 + 17 + 1 + Spy.LAG
     pulses = [i for i, (a, b) in enumerate(zip([0] + res["out"], res["out"])) if b and not a]
-    assert pulses == [18 * j + 1 + Spy.LAG for j in range(4)]
+    assert pulses == [18 * j + TriggerOutput.DELAY + Spy.LAG for j in range(4)]
 
 
 def test_raw_segments_keep_their_own_pre_trigger_records():
@@ -100,7 +100,7 @@ def test_summary_segments_exact_records_per_segment():
         assert records[2]["source"] == TriggerSource.EXTERNAL.value
         assert records[2]["timestamp"] == FIRST + rises[j] + SYNC_CLOCKS
     pulses = [i for i, (a, b) in enumerate(zip([0] + res["out"], res["out"])) if b and not a]
-    assert pulses == [rise + SYNC_CLOCKS + 1 + Spy.LAG for rise in rises]
+    assert pulses == [rise + SYNC_CLOCKS + TriggerOutput.DELAY + Spy.LAG for rise in rises]
     assert all(sum(res["out"][p:p + PULSE + 1]) == PULSE for p in pulses)
 
 

@@ -89,15 +89,17 @@ def test_output_pulse_is_exactly_its_width_and_restarts():
               23: {"fire": 1}, 24: {"fire": 0}}
     pin = _run_component(TriggerOutput(7), script, "pin", 40)
     high = [i for i, value in enumerate(pin) if value]
-    # 7 clocks from the clock after each fire; the third fire restarts the second pulse.
-    assert high == list(range(3, 10)) + list(range(21, 31))
+    # 7 clocks from DELAY clocks after each fire; the third fire restarts the second pulse.
+    d = TriggerOutput.DELAY
+    assert high == list(range(2 + d, 9 + d)) + list(range(20 + d, 30 + d))
 
 
 def test_output_level_follows_the_recording():
     script = {0: {"level": 1}, 4: {"fire": 1, "hold": 0}, 5: {"fire": 0, "hold": 1},
               30: {"hold": 0}}
     pin = _run_component(TriggerOutput(3), script, "pin", 36)
-    assert [i for i, value in enumerate(pin) if value] == list(range(5, 31))
+    d = TriggerOutput.DELAY
+    assert [i for i, value in enumerate(pin) if value] == list(range(4 + d, 30 + d))
 
 
 def test_pulse_is_one_microsecond():
@@ -123,10 +125,10 @@ def test_external_trigger_marks_the_raw_record_and_pulses_the_output(falling):
     # The trigger record is the bus clock the edge was seen in.
     assert [clock_of(r) for r in records] == list(range(fire - 3, fire + 6))
     assert all(r["delta"] == 1 for r in records) and all(not r["marker"] for r in records)
-    # The output: high PULSE clocks from the clock after the trigger (seen Spy.LAG clocks
-    # after its bus clock), and never before.
-    assert [i for i, value in enumerate(res["out"]) if value] == \
-        list(range(fire + 1 + Spy.LAG, fire + 1 + Spy.LAG + PULSE))
+    # The output: high PULSE clocks from TriggerOutput.DELAY clocks after the trigger (seen
+    # Spy.LAG clocks after its bus clock), and never before.
+    rise = fire + TriggerOutput.DELAY + Spy.LAG
+    assert [i for i, value in enumerate(res["out"]) if value] == list(range(rise, rise + PULSE))
 
 
 def test_external_trigger_waits_for_the_chosen_edge():
