@@ -85,8 +85,8 @@ class Histogram(wiring.Component):
     """A histogram in RAM: add 1 to bin ``bin`` when ``sample``; read bins with ``r_addr``,
     live or as of a snapshot.
 
-    Updates are read-modify-writes (read in the sample's clock, written in the next), and
-    so is the clear: it walks the bins one a clock, writing zeros.
+    Updates are read-modify-writes (read in the clock after the sample's, written in the
+    next), and so is the clear: it walks the bins one a clock, writing zeros.
 
     The snapshot (``snapshot``, until ``release``) is copy-on-write, so that a host reading
     the bins one by one, slower than the bus, gets every bin as it was at one clock while
@@ -100,13 +100,13 @@ class Histogram(wiring.Component):
     Ports:
         sample (In, 1): count one in ``bin``. At most one sample every other clock.
         bin (In, 6): the bin.
-        clear (In, 1): start zeroing every bin; ``clearing`` is high until done
-            (:data:`HISTOGRAM_BINS` + 1 clocks: samples then are not counted).
+        clear (In, 1): start zeroing every bin; ``clearing`` is high from the next clock
+            until done (:data:`HISTOGRAM_BINS` + 1 clocks: samples then are not counted).
         clearing (Out, 1).
-        snapshot (In, 1): from the next clock, ``r_data`` shows the bins as they are now
-            (the samples before this clock counted), until ``release``.
+        snapshot (In, 1): ``r_data`` shows the bins with the samples before this clock
+            counted (for addresses presented two clocks after it or later), until ``release``.
         release (In, 1): ``r_data`` shows the live bins again.
-        r_addr (In, 6): bin to read; r_data (Out, 32): its count, one clock later.
+        r_addr (In, 6): bin to read; r_data (Out, 32): its count, two clocks later.
     """
     def __init__(self):
         super().__init__({
@@ -126,15 +126,24 @@ class Histogram(wiring.Component):
         copy = held_bins.write_port()
         held_read = held_bins.read_port()
 
+        # Every input but the host's read waits a clock in a register: the bin of a sample
+        # (the log2 of a 48-bit difference, for the gap histogram) and the RAM's address
+        # are too long a path for one clock of a 66 MHz bus. The strobes wait with the
+        # samples, so a snapshot still divides them where it did.
+        sample, bin_, clear = Signal(), Signal(6), Signal()
+        snapshot, release = Signal(), Signal()
+        m.d.sync += [sample.eq(self.sample), bin_.eq(self.bin), clear.eq(self.clear),
+                     snapshot.eq(self.snapshot), release.eq(self.release)]
+
         # The snapshot, held as spy.control holds the counters: the writes of the samples
         # of its clock and after, until release, copy before they write.
         held = Signal()
         freezing = Signal()
-        with m.If(self.snapshot):
+        with m.If(snapshot):
             m.d.sync += held.eq(1)
-        with m.Elif(self.release):
+        with m.Elif(release):
             m.d.sync += held.eq(0)
-        m.d.comb += freezing.eq(self.snapshot | (held & ~self.release))
+        m.d.comb += freezing.eq(snapshot | (held & ~release))
 
         # Read: a sample's bin, or the clear's next bin. Write, one clock later: +1
         # (saturating) or 0, and the copy of the old value where due.
@@ -146,14 +155,14 @@ class Histogram(wiring.Component):
         address = Signal(6)
         m.d.comb += [sweeping.eq(sweep != HISTOGRAM_BINS),
                      clearing.eq(sweeping | pending_zero), self.clearing.eq(clearing),
-                     address.eq(Mux(sweeping, sweep, self.bin)),
+                     address.eq(Mux(sweeping, sweep, bin_)),
                      update_read.addr.eq(address)]
-        m.d.sync += [pending.eq((sweeping | self.sample & ~clearing) & ~self.clear),
-                     pending_zero.eq(sweeping & ~self.clear), pending_bin.eq(address),
+        m.d.sync += [pending.eq((sweeping | sample & ~clearing) & ~clear),
+                     pending_zero.eq(sweeping & ~clear), pending_bin.eq(address),
                      pending_frozen.eq(freezing)]
         with m.If(sweeping):
             m.d.sync += sweep.eq(sweep + 1)
-        with m.If(self.clear):
+        with m.If(clear):
             m.d.sync += sweep.eq(0)
         old = update_read.data
         top = old == 0xFFFF_FFFF
@@ -167,7 +176,7 @@ class Histogram(wiring.Component):
         # A write of a sample before a (new) snapshot or of the clock of a release
         # copies nothing that stays marked: the bins it updates are of the new snapshot
         # or of none.
-        with m.If(self.snapshot | self.release):
+        with m.If(snapshot | release):
             m.d.sync += copied.eq(0)
         with m.Elif(first):
             m.d.sync += copied.bit_select(pending_bin, 1).eq(1)
@@ -176,8 +185,10 @@ class Histogram(wiring.Component):
         # bin marked in that clock still reads its old value from the live RAM).
         show_copy = Signal()
         m.d.sync += show_copy.eq(copied.bit_select(self.r_addr, 1))
-        m.d.comb += [host_read.addr.eq(self.r_addr), held_read.addr.eq(self.r_addr),
-                     self.r_data.eq(Mux(show_copy, held_read.data, host_read.data))]
+        # r_data is registered too: the RAMs' outputs are slow, and the register bank's
+        # read multiplexer follows.
+        m.d.comb += [host_read.addr.eq(self.r_addr), held_read.addr.eq(self.r_addr)]
+        m.d.sync += self.r_data.eq(Mux(show_copy, held_read.data, host_read.data))
         return m
 
 
@@ -437,7 +448,7 @@ class Counters(wiring.Component):
         values (Out, CounterValues(filters)): the counters.
         clearing (Out, 1): the histograms are being zeroed.
         hist_select (In, 1): 0 latency histogram, 1 gap histogram.
-        hist_addr (In, 6), hist_data (Out, 32): read a bin, valid one clock later.
+        hist_addr (In, 6), hist_data (Out, 32): read a bin, valid two clocks later.
         hist_snapshot, hist_release (In, 1): hold what ``hist_data`` shows at this clock's
             counts, and let it follow the histograms again (:class:`Histogram`).
         fcount_select (In, FilterCountSelect(filters)), fcount_value (Out, 48): read a
@@ -563,9 +574,9 @@ class Counters(wiring.Component):
             self.clearing.eq(latency_hist.clearing | gap_hist.clearing | per_filter.clearing),
             latency_hist.r_addr.eq(self.hist_addr), gap_hist.r_addr.eq(self.hist_addr),
         ]
-        hist_select = Signal()
-        m.d.sync += hist_select.eq(self.hist_select)
-        m.d.comb += self.hist_data.eq(Mux(hist_select, gap_hist.r_data, latency_hist.r_data))
+        hist_select = [Signal(name=f"hist_select_{i}") for i in range(2)]   # as r_data's clocks
+        m.d.sync += [hist_select[0].eq(self.hist_select), hist_select[1].eq(hist_select[0])]
+        m.d.comb += self.hist_data.eq(Mux(hist_select[1], gap_hist.r_data, latency_hist.r_data))
 
         with m.If(self.clear):
             m.d.sync += [v.eq(0), have_last.eq(0), counting_bytes.eq(0)]

@@ -151,6 +151,7 @@ def test_histograms_in_hardware():
         ctx.set(spy.clear, 1)
         await ctx.tick()
         ctx.set(spy.clear, 0)
+        await ctx.tick()            # the histograms take the clear a clock late
         while ctx.get(spy.status.clearing):
             await ctx.tick()
         for t, clock in enumerate(finish(wave + idle(3))):
@@ -162,7 +163,7 @@ def test_histograms_in_hardware():
             ctx.set(spy.hist_select, select)
             for b in range(HISTOGRAM_BINS):
                 ctx.set(spy.hist_addr, b)
-                await ctx.tick()
+                await ctx.tick().repeat(2)      # the bin, two clocks after its address
                 if ctx.get(spy.hist_data):
                     bins[(select, b)] = ctx.get(spy.hist_data)
 
