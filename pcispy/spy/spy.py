@@ -246,8 +246,6 @@ class Spy(wiring.Component):
         filter_match = later(filt.match, "filter_match_later")
         filter_hits = later(filt.hits, "filter_hits_later")
 
-        raw_timestamp = later(timestamp, "raw_timestamp")   # raw records come one clock late
-
         # The filter verdict is known at the (last) address phase; keep it for the summary.
         match = Signal()
         hits = Signal(self.filters)
@@ -301,7 +299,7 @@ class Spy(wiring.Component):
             segments.entry.trigger_timestamp.eq(rec.trigger_timestamp),
             segments.select.eq(self.segment_select), self.segment_entry.eq(segments.shown),
             rec.arm.eq(arm), rec.stop.eq(stop), rec.trigger.eq(trigger),
-            rec.timestamp.eq(timestamp), rec.raw_timestamp.eq(raw_timestamp),
+            rec.timestamp.eq(timestamp),
             rec.filter_trigger.eq(address_valid & filter_match),
             rec.violation.eq(violation),
             rec.raw_valid.eq(cap.valid), rec.raw_record.eq(cap.record),

@@ -294,9 +294,9 @@ class Recorder(wiring.Component):
         arm (In, 1), stop (In, 1), trigger (In, 1): strobes (``trigger``: the register).
         external (In, 1): the trigger input's chosen edge was seen this clock
             (:class:`TriggerInput`).
-        timestamp (In, 48): the free-running clock counter.
-        raw_timestamp (In, 48): the time of ``raw_record`` (the raw capture is one clock
-            late: it waits for the filter verdict of a dual address cycle).
+        timestamp (In, 48): the free-running clock counter. A raw record's time is the
+            ``timestamp`` of the clock before its own (the raw capture is one clock late:
+            it waits for the filter verdict of a dual address cycle).
         filter_trigger (In, 1): a transaction the filters select starts (address phase).
         violation (In, 64): protocol rules that fired this clock (masked by the caller).
         raw_valid (In, 1), raw_record (In, RawRecord(width, masters)): from the capture,
@@ -339,7 +339,7 @@ class Recorder(wiring.Component):
             "pre": In(32), "post": In(32), "markers": In(1), "falling": In(1),
             "segments_log2": In(SEGMENTS_LOG2_BITS),
             "arm": In(1), "stop": In(1), "trigger": In(1), "external": In(1),
-            "timestamp": In(TIMESTAMP_BITS), "raw_timestamp": In(TIMESTAMP_BITS),
+            "timestamp": In(TIMESTAMP_BITS),
             "filter_trigger": In(1), "violation": In(MAX_RULES),
             "raw_valid": In(1), "raw_record": In(RawRecord(width, masters)),
             "summary_valid": In(1), "summary_record": In(SummaryRecord()),
@@ -361,6 +361,8 @@ class Recorder(wiring.Component):
         depth = 1 << self.addr_bits
         # Raw records and the events between them share the raw records' time base.
         now = Signal(TIMESTAMP_BITS)
+        raw_timestamp = Signal(TIMESTAMP_BITS)
+        m.d.sync += raw_timestamp.eq(self.timestamp)
         state = self.state
 
         # Settings are taken at arm, so a capture is not changed under its feet.
@@ -374,7 +376,7 @@ class Recorder(wiring.Component):
         segments_log2 = Signal(SEGMENTS_LOG2_BITS)
         wide = Signal()
         m.d.comb += [wide.eq(mode == CaptureMode.SUMMARY), self.wide.eq(wide),
-                     now.eq(Mux(wide, self.timestamp, self.raw_timestamp))]
+                     now.eq(Mux(wide, self.timestamp, raw_timestamp))]
         capacity = Signal(32)
         m.d.comb += [capacity.eq(Mux(wide, depth >> 1, depth)), self.capacity.eq(capacity)]
         index_mask = Signal(self.addr_bits)
@@ -459,22 +461,42 @@ class Recorder(wiring.Component):
             self.count.eq(retained),
             self.start.eq(seg_base | ((head - retained) & seg_mask)),
         ]
-        # Whether post is reached (pushed_post >= post), kept in a flip-flop set up in the
-        # clock before (the choice of this clock's record depends on it); it is wrong only
-        # in the clock after an arm or a segment's re-arm, which is in PRE, where unused.
+        # Whether a post count is set and reached (post != 0, pushed_post >= post), kept in
+        # a flip-flop set up in the clock before (the choice of this clock's record depends
+        # on it); it is wrong only in the clock after an arm or a segment's re-arm, which
+        # is in PRE, where unused.
         post_reached = Signal()
-        m.d.sync += post_reached.eq(Mux(self.push & post_push, pushed_post + 1 >= post,
-                                        pushed_post >= post))
+        m.d.sync += post_reached.eq((post != 0) & Mux(self.push & post_push,
+                                                      pushed_post + 1 >= post,
+                                                      pushed_post >= post))
         full = Signal()
         m.d.comb += full.eq((state == RecorderState.POST) & (
-            (~ring & segment_filled) | ((post != 0) & post_reached)))
+            (~ring & segment_filled) | post_reached))
 
         # --- the records that may be pushed this clock
+        # Raw mode: the clocks since the last record pushed (its delta field, and at
+        # MAX_DELTA a WRAP event). Whether they reach MAX_DELTA (or pass it) is known a
+        # clock ahead: this clock's raw time is the last clock's timestamp, and the last
+        # record's time is the last clock's ``now`` if it pushed, else ``last_ts``; both
+        # differences are taken from registers, and the push only chooses between them.
+        # The comparisons of a 48-bit difference would otherwise lie between the last
+        # record and this clock's push decision.
         since = Signal(TIMESTAMP_BITS)
         m.d.comb += since.eq(now - last_ts)
+        since_reaches_max = Signal()    # since >= MAX_DELTA
+        since_passes_max = Signal()     # since > MAX_DELTA
+        after_push = Signal(TIMESTAMP_BITS)
+        after_none = Signal(TIMESTAMP_BITS)
+        m.d.comb += [after_push.eq(self.timestamp - now),
+                     after_none.eq(self.timestamp - last_ts)]
+        m.d.sync += [
+            since_reaches_max.eq(Mux(self.push, after_push >= MAX_DELTA,
+                                     after_none >= MAX_DELTA)),
+            since_passes_max.eq(Mux(self.push, after_push > MAX_DELTA, after_none > MAX_DELTA)),
+        ]
         raw = Signal(RawRecord(self.width, self.masters))
         m.d.comb += [raw.eq(self.raw_record),
-                     raw.delta.eq(Mux(since > MAX_DELTA, MAX_DELTA, since))]
+                     raw.delta.eq(Mux(since_passes_max, MAX_DELTA, since))]
         m.d.comb += raw.marker.eq(raw_mark)
         # Raw mode: the edge is kept for the record of its clock, one clock later; a clock
         # without a record gets a MARKER event in its place (the same time, the same slot).
@@ -549,7 +571,7 @@ class Recorder(wiring.Component):
                 m.d.comb += [push.eq(can), pushing_marker.eq(can)]
             with m.Elif(viol_pending):
                 m.d.comb += [push.eq(can), pushing_violation.eq(can)]
-            with m.Elif(~wide & (since >= MAX_DELTA)):
+            with m.Elif(~wide & since_reaches_max):
                 m.d.comb += push.eq(can)
 
         # A capture that stopped while dropping still reports its last loss in-band, if the
@@ -646,6 +668,7 @@ class Recorder(wiring.Component):
                     self.segment.eq(0), mark_pending.eq(0), raw_mark.eq(0),
                     state.eq(RecorderState.PRE), head.eq(0), pushed_pre.eq(0),
                     pushed_post.eq(0), triggered.eq(0), last_ts.eq(self.timestamp),
+                    since_reaches_max.eq(0), since_passes_max.eq(0),
                     dropping.eq(0),
                     lost_run.eq(0), self.lost.eq(0), self.overruns.eq(0),
                     trig_pending.eq(0), viol_pending.eq(0),
