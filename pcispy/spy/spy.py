@@ -310,7 +310,7 @@ class Spy(wiring.Component):
             stage.request.push.eq(rec.push), stage.request.data.eq(rec.push_data),
             stage.request.index.eq(rec.push_index),
             rec.can_push.eq(stage.can_push), rec.drained.eq(stage.drained),
-            stage.fifo_level.eq(wr.level), stage.fifo_pop.eq(wr.pop),
+            stage.fifo_pop.eq(wr.pop),
         ]
         staged = stage.staged
         m.d.comb += [

@@ -191,18 +191,20 @@ class PushStage(wiring.Component):
     writer and :class:`RecordPlacement` take every request one clock late, all of it
     (``restart`` and ``wide`` too), and see the same sequence as without the stage.
 
-    The recorder still sees the FIFO as it would be without the stage: its level counts
-    the record held here and leaves out the one the writer takes from the FIFO this clock,
-    and is 0 while a held ``restart`` empties it; ``can_push`` is that level below the
-    depth, ``drained`` at most half the depth. A record the recorder pushes therefore
-    always finds room a clock later.
+    The recorder sees the records held here and in the FIFO, counted in a register of
+    the stage's own: each request's push adds one, each record the writer takes from the
+    FIFO takes one away (from the next clock: a record the writer takes this clock still
+    counts in it), and a held ``restart`` empties it. ``can_push`` is that count below the
+    depth, ``drained`` at most half the depth. The count is the FIFO's level one clock
+    behind its reads, never less, so a record the recorder pushes always finds room a clock
+    later; counting the writer's read of this clock would put the trace memory's ready
+    signal, from wherever its pins are, into the recorder's decision.
 
     Ports:
         request (In, PushRequest(addr_bits)): from the recorder.
         staged (Out, PushRequest(addr_bits)): ``request`` of the previous clock, to the
             writer and the placement.
-        fifo_level (In, range(fifo_depth + 1)), fifo_pop (In, 1): the writer's FIFO level
-            and its read of a record this clock.
+        fifo_pop (In, 1): the writer reads a record from its FIFO this clock.
         can_push (Out, 1), drained (Out, 1): to the recorder.
         empty (Out, 1): no record is held here.
 
@@ -213,29 +215,20 @@ class PushStage(wiring.Component):
         self.fifo_depth = fifo_depth
         super().__init__({"request": In(PushRequest(addr_bits)),
                           "staged": Out(PushRequest(addr_bits)),
-                          "fifo_level": In(range(fifo_depth + 1)), "fifo_pop": In(1),
-                          "can_push": Out(1), "drained": Out(1),
+                          "fifo_pop": In(1), "can_push": Out(1), "drained": Out(1),
                           "empty": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
         m.d.sync += self.staged.eq(self.request)
-        # The level changes by at most one either way, so each test compares the FIFO's
-        # level with a constant and looks at the two strobes: no adder and no carry chain
-        # between the FIFO's pointers and the recorder's decision.
-        grows = Signal()            # one more record in the FIFO after this clock
-        shrinks = Signal()          # one fewer
-        m.d.comb += [grows.eq(self.staged.push & ~self.fifo_pop),
-                     shrinks.eq(self.fifo_pop & ~self.staged.push)]
-
-        def level_at_most(limit):
-            return self.staged.restart | (self.fifo_level < limit) | (
-                (self.fifo_level == limit) & ~grows) | (
-                (self.fifo_level == limit + 1) & shrinks)
-
+        held = Signal(range(self.fifo_depth + 1))     # records here and in the FIFO
+        taken = Signal()
+        m.d.comb += taken.eq(self.fifo_pop & ~self.staged.restart)
+        m.d.sync += held.eq(Mux(self.request.restart, 0,
+                                held + self.request.push - taken))
         m.d.comb += [
-            self.can_push.eq(level_at_most(self.fifo_depth - 1)),
-            self.drained.eq(level_at_most(self.fifo_depth // 2)),
+            self.can_push.eq(held < self.fifo_depth),
+            self.drained.eq(held <= self.fifo_depth // 2),
             self.empty.eq(~self.staged.push),
         ]
         return m
