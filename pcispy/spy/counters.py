@@ -242,7 +242,7 @@ class FilterCounters(wiring.Component):
         transfer (In, 1), transfer_bytes (In, 4): a completed data phase and its bytes.
         clear (In, 1): zero every counter; ``clearing`` (Out, 1) until done.
         select (In, FilterCountSelect(filters)): the counter ``value`` shows.
-        value (Out, 48): that counter, from the second clock after ``select`` changes.
+        value (Out, 48): that counter, from the third clock after ``select`` changes.
 
     Parameters:
         filters: number of filter comparators (1..8).
@@ -383,8 +383,10 @@ class FilterCounters(wiring.Component):
         flush_read = words.read_port()
         host_read = words.read_port()
         write = words.write_port()
-        m.d.comb += [host_read.addr.eq(self.select), self.value.eq(host_read.data),
-                     flush_read.addr.eq(pointer)]
+        # The host's value is registered: the block RAM's output is slow, and the
+        # register bank's read multiplexer follows.
+        m.d.comb += [host_read.addr.eq(self.select), flush_read.addr.eq(pointer)]
+        m.d.sync += self.value.eq(host_read.data)
 
         word_shape = range(self.depth)
         a_valid, a_zero, a_word = Signal(), Signal(), Signal(word_shape)
@@ -452,7 +454,7 @@ class Counters(wiring.Component):
         hist_snapshot, hist_release (In, 1): hold what ``hist_data`` shows at this clock's
             counts, and let it follow the histograms again (:class:`Histogram`).
         fcount_select (In, FilterCountSelect(filters)), fcount_value (Out, 48): read a
-            per-filter counter (:class:`FilterCounters`), valid two clocks later.
+            per-filter counter (:class:`FilterCounters`), valid three clocks later.
 
     Parameters:
         filters: number of filter comparators.

@@ -112,8 +112,8 @@ class Spy(wiring.Component):
         hist_select (In, 1), hist_addr (In, 6), hist_data (Out, 32): histogram bins (0:
             first-data latency, 1: gap), data two clocks after the address.
         fcount_select (In, FilterCountSelect(filters)), fcount_value (Out, 48): the
-            per-filter counters (:class:`~.counters.FilterCounters`), the value two clocks
-            after the select.
+            per-filter counters (:class:`~.counters.FilterCounters`), the value three
+            clocks after the select.
         trace (In, BackendSignature(addr_bits + 3 - width // 32, width)): the BAR1 backend
             bus of the target: reads of the trace memory (slot ``s`` is at byte offset
             ``16 * s``); writes are dropped.
@@ -125,7 +125,7 @@ class Spy(wiring.Component):
             TriggerInput`). trigger_out (Out, 1): the trigger output pin, from a flip-flop
             (:class:`~.trigger.TriggerOutput`).
         segment_select (In, range(MAX_SEGMENTS)), segment_entry (Out, SegmentEntry): the
-            :class:`~.trigger.SegmentTable` entry of a segment that ended, one clock after
+            :class:`~.trigger.SegmentTable` entry of a segment that ended, two clocks after
             the select.
 
     Parameters:

@@ -155,7 +155,8 @@ class SegmentTable(wiring.Component):
         write (In, 1), index (In, range(MAX_SEGMENTS)), entry (In, SegmentEntry): store
             ``entry`` as segment ``index``'s.
         select (In, range(MAX_SEGMENTS)), shown (Out, SegmentEntry): the entry of segment
-            ``select``, one clock after it.
+            ``select``, two clocks after it (the block RAM's output is registered: the
+            register bank's read multiplexer follows it).
     """
     def __init__(self):
         super().__init__({"write": In(1), "index": In(range(MAX_SEGMENTS)),
@@ -169,7 +170,8 @@ class SegmentTable(wiring.Component):
         w = memory.write_port()
         r = memory.read_port()
         m.d.comb += [w.en.eq(self.write), w.addr.eq(self.index), w.data.eq(self.entry),
-                     r.addr.eq(self.select), self.shown.eq(r.data)]
+                     r.addr.eq(self.select)]
+        m.d.sync += self.shown.eq(r.data)
         return m
 
 

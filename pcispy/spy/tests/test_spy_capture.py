@@ -139,6 +139,7 @@ class Bench:
             for index in range(st["segment"]):
                 ctx.set(spy.segment_select, index)
                 await tick(ctx)
+                await tick(ctx)         # the entry shows two clocks after the select
                 entry = ctx.get(spy.segment_entry)
                 entries.append({name: getattr(entry, name) for name in
                                 ("start", "count", "trigger_index", "trigger_timestamp")})
