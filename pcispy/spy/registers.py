@@ -278,7 +278,7 @@ SPY = Block("spy", 0x400, (
               "counters; values 13-15 read 0)", _enum_names(FilterCounter)),
     ), "per-filter counter select"),
     reg32("fcount_lo", 0x48, Access.RO, "the selected per-filter counter, bits 31:0 (valid "
-          "from the second clock after fcount_select is written; reading it latches _hi). "
+          "from the third clock after fcount_select is written; reading it latches _hi). "
           "A transaction is counted within 70 clocks of its end; status.clearing is set "
           "while a clear is still zeroing them"),
     Register("fcount_hi", 0x4C, (
@@ -318,7 +318,7 @@ SPY = Block("spy", 0x400, (
     ), "segmented capture"),
     Register("segment_select", 0x60, (
         Field("segment", 0, _SEGMENT_BITS, Access.RW, 0, "segment whose entry segment_start "
-              "... segment_trigger_time_hi show (from the second clock after this write)"),
+              "... segment_trigger_time_hi show (from the third clock after this write)"),
     ), "segment table entry select"),
     reg32("segment_start", 0x64, Access.RO, "the selected segment's start (as start, when "
           "it ended)"),
