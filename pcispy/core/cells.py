@@ -102,11 +102,12 @@ class CellModel:
         table = Const(lut4_init(function), 16)
         m.d.comb += output.eq(table.bit_select(Cat(*pins), 1))
 
-    def enable_lut4(self, m, function, inputs, name):
-        """An output enable ``function(a, b, c, d)`` of ``inputs`` from one LUT (named
-        ``name``) that holds its inverse, as an I/O cell's tristate register takes an
-        enable (1 = float): the pads' inversion in front of that register cancels against
-        the one returned here, and the register reads the cell with no inverter between."""
+    def inverse_lut4(self, m, function, inputs, name):
+        """``function(a, b, c, d)`` of ``inputs`` from one LUT (named ``name``) that holds
+        its inverse, for a value the pads invert in front of an I/O cell's register: an
+        output enable (the tristate register takes 1 = float) or an active-low line's
+        value. The pads' inversion cancels against the one returned here, and the
+        register reads the cell with no inverter cell between."""
         return ~self.lut4(m, lambda *bits: not function(*bits), inputs, name)
 
     def live_choice(self, m, selects, leaves, name, *, inverted=False, gate=None):

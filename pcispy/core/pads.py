@@ -316,9 +316,9 @@ class PCIPads(wiring.Component):
                 # permission and the owned register: the enable crosses one cell after
                 # the core's choice. Left to synthesis, abc shared the permitted enable
                 # between this and the owned register and the pin took two.
-                return value, cells.enable_lut4(m, lambda wanted, allowed, owned, _:
-                                                (wanted and allowed) or owned,
-                                                [wanted, permitted, owned], f"{name}_floats")
+                return value, cells.inverse_lut4(m, lambda wanted, allowed, owned, _:
+                                                 (wanted and allowed) or owned,
+                                                 [wanted, permitted, owned], f"{name}_floats")
             return value, oe | owned
         return line.o, oe
 

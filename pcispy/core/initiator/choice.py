@@ -80,13 +80,15 @@ class Cofactors:
         self.busy_family = busy_family
         self.live_names = live_names
 
-    def choose(self, pick, name, *, staged=False, gate=None):
+    def choose(self, pick, name, *, staged=False, gate=None, inverse=False):
         """``pick(next state, outputs)`` of the cofactor the live lines choose now, for
         output ``name`` (``bus.NAME.o``): the phase (from registers) chooses between the
         families inside each cofactor of the target's lines, so the lines only choose
         among one kept net each; GNT# as it counts chooses last, in one LUT4 of its own
         (``gnt_counts``, with FRAME# and IRDY#) per bit. ``gate`` (1 bit, from a
-        register): the choice is 0 where it is 0.
+        register): the choice is 0 where it is 0. ``inverse``: the value of a line the
+        pads invert (active low; ungated only): GNT#'s cells hold its inverse
+        (:meth:`~pcispy.core.cells.CellModel.inverse_lut4`), so no inverter cell follows them.
 
         On a 32-bit bus the target's three lines choose in hand-placed cells
         (:meth:`~pcispy.core.live.LiveLines.choose_now`: per bit a slice pair) and GNT#
@@ -115,14 +117,15 @@ class Cofactors:
             value = Mux(gnt, granted, refused)
             return value if gate is None else value & gate
         if gate is None:
-            return Cat(*(cells.lut4(m, two_way, [gnt, granted[bit], refused[bit]],
-                                    f"{name}_by_gnt_b{bit}")
+            lut4 = cells.inverse_lut4 if inverse else cells.lut4
+            return Cat(*(lut4(m, two_way, [gnt, granted[bit], refused[bit]],
+                              f"{name}_by_gnt_b{bit}")
                          for bit in range(len(granted))))
         # Gated (an enable only): the gate in the cell's fourth input, the cell in the
         # tristate register's polarity, so no cell follows it.
-        return Cat(*(cells.enable_lut4(m, gated_two_way,
-                                       [gnt, granted[bit], refused[bit], gate],
-                                       f"{name}_floats_b{bit}")
+        return Cat(*(cells.inverse_lut4(m, gated_two_way,
+                                        [gnt, granted[bit], refused[bit], gate],
+                                        f"{name}_floats_b{bit}")
                      for bit in range(len(granted))))
 
     def busy_key(self, gnt_value, values):

@@ -132,9 +132,12 @@ def drive_outputs(m, ini, cells, machine, cofactors, expand):
                 continue
             # C/BE#'s enable carries passive mode's gate (``drive_allowed``).
             gate = ini.drive_allowed if name in CORE_GATED_LINES and port == "oe" else None
+            # REQ#'s value crosses nothing after GNT#'s cell to its output register: the
+            # card's tightest paths (DEVSEL# -> REQ#) had an inverter cell there.
+            inverse = (name, port) == ("req", "o")
             m.d.comb += getattr(line, port).eq(cofactors.choose(
                 presented(name, port), f"{name}_{port}",
-                staged=name not in JOINED_LINES, gate=gate))
+                staged=name not in JOINED_LINES, gate=gate, inverse=inverse))
 
 
 def read_data_and_parity(m, ini, machine):

@@ -198,10 +198,10 @@ def check_address_parity(m, target, cells, address_phase):
                             target.serr_enable & target.claim_enable, "serr_armed")
     address_parity_bad = Signal()
     m.d.comb += address_parity_bad.eq(address_par_clock & target.par_error)
-    serr_next = cells.enable_lut4(m, lambda error, armed, allowed, _:
-                                  error and armed and allowed,
-                                  [target.par_error, serr_armed, target.drive_allowed],
-                                  "serr_floats")
+    serr_next = cells.inverse_lut4(m, lambda error, armed, allowed, _:
+                                   error and armed and allowed,
+                                   [target.par_error, serr_armed, target.drive_allowed],
+                                   "serr_floats")
     m.d.comb += [target.bus.serr.o.eq(serr_next), target.bus.serr.oe.eq(serr_next)]
     # The Status pulse restates the cell's condition rather than reading the cell, so
     # that SERR#'s tristate register stays the cell's one load.
