@@ -5,8 +5,9 @@ The active board meets PCI's input budget only because a few cells survive synth
 exactly as the pads and the master build them (docs/timing.md): AD's output enable is a
 kept LUT per pin pair feeding that pair's tristate registers directly; each sustained
 tri-state handshake line floats from one kept cell straight into its tristate register;
-C/BE#'s and SERR#'s enables likewise. yosys is free to restructure anything not kept, and
-a change in the gateware or in yosys can silently undo one of these, so a build checks
+C/BE#'s and SERR#'s enables likewise, and REQ#'s value into its output register. yosys
+is free to restructure anything not kept, and a change in the gateware or in yosys can
+silently undo one of these, so a build checks
 the synthesised netlist (:func:`structure_problems`) and ``make timing`` and the bench
 fail on what it finds.
 """
@@ -26,12 +27,16 @@ _LIVE = ("frame", "irdy", "trdy", "stop", "devsel", "gnt")
 _REGISTER_INPUT = ("TRELLIS_FF", "DI")
 #: AD's output enable copies (kept LUT4s), one per pin pair.
 _AD_COPIES = r"board\.pads\.ad_oe_copy_\d+"
-#: ``{what: (kept LUT4's name pattern, tristate registers it feeds)}``: the floats cells.
+#: ``{what: (kept LUT4's name pattern, registers it feeds)}``: the floats cells (into
+#: tristate registers) and REQ#'s value cell (into its output register).
 _FLOATS_CELLS = {
     **{f"{line}'s floats cell": (rf"board\.pads\.{line}_floats(\$\d+)?", 1)
        for line in HANDSHAKE_FLOATS},
     "C/BE#'s floats cell": (r"board\.dma\.initiator\.cbe_oe_floats_b0(\$\d+)?", 4),
     "SERR#'s floats cell": (r"board\.target\.serr_floats(\$\d+)?", 1),
+    # REQ#'s value: GNT#'s cell holds its inverse, so no inverter stands before the
+    # output register (the card's tightest path).
+    "REQ#'s value cell": (r"board\.dma\.initiator\.req_o_by_gnt_b0(\$\d+)?", 1),
 }
 
 
@@ -121,7 +126,7 @@ def _floats_cell(found, loads, what, registers):
     if len(found) != 1:
         return [f"{what}: {len(found)} kept LUT4 cells, 1 expected"]
     if loads(found[0]) != [_REGISTER_INPUT] * registers:
-        return [f"{what} {found[0]} feeds {loads(found[0])}, not {registers} tristate "
+        return [f"{what} {found[0]} feeds {loads(found[0])}, not {registers} "
                 "register(s) only"]
     return []
 

@@ -830,6 +830,12 @@ def test_each_broken_structure_is_named():
     def merged_floats(cells, depth):
         del cells["board.pads.trdy_floats$324"]
 
+    def req_inverter(cells, depth):
+        # The pads' inversion of REQ# as a cell of its own after GNT#'s cell.
+        value = cells["board.dma.initiator.req_o_by_gnt_b0$2154"]["connections"]
+        cells["req_inverter"] = _lut([1], value["Z"][0])
+        value["Z"] = [1]
+
     def deep_path(cells, depth):
         depth["irdy"]["data"] = 4
         depth["ad[3]"] = {"data": 1, "control": 0}
@@ -844,6 +850,9 @@ def test_each_broken_structure_is_named():
         f"are {swapped}, not {group_2}"]
     assert _structure_problems(merged_floats) == [
         "trdy's floats cell: 0 kept LUT4 cells, 1 expected"]
+    assert _structure_problems(req_inverter) == [
+        "REQ#'s value cell board.dma.initiator.req_o_by_gnt_b0$2154 feeds [('LUT4', 'A')], "
+        "not 1 register(s) only"]
     assert _structure_problems(deep_path) == [
         "irdy: data path depth {'data': 4, 'control': 3} (1..2 levels and control logic "
         "expected)", "an AD pin reaches logic before its register"]
