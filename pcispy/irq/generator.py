@@ -9,12 +9,11 @@ reload modes (``irq.ctrl.mode`` in pcispy/irq/registers.py):
 - ``periodic``: then every ``period`` clocks;
 - ``random``: then after gaps drawn uniformly from ``[min_gap, max_gap]``.
 
-The random gaps come from a 32-bit maximal-length Galois LFSR (:mod:`pcispy.pci.lfsr`), stepped
-32 times per draw so that successive draws share no bits: gap ``k`` (k = 1, 2, ...) is
-``min_gap + (r_k * span >> 32)`` with ``r_k = lfsr_draw(r_(k-1))``, ``r_0 = seed`` and
-``span = max_gap - min_gap + 1``. :func:`random_gaps` is that definition; the gateware is
-derived from :func:`lfsr_draw` (as a matrix over GF(2)), so the host can predict every gap
-from the seed.
+The random gaps come from a 32-bit maximal-length Galois LFSR, stepped 32 times per draw:
+:mod:`.gaps` declares the modes and the draw (:data:`~.gaps.MODES`,
+:func:`~.gaps.lfsr_draw`, :func:`~.gaps.random_gaps`), without Amaranth, so that the host
+loads them without the gateware; this generator is derived from :func:`~.gaps.lfsr_draw`
+(as a matrix over GF(2)), so the host can predict every gap from the seed.
 
 Timing: with the arm command seen in clock ``a``, the first :attr:`fire` pulse is in clock
 ``a + delay - 1`` (so an interrupt requested from the next clock is raised exactly ``delay``
@@ -25,29 +24,10 @@ from amaranth.hdl import Module, Signal, Cat
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from pcispy.irq.registers import IRQ, IRQ_MIN_GAP
-from pcispy.pci.lfsr import lfsr_advance
+from pcispy.irq.gaps import MODES, lfsr_draw
+from pcispy.irq.registers import IRQ_MIN_GAP
 
-__all__ = ["MODES", "lfsr_draw", "random_gaps", "RefusalLayout",
-           "InterruptGenerator"]
-
-#: Mode name -> ``irq.ctrl.mode`` code, from the register map.
-MODES = {name: code for code, name in IRQ.register("ctrl").field("mode").values.items()}
-
-def lfsr_draw(state):
-    """32 steps of the LFSR (:mod:`pcispy.pci.lfsr`): a fresh 32-bit pseudo-random word
-    from the previous one."""
-    return lfsr_advance(state, 32)
-
-
-def random_gaps(seed, min_gap, max_gap, count):
-    """The first ``count`` gaps (clocks between raises) of ``random`` mode."""
-    span = max_gap - min_gap + 1
-    gaps, state = [], seed
-    for _ in range(count):
-        state = lfsr_draw(state)
-        gaps.append(min_gap + ((state * span) >> 32))
-    return gaps
+__all__ = ["RefusalLayout", "InterruptGenerator"]
 
 
 def _linear_map_hw(function, value, width=32):
@@ -82,7 +62,7 @@ class InterruptGenerator(wiring.Component):
     :attr:`refused`.
 
     Ports:
-        mode (In, 2): reload mode, a :data:`MODES` code.
+        mode (In, 2): reload mode, a :data:`~.gaps.MODES` code.
         delay (In, 32): clocks from the arm to the first raise (>= IRQ_MIN_GAP).
         period (In, 32): periodic mode gap (>= IRQ_MIN_GAP).
         min_gap (In, 32), max_gap (In, 32): random mode gap bounds, inclusive.

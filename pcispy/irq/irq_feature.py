@@ -17,7 +17,7 @@ RTL and this code only waits until each interrupt has been serviced.
 
 Raise times are not read per interrupt (the next raise may already have moved
 ``irq.raise_ts``): the generator's gaps follow from the seed
-(:func:`pcispy.irq.generator.random_gaps`), so one anchor fixes every raise. The
+(:func:`pcispy.irq.gaps.random_gaps`), so one anchor fixes every raise. The
 anchor is the first interrupt, whose raise time is read while it is still pending; that
 read delays its acknowledge, so interrupt 0 is serviced but not counted. Each later
 acknowledge ``A_j`` acknowledges the first raise after ``A_(j-1)``; the raises in between
@@ -27,8 +27,8 @@ found the interrupt pending and were missed.
 import argparse
 import math
 
-from pcispy.irq.generator import MODES, random_gaps, lfsr_draw
-from pcispy.irq.histogram import bin_of, bin_low, bin_high, DEFAULT_BINS
+from pcispy.irq.gaps import MODES, random_gaps, lfsr_draw
+from pcispy.irq.bins import bin_of, bin_low, bin_high, DEFAULT_BINS
 from pcispy.board.registers import REGISTER_MAP
 from pcispy.irq.registers import IRQ_MIN_GAP
 from pcispy.host.board import Board

@@ -73,7 +73,7 @@ IRQ = Block("irq", 0x200, (
         Field("index", 0, 8, Access.RW, 0, "latency histogram bin shown in hist_count"),
     ), "histogram bin select"),
     reg32("hist_count", 0x5C, Access.RO, "raise-to-ack latencies counted in bin hist_index "
-          "(bin edges: pcispy.irq.histogram.bin_edges)"),
+          "(bin edges: pcispy.irq.bins.bin_edges)"),
 ) + tuple(
     reg32(f"marker_{n}", 0x60 + 4 * n, Access.WO, f"checkpoint: any write pushes (cycle, "
           f"id {n}) into the marker FIFO") for n in range(IRQ_MARKERS)

@@ -26,7 +26,8 @@ from pcispy.irq.registers import IRQ, IRQ_MARKERS
 from pcispy.irq.timer import CycleCounter, AtomicRead64
 from pcispy.irq.generator import InterruptGenerator
 from pcispy.irq.markers import MarkerFIFO
-from pcispy.irq.histogram import LatencyHistogram, DEFAULT_BINS
+from pcispy.irq.bins import DEFAULT_BINS
+from pcispy.irq.histogram import LatencyHistogram
 
 __all__ = ["InterruptUnit"]
 

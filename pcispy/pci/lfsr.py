@@ -4,10 +4,9 @@
 Maximal length (2**32 - 1 states; 0 is a fixed point, so a seed must not be 0). The DMA's
 LFSR data pattern, the interrupt generator's random gaps and the simulated system's random
 waits and handler delays all step it, in gateware (Amaranth values) and in Python (ints)
-alike, so a host can predict what the board produced from the seed alone.
+alike, so a host can predict what the board produced from the seed alone. The host steps
+ints without loading Amaranth.
 """
-
-from amaranth.hdl import Mux
 
 __all__ = ["LFSR_TAPS", "lfsr_step", "lfsr_advance"]
 
@@ -20,6 +19,8 @@ def lfsr_step(state):
     value of 32 bits)."""
     if isinstance(state, int):
         return (state >> 1) ^ (LFSR_TAPS if state & 1 else 0)
+    # Only gateware steps an Amaranth value: the host, stepping ints, never loads Amaranth.
+    from amaranth.hdl import Mux
     return (state >> 1) ^ Mux(state[0], LFSR_TAPS, 0)
 
 

@@ -25,7 +25,7 @@ import math
 from pcispy.board.registers import REGISTER_MAP
 from pcispy.host.board import Board
 from pcispy.host.errors import PcispyError
-from pcispy.irq.generator import MODES
+from pcispy.irq.gaps import MODES
 
 __all__ = ["PAPER", "TITLE", "PROFILE", "TABLE3", "TABLE3_CPU_MHZ", "FIGURE8", "MARKER",
            "register_latency", "interrupt_overhead", "timing", "run", "blocks", "figures",

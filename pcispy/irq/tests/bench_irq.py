@@ -11,7 +11,7 @@ import os
 
 import cocotb
 
-from pcispy.irq.generator import MODES, random_gaps
+from pcispy.irq.gaps import MODES, random_gaps
 from pcispy.core.config import COMMAND_BITS, STATUS_BITS
 from pcispy.host.board import Board
 from pcispy.irq.irq_feature import irq_latency, histogram

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Tests of the interrupt generator (pcispy/irq/generator.py): modes, exact fire clocks,
-pseudo-random gaps within bounds, refusal of settings it cannot honour."""
+pseudo-random gaps within bounds (pcispy/irq/gaps.py), refusal of settings it cannot
+honour."""
 
 import collections
 
@@ -8,7 +9,8 @@ import pytest
 from amaranth.sim import Simulator
 
 from pcispy.irq.registers import IRQ_MIN_GAP
-from pcispy.irq.generator import MODES, lfsr_draw, random_gaps, InterruptGenerator
+from pcispy.irq.gaps import MODES, lfsr_draw, random_gaps
+from pcispy.irq.generator import InterruptGenerator
 from pcispy.pci.lfsr import LFSR_TAPS, lfsr_step
 
 __all__ = []

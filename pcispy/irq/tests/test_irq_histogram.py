@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""Tests of the log-binned latency histogram (pcispy/irq/histogram.py): the bin edges,
-the gateware's bin index against :func:`bin_of`, exact counts, clearing."""
+"""Tests of the log-binned latency histogram (pcispy/irq/histogram.py): the bin edges
+(pcispy/irq/bins.py), the gateware's bin index against :func:`bin_of`, exact counts,
+clearing."""
 
 import collections
 import gc
@@ -11,8 +12,8 @@ import pytest
 from amaranth.hdl import UnusedElaboratable
 from amaranth.sim import Simulator
 
-from pcispy.irq.histogram import (
-                                  BINS_PER_OCTAVE, DEFAULT_BINS, bin_of, bin_low, bin_high, bin_edges, LatencyHistogram)
+from pcispy.irq.bins import BINS_PER_OCTAVE, DEFAULT_BINS, bin_of, bin_low, bin_high, bin_edges
+from pcispy.irq.histogram import LatencyHistogram
 
 __all__ = []
 

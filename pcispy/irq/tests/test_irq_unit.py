@@ -9,8 +9,8 @@ import random
 import pytest
 
 from pcispy.irq.registers import IRQ_MARKERS
-from pcispy.irq.generator import MODES, random_gaps
-from pcispy.irq.histogram import bin_of
+from pcispy.irq.gaps import MODES, random_gaps
+from pcispy.irq.bins import bin_of
 from pcispy.irq.unit import InterruptUnit
 from pcispy.tests import reusable_sim
 
