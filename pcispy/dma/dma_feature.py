@@ -6,7 +6,7 @@ needed) in the board's configuration space, places a buffer in host memory (unle
 address is given), programs the ``dma`` register block (pcispy/dma/registers.py), starts the
 engine, lets the run's expected time pass on the bus side without touching the bus, then
 polls ``dma.status`` and reads every result counter. After a write the buffer is compared
-with the pattern (:func:`pcispy.dma.patterns.pattern_dwords`); reads are
+with the pattern (:func:`pcispy.dma.dwords.pattern_dwords`); reads are
 checked by the engine's verifier (``--verify``) against the same pattern, which this
 feature stores in the buffer first.
 
@@ -16,9 +16,9 @@ MHz are 30 and 15 ns clocks).
 
 import argparse
 
-from pcispy.dma.patterns import Pattern, pattern_dwords
-from pcispy.pci.bus import Command, COMMAND_MNEMONICS
-from pcispy.dma.registers import DMA
+from pcispy.dma.dwords import pattern_dwords
+from pcispy.dma.registers import DMA, Pattern
+from pcispy.pci.codes import COMMAND_MNEMONICS
 from pcispy.host.board import Board
 from pcispy.host.command import (CliCommand, int_range, parse_size,
                                  positive_seconds, run_feature)
@@ -28,10 +28,11 @@ __all__ = ["COMMANDS", "PATTERNS", "SETTINGS", "dma", "parse_address",
            "setting_field", "setting_type", "DmaCommand", "add_dma_arguments",
            "format_result"]
 
-#: The commands a DMA run may use, by mnemonic (``--cmd``).
-COMMANDS = {COMMAND_MNEMONICS[c]: c for c in (
-    Command.MEM_READ, Command.MEM_READ_LINE, Command.MEM_READ_MULTIPLE, Command.MEM_WRITE,
-    Command.MEM_WRITE_INVALIDATE, Command.IO_READ, Command.IO_WRITE)}
+#: The commands a DMA run may use: mnemonic (``--cmd``) -> code (C/BE# in the address
+#: phase, :class:`pcispy.pci.bus.Command`'s value; codes, not the enum, so that the command
+#: line loads no gateware).
+COMMANDS = {name: COMMAND_MNEMONICS.index(name)
+            for name in ("MR", "MRL", "MRM", "MW", "MWI", "IOR", "IOW")}
 
 #: Data patterns by name (``--pattern``).
 PATTERNS = {p.name.lower(): p for p in Pattern}
@@ -45,7 +46,7 @@ SETTINGS = {"length": "length.length", "burst": "burst.phases", "idle": "idle.cl
 #: How messages name a setting, where not by its argument.
 _SAYS = {"irdy_wait": "IRDY# wait"}
 
-_IO_COMMANDS = (Command.IO_READ, Command.IO_WRITE)
+_IO_COMMANDS = (COMMANDS["IOR"], COMMANDS["IOW"])
 _STATUS = next(r for r in DMA.registers if r.name == "status")
 #: The refusal bits of ``dma.status`` and what each means (from the register map).
 _REFUSALS = {f.name: f.doc.removeprefix("refused: ") for f in _STATUS.fields
@@ -234,11 +235,11 @@ async def dma(transport, *, cmd="MW", addr=None, length=4096, burst=256, idle=0,
     for name, value in (("cache line", cache_line), ("latency timer", latency_timer)):
         if value is not None and not 0 <= value <= 255:
             raise PcispyError(f"{name} {value}: the board takes 0..255")
-    write = bool(command.value & 1)
+    write = bool(command & 1)
     board = Board(transport)
     identity = await board.identify(drives_bus="pcispy dma")
     rate = identity["clock_hz"]
-    config = await _enable_master(transport, mwi=command is Command.MEM_WRITE_INVALIDATE,
+    config = await _enable_master(transport, mwi=command == COMMANDS["MWI"],
                                   cache_line=cache_line, latency_timer=latency_timer)
 
     buffer = None
@@ -254,7 +255,7 @@ async def dma(transport, *, cmd="MW", addr=None, length=4096, burst=256, idle=0,
             fill = expected if not write else [~v & _NONE for v in expected]
             await buffer.write(0, b"".join(v.to_bytes(4, "little") for v in fill))
 
-    await board.write("dma.mode", cmd=command.value, width64=int(width == 64),
+    await board.write("dma.mode", cmd=command, width64=int(width == 64),
                       pattern=pattern_kind.value, verify=int(verify))
     await board.write("dma.addr_lo", addr & _NONE)
     await board.write("dma.addr_hi", addr >> 32)

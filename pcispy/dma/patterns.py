@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: BSD-2-Clause
-"""DMA data patterns: one declaration per pattern, in gateware and in Python.
+"""DMA data patterns: one declaration per pattern, in gateware (here) and in Python
+(:mod:`pcispy.dma.dwords`).
 
 A pattern is a sequence of DWORDs indexed from 0 at the start of a DMA pass: DWORD ``n``
 goes to (or is expected from) byte ``4 * n`` of the buffer, whatever the bus width, so a
@@ -14,8 +15,8 @@ goes to (or is expected from) byte ``4 * n`` of the buffer, whatever the bus wid
   verified).
 
 :class:`PatternGenerator` offers a window of the next :data:`WINDOW` DWORDs and advances by the
-number the consumer took; :func:`pattern_dwords` is the Python reference the host uses to
-fill or check host memory.
+number the consumer took; :func:`pcispy.dma.dwords.pattern_dwords` is the Python reference
+the host uses to fill or check host memory (without Amaranth).
 """
 
 from amaranth import Module, Signal
@@ -26,34 +27,11 @@ from pcispy.core.initiator import WDATA_WINDOW
 from pcispy.dma.registers import Pattern
 from pcispy.pci.lfsr import lfsr_step
 
-__all__ = ["Pattern", "pattern_dwords", "PatternGenerator",
-           "WINDOW"]
+__all__ = ["Pattern", "PatternGenerator", "WINDOW"]
 
 #: DWORDs the generator offers at once: the initiator's write-data window
 #: (``pci.initiator.WDATA_WINDOW``, which says why it holds that many).
 WINDOW = WDATA_WINDOW
-
-
-def pattern_dwords(pattern, seed, count, start=0):
-    """DWORDs ``start .. start + count - 1`` of ``pattern`` with ``seed``, as a list."""
-    pattern = Pattern(pattern)
-    seed &= 0xFFFF_FFFF
-    if pattern is Pattern.COUNTER:
-        return [(seed + n) & 0xFFFF_FFFF for n in range(start, start + count)]
-    if pattern is Pattern.CONSTANT:
-        return [seed] * count
-    if pattern is Pattern.LFSR:
-        if seed == 0:
-            raise ValueError("the LFSR pattern needs a non-zero seed")
-        state = seed
-        for _ in range(start):
-            state = lfsr_step(state)
-        out = []
-        for _ in range(count):
-            out.append(state)
-            state = lfsr_step(state)
-        return out
-    raise ValueError("the timestamp pattern depends on bus timing and cannot be computed")
 
 
 class PatternGenerator(wiring.Component):

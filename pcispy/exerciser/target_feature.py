@@ -11,7 +11,7 @@ map's own field documentation. ``show`` only reads the settings and counters.
 
 import argparse
 
-from pcispy.pci.bus import DevselSpeed
+from pcispy.pci.codes import DevselSpeed
 from pcispy.board.registers import REGISTER_MAP
 from pcispy.exerciser.registers import decode_resets, TARGET, TARGET_MAX_INITIAL_LATENCY
 from pcispy.host.board import Board

@@ -20,7 +20,8 @@ directions. The spy captures the board's bus. In the simulator the machine is
 """
 
 from pcispy.dma.dma_feature import dma
-from pcispy.dma.patterns import Pattern, pattern_dwords
+from pcispy.dma.dwords import pattern_dwords
+from pcispy.dma.registers import Pattern
 from pcispy.exerciser.pio_feature import EXERCISER_BAR, pio
 from pcispy.host.board import Board
 from pcispy.pci.bus import COMMAND_MNEMONICS, Command, Termination

@@ -24,7 +24,8 @@ import math
 
 from pcispy.app.papers.capture import captured
 from pcispy.board.registers import REGISTER_MAP
-from pcispy.dma.patterns import Pattern, pattern_dwords
+from pcispy.dma.dwords import pattern_dwords
+from pcispy.dma.registers import Pattern
 from pcispy.host.board import Board
 from pcispy.host.errors import PcispyError
 from pcispy.pci.bus import COMMAND_MNEMONICS, Command

@@ -11,7 +11,8 @@ import pytest
 
 from pcispy.pci.bus import Command, bus_lines
 from pcispy.dma.engine import DMAEngine
-from pcispy.dma.patterns import Pattern, PatternGenerator, pattern_dwords
+from pcispy.dma.dwords import pattern_dwords
+from pcispy.dma.patterns import Pattern, PatternGenerator
 from pcispy.pci.lfsr import LFSR_TAPS, lfsr_step
 from pcispy.dma.registers import DMA
 

@@ -11,7 +11,8 @@ import cocotb
 from pcispy.board.registers import DEFAULT_VENDOR_ID
 from pcispy.dma.dma_feature import dma
 from pcispy.exerciser.target_feature import target
-from pcispy.dma.patterns import Pattern, pattern_dwords
+from pcispy.dma.dwords import pattern_dwords
+from pcispy.dma.registers import Pattern
 from pcispy.host.board import Board
 from pcispy.pci.bus import Command
 from pcispy.sim.api import SimSystem

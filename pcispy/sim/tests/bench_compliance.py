@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import cocotb
 from cocotb.triggers import SimTimeoutError, gather, with_timeout
 
-from pcispy.dma.patterns import pattern_dwords
+from pcispy.dma.dwords import pattern_dwords
 from pcispy.pci.bus import Command
 from pcispy.board.registers import REGISTER_MAP
 from pcispy.host.board import Board
