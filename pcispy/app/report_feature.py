@@ -8,6 +8,10 @@ which can test all the characteristics of a system": DMA write and read with eve
 command, burst length and idle gap, PIO both ways, the real-time clock's I/O traffic as
 the spy sees it, and the interrupt latency, each best figure with the settings that
 reached it.
+
+The experiments and the papers (:mod:`pcispy.app.report`, :mod:`pcispy.app.papers`) load
+when a report is made: they bring the slices' trace and gateware declarations and numpy,
+which the command line as a whole does without.
 """
 
 import contextlib
@@ -17,9 +21,6 @@ from dataclasses import asdict
 from pcispy.host.command import CliCommand, run_feature
 from pcispy.host.errors import PcispyError, UsageError
 from pcispy.host.plots import preload
-from pcispy.app.papers import PAPERS
-from pcispy.app.report import (FIGURES, SIZES, suite, figure2_rows, irq_rows, rtc_summary,
-                               settings_rows, write_report)
 
 __all__ = ["ReportCommand", "summary"]
 
@@ -27,6 +28,8 @@ __all__ = ["ReportCommand", "summary"]
 def summary(report, written):
     """The JSON summary of a report: the files, the best figures with their settings, the
     real-time clock and interrupt figures, the experiments that failed."""
+    # the papers load with a report, not with the command line (the module's docstring)
+    from pcispy.app.papers import PAPERS
     machines = report.get("machines", {})
     irq = report.get("irq")
     return {
@@ -63,6 +66,9 @@ class ReportCommand(CliCommand):
                                  "simulator about a minute instead of about seven)")
 
     def run(self, args, out):
+        # The experiments load when a report is made (the module's docstring); before the
+        # folder is made, so that a Ctrl-C while they load leaves none behind.
+        from pcispy.app.report import SIZES, suite, write_report
         if os.path.exists(args.output) and not os.path.isdir(args.output):
             raise UsageError(f"-o {args.output}: exists and is not a directory")
         made = not os.path.isdir(args.output)
@@ -96,6 +102,10 @@ class ReportCommand(CliCommand):
 
     @staticmethod
     def _print(report, out):
+        # loaded by run() already; named here (the module's docstring)
+        from pcispy.app.papers import PAPERS
+        from pcispy.app.report import (FIGURES, figure2_rows, irq_rows, rtc_summary,
+                                       settings_rows)
         machines = report.get("machines")
         if machines:
             rows = [["Machine", "Source"] + [h for _, h in FIGURES]] + figure2_rows(machines)
