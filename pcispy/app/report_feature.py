@@ -62,8 +62,9 @@ class ReportCommand(CliCommand):
                             help="directory for report.md, report.html and the PNGs "
                                  "(made if missing)")
         parser.add_argument("--quick", action="store_true",
-                            help="fewer commands, bursts and interrupts (in the "
-                                 "simulator about a minute instead of about seven)")
+                            help="the quick set of sizes instead of the full one: fewer "
+                                 "DMA commands, burst lengths and idle gaps, shorter "
+                                 "transfers and captures, fewer interrupts and samples")
 
     def run(self, args, out):
         # The experiments load when a report is made (the module's docstring); before the
