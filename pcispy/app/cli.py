@@ -49,7 +49,7 @@ from pcispy.host.command import int_range, positive_seconds
 from pcispy.host.errors import EXIT_BUG, EXIT_ERROR, PcispyError, UsageError
 from pcispy.host.transports.sysfs import normalise_bdf, parse_buffer
 from pcispy.irq.irq_feature import IrqCommand
-from pcispy.sim import launcher, session
+from pcispy.sim import session
 from pcispy.sim.coretest_command import SimTestCommand
 from pcispy.sim.session import session_name
 from pcispy.sim.session_command import SimCommand, known_profile, session_spec
@@ -205,6 +205,9 @@ def _simulate(args, feature, arguments):
     :func:`~pcispy.host.command.run_feature` falls back to): on the board of the session
     they name (started if none runs), or with ``--fresh`` on a board of its own."""
     if args.fresh_board:
+        # the launcher (the system's configuration and model, Amaranth and the bus models'
+        # declarations) loads only when a feature runs on a fresh simulated board
+        from pcispy.sim import launcher
         config = launcher.machine_config(args.sim or "ideal", width=args.bus_width)
         session.build_with_progress(config)
         return launcher.run_feature(feature, arguments, config, profile=args.sim or "ideal",

@@ -9,9 +9,7 @@ import sys
 
 from pcispy.host.command import CliCommand, output_path
 from pcispy.host.errors import PcispyError, UsageError
-from pcispy.sim.core_description import CoreDescription, DescriptionError
 from pcispy.sim.session_command import known_profile
-from pcispy.sim.verilate import SimulationFailed
 from pcispy.check.check_feature import EXIT_VIOLATIONS
 
 __all__ = ["SimTestCommand"]
@@ -61,8 +59,11 @@ class SimTestCommand(CliCommand):
                                  "in the current folder)")
 
     def run(self, args, out):
-        # coretest is a cocotb bench module (cocotb: the optional sim extra).
+        # coretest is a cocotb bench module (cocotb: the optional sim extra); a core's
+        # description loads Amaranth, which the command line as a whole does without.
+        from pcispy.sim.core_description import CoreDescription, DescriptionError
         from pcispy.sim.coretest import format_table, run_core_checks, waves_target
+        from pcispy.sim.verilate import SimulationFailed
         if getattr(args, "sysfs", None) is not None or getattr(args, "uart", None) is not None:
             raise UsageError("sim-test runs the simulator; it takes no --sysfs or --uart")
         if args.waves_file is not None and args.waves is None:

@@ -25,14 +25,8 @@ import inspect
 import random
 from dataclasses import dataclass
 
-try:
-    import cocotb
-    from cocotb.triggers import Lock
-except ImportError:        # the host names the scenarios without cocotb (the optional sim extra)
-    cocotb = Lock = None
-
 from pcispy.host.errors import PcispyError
-from pcispy.sim.bfm.legacy import RTC_PORT
+from pcispy.sim.bfm.legacy_ports import RTC_PORT
 from pcispy.sim.bfm.profiles import RTC
 from pcispy.sim.system import Agent
 
@@ -88,6 +82,9 @@ class SerialInitiator:
     attributes pass through."""
 
     def __init__(self, driver):
+        # cocotb in the simulator only: the host names the scenarios without it (the
+        # optional sim extra, and a command line that starts without it)
+        from cocotb.triggers import Lock
         self.driver = driver
         self.lock = Lock()
 
@@ -131,6 +128,8 @@ async def rtc_scenario(system, rng):
     the test device's background DMA (when the system has a test device)."""
     if not system.config.legacy:
         raise PcispyError("the rtc scenario needs the simulated system's legacy device")
+    # cocotb in the simulator only (see SerialInitiator)
+    import cocotb
     if system.config.test_device:
         cocotb.start_soon(_background_dma(system, random.Random(rng.random())))
     clock = system.ctl[Agent.SYSTEM]
@@ -165,4 +164,6 @@ def start_scenario(system, name, seed=1):
     start, end = system.dma_region
     system.dma_region = (start, min(end, system.host_memory_size - SCENARIO_MEMORY))
     system.scenario = scenario
+    # cocotb in the simulator only (see SerialInitiator)
+    import cocotb
     return cocotb.start_soon(scenario.run(system, random.Random(seed)))

@@ -33,6 +33,11 @@ then its result. A client that has no acceptance within :data:`BUSY_NOTICE_S` sa
 the session is busy with another command, and keeps waiting. A client that goes away
 (Ctrl-C) ends its command in the simulator within a few thousand bus clocks
 (:mod:`pcispy.sim.session_bench`), so the next command is served at once.
+
+The command line imports this module whatever the command; what simulates the system (its
+configuration, :mod:`pcispy.sim.launcher`, and its model, :mod:`pcispy.sim.model` and
+:mod:`pcispy.sim.verilate`, which bring Amaranth and the bus models' declarations) loads
+when a session is started, checked or used.
 """
 
 import contextlib
@@ -51,10 +56,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pcispy.host.errors import PcispyError
-from pcispy.sim.core_description import CoreDescription
-from pcispy.sim.launcher import bench_env, feature_path, machine_config
-from pcispy.sim import build_progress, model as system_model, verilate
-from pcispy.sim.verilate import Model, SimulationFailed
 
 __all__ = ["SessionSpec", "Session", "SessionDied", "sessions_root", "checkout_key", "attach",
            "start", "stop", "running", "run_feature", "DEFAULT_IDLE_TIMEOUT_S", "SESSIONS_ENV",
@@ -170,6 +171,8 @@ class SessionSpec:
         board); a file that cannot be read or parsed is a :class:`PcispyError`."""
         if not self.core:
             return None
+        # a core's description loads Amaranth: only for a core (the module's docstring)
+        from pcispy.sim.core_description import CoreDescription
         try:
             return CoreDescription.load(self.core)
         except (OSError, ValueError, TypeError) as error:
@@ -467,6 +470,9 @@ def start(spec, *, idle_timeout_s=DEFAULT_IDLE_TIMEOUT_S, verbose=False):
         os.makedirs(directory, mode=0o700, exist_ok=True)
         print(f"pcispy: starting a simulated board (session {spec.name}: "
               f"{spec.describe()}; `pcispy sim stop` ends it)", file=sys.stderr)
+        # the system's configuration loads with a session (the module's docstring)
+        from pcispy.sim import model as system_model
+        from pcispy.sim.launcher import bench_env, machine_config
         config = machine_config(spec.profile, width=spec.width, core=spec.description())
         try:
             model = build_with_progress(config)
@@ -496,6 +502,8 @@ def start(spec, *, idle_timeout_s=DEFAULT_IDLE_TIMEOUT_S, verbose=False):
 
 def build_with_progress(config):
     """The model of ``config``, built (with its progress on stderr) if it is not yet."""
+    # the model loads with a session (the module's docstring)
+    from pcispy.sim import build_progress, model as system_model, verilate
     with build_progress.reporting(config.name, verilate.BUILD_ROOT):
         return system_model.build_system(config)
 
@@ -513,6 +521,9 @@ def _refuse_other_sources(session):
     spec = session.spec
     if spec is None or session.sources is None:
         return
+    # the system's configuration and model load with a session (the module's docstring)
+    from pcispy.sim import model as system_model
+    from pcispy.sim.launcher import machine_config
     if session.sources != system_model.generator_key(machine_config(
             spec.profile, width=spec.width, core=spec.description())):
         since = time.strftime("%H:%M", time.localtime(session.started)) \
@@ -575,6 +586,8 @@ def run_feature(feature, arguments, spec, *, verbose=False):
     """Run a host feature (a function or its ``"module:function"`` name) on the
     session's board (started if none runs); return its result, as
     :func:`pcispy.sim.launcher.run_feature` does for a fresh board."""
+    # the launcher loads with a session (the module's docstring)
+    from pcispy.sim.launcher import feature_path
     session = attach(spec, verbose=verbose)
 
     def busy():
@@ -595,6 +608,8 @@ def _serve(build_dir, toplevel):
     end (stopped, idle) clears the session; a failure leaves ``spec.json`` behind, which
     marks the session as died."""
     directory = os.environ[SESSION_ENV]
+    # the model loads with a session (the module's docstring)
+    from pcispy.sim.verilate import Model, SimulationFailed
     try:
         Model(build_dir, toplevel).run("pcispy.sim.session_bench", "serve")
     except SimulationFailed as failure:

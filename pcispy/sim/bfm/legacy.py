@@ -16,14 +16,13 @@ from amaranth import Cat, Module, Mux, Signal, C
 from amaranth.lib import memory, wiring
 from amaranth.lib.wiring import In, Out
 
+from pcispy.sim.bfm.legacy_ports import RTC_PORT
 from pcispy.sim.bfm.profiles import RTC
 from pcispy.sim.bfm.target import BehaviouralTarget
 from pcispy.sim.bfm.target_driver import TargetDriver
 
-__all__ = ["RTCStorage", "LegacyDevice", "LegacyDriver", "RTC_PORT", "CMOS_OFFSET"]
+__all__ = ["RTCStorage", "LegacyDevice", "LegacyDriver", "CMOS_OFFSET"]
 
-#: I/O address of the index register; the data register is the next byte.
-RTC_PORT = 0x70
 #: Storage byte address of CMOS byte 0 (word 0 holds the two I/O ports).
 CMOS_OFFSET = 4
 

@@ -48,7 +48,7 @@ from pcispy.dma.dma_feature import PATTERNS, dma
 from pcispy.exerciser.target_feature import target
 from pcispy.sim.api import SimSystem
 from pcispy.sim.bfm.initiator_control import Outcome
-from pcispy.sim.bfm.legacy import RTC_PORT
+from pcispy.sim.bfm.legacy_ports import RTC_PORT
 from pcispy.sim.bfm.profiles import PROFILES, RTC
 from pcispy.sim.compliance import (Scoreboard, ScratchBackdoor, SharedInitiator,
                                    random_board_response)

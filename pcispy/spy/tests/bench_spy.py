@@ -24,7 +24,7 @@ from pcispy.spy.stats_feature import (comparator_hits, filter_counters_from_summ
                                       read_filter_counters, stats)
 from pcispy.trace.file import parse_trace, trace_bytes
 from pcispy.sim.api import SimSystem
-from pcispy.sim.bfm.legacy import RTC_PORT
+from pcispy.sim.bfm.legacy_ports import RTC_PORT
 from pcispy.sim.bfm.profiles import PROFILES, RTC, DisconnectMode, RetryMode
 from pcispy.sim.scenarios import RTC_TICK_CLOCKS
 from pcispy.sim.transport import SimTransport
