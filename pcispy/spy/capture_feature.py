@@ -29,6 +29,10 @@ CLI's ``--own``, keeps it; over the side channel there is none). The CLI's
 take a record each (a bridge that breaks a rule in every transaction doubles the trace),
 and ``all`` for a raw one (a raw record carries the clock's violation itself) or a
 violation trigger. The summary line says what was left out.
+
+The command line imports this module whatever the command; numpy, the trace file and the
+spy's gateware declarations (record layouts, filter command sets) load where a capture
+uses them.
 """
 
 import asyncio
@@ -36,13 +40,8 @@ import base64
 import os
 import sys
 
-import numpy as np
-import rich.progress
-
-from pcispy.spy.registers import (MAX_SEGMENTS, SPY_FILTERS, TRIGGER_PULSE_NS, FilterCombine,
-                                  RecorderState)
-from pcispy.spy.filters import ALL_COMMANDS, MEMORY_COMMANDS
-from pcispy.spy.format import CaptureMode, RecordKind, record_bits
+from pcispy.spy.registers import (MAX_SEGMENTS, SPY_FILTERS, TRIGGER_PULSE_NS, CaptureMode,
+                                  FilterCombine, RecorderState)
 from pcispy.host.board import Board
 from pcispy.host.command import (CliCommand, int_range, positive_seconds, refuse_overwrite,
                                  run_feature, writable_path)
@@ -52,7 +51,6 @@ from pcispy.spy.capture_settings_feature import (ADDRESS_BITS, EDGES, TRIGGER_OU
 from pcispy.spy.readout_feature import (CAPTURE_STATUS, SEGMENT_FIELDS, SPY_MASTERS, TRACE_BAR,
                                 capture_status, resume_command as resume_line,
                                 segment_entry, stream_capture_to_file, trace_metadata)
-from pcispy.trace.file import PartialReadout, Trace, read_trace
 from pcispy.board.registers import BAR0_SIZE
 
 __all__ = ["capture", "start_capture", "wait_capture", "finish_capture", "CaptureCommand",
@@ -71,6 +69,8 @@ async def program_filters(board, filters, combine="any"):
     if len(filters) > SPY_FILTERS:
         raise PcispyError(f"{len(filters)} filters given; the spy has {SPY_FILTERS} "
                           "comparators")
+    # the filters' gateware module declares the command sets (the module's docstring)
+    from pcispy.spy.filters import ALL_COMMANDS
     for index in range(SPY_FILTERS):
         spec = filters[index] if index < len(filters) else \
             FilterSpec(enable=0, exclude=0, commands=ALL_COMMANDS, address=0, mask=0)
@@ -104,6 +104,10 @@ def raw_start_timestamp(data, record_bytes, trigger_timestamp, width, masters):
     ``trigger`` bit) is among ``data``: the time its first delta counts from, so that the
     trigger record's time (pcispy/trace/file.py ``Trace.times``) is ``trigger_timestamp``. None
     when no trigger record precedes every time-anchoring event record."""
+    # numpy and the trace format load where a trace is read (the module's docstring)
+    import numpy as np
+    from pcispy.spy.format import RecordKind
+    from pcispy.trace.file import Trace
     trace = Trace({"mode": "raw", "bus_width": width, "masters": masters,
                    "record_bits": record_bytes * 8, "start_timestamp": 0,
                    "raw_time_offset": 1}, np.frombuffer(data, dtype=np.uint8))
@@ -131,6 +135,8 @@ async def _own_exclusion(board, specs, mode, raw_select, own):
             (mode == "raw" and not raw_select):
         return None
     base = await transport.config_read(0x10) & ~0xF
+    # the filters' gateware module declares the command sets (the module's docstring)
+    from pcispy.spy.filters import MEMORY_COMMANDS
     return FilterSpec(enable=1, exclude=1, commands=MEMORY_COMMANDS, address=base,
                       mask=((1 << ADDRESS_BITS) - 1) & ~(BAR0_SIZE - 1))
 
@@ -237,6 +243,8 @@ async def finish_capture(run, *, interrupted=False, timed_out=False, output=None
     status["segment"] = (await board.fields("spy.segments"))["current"]
     capture_mode = run["mode"]
     width = 64 if run["identity"]["config.bus_width"] else 32
+    # the trace format loads where a capture is read (the module's docstring)
+    from pcispy.spy.format import record_bits
     record_bytes = record_bits(capture_mode) // 8
     # The segments that ended before the current one are in the segment table; the
     # current (last) one is what the status registers show.
@@ -563,6 +571,8 @@ def _keep_or_remove(args, streaming, *, interrupted):
     was only this command's, or a file without a readout in it) nothing is left."""
     if not os.path.exists(streaming):
         return
+    # the trace file loads where a trace is read (the module's docstring)
+    from pcispy.trace.file import PartialReadout, read_trace
     try:
         read_trace(streaming)
         kept = True                       # (a complete readout: keep it)
@@ -589,6 +599,10 @@ def _observed(result):
     """Records of a capture result that show the bus: all but the trigger's own mark (a
     TRIGGER event, or the raw record of the arm clock a trigger 'now' stores), WRAP
     time bases and MARKER events (the trigger input's, not the bus's)."""
+    # numpy and the trace file load where a trace is read (the module's docstring)
+    import numpy as np
+    from pcispy.spy.format import RecordKind
+    from pcispy.trace.file import read_trace
     trace = read_trace(result["output"])
     marks = np.zeros(len(trace), dtype=bool)
     raw_at = trace.indices(RecordKind.RAW)
@@ -625,6 +639,8 @@ def _run_with_progress(args, arguments):
     if not sys.stderr.isatty() or args.json:
         return run_feature(args, capture, **arguments)
     label, live = _progress_label(args, arguments)
+    # rich's progress display loads only for one (a terminal)
+    import rich.progress
     with rich.progress.Progress(transient=True) as bar:
         task = bar.add_task(label, total=None)
         if live:

@@ -36,14 +36,15 @@ Protocol violations the board's checker sees are stored as VIOLATION event recor
 the transactions (``--violations``: ``all`` rules, the default, ``none``, or rule names);
 they take room in the memory and count towards ``--count`` like any record. A violation
 trigger fires only on rules that are also recorded.
+
+The command sets of the address spaces are declared with the filters' gateware
+(pcispy/spy/filters.py, Amaranth): they load when a filter spec is read, not with the
+command line.
 """
 
-from pcispy.pci.bus import COMMAND_MNEMONICS
+from pcispy.pci.codes import COMMAND_MNEMONICS
 from pcispy.pci.rules import RULES
-from pcispy.spy.filters import (ALL_COMMANDS, CONFIG_COMMANDS, IO_COMMANDS, MEMORY_COMMANDS,
-                                command_set)
-from pcispy.spy.registers import MAX_SEGMENTS, SPY_FILTERS
-from pcispy.spy.format import TriggerSource
+from pcispy.spy.registers import MAX_SEGMENTS, SPY_FILTERS, TriggerSource
 from pcispy.host.errors import UsageError
 
 __all__ = ["ADDRESS_BITS", "TRIGGERS", "EDGES", "TRIGGER_OUTPUTS", "FilterSpec", "parse_filter",
@@ -60,9 +61,8 @@ TRIGGERS = {"now": TriggerSource.IMMEDIATE, "filter": TriggerSource.FILTER,
 EDGES = {"rising": 0, "falling": 1}
 #: ``--trigger-out`` choices: the trigger output's behaviour (``spy.trigger_io.out_level``).
 TRIGGER_OUTPUTS = {"pulse": 0, "level": 1}
-_SPACES = {"mem": MEMORY_COMMANDS, "io": IO_COMMANDS, "cfg": CONFIG_COMMANDS,
-           "any": ALL_COMMANDS}
-_MNEMONIC = {name: command for command, name in COMMAND_MNEMONICS.items()}
+#: Each command's code by its mnemonic.
+_MNEMONIC = {name: code for code, name in enumerate(COMMAND_MNEMONICS)}
 class FilterSpec(dict):
     """One comparator's settings: ``enable``, ``exclude``, ``commands``, ``address``,
     ``mask`` (a dict, so it travels as JSON into the simulator)."""
@@ -71,19 +71,24 @@ class FilterSpec(dict):
 def parse_filter(text):
     """``[!]WHAT[:VALUE[/MASK]]`` -> :class:`FilterSpec`; a :class:`UsageError` naming the
     problem otherwise."""
+    # the filters' command sets load with a filter spec (the module's docstring)
+    from pcispy.spy.filters import (ALL_COMMANDS, CONFIG_COMMANDS, IO_COMMANDS,
+                                    MEMORY_COMMANDS, command_set)
+    spaces = {"mem": MEMORY_COMMANDS, "io": IO_COMMANDS, "cfg": CONFIG_COMMANDS,
+              "any": ALL_COMMANDS}
     spec = text.strip()
     exclude = spec.startswith("!")
     spec = spec[1:] if exclude else spec
     what, _, where = spec.partition(":")
     what = what.strip()
-    if what.lower() in _SPACES:
-        commands = _SPACES[what.lower()]
+    if what.lower() in spaces:
+        commands = spaces[what.lower()]
     else:
         names = [name.strip().upper() for name in what.split("+")]
         unknown = [name for name in names if name not in _MNEMONIC]
         if not what or unknown:
             raise UsageError(f"--filter {text!r}: {', '.join(unknown) or 'nothing'} is not an "
-                             f"address space ({', '.join(_SPACES)}) or a command "
+                             f"address space ({', '.join(spaces)}) or a command "
                              f"({', '.join(sorted(_MNEMONIC))})")
         commands = command_set(*(_MNEMONIC[name] for name in names))
     address, mask = 0, 0

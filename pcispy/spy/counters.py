@@ -43,16 +43,14 @@ from pcispy.core.logic import top_bit
 from pcispy.pci.bus import Termination
 from pcispy.spy.format import SummaryRecord, TIMESTAMP_BITS
 from pcispy.spy.registers import (COUNTER_INIT, COUNTER_WIDTHS, FILTER_COUNTER_BITS,
-                                  FILTER_COUNTER_INIT, FILTER_COUNTER_WIDTHS, FilterCounter)
+                                  FILTER_COUNTER_INIT, FILTER_COUNTER_WIDTHS, HISTOGRAM_BINS,
+                                  FilterCounter)
 from pcispy.spy.summary import saturating_increment
 
 __all__ = ["CounterValues", "COUNTER_INIT", "Counters", "Histogram", "HISTOGRAM_BINS",
            "latency_bin", "gap_bin", "FilterCounter", "FilterCountSelect", "FilterCounters",
            "FILTER_COUNTER_WIDTHS", "FILTER_COUNTER_BITS", "FILTER_COUNTER_INIT",
            "TRANSACTION_BYTES_BITS"]
-
-#: Bins of each histogram.
-HISTOGRAM_BINS = 64
 
 
 def latency_bin(latency):

@@ -22,22 +22,21 @@ A raw capture's ``start_timestamp`` (the time its first delta counts from) depen
 its trigger record is (:func:`~pcispy.spy.capture_feature.raw_start_timestamp`):
 :class:`TriggerTime` finds it as the blocks arrive, and the metadata is rewritten in place
 once it is known.
+
+The command line imports this module whatever the command; numpy, the trace file and the
+record layouts (pcispy/spy/format.py, Amaranth) load where a readout uses them.
 """
 
 import asyncio
+import bisect
+import itertools
 import os
 import sys
-
-import numpy as np
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from pcispy.host.board import Board
 from pcispy.host.command import CliCommand, run_feature
 from pcispy.host.errors import PcispyError, TransportError
-from pcispy.spy.format import CaptureMode, RecordKind, record_bits, record_layouts
-from pcispy.spy.registers import SPY_MASTERS
-from pcispy.spy.trigger import RecorderState
-from pcispy.trace.file import Trace, TraceFileWriter, read_trace
+from pcispy.spy.registers import SPY_MASTERS, CaptureMode, RecorderState
 
 __all__ = ["BLOCK_BYTES", "UART_BLOCK_BYTES", "ReadoutStopped", "TriggerTime",
            "block_records", "capture_status", "stream_capture_to_file", "resume_readout",
@@ -62,6 +61,8 @@ TRACE_BAR = 1
 def trace_metadata(*, mode, width, masters, clock_mhz, settings, status, start_timestamp,
                    latency_timer):
     """The ``.pcitrace`` metadata of a capture (keys: pcispy/trace/file.py)."""
+    # the record layouts load where a capture is read (the module's docstring)
+    from pcispy.spy.format import RecordKind, record_bits, record_layouts
     mode = CaptureMode(mode)
     kind = RecordKind.RAW if mode is CaptureMode.RAW else RecordKind.SUMMARY
     return {
@@ -125,6 +126,8 @@ class TriggerTime:
     time-anchoring event record comes first (the capture then keeps its arm time).
     :attr:`done`: nothing more can change it."""
     def __init__(self, trigger_timestamp, width, masters):
+        # the record layouts load where a capture is read (the module's docstring)
+        from pcispy.spy.format import record_bits
         self.trigger_timestamp = trigger_timestamp
         self.metadata = {"mode": "raw", "bus_width": width, "masters": masters,
                          "record_bits": record_bits(CaptureMode.RAW), "start_timestamp": 0,
@@ -137,6 +140,10 @@ class TriggerTime:
         """Take the next block (bytes or a uint8 array of whole raw-capture records)."""
         if self.done:
             return
+        # numpy and the trace file load where a capture is read (the module's docstring)
+        import numpy as np
+        from pcispy.spy.format import RecordKind
+        from pcispy.trace.file import Trace
         data = np.frombuffer(records, dtype=np.uint8) if isinstance(records, bytes) \
             else records
         trace = Trace(self.metadata, data)
@@ -180,12 +187,13 @@ class _Layout:
     def __init__(self, entries, size):
         self.entries = entries
         self.size = size
-        self.firsts = np.cumsum([0] + [entry["count"] for entry in entries])
+        self.firsts = list(itertools.accumulate([entry["count"] for entry in entries],
+                                                initial=0))
         self.total = int(self.firsts[-1])
 
     def segment_of(self, record):
         """The segment the file's record ``record`` belongs to."""
-        return int(np.searchsorted(self.firsts, record, side="right") - 1)
+        return bisect.bisect_right(self.firsts, record) - 1
 
     def run(self, record, most):
         """``(segment, memory index, records)``: the run of at most ``most`` records from
@@ -215,6 +223,8 @@ async def _read_rest(transport, writer, layout, *, progress, block, trackers, hi
     else None); then mark the readout complete. A stop on the way raises
     :class:`ReadoutStopped` naming how far it got and ``hint``, the command that
     resumes."""
+    # numpy loads where a capture is read (the module's docstring)
+    import numpy as np
     record_bytes = writer.record_bytes
     words = record_bytes // 4
     total = layout.total
@@ -309,6 +319,8 @@ async def stream_capture_to_file(run, path, *, status=None, entries=None, interr
     if run.get("segments", 1) > 1:
         metadata["segments"] = table
     metadata["readout"] = _readout_metadata(entries, status["capacity"])
+    # the trace file loads where a capture is read (the module's docstring)
+    from pcispy.trace.file import TraceFileWriter
     # Room for each segment's time base, found as the records come ("trigger" in place
     # of "arm" or "none", a start time of other digits).
     writer = TraceFileWriter(path, metadata, reserve=256 + 32 * len(entries))
@@ -338,6 +350,8 @@ async def resume_readout(transport, *, path, progress=None, block_bytes=None,
     capture (every segment's start, record count and trigger time, and the capacity); the
     file is not touched when it does not (one error line). Returns ``{"output",
     "records_count", "records_before", "metadata"}``."""
+    # the trace file loads where a capture is read (the module's docstring)
+    from pcispy.trace.file import TraceFileWriter, read_trace
     try:
         trace = read_trace(path, partial=True)
     except PcispyError as error:
@@ -445,6 +459,9 @@ def _run_with_progress(args, feature, arguments, label):
     if not sys.stderr.isatty() or args.json:
         return run_feature(args, feature, **arguments)
     live = args.sysfs is not None or args.uart is not None
+    # rich's progress display loads only for one (a terminal)
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                               TimeRemainingColumn)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeRemainingColumn(), transient=True) as bar:
         task = bar.add_task(label + ("" if live else " (in the simulator)"), total=None)

@@ -16,7 +16,7 @@ __all__ = ["SPY", "SPY_FILTERS", "SEGMENTS_LEGAL", "SPY_MASTERS", "FORMAT_VERSIO
            "TIMESTAMP_BITS", "CaptureMode", "TriggerSource", "FilterCombine", "RecorderState",
            "MAX_SEGMENTS_LOG2", "MAX_SEGMENTS", "SEGMENTS_LOG2_BITS", "TRIGGER_PULSE_NS",
            "COUNTER_WIDTHS", "COUNTER_INIT", "FilterCounter", "FILTER_COUNTER_WIDTHS",
-           "FILTER_COUNTER_BITS", "FILTER_COUNTER_INIT"]
+           "FILTER_COUNTER_BITS", "FILTER_COUNTER_INIT", "HISTOGRAM_BINS"]
 
 
 # The trace records (pcispy/spy/format.py).
@@ -100,6 +100,8 @@ COUNTER_WIDTHS = {
 #: What the counters hold after reset or clear (the others 0): the latency minimum starts
 #: above every latency (0xFFFF: no transaction answered yet).
 COUNTER_INIT = {"latency_min": 0xFFFF}
+#: Bins of each of the two histograms (``spy.hist_select.bin`` selects one).
+HISTOGRAM_BINS = 64
 
 
 class FilterCounter(enum.IntEnum):

@@ -2,8 +2,9 @@
 """The spy's running counters and histograms and the protocol checker's flags, and the
 ``pcispy stats`` command.
 
-:func:`stats` reads every counter of the ``spy`` block (the names and widths come from
-:class:`~pcispy.spy.counters.CounterValues` through pcispy/spy/registers.py) and both
+:func:`stats` reads every counter of the ``spy`` block (the names and widths of
+:data:`~pcispy.spy.registers.COUNTER_WIDTHS`, which the gateware's
+:class:`~pcispy.spy.counters.CounterValues` holds too) and both
 hardware histograms (first-data latency, linear bins; clocks between transactions, log2
 bins), all of one clock: ``spy.control.snapshot`` holds them while they are read
 (:func:`read_snapshot`). Then the counter set of every filter comparator
@@ -20,18 +21,15 @@ rest). Over the UART side channel the tool's accesses are not on the bus at all.
 
 :func:`filter_counters_from_summaries` computes the per-filter counters in software from
 summary records (a summary capture's, or the software decoder's with
-:func:`comparator_hits`): what the hardware counts, for checking it.
+:func:`comparator_hits`): what the hardware counts, for checking it. Those two load numpy
+and the bus vocabulary (Amaranth) when they run: the command line does without.
 """
 
 import time
 
-import numpy as np
-
-from pcispy.pci.bus import Termination
-from pcispy.spy.registers import SPY_FILTERS
+from pcispy.spy.registers import (COUNTER_WIDTHS, FILTER_COUNTER_WIDTHS, HISTOGRAM_BINS,
+                                  SPY_FILTERS, FilterCounter)
 from pcispy.check.check_feature import read_checker
-from pcispy.spy.counters import (FILTER_COUNTER_WIDTHS, HISTOGRAM_BINS, CounterValues,
-                                 FilterCounter)
 from pcispy.host.board import Board
 from pcispy.host.command import CliCommand, positive_seconds, run_feature
 from pcispy.host.errors import PcispyError, UsageError
@@ -64,10 +62,10 @@ async def read_snapshot(board, *, histograms=True):
     # Left held if a read fails: the next snapshot takes new values all the same.
     await board.write("spy.control", snapshot=1)
     values = {}
-    for name, field in CounterValues(SPY_FILTERS):
+    for name, width in COUNTER_WIDTHS.items():
         if name == "hits":
             values["hits"] = [await board.read(f"spy.hits{i}") for i in range(SPY_FILTERS)]
-        elif field.width > 32:
+        elif width > 32:
             values[name] = await board.read64(f"spy.{name}")
         else:
             values[name] = await board.read(f"spy.{name}")
@@ -130,6 +128,8 @@ def comparator_hits(summaries, filters):
     decoder's, from a raw trace): bit ``i`` set where comparator ``filters[i]`` (a
     FilterSpec: ``enable``, ``commands``, ``address``, ``mask``) hits it, by the rule of
     pcispy/spy/filters.py (include or exclude alike)."""
+    # numpy loads where summaries are counted (the module's docstring)
+    import numpy as np
     hits = np.zeros(len(summaries), dtype=np.int64)
     address = summaries["address"].astype(np.uint64)
     command = summaries["command"].astype(np.int64)
@@ -149,6 +149,9 @@ def filter_counters_from_summaries(summaries, comparators=SPY_FILTERS, transacti
     has bit ``i``. ``bytes`` needs the bytes of each record's completed data phases
     (``transaction_bytes``, a summary does not hold them); None without. Returns the
     list :func:`read_filter_counters` returns, without ``enabled``."""
+    # numpy and the bus vocabulary load where summaries are counted (the module's docstring)
+    import numpy as np
+    from pcispy.pci.bus import Termination
     sets = []
     for comparator in range(comparators):
         hit = (summaries["filters"].astype(np.int64) >> comparator & 1).astype(bool)
