@@ -1,14 +1,14 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """``pcispy decode``: a saved trace (``.pcitrace``, pcispy/trace/file.py) as a transaction
-table, CSV, JSON, VCD or pcapng (pcispy/trace/export.py), with no board."""
+table, CSV, JSON, VCD or pcapng (pcispy/trace/export.py), with no board. The trace file and
+the exports (numpy, the record layouts) load when a trace is decoded."""
 
 import os
 import sys
 
 from pcispy.host.command import CliCommand, int_range, output_path
 from pcispy.host.errors import PcispyError
-from pcispy.trace.export import BINARY_FORMATS, FORMATS, export, trace_json
-from pcispy.trace.file import read_trace
+from pcispy.trace.formats import BINARY_FORMATS, FORMATS
 
 __all__ = ["DecodeCommand"]
 
@@ -42,6 +42,9 @@ class DecodeCommand(CliCommand):
                                  "says how many were left out)")
 
     def run(self, args, out):
+        # the trace file and the exports load when a trace is decoded (the module's docstring)
+        from pcispy.trace.export import export, trace_json
+        from pcispy.trace.file import read_trace
         # A large trace is memory-mapped and decoded a run of records at a time.
         trace = read_trace(args.file, partial=args.partial, skip_damaged=args.partial)
         if trace.partial is not None:

@@ -50,6 +50,7 @@ from pcispy.host.errors import PcispyError
 from pcispy.pci.bus import COMMAND_MNEMONICS, TERMINATION_NAMES, Command, DevselSpeed, Termination
 from pcispy.spy.format import RecordKind
 from pcispy.trace.decode import SUMMARY_DTYPE, iter_summaries, summarise
+from pcispy.trace.formats import BINARY_FORMATS, FORMATS
 from pcispy.trace.events import (loss_line, losses, note_lines, segment_numbers,
                                  segment_starts, trace_events, without_devsel)
 from pcispy.trace.pcapng import write_pcapng
@@ -385,12 +386,6 @@ def _byte_stream(out):
         return _BytesAsText(out)
     out.flush()
     return buffer
-
-
-#: The formats :func:`export` writes.
-FORMATS = ("table", "csv", "json", "vcd", "pcapng")
-#: Those of them that are bytes, not text (a file for them is opened in binary mode).
-BINARY_FORMATS = ("pcapng",)
 
 
 def _warn_on_stderr(line):
