@@ -2,7 +2,8 @@
 """The package keeps its rooms (pcispy/rooms.py): no import against the declared order, no
 cycle, no production code importing tests, every deferred import explained, one class per
 public name, no production module over 800 lines but the listed ones, none of those
-growing; and the host's board driver loads without Amaranth.
+growing; the host's board driver loads without Amaranth; and the command line starts
+without Amaranth, cocotb, numpy or matplotlib.
 
 The reader itself is tested on small packages written here, each breaking one rule."""
 
@@ -47,6 +48,29 @@ def test_the_board_driver_loads_no_amaranth():
         capture_output=True, text=True, check=True).stdout.split()
     assert not [name for name in loaded if name.split(".")[0] in ("amaranth", "numpy")]
     assert "pcispy.host.board" in loaded
+
+
+# What `pcispy --help` runs before it prints: the CLI imported, its parser (every command's
+# options) built.
+_HELP = """
+import contextlib, io, sys
+import pcispy.app.cli
+with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+    pcispy.app.cli.main(["--help"])
+print(*sorted(sys.modules))
+"""
+
+
+def test_the_command_line_starts_without_gateware_or_heavy_libraries():
+    # Every command, `pcispy --help` and `pcispy info` included, first imports the CLI and
+    # builds its parser: the gateware (Amaranth), the simulator (cocotb), numpy and
+    # matplotlib load only where a command uses them.
+    loaded = subprocess.run([sys.executable, "-c", _HELP], capture_output=True, text=True,
+                            check=True).stdout.split()
+    heavy = sorted({name.split(".")[0] for name in loaded} &
+                   {"amaranth", "cocotb", "numpy", "matplotlib"})
+    assert not heavy, f"importing pcispy.app.cli loads {', '.join(heavy)}"
+    assert "pcispy.app.cli" in loaded and "pcispy.spy.capture_feature" in loaded
 
 
 # A package of four rooms for the reader's own tests: low <- mid <- top, and tests.
