@@ -35,7 +35,6 @@ spy's gateware declarations (record layouts, filter command sets) load where a c
 uses them.
 """
 
-import asyncio
 import base64
 import os
 import sys
@@ -204,6 +203,8 @@ async def start_capture(transport, *, mode="summary", filters=(), combine="any",
 async def wait_capture(run, *, duration=None, poll=0.0005, progress=None):
     """Poll until the capture stops by itself, ``duration`` seconds (bus time) pass, or the
     user interrupts (Ctrl-C). Returns ``(interrupted, timed_out)``."""
+    # asyncio (for its CancelledError) loads where a capture waits, not with the command line
+    import asyncio
     board = run["board"]
     clock_hz = run["identity"]["clock_hz"]
     waited = 0.0

@@ -27,7 +27,6 @@ The command line imports this module whatever the command; numpy, the trace file
 record layouts (pcispy/spy/format.py, Amaranth) load where a readout uses them.
 """
 
-import asyncio
 import bisect
 import itertools
 import os
@@ -223,7 +222,9 @@ async def _read_rest(transport, writer, layout, *, progress, block, trackers, hi
     else None); then mark the readout complete. A stop on the way raises
     :class:`ReadoutStopped` naming how far it got and ``hint``, the command that
     resumes."""
-    # numpy loads where a capture is read (the module's docstring)
+    # numpy loads where a capture is read (the module's docstring); asyncio, for its
+    # CancelledError, where a readout runs, not with the command line
+    import asyncio
     import numpy as np
     record_bytes = writer.record_bytes
     words = record_bytes // 4

@@ -7,7 +7,6 @@ code runs under asyncio on hardware and under cocotb in simulation (docs/archite
 "How the pieces talk").
 """
 
-import asyncio
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Optional
@@ -142,6 +141,8 @@ class Transport(ABC):
     async def sleep(self, seconds):
         """Let ``seconds`` pass on the board's side (simulated time in simulation), e.g.
         while a DMA runs, instead of polling the bus with register reads."""
+        # asyncio loads where a feature runs on hardware, not with the command line
+        import asyncio
         await asyncio.sleep(seconds)
 
     async def io_dma_buffer(self, size):

@@ -24,7 +24,6 @@ shaped like sysfs; the environment variables ``PCISPY_SYSFS_ROOT`` and ``PCISPY_
 set them for the CLI.
 """
 
-import asyncio
 import errno
 import mmap
 import os
@@ -353,6 +352,8 @@ class SysfsTransport(Transport):
         command = await self.config_read(_COMMAND)
         if command & _INTX_DISABLE:
             await self.config_write(_COMMAND, command & 0xFFFF & ~_INTX_DISABLE)
+        # asyncio loads where a feature runs on hardware, not with the command line
+        import asyncio
         loop = asyncio.get_running_loop()
         ready = loop.create_future()
         loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
@@ -418,6 +419,8 @@ def run(feature, arguments, bdf, buffer=None):
     """Run ``feature`` (an ``async def feature(transport, **arguments)``) on the board at
     ``bdf`` under asyncio; the CLI's ``--sysfs`` branch. ``buffer``: ``(address, size)``
     (:func:`parse_buffer`) or None."""
+    # asyncio loads where a feature runs on hardware, not with the command line
+    import asyncio
     transport = SysfsTransport(bdf, buffer=buffer)
     try:
         return asyncio.run(feature(transport, **arguments))

@@ -19,7 +19,6 @@ the board executes it at most once. What a user can meet ends in a one-line
 side does not answer.
 """
 
-import asyncio
 import os
 import re
 import struct
@@ -52,6 +51,8 @@ class ByteStream(ABC):
 
     async def sleep(self, seconds):
         """Let ``seconds`` pass on the board's side."""
+        # asyncio loads where a feature runs on hardware, not with the command line
+        import asyncio
         await asyncio.sleep(seconds)
 
     def close(self):
@@ -339,6 +340,8 @@ def run(feature, arguments, device, baud=P.DEFAULT_BAUD, latency_s=0.25):
     the UART ``device`` under asyncio; the CLI's ``--uart`` branch."""
     if not device:
         raise TransportError("--uart needs a device, e.g. /dev/ttyUSB0 or socket://host:port")
+    # asyncio loads where a feature runs on hardware, not with the command line
+    import asyncio
     stream = SerialStream(device, baud)
 
     async def session():
