@@ -3,8 +3,8 @@
 the cache under build/sim/ by a hash of what its Verilog comes from (:func:`generator_key`).
 
 The CLI and the launcher import this module to find a model; a cached one needs no
-elaboration, so the gateware (pcispy/sim/pcisystem.py: the board's, the bus models') is
-imported only where a system is elaborated.
+elaboration, so Amaranth and the gateware (pcispy/sim/pcisystem.py: the board's, the bus
+models') are imported only where a system is elaborated.
 """
 
 import fcntl
@@ -15,9 +15,6 @@ import os
 import threading
 from pathlib import Path
 
-from amaranth.back import verilog
-
-from pcispy.core import ram
 from pcispy.sim import build_progress, verilate
 from pcispy.sim.system import SystemConfig
 
@@ -93,7 +90,9 @@ def _elaborate_and_build(config, waves, index):
     # Verilator's runtime objects compile on the other core while this one elaborates.
     runtime = threading.Thread(target=verilate.prepare_runtime, daemon=True)
     runtime.start()
-    # elaboration only: the gateware loads here (see the module's docstring)
+    # elaboration only: Amaranth and the gateware load here (see the module's docstring)
+    from amaranth.back import verilog
+    from pcispy.core import ram
     from pcispy.sim.pcisystem import RESET_FOLLOW_SOURCE, PCISystem
     system = PCISystem(config)
     text = verilog.convert(system, name="pcisystem", emit_src=False)
