@@ -23,15 +23,16 @@ behind a PCI-to-PCI bridge, on a secondary bus of its own (bus :data:`SECONDARY_
 agents :func:`secondary_driver_names`).
 
 The CLI, the launcher and the cocotb side import this module, so it loads none of the
-board's or the bus models' gateware.
+board's or the bus models' gateware, nor Amaranth: a command on a running session reads
+the configuration (a Verilog core's description included) without either.
 """
 
 import enum
 from dataclasses import dataclass
 
-from pcispy.pci.bus import DevselSpeed
+from pcispy.pci.codes import DevselSpeed
 from pcispy.pci.rules import DRIVER_RULES
-from pcispy.sim.control import ControlField, ControlRegister, ControlRegisters
+from pcispy.sim.control_registers import ControlField, ControlRegister, ControlRegisters
 from pcispy.sim.core_description import CoreDescription
 
 __all__ = ["Agent", "SystemConfig", "SystemReg", "REGISTERS", "BOARD_SLOT", "TEST_DEVICE_SLOT",

@@ -16,18 +16,17 @@ TRDY# in clock 17. A latency below what the protocol allows (DEVSEL# clock; cloc
 reads, because of the AD turnaround) gives the earliest legal clock.
 """
 
+import enum
 from dataclasses import dataclass, field, replace
 
-from amaranth.lib import enum
-
-from pcispy.pci.bus import DevselSpeed
+from pcispy.pci.codes import DevselSpeed
 
 __all__ = ["DisconnectMode", "RetryMode", "Profile", "PROFILES", "RTC", "CPCI_21554",
            "DELL_PRO_200",
            "IRQ_ACK_DELAY_DEFAULT", "PARK_TARGETS", "profile_by_name", "named"]
 
 
-class DisconnectMode(enum.Enum, shape=2):
+class DisconnectMode(enum.Enum):
     """When the target ends a burst on its own."""
     NONE         = 0  # never (the initiator ends every burst)
     WITH_DATA    = 1  # STOP# with TRDY# on data phase N: N words move
@@ -35,7 +34,7 @@ class DisconnectMode(enum.Enum, shape=2):
     CACHE_LINE   = 3  # STOP# with TRDY# on the last word of each cache line
 
 
-class RetryMode(enum.Enum, shape=2):
+class RetryMode(enum.Enum):
     """Which attempts the target retries (STOP# without TRDY# on the first data phase)."""
     NONE   = 0
     FIRST  = 1  # a new transaction, chosen with probability p/256, is retried K times in a row
