@@ -13,15 +13,17 @@ pins and are *not* inverted:
   (``cbe == 0b0000`` enables all four bytes); use :func:`byte_enables` for active-high.
 
 This module is imported by the gateware, the simulated bus models and the host (for the
-enum names), so it holds no state machine. DEVSEL# timing (:class:`DevselSpeed`) and the
-commands' mnemonics are declared, as data, in :mod:`pcispy.pci.codes`.
+enum names), so it holds no state machine. DEVSEL# timing (:class:`DevselSpeed`), the
+commands' mnemonics and a slot's lines (:func:`bus_lines`) are declared, as data, in
+:mod:`pcispy.pci.codes`.
 """
 
 from amaranth import Mux
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
-from pcispy.pci.codes import COMMAND_MNEMONICS as _MNEMONICS_BY_CODE, DECODE_SPEEDS, DevselSpeed
+from pcispy.pci.codes import (COMMAND_MNEMONICS as _MNEMONICS_BY_CODE, DECODE_SPEEDS,
+                               DevselSpeed, bus_lines)
 
 __all__ = [
     "Command", "Termination", "DevselSpeed", "DECODE_SPEEDS",
@@ -137,28 +139,6 @@ PRESENTED_GATED = frozenset({
     "ad", "ad_hi", "cbe", "cbe_hi", "frame", "irdy", "trdy", "stop", "devsel", "req64",
     "ack64",
 })
-
-
-def bus_lines(width=32):
-    """The lines of a PCI slot as ``{name: bits}``, in a fixed order.
-
-    ``req``/``gnt``/``idsel`` are this slot's point-to-point lines; ``rst`` is RST#.
-    A 64-bit bus adds ``ad_hi`` (AD[63:32]), ``cbe_hi`` (C/BE#[7:4]), ``par64``, ``req64``
-    and ``ack64``.
-    """
-    if width not in (32, 64):
-        raise ValueError(f"PCI bus width must be 32 or 64, not {width!r}")
-    lines = {
-        "ad": 32, "cbe": 4, "par": 1,
-        "frame": 1, "irdy": 1, "trdy": 1, "stop": 1, "devsel": 1,
-        "idsel": 1, "lock": 1, "perr": 1, "serr": 1,
-        "req": 1, "gnt": 1,
-        "inta": 1, "intb": 1, "intc": 1, "intd": 1,
-        "rst": 1,
-    }
-    if width == 64:
-        lines.update({"ad_hi": 32, "cbe_hi": 4, "par64": 1, "req64": 1, "ack64": 1})
-    return lines
 
 
 class TriStateSignature(wiring.Signature):

@@ -3,7 +3,7 @@
 
 Slot 0 takes a component that follows the *slot-0 contract*:
 
-- ``ports``: ``{line: port}`` for every line of :func:`~pcispy.pci.bus.bus_lines`, each
+- ``ports``: ``{line: port}`` for every line of :func:`~pcispy.pci.codes.bus_lines`, each
   with ``o``, ``oe`` and ``i`` signals at pin level (an active-low line reads 0 while
   asserted), ``oe`` as wide as ``o`` (the line counts as driven when any bit is);
 - ``sram_ports``: None (only pcispy's board has an SRAM trace memory);
@@ -13,25 +13,26 @@ Slot 0 takes a component that follows the *slot-0 contract*:
 :class:`~pcispy.board.top.PCIBoard` is the default such component. An Amaranth core of
 your own follows the same contract; a Verilog core is described by a
 :class:`CoreDescription` (loadable from a JSON or TOML file) and adapted to the contract
-by :class:`VerilogCore`. Either is chosen per run with ``SystemConfig(core=...)``.
+by :class:`~pcispy.sim.verilog_core.VerilogCore`. Either is chosen per run with
+``SystemConfig(core=...)``. A description is data (no Amaranth): the command line reads one
+to start or check a session; its adapter, the gateware, is pcispy/sim/verilog_core.py.
 
 Memories that Python should reach (``backdoor`` access from cocotb) must be named
 ``bd_*`` in the core's Verilog: only those are made public in the model.
 
 A Verilog core whose PCI pins are ``inout`` ports (as on a chip) names them in ``io`` of
 its pin map, with ``oe`` naming the signal inside the core that enables the port's
-driver. :class:`VerilogCore` then puts the core in a small generated Verilog module
-(:func:`inout_wrapper`): each inout port sits on a net that the rest of the bus drives
-weakly (``assign (weak0, weak1)``), so the core reads the bus when it does not drive and
-its own value when it does (Verilator resolves the strengths), and the enable is read
-from inside the core by a hierarchical name. The resolver and the checker thus still see
+driver. :class:`~pcispy.sim.verilog_core.VerilogCore` then puts the core in a small
+generated Verilog module (:func:`inout_wrapper`): each inout port sits on a net that the
+rest of the bus drives weakly (``assign (weak0, weak1)``), so the core reads the bus when
+it does not drive and its own value when it does (Verilator resolves the strengths), and
+the enable is read from inside the core by a hierarchical name. The resolver and the checker thus still see
 who drives each line, as for o/oe/i ports. (Verilator offers no way to read a tristate
 driver's enable through a port that other drivers share: ``x !== 1'bz`` counts the
 weak driver too.)
 """
 
 import hashlib
-import importlib
 import json
 import os
 import re
@@ -39,14 +40,11 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from amaranth import ClockSignal, Const, Instance, Module, Signal
-from amaranth.lib import io, wiring
-
-from pcispy.pci.bus import bus_lines
+from pcispy.pci.codes import bus_lines
 from pcispy.sim import verilate
 
 __all__ = ["PinMap", "CoreDescription", "DescriptionError", "MasterHook", "HOOK_VALUES",
-           "VerilogCore", "core_component", "inout_wrapper"]
+           "inout_wrapper", "wrapper_module"]
 
 #: A signal inside the core that an inout pin's ``oe`` may name: a Verilog identifier,
 #: or a dotted path into its submodules.
@@ -407,7 +405,7 @@ class CoreDescription:
         if not self.has_inouts:
             return list(self.sources)
         text = inout_wrapper(self)
-        path = verilate.BUILD_ROOT / "cores" / f"{_wrapper_module(self)}.v"
+        path = verilate.BUILD_ROOT / "cores" / f"{wrapper_module(self)}.v"
         if not path.exists() or path.read_text() != text:
             path.parent.mkdir(parents=True, exist_ok=True)
             partial = path.with_suffix(f".{os.getpid()}")
@@ -504,86 +502,7 @@ class CoreDescription:
         return description
 
 
-class VerilogCore(wiring.Component):
-    """A :class:`CoreDescription`'s Verilog core adapted to the slot-0 contract.
-
-    ``ports`` are pin-level :class:`~amaranth.lib.io.SimulationPort`\\s, one per line of a
-    ``width``-bit bus; the core's top module is instantiated in the ``pci`` domain with
-    its parameters, its clock on the bus clock and its reset on RST# (inverted for an
-    active-high reset). Lines the core does not drive have their enables at 0. A core
-    with inout ports is instantiated through its generated wrapper (:func:`inout_wrapper`,
-    a source of the model: :meth:`CoreDescription.model_sources`), which sets the
-    parameters itself.
-    """
-
-    def __init__(self, description, width=32):
-        try:
-            description.check(width)
-        except ValueError:
-            # Never built, so never elaborated: no "created but never used" warning.
-            self._MustUse__silence = True
-            raise
-        self.description = description
-        self.width = width
-        self.ports = {name: io.SimulationPort("io", bits, name=f"core_{name}")
-                      for name, bits in bus_lines(width).items()}
-        self.sram_ports = None
-        super().__init__({})
-
-    def elaborate(self, platform):
-        m = Module()
-        desc = self.description
-        rst_pin = self.ports["rst"].i
-        inputs = {desc.clock: ClockSignal("pci"),
-                  desc.reset: rst_pin if desc.reset_active_low else ~rst_pin}
-        # One signal per output port: a core may share an enable between lines (TRDY#,
-        # STOP# and DEVSEL# often have one), and an Instance port connects once.
-        outputs = {}
-
-        def output(port, bits):
-            if port not in outputs:
-                outputs[port] = Signal(bits, name=f"core_out_{port}")
-            return outputs[port]
-
-        mapped = {pin.line: pin for pin in desc.pins}
-        for line, port in self.ports.items():
-            pin = mapped.get(line)
-            bits = len(port.o)
-            if pin is None:
-                m.d.comb += port.oe.eq(0)
-                continue
-            if pin.io:
-                # The generated wrapper's ports for the inout: the bus in, the net out, and
-                # the enable already reduced to one bit of the right polarity.
-                inputs[f"{pin.io}__bus"] = port.i
-                m.d.comb += port.o.eq(output(f"{pin.io}__o", bits))
-                drives = output(f"{pin.io}__oe", 1) if pin.oe else Const(0)
-                m.d.comb += port.oe.eq(drives.replicate(bits))
-                continue
-            if pin.i:
-                inputs[pin.i] = port.i
-            if not pin.o:
-                m.d.comb += port.oe.eq(0)
-                continue
-            m.d.comb += port.o.eq(output(pin.o, bits))
-            if pin.oe:
-                enable = output(pin.oe, pin.oe_bits)
-                drives = (~enable).any() if pin.oe_active_low else enable.any()
-            else:
-                drives = Const(1)
-            m.d.comb += port.oe.eq(drives.replicate(bits))
-        connections = {f"i_{name}": value for name, value in inputs.items()}
-        connections.update({f"o_{name}": value for name, value in outputs.items()})
-        if desc.has_inouts:
-            # The wrapper sets the parameters itself (its text is part of the model).
-            m.submodules.core = Instance(_wrapper_module(desc), **connections)
-        else:
-            connections.update({f"p_{name}": value for name, value in desc.parameters})
-            m.submodules.core = Instance(desc.top, **connections)
-        return m
-
-
-def _wrapper_module(description):
+def wrapper_module(description):
     """The generated inout wrapper's module name: unique per description."""
     digest = hashlib.sha256(repr(description).encode()).hexdigest()[:12]
     return f"pcispy_inout_{digest}"
@@ -652,7 +571,7 @@ def inout_wrapper(description):
         f"// Generated by pcispy (pcispy/sim/core_description.py) for core "
         f"{description.label}: its",
         "// inout ports as output / enable / input ports for slot 0.",
-        f"module {_wrapper_module(description)} (",
+        f"module {wrapper_module(description)} (",
         declarations,
         ");",
         *body,
@@ -661,13 +580,3 @@ def inout_wrapper(description):
         "    );",
         "endmodule",
         ""])
-
-
-def core_component(core, width):
-    """The slot-0 component ``SystemConfig.core`` names: a :class:`CoreDescription`'s
-    :class:`VerilogCore`, or for ``"module:function"`` what ``function(width)`` returns
-    (an Amaranth component that keeps the slot-0 contract)."""
-    if isinstance(core, CoreDescription):
-        return VerilogCore(core, width)
-    module_name, _, function = core.partition(":")
-    return getattr(importlib.import_module(module_name), function)(width)

@@ -24,7 +24,7 @@ from pcispy.sim.bfm.sram import AsyncSRAM, UNSTABLE
 from pcispy.sim.bfm.target import BehaviouralTarget
 from pcispy.sim.control import (CONTROL_ADDR_BITS, ControlSignature, register_reads,
                                 register_writes, written)
-from pcispy.sim.core_description import core_component
+from pcispy.sim.verilog_core import core_component
 from pcispy.sim.system import (BOARD_SLOT, IDSEL_AD_BIT, MASTERS, REGISTERS, SECONDARY_MASTERS,
                                TEST_DEVICE_SLOT, Agent, SystemConfig, SystemReg, driver_names,
                                slot0_is_master, slot0_name)

@@ -36,8 +36,10 @@ the session is busy with another command, and keeps waiting. A client that goes 
 
 The command line imports this module whatever the command; what simulates the system (its
 configuration, :mod:`pcispy.sim.launcher`, and its model, :mod:`pcispy.sim.model` and
-:mod:`pcispy.sim.verilate`, which bring Amaranth and the bus models' declarations) loads
-when a session is started, checked or used.
+:mod:`pcispy.sim.verilate`) loads when a session is started, checked or used. Checking a
+running session's sources hashes files (:func:`pcispy.sim.model.generator_key`): a command
+on a running session loads neither Amaranth nor cocotb; building a model loads Amaranth
+and the gateware.
 """
 
 import contextlib
@@ -171,7 +173,7 @@ class SessionSpec:
         board); a file that cannot be read or parsed is a :class:`PcispyError`."""
         if not self.core:
             return None
-        # a core's description loads Amaranth: only for a core (the module's docstring)
+        # the description's reader loads only for a core: every command imports this module
         from pcispy.sim.core_description import CoreDescription
         try:
             return CoreDescription.load(self.core)

@@ -17,10 +17,10 @@ from amaranth import ClockDomain, Module
 from amaranth.back import verilog
 
 from pcispy.app.tests._cli import run_cli
-from pcispy.sim.core_description import (CoreDescription, DescriptionError, MasterHook, PinMap,
-                                         VerilogCore)
+from pcispy.sim.core_description import CoreDescription, DescriptionError, MasterHook, PinMap
 from pcispy.sim.pcisystem import slot0_component
 from pcispy.sim.system import SystemConfig
+from pcispy.sim.verilog_core import VerilogCore
 from pcispy.sim.tests.core_examples import EXAMPLE
 
 pytestmark = pytest.mark.core
