@@ -2,8 +2,9 @@
 """The package keeps its rooms (pcispy/rooms.py): no import against the declared order, no
 cycle, no production code importing tests, every deferred import explained, one class per
 public name, no production module over 800 lines but the listed ones, none of those
-growing; the host's board driver loads without Amaranth; and the command line starts
-without Amaranth, cocotb, numpy or matplotlib.
+growing; the host's board driver loads without Amaranth; the command line starts
+without Amaranth, cocotb, numpy or matplotlib; and a command on a running simulated session
+loads neither Amaranth nor cocotb.
 
 The reader itself is tested on small packages written here, each breaking one rule."""
 
@@ -11,8 +12,11 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from pcispy.rooms import (LONG_MODULES, MAX_LINES, ROOMS, Room, import_problems,
                           name_problems, problems, read, room_of, size_problems)
+from pcispy.sim.tests.core_examples import EXAMPLE
 
 __all__ = []
 
@@ -71,6 +75,38 @@ def test_the_command_line_starts_without_gateware_or_heavy_libraries():
                    {"amaranth", "cocotb", "numpy", "matplotlib"})
     assert not heavy, f"importing pcispy.app.cli loads {', '.join(heavy)}"
     assert "pcispy.app.cli" in loaded and "pcispy.spy.capture_feature" in loaded
+
+
+# What a command on a running session (`pcispy --sim info`) imports before the simulator
+# answers: the CLI, and the session's check that it runs this checkout's sources (its
+# configuration, a core's description included, and the model cache's key,
+# pcispy/sim/session.py), here of a session started from other sources, which is refused.
+_SESSION = """
+import sys, types
+import pcispy.app.cli
+from pcispy.host.errors import PcispyError
+from pcispy.sim import session
+from pcispy.sim.launcher import feature_path
+stale = types.SimpleNamespace(spec=session.SessionSpec(core=sys.argv[1]), sources="0" * 16,
+                              started=None, name="stale")
+try:
+    session._refuse_other_sources(stale)
+except PcispyError:
+    print(feature_path(pcispy.app.cli.main), *sorted(sys.modules))
+"""
+
+
+@pytest.mark.parametrize("core", ["", str(EXAMPLE)], ids=["board", "verilog-core"])
+def test_a_command_on_a_running_session_loads_no_gateware(core):
+    # A warm session answers in a fraction of a second: the client checks the session's
+    # sources (hashing files, no elaboration) and sends the command, so neither the
+    # gateware (Amaranth) nor the simulator (cocotb) loads in its process.
+    loaded = subprocess.run([sys.executable, "-c", _SESSION, core], capture_output=True,
+                            text=True, check=True).stdout.split()
+    assert loaded[:1] == ["pcispy.app.cli:main"], "the stale session was not refused"
+    heavy = sorted({name.split(".")[0] for name in loaded} & {"amaranth", "cocotb"})
+    assert not heavy, f"a command on a session loads {', '.join(heavy)}"
+    assert "pcispy.sim.model" in loaded and "pcispy.sim.launcher" in loaded
 
 
 # A package of four rooms for the reader's own tests: low <- mid <- top, and tests.
