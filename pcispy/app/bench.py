@@ -36,7 +36,8 @@ from pcispy.sim.bfm.sdram import SDRAMModel, attach, violation_names
 from pcispy.sim.launcher import run_feature, FIGURES_ENV
 from pcispy.sim.session import FRESH_ENV, SESSIONS_ENV
 from pcispy.sim.sidechannel import measure_bulk_read
-from pcispy.sim.speed import measure_empty_cycles_per_s, measure_bfm_cycles_per_s
+from pcispy.sim.speed import (measure_bfm_cycles_per_s, measure_empty_cycles_per_s,
+                              measure_idle_cycles_per_s)
 from pcispy.sim.model import build_system
 from pcispy.sim.system import SystemConfig
 from pcispy.spy.capture_feature import capture, finish_capture, readout_rate, start_capture
@@ -57,6 +58,10 @@ def _sim_empty():
 
 def _sim_bfm():
     return {"sim.bfm_cycles_per_s": round(measure_bfm_cycles_per_s())}
+
+
+def _sim_idle():
+    return {"sim.idle_cycles_per_s": round(measure_idle_cycles_per_s())}
 
 
 def _spy_decode():
@@ -633,7 +638,7 @@ def _spy_decode_memory():
         return measure_decode_memory(directory)
 
 
-MEASUREMENTS = [_sim_empty, _sim_bfm, _spy_decode, _spy_trace, _dma, _irq, _board,
+MEASUREMENTS = [_sim_empty, _sim_bfm, _sim_idle, _spy_decode, _spy_trace, _dma, _irq, _board,
                 _board_passive, _board_pci_card, _board_64bit_synthesis, _target_pio,
                 _sim_session, _sim_commands, _demo,
                 _uart, _fuzz, _formal,

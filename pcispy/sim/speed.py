@@ -3,7 +3,10 @@
 
 ``sim.empty_cycles_per_s`` is measured on an empty design with the same clocking as the
 system (a ``pci`` domain and a counter), so the other figures can be read as a fraction of
-what the simulator itself costs per clock.
+what the simulator itself costs per clock. ``sim.bfm_cycles_per_s`` is the system with the
+bus busy on every clock; ``sim.idle_cycles_per_s`` the system with the bus idle, which is
+what most of the clocks of an interactive command are (``pcispy irq`` waits thousands of
+clocks between interrupts, a capture waits for the traffic it filters).
 """
 
 import json
@@ -21,7 +24,8 @@ from pcispy.sim.launcher import RESULT_ENV, run_bench
 from pcispy.sim.system import SystemConfig
 from pcispy.sim.verilate import build_model
 
-__all__ = ["EmptyDesign", "measure_empty_cycles_per_s", "measure_bfm_cycles_per_s"]
+__all__ = ["EmptyDesign", "measure_empty_cycles_per_s", "measure_bfm_cycles_per_s",
+           "measure_idle_cycles_per_s"]
 
 
 class EmptyDesign(wiring.Component):
@@ -58,9 +62,19 @@ def measure_empty_cycles_per_s(cycles=EMPTY_CYCLES):
 def measure_bfm_cycles_per_s():
     """Simulated clocks per second while the host bridge bursts to the test device (the
     32-bit system model, ideal profile)."""
+    return _system_cycles_per_s("bfm_speed")
+
+
+def measure_idle_cycles_per_s():
+    """Simulated clocks per second of the 32-bit system (ideal profile) with nothing on
+    the bus, after enumeration."""
+    return _system_cycles_per_s("idle_speed")
+
+
+def _system_cycles_per_s(bench):
     with tempfile.TemporaryDirectory() as tmp:
         result = os.path.join(tmp, "speed.json")
-        run_bench("pcispy.sim.speed", "bfm_speed", SystemConfig(width=32), result=result)
+        run_bench("pcispy.sim.speed", bench, SystemConfig(width=32), result=result)
         with open(result) as f:
             return json.load(f)["cycles_per_s"]
 
@@ -108,6 +122,22 @@ if cocotb is not None:     # the benches below run inside the simulator
             result = await system.host.run(Command.MEM_WRITE, 0x9000_0000, window // 4,
                                            burst=0, buf_off=0)
             assert result.ok, result
+        elapsed = time.perf_counter() - begin
+        clocks = await system.cycle() - begin_clock
+        await system.assert_clean()
+        with open(os.environ[RESULT_ENV], "w") as f:
+            json.dump({"cycles_per_s": clocks / elapsed}, f)
+
+    #: How many clocks ``idle_speed`` times: about 10 s of wall time, as ``empty_speed``.
+    IDLE_CYCLES = 2_000_000
+
+    @cocotb.test()
+    async def idle_speed(dut):
+        """Let IDLE_CYCLES clocks pass on the enumerated system with nothing on the bus
+        (the agents asleep, the board's spy not armed) and time them."""
+        system = await SimSystem(dut).start()
+        begin_clock, begin = await system.cycle(), time.perf_counter()
+        await system.clocks(IDLE_CYCLES)
         elapsed = time.perf_counter() - begin
         clocks = await system.cycle() - begin_clock
         await system.assert_clean()
