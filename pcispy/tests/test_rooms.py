@@ -109,37 +109,6 @@ def test_a_command_on_a_running_session_loads_no_gateware(core):
     assert "pcispy.sim.model" in loaded and "pcispy.sim.launcher" in loaded
 
 
-# What `pcispy decode FILE` and `pcispy decode FILE --format csv -o OUT` import: the CLI,
-# the trace file, the decoder and an export, with no board.
-_DECODE = """
-import contextlib, io, sys
-import pcispy.app.cli
-with contextlib.redirect_stdout(io.StringIO()):
-    assert pcispy.app.cli.main(["decode", sys.argv[1]]) == 0
-    assert pcispy.app.cli.main(["decode", sys.argv[1], "--format", "csv", "-o", sys.argv[2]]) == 0
-print(*sorted(sys.modules))
-"""
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "the trace records are declared as Amaranth layouts and enums (pcispy/spy/format.py, "
-    "pcispy/pci/bus.py), and the host derives its numpy dtype from them"))
-def test_decoding_a_trace_file_loads_no_gateware(tmp_path):
-    # A trace file decodes with no board: numpy and the record layouts as data, not the
-    # gateware (Amaranth) nor the simulator (cocotb).
-    from pcispy.trace.decode import synthetic_trace
-    from pcispy.trace.file import write_trace
-    trace, _ = synthetic_trace(200)
-    path = tmp_path / "small.pcitrace"
-    write_trace(path, trace.data, trace.metadata)
-    loaded = subprocess.run([sys.executable, "-c", _DECODE, str(path), str(tmp_path / "out.csv")],
-                            capture_output=True, text=True, check=True).stdout.split()
-    assert (tmp_path / "out.csv").read_text().startswith("trans,time,")
-    heavy = sorted({name.split(".")[0] for name in loaded} & {"amaranth", "cocotb"})
-    assert not heavy, f"pcispy decode loads {', '.join(heavy)}"
-    assert "pcispy.trace.export" in loaded
-
-
 # A package of four rooms for the reader's own tests: low <- mid <- top, and tests.
 _ROOMS = (
     Room("low", ("toy", "toy.low", "toy.low.*"), (), ""),
