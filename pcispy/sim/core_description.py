@@ -26,10 +26,10 @@ driver. :class:`~pcispy.sim.verilog_core.VerilogCore` then puts the core in a sm
 generated Verilog module (:func:`inout_wrapper`): each inout port sits on a net that the
 rest of the bus drives weakly (``assign (weak0, weak1)``), so the core reads the bus when
 it does not drive and its own value when it does (Verilator resolves the strengths), and
-the enable is read from inside the core by a hierarchical name. The resolver and the checker thus still see
-who drives each line, as for o/oe/i ports. (Verilator offers no way to read a tristate
-driver's enable through a port that other drivers share: ``x !== 1'bz`` counts the
-weak driver too.)
+the enable is read from inside the core by a hierarchical name. The resolver and the
+checker thus still see who drives each line, as for o/oe/i ports. (Verilator offers no way
+to read a tristate driver's enable through a port that other drivers share:
+``x !== 1'bz`` counts the weak driver too.)
 """
 
 import hashlib
